@@ -1,0 +1,56 @@
+#include "error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int ws_error_set(ws_error *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+        err->code = code;
+    }
+    return code;
+}
+
+int ws_error_prefix(ws_error *err, const char *fmt, ...)
+{
+    if (!err)
+        return WS_ERR_INTERNAL;
+    char prefix[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    char old[sizeof err->message];
+    memcpy(old, err->message, sizeof old);
+    size_t n = strlen(prefix);
+    if (n > sizeof err->message - 3)
+        n = sizeof err->message - 3;
+    memcpy(err->message, prefix, n);
+    err->message[n] = ':';
+    err->message[n + 1] = ' ';
+    size_t room = sizeof err->message - n - 2;
+    size_t m = strlen(old);
+    if (m >= room)
+        m = room - 1;
+    memcpy(err->message + n + 2, old, m);
+    err->message[n + 2 + m] = '\0';
+    return err->code;
+}
+
+void ws_error_clear(ws_error *err)
+{
+    if (err) {
+        err->code = WS_OK;
+        err->message[0] = '\0';
+    }
+}
+
+int ws_error_nomem(ws_error *err, const char *what)
+{
+    return ws_error_set(err, WS_ERR_NOMEM, "out of memory while allocating %s", what);
+}

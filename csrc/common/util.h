@@ -1,0 +1,63 @@
+/* Small building blocks: growable arrays, a 64-bit hash map, a byte buffer. */
+#ifndef WS_COMMON_UTIL_H
+#define WS_COMMON_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WS_NONE32 UINT32_MAX
+#define WS_NONE64 UINT64_MAX
+
+/* Grows *array (of elements of `size` bytes) so that it holds at least
+ * `needed` elements; *capacity is updated.  Returns 0 or -1 on overflow
+ * or allocation failure (the old array stays valid). */
+int ws_grow(void **array, size_t *capacity, size_t needed, size_t size);
+
+/* calloc/malloc with overflow checks on count*size. */
+void *ws_calloc(size_t count, size_t size);
+void *ws_malloc_array(size_t count, size_t size);
+char *ws_strdup(const char *s);
+
+/* Open-addressing hash map from uint64 keys to uint64 values.
+ * The key UINT64_MAX is reserved. */
+typedef struct ws_map64 {
+    uint64_t *keys;
+    uint64_t *values;
+    size_t capacity; /* power of two, 0 when empty */
+    size_t count;
+} ws_map64;
+
+void ws_map64_init(ws_map64 *m);
+void ws_map64_free(ws_map64 *m);
+/* Inserts or overwrites; returns 0 or -1 on allocation failure. */
+int ws_map64_put(ws_map64 *m, uint64_t key, uint64_t value);
+/* Returns 1 and stores the value if found, else 0. */
+int ws_map64_get(const ws_map64 *m, uint64_t key, uint64_t *value);
+/* Removes the key if present; returns 1 if it was present. */
+int ws_map64_remove(ws_map64 *m, uint64_t key);
+
+static inline uint64_t ws_hash64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+/* A growable byte buffer for payloads. */
+typedef struct ws_buffer {
+    unsigned char *data;
+    size_t size;
+    size_t capacity;
+} ws_buffer;
+
+void ws_buffer_init(ws_buffer *b);
+void ws_buffer_free(ws_buffer *b);
+/* Appends bytes; returns 0 or -1 on allocation failure. */
+int ws_buffer_append(ws_buffer *b, const void *data, size_t n);
+/* Reserves n bytes at the end and returns a pointer to them (or NULL). */
+void *ws_buffer_extend(ws_buffer *b, size_t n);
+
+#endif

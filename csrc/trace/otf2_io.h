@@ -1,0 +1,34 @@
+/* Reading and writing OTF2 archives. */
+#ifndef WS_TRACE_OTF2_IO_H
+#define WS_TRACE_OTF2_IO_H
+
+#include "trace.h"
+
+typedef struct ws_progress {
+    /* Called now and then during long work; a nonzero return stops the
+     * work with WS_ERR_INTERRUPTED.  `done` and `total` count events. */
+    int (*callback)(void *context, const char *stage, uint64_t done, uint64_t total);
+    void *context;
+} ws_progress;
+
+/* Opens an archive (anchor file or experiment directory) and reads its
+ * anchor and global definitions.  No event is read yet. */
+int ws_otf2_open(const char *path, ws_trace **out, ws_error *err);
+
+/* Reads the local definitions and events of the given locations (dense
+ * indices; NULL and n == 0 means all).  Only those locations' files are
+ * opened.  On error the trace keeps no partial events of the failing
+ * location. */
+int ws_otf2_load_events(ws_trace *t, const uint32_t *locations, uint32_t n,
+                        const ws_progress *progress, ws_error *err);
+
+/* Counts the event records of the given locations with callbacks that do
+ * nothing (the cost of decoding alone, for benchmarks). */
+int ws_otf2_bare_read(const char *path, uint64_t *n_records, ws_error *err);
+
+/* Writes the trace (all loaded locations) as an OTF2 archive with the
+ * given anchor path ("dir/traces.otf2" or "dir": then "dir/traces.otf2").
+ * Ticks are recomputed from the seconds with the trace's clock. */
+int ws_otf2_write(const ws_trace *t, const char *path, const ws_progress *progress, ws_error *err);
+
+#endif

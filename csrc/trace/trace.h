@@ -1,0 +1,266 @@
+/* The trace store: global definitions, the call-path tree and, per
+ * location, the events as parallel (columnar) arrays.
+ *
+ * Timestamps are seconds relative to the clock's global offset.  All
+ * cross references use dense indices (0..n-1) into the store's tables;
+ * the OTF2 identifiers are kept alongside for writing traces back.
+ */
+#ifndef WS_TRACE_TRACE_H
+#define WS_TRACE_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/error.h"
+#include "../common/util.h"
+
+/* ---- event kinds (stored as uint8) ------------------------------------ */
+enum ws_event_kind {
+    WS_EV_ENTER = 1,
+    WS_EV_LEAVE = 2,
+    WS_EV_SEND = 3,              /* MpiSend         ref: message row  */
+    WS_EV_ISEND = 4,             /* MpiIsend        ref: message row  */
+    WS_EV_ISEND_COMPLETE = 5,    /* MpiIsendComplete ref: request row */
+    WS_EV_IRECV_REQUEST = 6,     /* MpiIrecvRequest ref: request row  */
+    WS_EV_RECV = 7,              /* MpiRecv         ref: message row  */
+    WS_EV_IRECV = 8,             /* MpiIrecv        ref: message row  */
+    WS_EV_REQUEST_TEST = 9,      /* MpiRequestTest  ref: request row  */
+    WS_EV_REQUEST_CANCELLED = 10,/*                 ref: request row  */
+    WS_EV_COLL_BEGIN = 11,       /* MpiCollectiveBegin ref: unused    */
+    WS_EV_COLL_END = 12,         /* MpiCollectiveEnd ref: collective row */
+    WS_EV_PROGRAM_BEGIN = 13,
+    WS_EV_PROGRAM_END = 14,
+    WS_EV_MEASUREMENT_ON = 15,
+    WS_EV_MEASUREMENT_OFF = 16,
+    WS_EV_KIND_COUNT = 17
+};
+
+/* Region roles and paradigms use OTF2's numbering (OTF2_RegionRole,
+ * OTF2_Paradigm) so that values round-trip unchanged. */
+
+/* Collective operation types follow OTF2_CollectiveOp. */
+
+typedef struct ws_region {
+    uint64_t otf2_id;
+    uint32_t name;           /* string index */
+    uint32_t canonical_name; /* string index */
+    uint32_t description;    /* string index */
+    uint8_t role;            /* OTF2_RegionRole */
+    uint8_t paradigm;        /* OTF2_Paradigm */
+    uint32_t flags;          /* OTF2_RegionFlag */
+    uint32_t source_file;    /* string index or WS_NONE32 */
+    uint32_t begin_line;
+    uint32_t end_line;
+} ws_region;
+
+enum ws_group_kind { /* follows OTF2_GroupType */
+    WS_GROUP_UNKNOWN = 0,
+    WS_GROUP_LOCATIONS = 1,
+    WS_GROUP_REGIONS = 2,
+    WS_GROUP_METRIC = 3,
+    WS_GROUP_COMM_LOCATIONS = 4,
+    WS_GROUP_COMM_GROUP = 5,
+    WS_GROUP_COMM_SELF = 6
+};
+
+typedef struct ws_group {
+    uint64_t otf2_id;
+    uint32_t name;      /* string index */
+    uint8_t type;       /* OTF2_GroupType */
+    uint8_t paradigm;   /* OTF2_Paradigm */
+    uint32_t flags;     /* OTF2_GroupFlag */
+    uint64_t n_members;
+    uint64_t *members;  /* raw OTF2 member values */
+} ws_group;
+
+typedef struct ws_comm {
+    uint64_t otf2_id;
+    uint32_t name;      /* string index */
+    uint32_t group;     /* group index */
+    uint32_t parent;    /* comm index or WS_NONE32 */
+    uint32_t size;      /* number of ranks */
+    uint32_t *rank_location; /* comm rank -> location index (WS_NONE32 if unknown) */
+    int is_self;        /* MPI_COMM_SELF-like: every location is rank 0 */
+} ws_comm;
+
+typedef struct ws_system_node {
+    uint64_t otf2_id;
+    uint32_t name;       /* string index */
+    uint32_t class_name; /* string index */
+    uint32_t parent;     /* node index or WS_NONE32 */
+} ws_system_node;
+
+typedef struct ws_location_group {
+    uint64_t otf2_id;
+    uint32_t name;        /* string index */
+    uint8_t type;         /* OTF2_LocationGroupType */
+    uint32_t system_node; /* node index or WS_NONE32 */
+} ws_location_group;
+
+/* Columnar events of one location.  Arrays are separately allocated so
+ * that each can be exposed as a zero-copy NumPy view. */
+typedef struct ws_events {
+    uint64_t n;
+    double *time;
+    uint8_t *kind;
+    uint32_t *ref;
+
+    uint64_t n_messages;   /* MpiSend/Isend/Recv/Irecv */
+    uint32_t *msg_event;
+    uint32_t *msg_peer;    /* rank of the partner within msg_comm */
+    uint32_t *msg_comm;    /* comm index */
+    uint32_t *msg_tag;
+    uint64_t *msg_bytes;
+
+    uint64_t n_requests;   /* request ids of non-blocking operations */
+    uint32_t *req_event;
+    uint64_t *req_id;
+
+    uint64_t n_collectives; /* MpiCollectiveEnd */
+    uint32_t *coll_event;
+    uint32_t *coll_comm;    /* comm index */
+    uint32_t *coll_root;    /* comm rank or WS_NONE32 */
+    uint8_t *coll_op;       /* OTF2_CollectiveOp */
+    uint64_t *coll_sent;
+    uint64_t *coll_received;
+
+    uint64_t n_skipped;     /* records of kinds the store does not keep */
+} ws_events;
+
+typedef struct ws_location {
+    uint64_t otf2_id;
+    uint32_t name;            /* string index */
+    uint8_t type;             /* OTF2_LocationType */
+    uint32_t group;           /* location group index */
+    uint64_t n_events_defined;/* number of event records per definitions */
+    uint32_t rank;            /* MPI rank (world) or WS_NONE32 */
+    uint32_t thread;          /* position among the locations of its group */
+    int loaded;               /* events are present in `events` */
+    ws_events events;
+} ws_location;
+
+typedef struct ws_cart_dim {
+    uint32_t name; /* string index */
+    uint32_t size;
+    int periodic;
+} ws_cart_dim;
+
+typedef struct ws_cart_topology {
+    uint64_t otf2_id;
+    uint32_t name;     /* string index */
+    uint32_t comm;     /* comm index */
+    uint32_t n_dims;
+    uint32_t *dims;    /* indices into trace->cart_dims */
+    /* coordinates: for each rank of comm (comm->size), n_dims values;
+     * WS_NONE32 where no coordinate was defined. */
+    uint32_t n_ranks;
+    uint32_t *coords;
+} ws_cart_topology;
+
+typedef struct ws_clock {
+    uint64_t resolution;  /* ticks per second */
+    uint64_t offset;      /* global offset in ticks */
+    uint64_t length;      /* trace length in ticks */
+    uint64_t realtime;    /* OTF2 realtime timestamp or 0 */
+    int defined;
+} ws_clock;
+
+/* The call-path tree: call path i has region cp_region[i] and parent
+ * cp_parent[i] (WS_NONE32 for roots). */
+typedef struct ws_callpaths {
+    uint32_t n;
+    size_t capacity;
+    uint32_t *parent;
+    uint32_t *region;
+    uint32_t *first_child;
+    uint32_t *next_sibling;
+    uint32_t *depth;
+    ws_map64 index; /* (parent+1)<<32 | region -> call path */
+} ws_callpaths;
+
+typedef struct ws_trace {
+    char *path;          /* anchor file */
+    char *directory;     /* experiment directory */
+
+    ws_clock clock;
+
+    uint32_t n_strings;
+    char **strings;
+
+    uint32_t n_regions;
+    ws_region *regions;
+
+    uint32_t n_groups;
+    ws_group *groups;
+
+    uint32_t n_comms;
+    ws_comm *comms;
+
+    uint32_t n_system_nodes;
+    ws_system_node *system_nodes;
+
+    uint32_t n_location_groups;
+    ws_location_group *location_groups;
+
+    uint32_t n_locations;
+    ws_location *locations;
+
+    uint32_t n_cart_dims;
+    ws_cart_dim *cart_dims;
+    uint32_t n_cart_topologies;
+    ws_cart_topology *cart_topologies;
+
+    ws_callpaths callpaths;
+
+    /* allocated capacities of the tables above */
+    size_t cap_strings, cap_regions, cap_groups, cap_comms, cap_system_nodes,
+        cap_location_groups, cap_locations, cap_cart_dims, cap_cart_topologies;
+
+    /* OTF2 id -> dense index maps (used while loading/writing) */
+    ws_map64 string_ids, region_ids, group_ids, comm_ids, location_ids,
+        location_group_ids, system_node_ids, cart_dim_ids, cart_topology_ids;
+    /* fast region lookup when ids are small: region_lut[otf2_id] */
+    uint32_t *region_lut;
+    uint64_t region_lut_size;
+
+    uint32_t world_comm;     /* comm index of MPI_COMM_WORLD or WS_NONE32 */
+    uint32_t world_size;     /* number of MPI ranks */
+    uint64_t n_events;       /* events stored over all loaded locations */
+    int has_mpi_paradigm;
+} ws_trace;
+
+/* ---- construction ------------------------------------------------------ */
+
+ws_trace *ws_trace_new(void);
+void ws_trace_free(ws_trace *t);
+
+/* Adds definitions; each returns the new dense index or WS_NONE32 on
+ * allocation failure.  OTF2 ids must be unique per table. */
+uint32_t ws_trace_add_string(ws_trace *t, uint64_t otf2_id, const char *s);
+/* Returns the dense index of string s, adding it (with the next free OTF2
+ * id) if it is not present.  Used by writers that build definitions. */
+uint32_t ws_trace_intern_string(ws_trace *t, const char *s);
+
+const char *ws_trace_string(const ws_trace *t, uint32_t index);
+
+uint32_t ws_callpath_child(ws_callpaths *cp, uint32_t parent, uint32_t region);
+
+/* Events storage helpers */
+int ws_events_reserve(ws_events *ev, uint64_t n);
+void ws_events_free(ws_events *ev);
+
+/* After definitions are complete: resolves communicator ranks to
+ * locations, MPI ranks of locations, world communicator.  */
+int ws_trace_resolve_definitions(ws_trace *t, ws_error *err);
+
+/* Full-name of a call path ("main/foo/MPI_Recv"); writes into buf. */
+size_t ws_callpath_name(const ws_trace *t, uint32_t cp, char *buf, size_t size);
+
+/* Index of the location that holds comm rank `rank` of comm `comm`,
+ * for the location `self` (needed for COMM_SELF). WS_NONE32 if unknown. */
+uint32_t ws_comm_location(const ws_trace *t, uint32_t comm, uint32_t rank, uint32_t self);
+
+/* Rank of location loc in comm, or WS_NONE32 if not a member. */
+uint32_t ws_comm_rank_of(const ws_trace *t, uint32_t comm, uint32_t loc);
+
+#endif
