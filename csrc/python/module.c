@@ -117,6 +117,8 @@ static int core_exec(PyObject *m)
         return -1;
     if (ws_py_register_synth(m) != 0)
         return -1;
+    if (ws_py_register_analysis(m) != 0)
+        return -1;
     return 0;
 }
 

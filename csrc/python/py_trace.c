@@ -491,6 +491,40 @@ static PyObject *trace_events(ws_py_trace *self, PyObject *args)
     return d;
 }
 
+static PyObject *trace_event_callpaths(ws_py_trace *self, PyObject *args)
+{
+    long long loc;
+    if (!PyArg_ParseTuple(args, "L", &loc))
+        return NULL;
+    ws_trace *t = self->trace;
+    if (loc < 0 || loc >= (long long)t->n_locations)
+        return PyErr_Format(PyExc_IndexError, "location index %lld out of range (trace has %u locations)", loc,
+                            (unsigned)t->n_locations);
+    const ws_location *l = &t->locations[loc];
+    if (!l->loaded)
+        return PyErr_Format(PyExc_ValueError, "the events of location %lld are not loaded", loc);
+    const ws_events *e = &l->events;
+    PyObject *out = new_array((npy_intp)e->n, NPY_INT64);
+    if (!out)
+        return NULL;
+    int64_t *cp = ARR_DATA(out, int64_t);
+    /* the innermost open region's call path; enter/leave carry their own */
+    int64_t current = -1;
+    for (uint64_t i = 0; i < e->n; i++) {
+        if (e->kind[i] == WS_EV_ENTER) {
+            current = e->ref[i];
+            cp[i] = current;
+        } else if (e->kind[i] == WS_EV_LEAVE) {
+            cp[i] = e->ref[i];
+            uint32_t parent = t->callpaths.parent[e->ref[i]];
+            current = parent == WS_NONE32 ? -1 : (int64_t)parent;
+        } else {
+            cp[i] = current;
+        }
+    }
+    return out;
+}
+
 static PyObject *trace_n_events(ws_py_trace *self, void *closure)
 {
     (void)closure;
@@ -528,6 +562,8 @@ static PyMethodDef trace_methods[] = {
     {"callpaths", (PyCFunction)trace_callpaths, METH_NOARGS, "(parent, region) arrays of the call-path tree."},
     {"events", (PyCFunction)trace_events, METH_VARARGS, "events(location): zero-copy columns of one location."},
     {"event_memory", (PyCFunction)trace_memory, METH_NOARGS, "Bytes held by the event columns."},
+    {"event_callpaths", (PyCFunction)trace_event_callpaths, METH_VARARGS,
+     "event_callpaths(location): call path of every event (owned array)."},
     {NULL, NULL, 0, NULL},
 };
 

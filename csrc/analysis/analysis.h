@@ -1,0 +1,163 @@
+/* Analyses on the replay engine: wait states, delay costs, critical path.
+ *
+ * Passes (each a replay over all local locations):
+ *   1 forward  wait states: Late Sender, collectives, time and counts
+ *   2 backward Late Receiver at the sender, synchronization points
+ *   3 forward  Late Receiver synchronization points at the receiver
+ *   4 backward delay costs and critical path
+ *   5 forward  direct/indirect classification at the waiting side
+ * Wait-state analysis alone needs passes 1-2.
+ */
+#ifndef WS_ANALYSIS_ANALYSIS_H
+#define WS_ANALYSIS_ANALYSIS_H
+
+#include "../replay/replay.h"
+#include "metrics.h"
+
+enum ws_delay_model {
+    WS_DELAY_NONE = 0,
+    WS_DELAY_PROPORTIONAL = 1, /* seed 004 eqs. 2.1-2.6 */
+    WS_DELAY_WAIT_FIRST = 2    /* seed 004 eqs. 3.1-3.9 */
+};
+
+typedef struct ws_analysis_options {
+    int delay_model;          /* enum ws_delay_model */
+    int critical_path;        /* extract the critical path */
+    int keep_delay_records;   /* keep one record per delay calculation */
+    const int32_t *partition; /* per location partition id (NULL: derived) */
+} ws_analysis_options;
+
+/* One delay calculation (seed 000 IV-B): who delayed whom at which
+ * synchronization point and what it cost. */
+typedef struct ws_delay_record {
+    uint32_t delayer;      /* location charged */
+    uint32_t waiter;       /* location that waited */
+    uint32_t kind;         /* WS_WAIT_* class */
+    uint32_t sync_event;   /* event index of the sync point at the delayer */
+    double sync_time;      /* when the last party arrived */
+    double wait;           /* waiting time (gamma short) */
+    double longterm_in;    /* propagated cost carried by the wait state (gamma long) */
+    double short_cost;     /* short-term cost charged to the delayer */
+    double long_cost;      /* long-term cost charged to the delayer */
+    double propagated;     /* cost passed on to the delayer's own wait states */
+    uint64_t vector_offset;/* into the record vector arrays */
+    uint32_t vector_length;
+} ws_delay_record;
+
+/* One piece of the critical path. */
+typedef struct ws_path_segment {
+    uint32_t location;
+    uint32_t callpath;
+    double start;
+    double end;
+} ws_path_segment;
+
+/* wait-state classes (also the delay-cost classes) */
+enum ws_wait_class {
+    WS_WAIT_NONE = 0,
+    WS_WAIT_LATESENDER = 1,
+    WS_WAIT_LATERECEIVER = 2,
+    WS_WAIT_BARRIER = 3,
+    WS_WAIT_NXN = 4,
+    WS_WAIT_12N = 5,
+    WS_WAIT_N21 = 6,
+    WS_WAIT_SCAN = 7,
+    WS_WAIT_FINALIZE = 8,
+    WS_WAIT_CLASS_COUNT = 9
+};
+
+typedef struct ws_result {
+    uint32_t n_metrics;
+    int metric[M_COUNT];   /* cube metric k -> ws_metric_table index */
+    int slot[M_COUNT];     /* table index -> cube metric or -1 */
+    uint32_t n_callpaths;
+    uint32_t n_locations;
+    double *cube;          /* [metric][callpath][location] */
+    uint64_t *clock_violations; /* per location */
+    int delay_model;
+
+    /* critical path (only the part this process found in MPI mode) */
+    ws_path_segment *path;
+    uint64_t n_path, cap_path;
+    double path_start, path_end;
+
+    /* delay records (optional) */
+    ws_delay_record *records;
+    uint64_t n_records, cap_records;
+    uint32_t *record_cp;    /* delay vector entries: call path */
+    double *record_value;   /* delay vector entries: value */
+    uint64_t n_entries, cap_entries;
+
+    /* per location partition used for the imbalance costs */
+    int32_t *partition;
+} ws_result;
+
+void ws_result_free(ws_result *r);
+
+static inline double *ws_cube_cell(ws_result *r, int metric, uint32_t callpath, uint32_t loc)
+{
+    return &r->cube[((size_t)r->slot[metric] * r->n_callpaths + callpath) * r->n_locations + loc];
+}
+
+/* Adds v to (metric, callpath, location) if the metric is in the cube. */
+static inline void ws_cube_add(ws_result *r, int metric, uint32_t callpath, uint32_t loc, double v)
+{
+    if (r->slot[metric] >= 0 && callpath < r->n_callpaths)
+        *ws_cube_cell(r, metric, callpath, loc) += v;
+}
+
+/* Per location data that the passes share. */
+typedef struct ws_loc_data {
+    /* per message row */
+    double *ls;          /* Late Sender wait of the receive (also known at the send after pass 2) */
+    double *lr;          /* Late Receiver wait (receiver: candidate; both sides: final after passes 2/3) */
+    double *send_enter;  /* receive rows: enter of the matched send call */
+    uint64_t *send_bytes;/* receive rows: bytes of the matched send */
+    /* per site */
+    double *site_wait;
+    double *site_sync_time;
+    uint32_t *site_delayer;  /* location of the process that everybody waited for */
+    uint8_t *site_sync;      /* the site is a synchronization point (someone waited) */
+    uint8_t *site_kind;      /* ws_wait_class of the site's waiting */
+    /* accumulators per call path */
+    double *time;
+    double *visits;
+    /* pass-1 bookkeeping of Waitall/Waitsome completions */
+    uint32_t multi_call;
+    uint32_t multi_row;
+    double multi_max;
+    uint32_t cur_callpath;
+    double last_time;
+} ws_loc_data;
+
+typedef struct ws_analysis {
+    const ws_trace *trace;
+    const ws_sync *sync;
+    ws_transport *transport;
+    ws_result *result;
+    ws_loc_data *locs;   /* indexed by location */
+    const uint32_t *local;
+    uint32_t n_local;
+    ws_analysis_options options;
+    /* per region: category metric of its time (see waitstates.c) */
+    int *region_category;
+} ws_analysis;
+
+/* Runs the analyses on the given (local) locations. */
+int ws_analyze(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_transport *tr,
+               const ws_analysis_options *options, const ws_progress *progress, ws_result **out, ws_error *err);
+
+/* pieces (waitstates.c, delay.c, critical_path.c) */
+int ws_waitstates_prepare(ws_analysis *a, ws_error *err);
+void ws_waitstates_handlers(ws_analysis *a, int pass, ws_handler *h);
+int ws_waitstates_finish(ws_analysis *a, ws_error *err);
+
+/* The kernel of one synchronization interval (seed 004): distributes
+ * the incoming short-term (gamma_s) and long-term (gamma_l) costs over
+ * the difference profile `delta` (n entries) and the delayer's wait
+ * states `waits` (m entries).  Writes short[n], longc[n] and prop[m].
+ * Returns 0, or -1 if nothing can carry the cost. */
+int ws_delay_kernel(int model, double gamma_s, double gamma_l, const double *delta, size_t n, const double *waits,
+                    size_t m, double *short_cost, double *long_cost, double *propagated);
+
+#endif

@@ -1,0 +1,141 @@
+/* Runs the replays of the requested analyses and assembles the result. */
+#include "analysis.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void ws_result_free(ws_result *r)
+{
+    if (!r)
+        return;
+    free(r->cube);
+    free(r->clock_violations);
+    free(r->path);
+    free(r->records);
+    free(r->record_cp);
+    free(r->record_value);
+    free(r->partition);
+    free(r);
+}
+
+static ws_result *result_new(const ws_trace *t, unsigned groups, ws_error *err)
+{
+    ws_result *r = calloc(1, sizeof *r);
+    if (!r) {
+        ws_error_nomem(err, "result");
+        return NULL;
+    }
+    for (int m = 0; m < M_COUNT; m++) {
+        r->slot[m] = -1;
+        if (ws_metric_table[m].group & groups) {
+            r->slot[m] = (int)r->n_metrics;
+            r->metric[r->n_metrics++] = m;
+        }
+    }
+    r->n_callpaths = t->callpaths.n;
+    r->n_locations = t->n_locations;
+    size_t cells = (size_t)r->n_metrics * (r->n_callpaths ? r->n_callpaths : 1);
+    if (r->n_locations && cells > SIZE_MAX / sizeof(double) / r->n_locations) {
+        ws_error_set(err, WS_ERR_NOMEM, "the result cube (%u metrics x %u call paths x %u locations) is too large",
+                     (unsigned)r->n_metrics, (unsigned)r->n_callpaths, (unsigned)r->n_locations);
+        free(r);
+        return NULL;
+    }
+    r->cube = ws_calloc(cells * (r->n_locations ? r->n_locations : 1), sizeof *r->cube);
+    r->clock_violations = ws_calloc(r->n_locations ? r->n_locations : 1, sizeof *r->clock_violations);
+    r->path_start = 0.0;
+    r->path_end = 0.0;
+    if (!r->cube || !r->clock_violations) {
+        ws_error_nomem(err, "result cube");
+        ws_result_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+static void free_analysis(ws_analysis *a)
+{
+    if (a->locs) {
+        for (uint32_t i = 0; i < a->trace->n_locations; i++) {
+            ws_loc_data *d = &a->locs[i];
+            free(d->ls);
+            free(d->lr);
+            free(d->send_enter);
+            free(d->send_bytes);
+            free(d->site_wait);
+            free(d->site_sync_time);
+            free(d->site_delayer);
+            free(d->site_sync);
+            free(d->site_kind);
+            free(d->time);
+            free(d->visits);
+        }
+        free(a->locs);
+    }
+    free(a->region_category);
+}
+
+static int replay(ws_analysis *a, int backward, ws_handler *handlers, size_t n, const ws_progress *progress,
+                  ws_error *err)
+{
+    ws_replay_env env;
+    env.trace = a->trace;
+    env.sync = a->sync;
+    env.locations = a->local;
+    env.n_locations = a->n_local;
+    env.backward = backward;
+    return ws_replay_run(&env, a->transport, handlers, n, progress, err);
+}
+
+int ws_analyze(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_transport *tr,
+               const ws_analysis_options *options, const ws_progress *progress, ws_result **out, ws_error *err)
+{
+    *out = NULL;
+    if (options->delay_model != WS_DELAY_NONE || options->critical_path)
+        return ws_error_set(err, WS_ERR_ARGUMENT, "delay and critical-path analyses are not available yet");
+    int rc;
+    ws_sync *sync = NULL;
+    if ((rc = ws_sync_build(t, locations, n, tr, &sync, err)))
+        return rc;
+    unsigned groups = WS_METRICS_WAITSTATES;
+    ws_result *r = result_new(t, groups, err);
+    if (!r) {
+        ws_sync_free(sync);
+        return err->code;
+    }
+    r->delay_model = options->delay_model;
+    ws_analysis a;
+    memset(&a, 0, sizeof a);
+    a.trace = t;
+    a.sync = sync;
+    a.transport = tr;
+    a.result = r;
+    a.local = locations;
+    a.n_local = n;
+    a.options = *options;
+    a.locs = ws_calloc(t->n_locations ? t->n_locations : 1, sizeof *a.locs);
+    if (!a.locs) {
+        rc = ws_error_nomem(err, "analysis state");
+        goto fail;
+    }
+    if ((rc = ws_waitstates_prepare(&a, err)))
+        goto fail;
+    ws_handler h;
+    ws_waitstates_handlers(&a, 1, &h);
+    if ((rc = replay(&a, 0, &h, 1, progress, err)))
+        goto fail;
+    ws_waitstates_handlers(&a, 2, &h);
+    if ((rc = replay(&a, 1, &h, 1, progress, err)))
+        goto fail;
+    if ((rc = ws_waitstates_finish(&a, err)))
+        goto fail;
+    free_analysis(&a);
+    ws_sync_free(sync);
+    *out = r;
+    return WS_OK;
+fail:
+    free_analysis(&a);
+    ws_sync_free(sync);
+    ws_result_free(r);
+    return rc;
+}

@@ -1,0 +1,748 @@
+/* Wait-state analysis: the time hierarchy, counts, and every MPI
+ * wait-state pattern, accumulated per (metric, call path, location) where
+ * the waiting happens.  Definitions: docs/metrics.md; the terminology of
+ * wait states is that of seed 000 (section IV-A) and seed 002. */
+#include "analysis.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { ROLE_BARRIER = 15, ROLE_COLL_ONE2ALL = 23, ROLE_COLL_ALL2ONE = 24, ROLE_COLL_ALL2ALL = 25,
+       ROLE_COLL_OTHER = 26, ROLE_POINT2POINT = 28, PARADIGM_MPI = 4, PARADIGM_MEASUREMENT = 6 };
+
+/* ---- region categories -------------------------------------------------- */
+
+#define CATEGORY_OVERHEAD (-2)
+#define CATEGORY_COMP (-1)
+
+static int starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static int is_one_of(const char *s, const char *const *list)
+{
+    for (; *list; list++)
+        if (strcmp(s, *list) == 0)
+            return 1;
+    return 0;
+}
+
+/* The metric whose time a region's time belongs to (leaf category),
+ * following Scalasca's classification by name and role. */
+static int region_category(const ws_trace *t, const ws_region *r)
+{
+    const char *name = ws_trace_string(t, r->name);
+    if (r->paradigm == PARADIGM_MEASUREMENT &&
+        (strcmp(name, "TRACE BUFFER FLUSH") == 0 || strcmp(name, "TRACING") == 0))
+        return CATEGORY_OVERHEAD;
+    if (r->paradigm != PARADIGM_MPI)
+        return CATEGORY_COMP;
+    static const char *const init_exit[] = {"MPI_Init", "MPI_Init_thread", "MPI_Initialized", "MPI_Finalize",
+                                            "MPI_Finalized", NULL};
+    if (is_one_of(name, init_exit))
+        return M_MPI_INIT_EXIT;
+    static const char *const comm_prefixes[] = {"MPI_Cart_", "MPI_Cartdim_", "MPI_Comm_", "MPI_Graph_",
+                                                "MPI_Graphdims_", "MPI_Dist_graph_", "MPI_Intercomm_", NULL};
+    for (const char *const *p = comm_prefixes; *p; p++)
+        if (starts_with(name, *p))
+            return M_MPI_MGMT_COMM;
+    static const char *const comm_names[] = {"MPI_Topo_test", "MPI_Dims_create", "MPI_Open_port", "MPI_Close_port",
+                                             "MPI_Publish_name", "MPI_Unpublish_name", "MPI_Lookup_name", NULL};
+    if (is_one_of(name, comm_names))
+        return M_MPI_MGMT_COMM;
+    if (starts_with(name, "MPI_File_")) {
+        const char *op = name + 9;
+        static const char *const individual[] = {"read", "write", "read_at", "write_at", "read_shared",
+                                                 "write_shared", "iread", "iwrite", "iread_at", "iwrite_at",
+                                                 "iread_shared", "iwrite_shared", NULL};
+        if (is_one_of(op, individual))
+            return M_MPI_IO_INDIVIDUAL;
+        if (starts_with(op, "read_all") || starts_with(op, "write_all") || starts_with(op, "read_at_all") ||
+            starts_with(op, "write_at_all") || starts_with(op, "read_ordered") || starts_with(op, "write_ordered") ||
+            starts_with(op, "iread_all") || starts_with(op, "iwrite_all") || starts_with(op, "iread_at_all") ||
+            starts_with(op, "iwrite_at_all"))
+            return M_MPI_IO_COLLECTIVE;
+        return M_MPI_MGMT_FILE;
+    }
+    if (starts_with(name, "MPI_Win_")) {
+        static const char *const win[] = {"MPI_Win_allocate", "MPI_Win_allocate_shared", "MPI_Win_attach",
+                                          "MPI_Win_create", "MPI_Win_create_dynamic", "MPI_Win_detach",
+                                          "MPI_Win_free", "MPI_Win_shared_query", NULL};
+        if (is_one_of(name, win) || starts_with(name, "MPI_Win_get_") || starts_with(name, "MPI_Win_set_"))
+            return M_MPI_MGMT_WIN;
+    }
+    if (r->role == ROLE_BARRIER)
+        return M_MPI_SYNC_COLLECTIVE;
+    if (r->role == ROLE_POINT2POINT)
+        return M_MPI_POINT2POINT;
+    static const char *const completion[] = {"MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome", "MPI_Wait",
+                                             "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", NULL};
+    if (is_one_of(name, completion))
+        return M_MPI_POINT2POINT;
+    if (r->role == ROLE_COLL_ONE2ALL || r->role == ROLE_COLL_ALL2ONE || r->role == ROLE_COLL_ALL2ALL ||
+        r->role == ROLE_COLL_OTHER)
+        return M_MPI_COLLECTIVE;
+    return M_MPI; /* MPI time outside the named classes stays on "mpi" */
+}
+
+/* ---- shared helpers ----------------------------------------------------- */
+
+static ws_loc_data *data_of(ws_analysis *a, uint32_t loc)
+{
+    return &a->locs[loc];
+}
+
+static void add(ws_analysis *a, int metric, uint32_t callpath, uint32_t loc, double v)
+{
+    ws_cube_add(a->result, metric, callpath, loc, v);
+}
+
+int ws_waitstates_prepare(ws_analysis *a, ws_error *err)
+{
+    const ws_trace *t = a->trace;
+    a->region_category = ws_malloc_array(t->n_regions ? t->n_regions : 1, sizeof *a->region_category);
+    if (!a->region_category)
+        return ws_error_nomem(err, "region categories");
+    for (uint32_t r = 0; r < t->n_regions; r++)
+        a->region_category[r] = region_category(t, &t->regions[r]);
+    uint32_t C = t->callpaths.n ? t->callpaths.n : 1;
+    for (uint32_t i = 0; i < a->n_local; i++) {
+        uint32_t loc = a->local[i];
+        const ws_loc_sync *ls = &a->sync->locs[loc];
+        ws_loc_data *d = data_of(a, loc);
+        size_t nm = ls->n_messages ? (size_t)ls->n_messages : 1, ns = ls->n_sites ? ls->n_sites : 1;
+        d->ls = ws_calloc(nm, sizeof *d->ls);
+        d->lr = ws_calloc(nm, sizeof *d->lr);
+        d->send_enter = ws_calloc(nm, sizeof *d->send_enter);
+        d->send_bytes = ws_calloc(nm, sizeof *d->send_bytes);
+        d->site_wait = ws_calloc(ns, sizeof *d->site_wait);
+        d->site_sync_time = ws_calloc(ns, sizeof *d->site_sync_time);
+        d->site_delayer = ws_malloc_array(ns, sizeof *d->site_delayer);
+        d->site_sync = ws_calloc(ns, sizeof *d->site_sync);
+        d->site_kind = ws_calloc(ns, sizeof *d->site_kind);
+        d->time = ws_calloc(C, sizeof *d->time);
+        d->visits = ws_calloc(C, sizeof *d->visits);
+        if (!d->ls || !d->lr || !d->send_enter || !d->send_bytes || !d->site_wait || !d->site_sync_time ||
+            !d->site_delayer || !d->site_sync || !d->site_kind || !d->time || !d->visits)
+            return ws_error_nomem(err, "wait-state annotations");
+        for (size_t k = 0; k < ns; k++)
+            d->site_delayer[k] = WS_NONE32;
+    }
+    return WS_OK;
+}
+
+/* ---- pass 1: forward ---------------------------------------------------- */
+
+typedef struct send_info {
+    double enter;      /* enter of the send call */
+    double done_enter; /* enter of the call that completed the send */
+    double done_leave; /* leave of that call */
+    uint64_t bytes;
+    uint32_t flags;
+    uint32_t pad;
+} send_info;
+
+typedef struct coll_info {
+    double enter;
+    double leave;
+    uint64_t sent;
+    uint64_t received;
+    uint32_t op;
+    uint32_t location;
+} coll_info;
+
+typedef struct coll_cache {
+    int ready;
+    int mismatch;
+    double latest;       /* latest enter (max) */
+    uint32_t latest_member;
+    double first_leave;  /* earliest leave (min) */
+    double root_enter;
+    int any_wait;
+} coll_cache;
+
+static int p1_begin(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err)
+{
+    (void)env;
+    (void)err;
+    ws_loc_data *d = data_of(state, loc);
+    d->cur_callpath = WS_NONE32;
+    d->last_time = NAN;
+    d->multi_call = WS_NONE32;
+    d->multi_row = WS_NONE32;
+    d->multi_max = 0.0;
+    return WS_OK;
+}
+
+static void count_late_sender(ws_analysis *a, uint32_t loc, uint32_t row, double wait)
+{
+    const ws_loc_sync *ls = &a->sync->locs[loc];
+    ws_loc_data *d = data_of(a, loc);
+    d->ls[row] = wait;
+    add(a, M_MPI_LATESENDER, ls->msg_callpath[row], loc, wait);
+    add(a, d->send_bytes[row] == 0 ? M_MPI_SLS_COUNT : M_MPI_CLS_COUNT, ls->msg_callpath[row], loc, 1.0);
+}
+
+/* Waitall/Waitsome: only the largest Late Sender of the call counts. */
+static void flush_multi(ws_analysis *a, uint32_t loc)
+{
+    ws_loc_data *d = data_of(a, loc);
+    if (d->multi_call != WS_NONE32 && d->multi_max > 0.0)
+        count_late_sender(a, loc, d->multi_row, d->multi_max);
+    d->multi_call = WS_NONE32;
+    d->multi_row = WS_NONE32;
+    d->multi_max = 0.0;
+}
+
+static int p1_event(void *state, const ws_replay_env *env, uint32_t loc, uint64_t ev, ws_error *err)
+{
+    (void)err;
+    ws_analysis *a = state;
+    ws_loc_data *d = data_of(a, loc);
+    const ws_events *e = &env->trace->locations[loc].events;
+    double t = e->time[ev];
+    if (d->cur_callpath != WS_NONE32)
+        d->time[d->cur_callpath] += t - d->last_time;
+    d->last_time = t;
+    switch (e->kind[ev]) {
+    case WS_EV_ENTER:
+        d->cur_callpath = e->ref[ev];
+        d->visits[e->ref[ev]] += 1.0;
+        break;
+    case WS_EV_LEAVE: {
+        uint32_t cp = e->ref[ev];
+        if (d->multi_call != WS_NONE32) {
+            const ws_loc_sync *ls = &env->sync->locs[loc];
+            if (cp == ls->msg_callpath[d->multi_row] && t == ls->msg_leave[d->multi_row])
+                flush_multi(a, loc);
+        }
+        d->cur_callpath = env->trace->callpaths.parent[cp];
+        break;
+    }
+    case WS_EV_SEND:
+    case WS_EV_ISEND: {
+        uint32_t row = e->ref[ev];
+        const ws_loc_sync *ls = &env->sync->locs[loc];
+        uint64_t bytes = e->msg_bytes[row];
+        add(a, bytes == 0 ? M_SYNCS_SEND : M_COMMS_SEND, ls->msg_callpath[row], loc, 1.0);
+        add(a, M_BYTES_SENT, ls->msg_callpath[row], loc, (double)bytes);
+        break;
+    }
+    default:
+        break;
+    }
+    return WS_OK;
+}
+
+static int p1_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel, ws_buffer *out,
+                      ws_error *err)
+{
+    (void)state;
+    (void)channel;
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    send_info p;
+    memset(&p, 0, sizeof p);
+    p.enter = ls->msg_enter[row];
+    p.done_enter = ls->msg_done_enter[row];
+    p.done_leave = ls->msg_done[row];
+    p.bytes = env->trace->locations[loc].events.msg_bytes[row];
+    p.flags = ls->msg_flags[row];
+    if (ws_buffer_append(out, &p, sizeof p) != 0)
+        return ws_error_nomem(err, "payload");
+    return WS_OK;
+}
+
+static int p1_consume(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel,
+                      const void *data, size_t size, ws_error *err)
+{
+    (void)channel;
+    ws_analysis *a = state;
+    if (size != sizeof(send_info))
+        return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
+    send_info p;
+    memcpy(&p, data, sizeof p);
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    ws_loc_data *d = data_of(a, loc);
+    uint8_t flags = ls->msg_flags[row];
+    double enter = ls->msg_enter[row], leave = ls->msg_leave[row];
+    d->send_enter[row] = p.enter;
+    d->send_bytes[row] = p.bytes;
+    if (leave < p.enter)
+        a->result->clock_violations[loc]++;
+    uint32_t cp = ls->msg_callpath[row];
+    add(a, p.bytes == 0 ? M_SYNCS_RECV : M_COMMS_RECV, cp, loc, 1.0);
+    add(a, M_BYTES_RCVD, cp, loc, (double)p.bytes);
+
+    /* Late Receiver, decided here and charged at the sender in pass 2:
+     * the send's completing call had to wait until this receive was
+     * posted. */
+    if ((p.flags & WS_MSG_MAY_BLOCK) && p.done_leave > ls->msg_post[row]) {
+        double lr = ls->msg_post[row] - p.done_enter;
+        if (lr > 0.0)
+            d->lr[row] = lr;
+    }
+
+    /* Late Sender: the receive (or the wait completing it) was entered
+     * before the send started; capped by the receive's duration. */
+    double wait = 0.0;
+    if (flags & WS_MSG_MAY_BLOCK) {
+        double until = p.enter < leave ? p.enter : leave;
+        wait = until - enter;
+        if (wait < 0.0)
+            wait = 0.0;
+    }
+    if (flags & WS_MSG_MULTI) {
+        if (d->multi_call != ls->msg_call[row])
+            flush_multi(a, loc);
+        d->multi_call = ls->msg_call[row];
+        if (d->multi_row == WS_NONE32 || wait > d->multi_max) {
+            d->multi_row = row;
+            d->multi_max = wait;
+        }
+    } else if (wait > 0.0) {
+        count_late_sender(a, loc, row, wait);
+    }
+    return WS_OK;
+}
+
+static int p1_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site, ws_buffer *out,
+                           ws_error *err)
+{
+    (void)state;
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    coll_info c;
+    memset(&c, 0, sizeof c);
+    c.enter = ls->site_enter[site];
+    c.leave = ls->site_leave[site];
+    c.op = ls->site_op[site];
+    c.location = loc;
+    uint32_t ev = ls->site_event[site];
+    const ws_events *e = &env->trace->locations[loc].events;
+    if (e->kind[ev] == WS_EV_COLL_END) {
+        c.sent = e->coll_sent[e->ref[ev]];
+        c.received = e->coll_received[e->ref[ev]];
+    }
+    if (ws_buffer_append(out, &c, sizeof c) != 0)
+        return ws_error_nomem(err, "payload");
+    return WS_OK;
+}
+
+static coll_info member_info(const ws_coll_view *v, uint32_t member)
+{
+    coll_info c;
+    memcpy(&c, v->data[member], sizeof c);
+    return c;
+}
+
+/* The wait of one member, given the instance's reductions. */
+static double member_wait(uint8_t cls, const coll_cache *k, uint32_t member, uint32_t root, const coll_info *c)
+{
+    double ref;
+    switch (cls) {
+    case WS_SITE_BARRIER:
+    case WS_SITE_NXN:
+    case WS_SITE_FINALIZE:
+        ref = k->latest;
+        break;
+    case WS_SITE_1TON:
+        if (member == root)
+            return 0.0;
+        ref = k->root_enter;
+        break;
+    case WS_SITE_NTO1:
+        if (member != root)
+            return 0.0;
+        ref = k->latest;
+        break;
+    default:
+        return 0.0;
+    }
+    double until = ref < c->leave ? ref : c->leave;
+    double w = until - c->enter;
+    return w > 0.0 ? w : 0.0;
+}
+
+static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site,
+                           const ws_coll_view *v, ws_error *err)
+{
+    ws_analysis *a = state;
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    ws_loc_data *d = data_of(a, loc);
+    uint8_t cls = ls->site_class[site];
+    uint32_t root = ls->site_root[site];
+    coll_cache *k = v->cache;
+    for (uint32_t i = 0; i < v->n_present; i++)
+        if (v->size[v->present[i]] != sizeof(coll_info))
+            return ws_error_set(err, WS_ERR_INTERNAL, "unexpected collective payload size");
+    if (!k->ready) {
+        k->ready = 1;
+        k->latest = -INFINITY;
+        k->first_leave = INFINITY;
+        k->latest_member = WS_NONE32;
+        k->root_enter = NAN;
+        uint32_t op0 = member_info(v, v->present[0]).op;
+        for (uint32_t i = 0; i < v->n_present; i++) {
+            uint32_t m = v->present[i];
+            coll_info c = member_info(v, m);
+            if (c.op != op0)
+                k->mismatch = 1;
+            if (c.enter > k->latest) {
+                k->latest = c.enter;
+                k->latest_member = m;
+            }
+            if (c.leave < k->first_leave)
+                k->first_leave = c.leave;
+            if (m == root)
+                k->root_enter = c.enter;
+        }
+        if (cls == WS_SITE_1TON && isnan(k->root_enter))
+            k->mismatch = 2;
+        for (uint32_t i = 0; i < v->n_present && !k->mismatch; i++) {
+            uint32_t m = v->present[i];
+            coll_info c = member_info(v, m);
+            if (member_wait(cls, k, m, root, &c) > 0.0)
+                k->any_wait = 1;
+        }
+    }
+    if (k->mismatch == 1)
+        return ws_error_set(err, WS_ERR_MATCH,
+                            "location %u: the members of a collective operation at t=%.9f s recorded different "
+                            "operations; the trace is inconsistent",
+                            (unsigned)loc, ls->site_enter[site]);
+    if (k->mismatch == 2)
+        return ws_error_set(err, WS_ERR_MATCH, "location %u: collective at t=%.9f s has no valid root",
+                            (unsigned)loc, ls->site_enter[site]);
+
+    uint32_t me = ls->site_member[site];
+    coll_info own = member_info(v, me);
+    uint32_t cp = ls->site_callpath[site];
+    double wait = member_wait(cls, k, me, root, &own);
+    double b = own.enter, e = own.leave;
+    double latest_clamped = k->latest < e ? k->latest : e;
+    double completion_from = k->first_leave > latest_clamped ? k->first_leave : latest_clamped;
+    double completion = e - completion_from;
+    if (completion < 0.0)
+        completion = 0.0;
+
+    uint8_t kind = WS_WAIT_NONE;
+    switch (cls) {
+    case WS_SITE_BARRIER:
+        add(a, M_MPI_BARRIER_WAIT, cp, loc, wait);
+        add(a, M_MPI_BARRIER_COMPLETION, cp, loc, completion);
+        kind = WS_WAIT_BARRIER;
+        break;
+    case WS_SITE_NXN:
+        add(a, M_MPI_WAIT_NXN, cp, loc, wait);
+        add(a, M_MPI_NXN_COMPLETION, cp, loc, completion);
+        kind = WS_WAIT_NXN;
+        break;
+    case WS_SITE_1TON:
+        add(a, M_MPI_LATEBROADCAST, cp, loc, wait);
+        kind = WS_WAIT_12N;
+        break;
+    case WS_SITE_NTO1:
+        add(a, M_MPI_EARLYREDUCE, cp, loc, wait);
+        kind = WS_WAIT_N21;
+        break;
+    case WS_SITE_SCAN: {
+        /* the latest enter among the members up to and including me */
+        double latest = -INFINITY;
+        for (uint32_t i = 0; i < v->n_present && v->present[i] <= me; i++) {
+            coll_info c = member_info(v, v->present[i]);
+            if (c.enter > latest)
+                latest = c.enter;
+        }
+        double until = latest < e ? latest : e;
+        wait = until - b > 0.0 ? until - b : 0.0;
+        add(a, M_MPI_EARLYSCAN, cp, loc, wait);
+        kind = WS_WAIT_SCAN;
+        break;
+    }
+    case WS_SITE_INIT:
+        add(a, M_MPI_INIT_COMPLETION, cp, loc, completion);
+        wait = 0.0;
+        break;
+    case WS_SITE_FINALIZE:
+        add(a, M_MPI_FINALIZE_WAIT, cp, loc, wait);
+        kind = WS_WAIT_FINALIZE;
+        break;
+    default:
+        wait = 0.0;
+        break;
+    }
+    if (own.op != 0xff && v->n_present > 1) {
+        if (own.sent == 0 && own.received == 0)
+            add(a, M_SYNCS_COLL, cp, loc, 1.0);
+        else if (own.sent && own.received)
+            add(a, M_COMMS_CXCH, cp, loc, 1.0);
+        else if (own.sent)
+            add(a, M_COMMS_CSRC, cp, loc, 1.0);
+        else
+            add(a, M_COMMS_CDST, cp, loc, 1.0);
+        add(a, M_BYTES_COUT, cp, loc, (double)own.sent);
+        add(a, M_BYTES_CIN, cp, loc, (double)own.received);
+    }
+
+    /* annotations for the later passes */
+    d->site_wait[site] = wait;
+    d->site_kind[site] = kind;
+    uint32_t delayer_member = WS_NONE32;
+    switch (cls) {
+    case WS_SITE_BARRIER:
+    case WS_SITE_NXN:
+    case WS_SITE_NTO1:
+    case WS_SITE_FINALIZE:
+    case WS_SITE_INIT:
+        delayer_member = k->latest_member;
+        d->site_sync_time[site] = k->latest;
+        break;
+    case WS_SITE_1TON:
+        delayer_member = root;
+        d->site_sync_time[site] = k->root_enter;
+        break;
+    default:
+        d->site_sync_time[site] = b;
+        break;
+    }
+    if (delayer_member != WS_NONE32) {
+        if (cls == WS_SITE_INIT || cls == WS_SITE_FINALIZE)
+            d->site_delayer[site] = member_info(v, delayer_member).location;
+        else
+            d->site_delayer[site] = member_info(v, delayer_member).location;
+    }
+    /* synchronization points: barriers, Init and Finalize always; the
+     * other classes when somebody waited.  Scans never (as in Scalasca). */
+    d->site_sync[site] = (cls == WS_SITE_BARRIER || cls == WS_SITE_INIT || cls == WS_SITE_FINALIZE ||
+                          ((cls == WS_SITE_NXN || cls == WS_SITE_1TON || cls == WS_SITE_NTO1) && k->any_wait));
+    return WS_OK;
+}
+
+/* Wrong-order Late Senders: a Late Sender instance is in wrong order
+ * when the location later receives a message whose send started before
+ * the send of the message it waited for.  The nearest such later receive
+ * decides between "same" and "different" source. */
+static int wrong_order(ws_analysis *a, uint32_t loc, ws_error *err)
+{
+    const ws_loc_sync *ls = &a->sync->locs[loc];
+    ws_loc_data *d = data_of(a, loc);
+    uint64_t n = ls->n_messages;
+    uint32_t *stack = ws_malloc_array(n ? n : 1, sizeof *stack);
+    if (!stack)
+        return ws_error_nomem(err, "wrong-order analysis");
+    uint64_t depth = 0;
+    for (uint64_t k = n; k-- > 0;) {
+        uint8_t f = ls->msg_flags[k];
+        if ((f & WS_MSG_SEND) || ls->msg_match[k] == WS_NONE64)
+            continue;
+        double ts = d->send_enter[k];
+        while (depth && d->send_enter[stack[depth - 1]] >= ts)
+            depth--;
+        if (d->ls[k] > 0.0 && depth) {
+            uint32_t j = stack[depth - 1];
+            uint32_t cp = ls->msg_callpath[k];
+            add(a, M_MPI_LATESENDER_WO, cp, loc, d->ls[k]);
+            add(a, ls->msg_partner[j] == ls->msg_partner[k] ? M_MPI_LSWO_SAME : M_MPI_LSWO_DIFFERENT, cp, loc,
+                d->ls[k]);
+            add(a, d->send_bytes[k] == 0 ? M_MPI_SLSWO_COUNT : M_MPI_CLSWO_COUNT, cp, loc, 1.0);
+        }
+        stack[depth++] = (uint32_t)k;
+    }
+    free(stack);
+    return WS_OK;
+}
+
+static int p1_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err)
+{
+    (void)env;
+    ws_analysis *a = state;
+    flush_multi(a, loc);
+    return wrong_order(a, loc, err);
+}
+
+/* ---- pass 2: backward (Late Receiver at the sender) -------------------- */
+
+typedef struct recv_info {
+    double ls; /* Late Sender wait counted at the receive */
+    double lr; /* Late Receiver wait of the send */
+} recv_info;
+
+static int p2_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel, ws_buffer *out,
+                      ws_error *err)
+{
+    (void)env;
+    (void)channel;
+    ws_loc_data *d = data_of(state, loc);
+    recv_info p = {d->ls[row], d->lr[row]};
+    if (ws_buffer_append(out, &p, sizeof p) != 0)
+        return ws_error_nomem(err, "payload");
+    return WS_OK;
+}
+
+static int p2_consume(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel,
+                      const void *data, size_t size, ws_error *err)
+{
+    (void)env;
+    (void)channel;
+    if (size != sizeof(recv_info))
+        return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
+    ws_loc_data *d = data_of(state, loc);
+    recv_info p;
+    memcpy(&p, data, sizeof p);
+    d->ls[row] = p.ls;
+    d->lr[row] = p.lr;
+    return WS_OK;
+}
+
+/* Late Receivers completed by one Waitall/Waitsome: only the largest
+ * counts (the call waited once). */
+static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err)
+{
+    ws_analysis *a = state;
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    ws_loc_data *d = data_of(a, loc);
+    const ws_events *e = &env->trace->locations[loc].events;
+    ws_map64 best;
+    ws_map64_init(&best);
+    for (uint64_t k = 0; k < ls->n_messages; k++) {
+        if (!(ls->msg_flags[k] & WS_MSG_SEND) || !(ls->msg_flags[k] & WS_MSG_MULTI) || d->lr[k] <= 0.0)
+            continue;
+        uint64_t other;
+        if (ws_map64_get(&best, ls->msg_done_call[k], &other)) {
+            if (d->lr[k] > d->lr[other]) {
+                d->lr[other] = 0.0;
+                if (ws_map64_put(&best, ls->msg_done_call[k], k) != 0)
+                    goto nomem;
+            } else {
+                d->lr[k] = 0.0;
+            }
+        } else if (ws_map64_put(&best, ls->msg_done_call[k], k) != 0) {
+            goto nomem;
+        }
+    }
+    ws_map64_free(&best);
+    for (uint64_t k = 0; k < ls->n_messages; k++) {
+        if (!(ls->msg_flags[k] & WS_MSG_SEND) || d->lr[k] <= 0.0)
+            continue;
+        uint32_t cp = ls->msg_done_callpath[k];
+        add(a, M_MPI_LATERECEIVER, cp, loc, d->lr[k]);
+        add(a, e->msg_bytes[k] == 0 ? M_MPI_SLR_COUNT : M_MPI_CLR_COUNT, cp, loc, 1.0);
+    }
+    return WS_OK;
+nomem:
+    ws_map64_free(&best);
+    return ws_error_nomem(err, "Late Receiver selection");
+}
+
+/* ---- pass 3: forward (the receiver learns which Late Receivers count) -- */
+
+static int p3_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel, ws_buffer *out,
+                      ws_error *err)
+{
+    (void)env;
+    (void)channel;
+    ws_loc_data *d = data_of(state, loc);
+    if (ws_buffer_append(out, &d->lr[row], sizeof d->lr[row]) != 0)
+        return ws_error_nomem(err, "payload");
+    return WS_OK;
+}
+
+static int p3_consume(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel,
+                      const void *data, size_t size, ws_error *err)
+{
+    (void)env;
+    (void)channel;
+    if (size != sizeof(double))
+        return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
+    ws_loc_data *d = data_of(state, loc);
+    memcpy(&d->lr[row], data, sizeof(double));
+    return WS_OK;
+}
+
+void ws_waitstates_handlers(ws_analysis *a, int pass, ws_handler *h)
+{
+    memset(h, 0, sizeof *h);
+    h->state = a;
+    switch (pass) {
+    case 1:
+        h->coll_cache_size = sizeof(coll_cache);
+        h->begin = p1_begin;
+        h->event = p1_event;
+        h->end = p1_end;
+        h->msg_produce = p1_produce;
+        h->msg_consume = p1_consume;
+        h->coll_produce = p1_coll_produce;
+        h->coll_consume = p1_coll_consume;
+        break;
+    case 2:
+        h->msg_produce = p2_produce;
+        h->msg_consume = p2_consume;
+        h->end = p2_end;
+        break;
+    case 3:
+        h->msg_produce = p3_produce;
+        h->msg_consume = p3_consume;
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- finishing: time hierarchy and sums ------------------------------- */
+
+static void add_chain(ws_analysis *a, int metric, uint32_t cp, uint32_t loc, double v, int stop)
+{
+    for (int m = metric; m >= 0 && m != stop; m = ws_metric_parent(m))
+        add(a, m, cp, loc, v);
+}
+
+int ws_waitstates_finish(ws_analysis *a, ws_error *err)
+{
+    (void)err;
+    const ws_trace *t = a->trace;
+    ws_result *r = a->result;
+    for (uint32_t i = 0; i < a->n_local; i++) {
+        uint32_t loc = a->local[i];
+        ws_loc_data *d = data_of(a, loc);
+        for (uint32_t cp = 0; cp < t->callpaths.n; cp++) {
+            double v = d->time[cp];
+            add(a, M_VISITS, cp, loc, d->visits[cp]);
+            if (v == 0.0)
+                continue;
+            add(a, M_TIME, cp, loc, v);
+            int cat = a->region_category[t->callpaths.region[cp]];
+            if (cat == CATEGORY_OVERHEAD) {
+                add(a, M_OVERHEAD, cp, loc, v);
+            } else if (cat == CATEGORY_COMP) {
+                add(a, M_EXECUTION, cp, loc, v);
+                add(a, M_COMP, cp, loc, v);
+            } else {
+                /* the leaf category and every ancestor up to execution */
+                add_chain(a, cat, cp, loc, v, M_TIME);
+            }
+        }
+    }
+    /* count parents are sums of their children */
+    static const int sums[][3] = {
+        {M_SYNCS_P2P, M_SYNCS_SEND, M_SYNCS_RECV}, {M_SYNCS, M_SYNCS_P2P, M_SYNCS_COLL},
+        {M_COMMS_P2P, M_COMMS_SEND, M_COMMS_RECV}, {M_COMMS_COLL, M_COMMS_CXCH, M_COMMS_CSRC},
+        {M_COMMS_COLL, M_COMMS_CDST, -1},          {M_COMMS, M_COMMS_P2P, M_COMMS_COLL},
+        {M_BYTES_P2P, M_BYTES_SENT, M_BYTES_RCVD}, {M_BYTES_COLL, M_BYTES_COUT, M_BYTES_CIN},
+        {M_BYTES, M_BYTES_P2P, M_BYTES_COLL},
+    };
+    for (size_t s = 0; s < sizeof sums / sizeof sums[0]; s++) {
+        int parent = sums[s][0];
+        for (int c = 1; c < 3; c++) {
+            int child = sums[s][c];
+            if (child < 0 || r->slot[parent] < 0 || r->slot[child] < 0)
+                continue;
+            for (uint32_t i = 0; i < a->n_local; i++) {
+                uint32_t loc = a->local[i];
+                for (uint32_t cp = 0; cp < r->n_callpaths; cp++)
+                    *ws_cube_cell(r, parent, cp, loc) += *ws_cube_cell(r, child, cp, loc);
+            }
+        }
+    }
+    return WS_OK;
+}

@@ -1,0 +1,332 @@
+/* waitscope._core.analyze: runs the analyses of the C core. */
+#include "py_common.h"
+
+#include <string.h>
+
+#include "../analysis/analysis.h"
+
+static void result_capsule_free(PyObject *capsule)
+{
+    ws_result *r = PyCapsule_GetPointer(capsule, "waitscope.result");
+    ws_result_free(r);
+}
+
+static PyObject *metric_list(const ws_result *r)
+{
+    PyObject *list = PyList_New(r->n_metrics);
+    if (!list)
+        return NULL;
+    for (uint32_t k = 0; k < r->n_metrics; k++) {
+        const ws_metric_def *m = &ws_metric_table[r->metric[k]];
+        PyObject *item = Py_BuildValue("{s:s,s:s,s:s,s:z,s:s}", "id", m->id, "name", m->name, "unit", m->unit,
+                                       "parent", m->parent, "description", m->description);
+        if (!item) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, k, item);
+    }
+    return list;
+}
+
+static PyObject *view_of(PyObject *owner, void *data, int nd, npy_intp *shape, int typenum)
+{
+    PyObject *arr = PyArray_SimpleNewFromData(nd, shape, typenum, data);
+    if (!arr)
+        return NULL;
+    Py_INCREF(owner);
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, owner) != 0) {
+        Py_DECREF(arr);
+        return NULL;
+    }
+    return arr;
+}
+
+static PyObject *path_arrays(const ws_result *r)
+{
+    npy_intp n = (npy_intp)r->n_path;
+    PyObject *loc = PyArray_ZEROS(1, &n, NPY_INT64, 0), *cp = PyArray_ZEROS(1, &n, NPY_INT64, 0),
+             *start = PyArray_ZEROS(1, &n, NPY_FLOAT64, 0), *end = PyArray_ZEROS(1, &n, NPY_FLOAT64, 0);
+    if (!loc || !cp || !start || !end) {
+        Py_XDECREF(loc);
+        Py_XDECREF(cp);
+        Py_XDECREF(start);
+        Py_XDECREF(end);
+        return NULL;
+    }
+    for (npy_intp i = 0; i < n; i++) {
+        ((int64_t *)PyArray_DATA((PyArrayObject *)loc))[i] = r->path[i].location;
+        ((int64_t *)PyArray_DATA((PyArrayObject *)cp))[i] =
+            r->path[i].callpath == WS_NONE32 ? -1 : (int64_t)r->path[i].callpath;
+        ((double *)PyArray_DATA((PyArrayObject *)start))[i] = r->path[i].start;
+        ((double *)PyArray_DATA((PyArrayObject *)end))[i] = r->path[i].end;
+    }
+    return Py_BuildValue("{s:N,s:N,s:N,s:N}", "location", loc, "callpath", cp, "start", start, "end", end);
+}
+
+static PyObject *record_arrays(const ws_result *r)
+{
+    npy_intp n = (npy_intp)r->n_records, m = (npy_intp)r->n_entries;
+    PyObject *d = PyDict_New();
+    if (!d)
+        return NULL;
+    static const char *const ucols[] = {"delayer", "waiter", "kind", "sync_event", NULL};
+    static const char *const fcols[] = {"sync_time", "wait", "longterm_in", "short_cost", "long_cost",
+                                        "propagated", NULL};
+    for (int c = 0; ucols[c]; c++) {
+        PyObject *a = PyArray_ZEROS(1, &n, NPY_INT64, 0);
+        if (!a || PyDict_SetItemString(d, ucols[c], a) != 0) {
+            Py_XDECREF(a);
+            Py_DECREF(d);
+            return NULL;
+        }
+        int64_t *v = PyArray_DATA((PyArrayObject *)a);
+        for (npy_intp i = 0; i < n; i++) {
+            const ws_delay_record *rec = &r->records[i];
+            v[i] = c == 0 ? rec->delayer : c == 1 ? rec->waiter : c == 2 ? rec->kind : rec->sync_event;
+        }
+        Py_DECREF(a);
+    }
+    for (int c = 0; fcols[c]; c++) {
+        PyObject *a = PyArray_ZEROS(1, &n, NPY_FLOAT64, 0);
+        if (!a || PyDict_SetItemString(d, fcols[c], a) != 0) {
+            Py_XDECREF(a);
+            Py_DECREF(d);
+            return NULL;
+        }
+        double *v = PyArray_DATA((PyArrayObject *)a);
+        for (npy_intp i = 0; i < n; i++) {
+            const ws_delay_record *rec = &r->records[i];
+            v[i] = c == 0   ? rec->sync_time
+                   : c == 1 ? rec->wait
+                   : c == 2 ? rec->longterm_in
+                   : c == 3 ? rec->short_cost
+                   : c == 4 ? rec->long_cost
+                            : rec->propagated;
+        }
+        Py_DECREF(a);
+    }
+    PyObject *off = PyArray_ZEROS(1, &n, NPY_INT64, 0), *len = PyArray_ZEROS(1, &n, NPY_INT64, 0);
+    PyObject *vcp = PyArray_ZEROS(1, &m, NPY_INT64, 0), *vval = PyArray_ZEROS(1, &m, NPY_FLOAT64, 0);
+    if (!off || !len || !vcp || !vval) {
+        Py_XDECREF(off);
+        Py_XDECREF(len);
+        Py_XDECREF(vcp);
+        Py_XDECREF(vval);
+        Py_DECREF(d);
+        return NULL;
+    }
+    for (npy_intp i = 0; i < n; i++) {
+        ((int64_t *)PyArray_DATA((PyArrayObject *)off))[i] = (int64_t)r->records[i].vector_offset;
+        ((int64_t *)PyArray_DATA((PyArrayObject *)len))[i] = r->records[i].vector_length;
+    }
+    for (npy_intp i = 0; i < m; i++) {
+        ((int64_t *)PyArray_DATA((PyArrayObject *)vcp))[i] = r->record_cp[i];
+        ((double *)PyArray_DATA((PyArrayObject *)vval))[i] = r->record_value[i];
+    }
+    if (PyDict_SetItemString(d, "vector_offset", off) || PyDict_SetItemString(d, "vector_length", len) ||
+        PyDict_SetItemString(d, "vector_callpath", vcp) || PyDict_SetItemString(d, "vector_value", vval)) {
+        Py_DECREF(off);
+        Py_DECREF(len);
+        Py_DECREF(vcp);
+        Py_DECREF(vval);
+        Py_DECREF(d);
+        return NULL;
+    }
+    Py_DECREF(off);
+    Py_DECREF(len);
+    Py_DECREF(vcp);
+    Py_DECREF(vval);
+    return d;
+}
+
+/* Converts a finished result into the dict the Python layer wraps. */
+static PyObject *result_to_python(ws_result *r)
+{
+    PyObject *capsule = PyCapsule_New(r, "waitscope.result", result_capsule_free);
+    if (!capsule) {
+        ws_result_free(r);
+        return NULL;
+    }
+    npy_intp shape[3] = {r->n_metrics, r->n_callpaths, r->n_locations};
+    PyObject *cube = view_of(capsule, r->cube, 3, shape, NPY_FLOAT64);
+    npy_intp nl = r->n_locations;
+    PyObject *violations = PyArray_ZEROS(1, &nl, NPY_INT64, 0);
+    if (violations)
+        for (npy_intp i = 0; i < nl; i++)
+            ((int64_t *)PyArray_DATA((PyArrayObject *)violations))[i] = (int64_t)r->clock_violations[i];
+    PyObject *delay_model = r->delay_model == WS_DELAY_PROPORTIONAL ? PyUnicode_FromString("proportional")
+                            : r->delay_model == WS_DELAY_WAIT_FIRST ? PyUnicode_FromString("wait-first")
+                                                                    : (Py_INCREF(Py_None), Py_None);
+    PyObject *out = Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:N,s:d,s:d}", "cube", cube, "metrics", metric_list(r),
+                                  "clock_violations", violations, "delay_model", delay_model, "path",
+                                  path_arrays(r), "records", record_arrays(r), "path_start", r->path_start,
+                                  "path_end", r->path_end);
+    Py_DECREF(capsule);
+    return out;
+}
+
+static int parse_model(PyObject *obj, int *model)
+{
+    if (obj == Py_None) {
+        *model = WS_DELAY_NONE;
+        return 0;
+    }
+    const char *s = PyUnicode_AsUTF8(obj);
+    if (!s)
+        return -1;
+    if (strcmp(s, "proportional") == 0)
+        *model = WS_DELAY_PROPORTIONAL;
+    else if (strcmp(s, "wait-first") == 0)
+        *model = WS_DELAY_WAIT_FIRST;
+    else {
+        PyErr_Format(PyExc_ValueError, "unknown delay model '%s' (use 'proportional' or 'wait-first')", s);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    (void)module;
+    static char *kwlist[] = {"trace", "delay_model", "critical_path", "records", "partition", "progress", NULL};
+    PyObject *trace_obj, *model_obj = Py_None, *partition_obj = Py_None, *callback = Py_None;
+    int critical_path = 0, records = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|OppOO", kwlist, ws_py_trace_type(), &trace_obj, &model_obj,
+                                     &critical_path, &records, &partition_obj, &callback))
+        return NULL;
+    ws_trace *t = ((ws_py_trace *)trace_obj)->trace;
+    ws_analysis_options opt;
+    memset(&opt, 0, sizeof opt);
+    if (parse_model(model_obj, &opt.delay_model) != 0)
+        return NULL;
+    opt.critical_path = critical_path;
+    opt.keep_delay_records = records;
+    PyArrayObject *partition = NULL;
+    if (partition_obj != Py_None) {
+        partition = (PyArrayObject *)PyArray_FROMANY(partition_obj, NPY_INT32, 1, 1, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST);
+        if (!partition)
+            return NULL;
+        if (PyArray_SIZE(partition) != (npy_intp)t->n_locations) {
+            Py_DECREF(partition);
+            return PyErr_Format(PyExc_ValueError, "partition needs one entry per location (%u), got %zd",
+                                (unsigned)t->n_locations, (Py_ssize_t)PyArray_SIZE(partition));
+        }
+        opt.partition = PyArray_DATA(partition);
+    }
+    uint32_t *locs = PyMem_Malloc((t->n_locations ? t->n_locations : 1) * sizeof *locs);
+    if (!locs) {
+        Py_XDECREF(partition);
+        return PyErr_NoMemory();
+    }
+    for (uint32_t i = 0; i < t->n_locations; i++) {
+        if (!t->locations[i].loaded) {
+            PyMem_Free(locs);
+            Py_XDECREF(partition);
+            return PyErr_Format(PyExc_ValueError,
+                                "location %u is not loaded: the analysis needs the events of every location",
+                                (unsigned)i);
+        }
+        locs[i] = i;
+    }
+    ws_transport *tr = ws_transport_local_new(t->n_locations);
+    if (!tr) {
+        PyMem_Free(locs);
+        Py_XDECREF(partition);
+        return PyErr_NoMemory();
+    }
+    ws_py_progress progress;
+    ws_py_progress_init(&progress, callback);
+    ws_error err;
+    ws_error_clear(&err);
+    ws_result *r = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = ws_analyze(t, locs, t->n_locations, tr, &opt, &progress.progress, &r, &err);
+    Py_END_ALLOW_THREADS
+    tr->ops->destroy(tr);
+    PyMem_Free(locs);
+    Py_XDECREF(partition);
+    if (rc != WS_OK)
+        return ws_py_raise(&err);
+    return result_to_python(r);
+}
+
+static PyObject *py_metric_table(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    PyObject *list = PyList_New(M_COUNT);
+    if (!list)
+        return NULL;
+    for (int k = 0; k < M_COUNT; k++) {
+        const ws_metric_def *m = &ws_metric_table[k];
+        PyObject *item = Py_BuildValue("{s:s,s:s,s:s,s:z,s:s,s:I}", "id", m->id, "name", m->name, "unit", m->unit,
+                                       "parent", m->parent, "description", m->description, "group", m->group);
+        if (!item) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, k, item);
+    }
+    return list;
+}
+
+static PyObject *py_delay_kernel(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    (void)module;
+    static char *kwlist[] = {"model", "gamma_short", "gamma_long", "delta", "waits", NULL};
+    PyObject *model_obj, *delta_obj, *waits_obj;
+    double gs, gl;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OddOO", kwlist, &model_obj, &gs, &gl, &delta_obj, &waits_obj))
+        return NULL;
+    int model;
+    if (parse_model(model_obj, &model) != 0)
+        return NULL;
+    if (model == WS_DELAY_NONE)
+        return PyErr_Format(PyExc_ValueError, "a delay model is needed");
+    PyArrayObject *delta = (PyArrayObject *)PyArray_FROMANY(delta_obj, NPY_FLOAT64, 1, 1, NPY_ARRAY_CARRAY);
+    PyArrayObject *waits = (PyArrayObject *)PyArray_FROMANY(waits_obj, NPY_FLOAT64, 1, 1, NPY_ARRAY_CARRAY);
+    if (!delta || !waits) {
+        Py_XDECREF(delta);
+        Py_XDECREF(waits);
+        return NULL;
+    }
+    npy_intp n = PyArray_SIZE(delta), m = PyArray_SIZE(waits);
+    PyObject *s = PyArray_ZEROS(1, &n, NPY_FLOAT64, 0), *l = PyArray_ZEROS(1, &n, NPY_FLOAT64, 0),
+             *p = PyArray_ZEROS(1, &m, NPY_FLOAT64, 0);
+    if (!s || !l || !p) {
+        Py_XDECREF(s);
+        Py_XDECREF(l);
+        Py_XDECREF(p);
+        Py_DECREF(delta);
+        Py_DECREF(waits);
+        return NULL;
+    }
+    int rc = ws_delay_kernel(model, gs, gl, PyArray_DATA(delta), (size_t)n, PyArray_DATA(waits), (size_t)m,
+                             PyArray_DATA((PyArrayObject *)s), PyArray_DATA((PyArrayObject *)l),
+                             PyArray_DATA((PyArrayObject *)p));
+    Py_DECREF(delta);
+    Py_DECREF(waits);
+    if (rc != 0) {
+        Py_DECREF(s);
+        Py_DECREF(l);
+        Py_DECREF(p);
+        return PyErr_Format(PyExc_ValueError, "no computation and no wait state can carry the incoming cost");
+    }
+    return Py_BuildValue("(NNN)", s, l, p);
+}
+
+static PyMethodDef functions[] = {
+    {"analyze", (PyCFunction)(void (*)(void))py_analyze, METH_VARARGS | METH_KEYWORDS,
+     "analyze(trace, delay_model=None, critical_path=False, records=False, partition=None, progress=None)"},
+    {"metric_table", (PyCFunction)py_metric_table, METH_NOARGS, "All metrics the core knows."},
+    {"delay_kernel", (PyCFunction)(void (*)(void))py_delay_kernel, METH_VARARGS | METH_KEYWORDS,
+     "delay_kernel(model, gamma_short, gamma_long, delta, waits) -> (short, long, propagated)"},
+    {NULL, NULL, 0, NULL},
+};
+
+int ws_py_register_analysis(PyObject *module)
+{
+    return PyModule_AddFunctions(module, functions);
+}

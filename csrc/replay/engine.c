@@ -1,0 +1,322 @@
+/* The replay driver: a scheduler over the local locations that suspends
+ * a location when it needs a payload that is not there yet and resumes
+ * it when the transport delivers it. */
+#include "replay.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct loc_state {
+    int64_t cursor; /* event to process next */
+    int64_t site;   /* site to meet next */
+    uint32_t stage; /* progress inside a synchronization event */
+    int64_t ch1;    /* next channel-1 point (index into ch1 lists) */
+    uint8_t consumed; /* channels consumed at the current stage */
+    uint8_t done;
+    uint8_t queued;
+    uint8_t began;
+} loc_state;
+
+typedef struct scheduler {
+    const ws_replay_env *env;
+    ws_transport *tr;
+    const ws_handler *handlers;
+    uint32_t n_handlers;
+    loc_state *states;
+    uint32_t *local_index; /* location -> index in env->locations, or WS_NONE32 */
+    uint32_t *queue;       /* ring buffer of local indices */
+    uint32_t head, count;
+    ws_buffer out;
+    uint64_t processed;
+    uint64_t next_report;
+    uint64_t total;
+    const ws_progress *progress;
+} scheduler;
+
+static void enqueue(scheduler *s, uint32_t local)
+{
+    loc_state *st = &s->states[local];
+    if (st->queued || st->done)
+        return;
+    st->queued = 1;
+    uint32_t n = s->env->n_locations;
+    s->queue[(s->head + s->count) % n] = local;
+    s->count++;
+}
+
+static void wake(void *scheduler_ptr, uint32_t location)
+{
+    scheduler *s = scheduler_ptr;
+    if (location < s->env->trace->n_locations) {
+        uint32_t local = s->local_index[location];
+        if (local != WS_NONE32)
+            enqueue(s, local);
+    }
+}
+
+static uint64_t handler_key(uint64_t instance, uint32_t h)
+{
+    return instance | ((uint64_t)h << 60);
+}
+
+/* Exchanges the payloads of message `row` on the channels that meet at
+ * this event (`at_record`: the message record itself, else the channel-1
+ * point of a non-blocking call).  Returns WS_OK when all payloads were
+ * consumed, WS_BLOCKED when one is missing. */
+static int message_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t row, int at_record, ws_error *err)
+{
+    const ws_replay_env *env = s->env;
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    uint8_t flags = ls->msg_flags[row];
+    if ((flags & WS_MSG_CANCELLED) || (ls->msg_match[row] == WS_NONE64 && !(flags & WS_MSG_SEND)))
+        return WS_OK;
+    int is_send = (flags & WS_MSG_SEND) != 0;
+    int ch1_here = at_record ? (ls->msg_ch1_event[row] == (uint32_t)st->cursor) : 1;
+    /* which side produces on each channel */
+    int produces[2];
+    produces[0] = env->backward ? !is_send : is_send;
+    produces[1] = !produces[0];
+    uint64_t id = is_send ? ws_message_id(loc, row) : ls->msg_match[row];
+    uint32_t partner = ls->msg_partner[row];
+    uint32_t H = s->n_handlers;
+    while (st->stage < 2 * H) {
+        uint32_t h = st->stage % H;
+        const ws_handler *hd = &s->handlers[h];
+        int mask = hd->msg_channels ? hd->msg_channels(hd->state, env, loc, row) : 1;
+        if (!at_record)
+            mask &= 2;
+        else if (!ch1_here)
+            mask &= 1;
+        for (int channel = 0; channel < 2; channel++) {
+            if (!(mask & (1 << channel)))
+                continue;
+            int key = (int)(2 * h) + channel;
+            if (st->stage < H) {
+                if (!produces[channel] || !hd->msg_produce)
+                    continue;
+                s->out.size = 0;
+                int rc = hd->msg_produce(hd->state, env, loc, row, channel, &s->out, err);
+                if (rc)
+                    return rc;
+                rc = s->tr->ops->post(s->tr, partner, id, key, s->out.data, s->out.size, err);
+                if (rc)
+                    return rc;
+            } else {
+                if (produces[channel] || !hd->msg_consume)
+                    continue;
+                if (st->consumed & (1u << channel))
+                    continue;
+                const void *data;
+                size_t size;
+                int rc = s->tr->ops->take(s->tr, loc, id, key, &data, &size, err);
+                if (rc == WS_BLOCKED)
+                    return WS_BLOCKED;
+                if (rc)
+                    return rc;
+                rc = hd->msg_consume(hd->state, env, loc, row, channel, data, size, err);
+                s->tr->ops->release(s->tr, loc, id, key);
+                if (rc)
+                    return rc;
+                st->consumed |= (uint8_t)(1u << channel);
+            }
+        }
+        st->stage++;
+        st->consumed = 0;
+    }
+    return WS_OK;
+}
+
+static int site_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t site, ws_error *err)
+{
+    const ws_replay_env *env = s->env;
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    uint32_t H = s->n_handlers;
+    while (st->stage < 2 * H) {
+        uint32_t h = st->stage % H;
+        const ws_handler *hd = &s->handlers[h];
+        if (hd->coll_produce && hd->coll_consume &&
+            (!hd->coll_active || hd->coll_active(hd->state, env, loc, site))) {
+            uint64_t key = handler_key(ls->site_instance[site], h);
+            if (st->stage < H) {
+                s->out.size = 0;
+                int rc = hd->coll_produce(hd->state, env, loc, site, &s->out, err);
+                if (rc)
+                    return rc;
+                rc = s->tr->ops->coll_post(s->tr, key, ls->site_n_members[site], ls->site_expected[site],
+                                           ls->site_member[site], loc, s->out.data, s->out.size,
+                                           hd->coll_cache_size, err);
+                if (rc)
+                    return rc;
+            } else {
+                ws_coll_view *view = NULL;
+                int rc = s->tr->ops->coll_take(s->tr, key, loc, &view, err);
+                if (rc == WS_BLOCKED)
+                    return WS_BLOCKED;
+                if (rc)
+                    return rc;
+                rc = hd->coll_consume(hd->state, env, loc, site, view, err);
+                s->tr->ops->coll_release(s->tr, key, loc);
+                if (rc)
+                    return rc;
+            }
+        }
+        st->stage++;
+    }
+    return WS_OK;
+}
+
+/* Runs one location until it blocks or finishes. */
+static int run_location(scheduler *s, uint32_t local, ws_error *err)
+{
+    const ws_replay_env *env = s->env;
+    uint32_t loc = env->locations[local];
+    loc_state *st = &s->states[local];
+    const ws_events *e = &env->trace->locations[loc].events;
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    const int backward = env->backward;
+    const int64_t n = (int64_t)e->n;
+    int rc;
+
+    if (!st->began) {
+        st->began = 1;
+        for (uint32_t h = 0; h < s->n_handlers; h++)
+            if (s->handlers[h].begin && (rc = s->handlers[h].begin(s->handlers[h].state, env, loc, err)))
+                return rc;
+    }
+    for (;;) {
+        if (st->cursor < 0 || st->cursor >= n) {
+            for (uint32_t h = 0; h < s->n_handlers; h++)
+                if (s->handlers[h].end && (rc = s->handlers[h].end(s->handlers[h].state, env, loc, err)))
+                    return rc;
+            st->done = 1;
+            return WS_OK;
+        }
+        uint64_t ev = (uint64_t)st->cursor;
+        uint8_t kind = e->kind[ev];
+        rc = WS_OK;
+        if (ws_is_message_kind(kind)) {
+            rc = message_event(s, loc, st, e->ref[ev], 1, err);
+        } else if (st->ch1 >= 0 && st->ch1 < (int64_t)ls->n_ch1 && ls->ch1_event[st->ch1] == ev) {
+            rc = message_event(s, loc, st, ls->ch1_row[st->ch1], 0, err);
+            if (rc == WS_OK)
+                st->ch1 += backward ? -1 : 1;
+        } else if (st->site >= 0 && st->site < (int64_t)ls->n_sites && ls->site_event[st->site] == ev) {
+            rc = site_event(s, loc, st, (uint32_t)st->site, err);
+            if (rc == WS_OK)
+                st->site += backward ? -1 : 1;
+        }
+        if (rc == WS_BLOCKED)
+            return WS_BLOCKED;
+        if (rc)
+            return rc;
+        for (uint32_t h = 0; h < s->n_handlers; h++)
+            if (s->handlers[h].event && (rc = s->handlers[h].event(s->handlers[h].state, env, loc, ev, err)))
+                return rc;
+        st->stage = 0;
+        st->cursor += backward ? -1 : 1;
+        if (++s->processed >= s->next_report) {
+            s->next_report = s->processed + (1u << 20);
+            if (s->progress && s->progress->callback &&
+                s->progress->callback(s->progress->context, backward ? "backward replay" : "forward replay",
+                                      s->processed, s->total))
+                return ws_error_set(err, WS_ERR_INTERRUPTED, "replay interrupted");
+        }
+    }
+}
+
+static int report_deadlock(scheduler *s, ws_error *err)
+{
+    const ws_replay_env *env = s->env;
+    for (uint32_t i = 0; i < env->n_locations; i++) {
+        const loc_state *st = &s->states[i];
+        if (st->done)
+            continue;
+        uint32_t loc = env->locations[i];
+        const ws_events *e = &env->trace->locations[loc].events;
+        uint64_t ev = (uint64_t)st->cursor;
+        const char *what = ws_is_message_kind(e->kind[ev]) ? "a message" : "the other members of a collective";
+        return ws_error_set(err, WS_ERR_MATCH,
+                            "the %s replay cannot continue: location %u waits at event %llu (t=%.9f s) for %s that "
+                            "never arrives; the trace's communication is inconsistent",
+                            env->backward ? "backward" : "forward", (unsigned)loc, (unsigned long long)ev,
+                            e->time[ev], what);
+    }
+    return ws_error_set(err, WS_ERR_INTERNAL, "replay stalled without a waiting location");
+}
+
+int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *handlers, size_t n_handlers,
+                  const ws_progress *progress, ws_error *err)
+{
+    if (n_handlers == 0 || n_handlers > 15)
+        return ws_error_set(err, WS_ERR_ARGUMENT, "a replay needs between 1 and 15 handlers");
+    scheduler s;
+    memset(&s, 0, sizeof s);
+    s.env = env;
+    s.tr = tr;
+    s.handlers = handlers;
+    s.n_handlers = (uint32_t)n_handlers;
+    s.progress = progress;
+    s.next_report = 1u << 20;
+    ws_buffer_init(&s.out);
+    int rc = WS_OK;
+    uint32_t n = env->n_locations;
+    s.states = ws_calloc(n ? n : 1, sizeof *s.states);
+    s.queue = ws_malloc_array(n ? n : 1, sizeof *s.queue);
+    s.local_index = ws_malloc_array(env->trace->n_locations ? env->trace->n_locations : 1, sizeof *s.local_index);
+    if (!s.states || !s.queue || !s.local_index) {
+        rc = ws_error_nomem(err, "replay scheduler");
+        goto done;
+    }
+    for (uint32_t l = 0; l < env->trace->n_locations; l++)
+        s.local_index[l] = WS_NONE32;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t loc = env->locations[i];
+        const ws_events *e = &env->trace->locations[loc].events;
+        s.local_index[loc] = i;
+        s.states[i].cursor = env->backward ? (int64_t)e->n - 1 : 0;
+        s.states[i].site = env->backward ? (int64_t)env->sync->locs[loc].n_sites - 1 : 0;
+        s.states[i].ch1 = env->backward ? (int64_t)env->sync->locs[loc].n_ch1 - 1 : 0;
+        s.total += e->n;
+    }
+    tr->wake = wake;
+    tr->scheduler = &s;
+    for (uint32_t i = 0; i < n; i++)
+        enqueue(&s, i);
+    uint32_t finished = 0;
+    while (finished < n) {
+        if (s.count == 0) {
+            int woken = 0;
+            if ((rc = tr->ops->progress(tr, 1, &woken, err)))
+                goto done;
+            if (s.count == 0) {
+                rc = report_deadlock(&s, err);
+                goto done;
+            }
+            continue;
+        }
+        uint32_t local = s.queue[s.head];
+        s.head = (s.head + 1) % n;
+        s.count--;
+        s.states[local].queued = 0;
+        if (s.states[local].done)
+            continue; /* woken by its own post while it was running */
+        rc = run_location(&s, local, err);
+        if (rc == WS_BLOCKED) {
+            rc = WS_OK;
+            continue;
+        }
+        if (rc)
+            goto done;
+        if (s.states[local].done)
+            finished++;
+    }
+    rc = tr->ops->finish(tr, err);
+done:
+    tr->wake = NULL;
+    tr->scheduler = NULL;
+    ws_buffer_free(&s.out);
+    free(s.states);
+    free(s.queue);
+    free(s.local_index);
+    return rc;
+}

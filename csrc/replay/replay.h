@@ -1,0 +1,62 @@
+/* The replay engine: traverses every local location's events forward or
+ * backward and lets analyses (handlers) exchange payloads at the
+ * synchronization points the trace recorded.
+ *
+ * A message offers two channels (see sync.h).  On channel 0 the sender
+ * produces in a forward replay and the receiver in a backward replay; on
+ * channel 1 it is the other way round.  A handler chooses per message
+ * which channels it uses (both sides must choose alike).  At a
+ * collective site every member contributes and every member receives all
+ * contributions.  A location that needs a payload not yet produced is
+ * suspended and resumed when the transport delivers it, so the replay
+ * order follows the recorded causality.  Handlers are written once and
+ * run unchanged with the in-process and the MPI transport.
+ */
+#ifndef WS_REPLAY_REPLAY_H
+#define WS_REPLAY_REPLAY_H
+
+#include "../common/util.h"
+#include "../trace/otf2_io.h"
+#include "sync.h"
+#include "transport.h"
+
+typedef struct ws_replay_env {
+    const ws_trace *trace;
+    const ws_sync *sync;
+    const uint32_t *locations; /* the locations replayed here */
+    uint32_t n_locations;
+    int backward;
+} ws_replay_env;
+
+typedef struct ws_handler {
+    void *state;
+    /* bytes of per-instance scratch the collective view offers */
+    size_t coll_cache_size;
+
+    int (*begin)(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err);
+    /* every event, after the payloads of a synchronization event */
+    int (*event)(void *state, const ws_replay_env *env, uint32_t loc, uint64_t ev, ws_error *err);
+    int (*end)(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err);
+
+    /* Channels message `row` of `loc` uses: bit 0 channel 0, bit 1
+     * channel 1 (NULL: channel 0 only).  Both sides must answer alike,
+     * so decide from data both know. */
+    int (*msg_channels)(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row);
+    int (*msg_produce)(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel,
+                       ws_buffer *out, ws_error *err);
+    int (*msg_consume)(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel,
+                       const void *data, size_t size, ws_error *err);
+
+    /* Whether collective site `site` takes part (NULL: always).  All
+     * members of an instance must answer alike. */
+    int (*coll_active)(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site);
+    int (*coll_produce)(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site, ws_buffer *out,
+                        ws_error *err);
+    int (*coll_consume)(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site,
+                        const ws_coll_view *view, ws_error *err);
+} ws_handler;
+
+int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *handlers, size_t n_handlers,
+                  const ws_progress *progress, ws_error *err);
+
+#endif

@@ -1,0 +1,846 @@
+#include "sync.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* OTF2 numbering (see OTF2_Definitions.h / OTF2_GeneralDefinitions.h) */
+enum {
+    PARADIGM_MPI = 4,
+    OP_BARRIER = 0,
+    OP_BCAST = 1,
+    OP_GATHER = 2,
+    OP_GATHERV = 3,
+    OP_SCATTER = 4,
+    OP_SCATTERV = 5,
+    OP_ALLGATHER = 6,
+    OP_ALLGATHERV = 7,
+    OP_ALLTOALL = 8,
+    OP_ALLTOALLV = 9,
+    OP_ALLTOALLW = 10,
+    OP_ALLREDUCE = 11,
+    OP_REDUCE = 12,
+    OP_REDUCE_SCATTER = 13,
+    OP_SCAN = 14,
+    OP_EXSCAN = 15,
+    OP_REDUCE_SCATTER_BLOCK = 16
+};
+
+static uint8_t site_class_of(uint8_t op)
+{
+    switch (op) {
+    case OP_BARRIER:
+        return WS_SITE_BARRIER;
+    case OP_BCAST:
+    case OP_SCATTER:
+    case OP_SCATTERV:
+        return WS_SITE_1TON;
+    case OP_GATHER:
+    case OP_GATHERV:
+    case OP_REDUCE:
+        return WS_SITE_NTO1;
+    case OP_ALLGATHER:
+    case OP_ALLGATHERV:
+    case OP_ALLTOALL:
+    case OP_ALLTOALLV:
+    case OP_ALLTOALLW:
+    case OP_ALLREDUCE:
+    case OP_REDUCE_SCATTER:
+    case OP_REDUCE_SCATTER_BLOCK:
+        return WS_SITE_NXN;
+    case OP_SCAN:
+    case OP_EXSCAN:
+        return WS_SITE_SCAN;
+    default:
+        return WS_SITE_OTHER;
+    }
+}
+
+static uint8_t classify_region(const ws_trace *t, const ws_region *r)
+{
+    if (r->paradigm != PARADIGM_MPI)
+        return WS_MPIFN_NONE;
+    const char *name = ws_trace_string(t, r->name);
+    if (strcmp(name, "MPI_Init") == 0 || strcmp(name, "MPI_Init_thread") == 0)
+        return WS_MPIFN_INIT;
+    if (strcmp(name, "MPI_Finalize") == 0)
+        return WS_MPIFN_FINALIZE;
+    if (strcmp(name, "MPI_Send") == 0 || strcmp(name, "MPI_Ssend") == 0)
+        return WS_MPIFN_SEND_BLOCKING;
+    if (strcmp(name, "MPI_Recv") == 0 || strcmp(name, "MPI_Sendrecv") == 0 ||
+        strcmp(name, "MPI_Sendrecv_replace") == 0)
+        return WS_MPIFN_RECV_BLOCKING;
+    if (strcmp(name, "MPI_Wait") == 0 || strcmp(name, "MPI_Waitany") == 0)
+        return WS_MPIFN_WAIT;
+    if (strcmp(name, "MPI_Waitall") == 0 || strcmp(name, "MPI_Waitsome") == 0)
+        return WS_MPIFN_WAIT_MULTI;
+    if (strncmp(name, "MPI_Test", 8) == 0)
+        return WS_MPIFN_TEST;
+    return WS_MPIFN_OTHER;
+}
+
+/* ---- a map from tuples of u32 to u64 values --------------------------- */
+
+typedef struct tuple_map {
+    ws_map64 heads;    /* hash -> first entry + 1 */
+    uint32_t (*keys)[5];
+    uint64_t *values;
+    uint64_t *next;    /* next entry with the same hash + 1, 0 = none */
+    size_t n, cap;
+} tuple_map;
+
+static uint64_t tuple_hash(const uint32_t k[5])
+{
+    uint64_t h = 0x9e3779b97f4a7c15ULL;
+    for (int i = 0; i < 5; i++)
+        h = ws_hash64(h ^ (k[i] + 0x9e3779b97f4a7c15ULL + (h << 6)));
+    return h == UINT64_MAX ? 0 : h;
+}
+
+static void tuple_map_init(tuple_map *m)
+{
+    memset(m, 0, sizeof *m);
+    ws_map64_init(&m->heads);
+}
+
+static void tuple_map_free(tuple_map *m)
+{
+    ws_map64_free(&m->heads);
+    free(m->keys);
+    free(m->values);
+    free(m->next);
+    memset(m, 0, sizeof *m);
+}
+
+/* Returns a pointer to the value of key, inserting `initial` if absent
+ * (NULL on allocation failure). */
+static uint64_t *tuple_map_slot(tuple_map *m, const uint32_t k[5], uint64_t initial)
+{
+    uint64_t h = tuple_hash(k), head = 0;
+    if (ws_map64_get(&m->heads, h, &head)) {
+        for (uint64_t e = head; e; e = m->next[e - 1])
+            if (memcmp(m->keys[e - 1], k, sizeof m->keys[0]) == 0)
+                return &m->values[e - 1];
+    }
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 256;
+        void *a = realloc(m->keys, cap * sizeof *m->keys);
+        if (!a)
+            return NULL;
+        m->keys = a;
+        if (!(a = realloc(m->values, cap * sizeof *m->values)))
+            return NULL;
+        m->values = a;
+        if (!(a = realloc(m->next, cap * sizeof *m->next)))
+            return NULL;
+        m->next = a;
+        m->cap = cap;
+    }
+    size_t e = m->n++;
+    memcpy(m->keys[e], k, sizeof m->keys[0]);
+    m->values[e] = initial;
+    m->next[e] = head;
+    if (ws_map64_put(&m->heads, h, e + 1) != 0) {
+        m->n--;
+        return NULL;
+    }
+    return &m->values[e];
+}
+
+static uint64_t *tuple_map_find(tuple_map *m, const uint32_t k[5])
+{
+    uint64_t h = tuple_hash(k), head = 0;
+    if (!ws_map64_get(&m->heads, h, &head))
+        return NULL;
+    for (uint64_t e = head; e; e = m->next[e - 1])
+        if (memcmp(m->keys[e - 1], k, sizeof m->keys[0]) == 0)
+            return &m->values[e - 1];
+    return NULL;
+}
+
+/* ---- per-location pass ---------------------------------------------------- */
+
+static void free_loc(ws_loc_sync *s)
+{
+    free(s->msg_match);
+    free(s->msg_partner);
+    free(s->msg_callpath);
+    free(s->msg_enter);
+    free(s->msg_leave);
+    free(s->msg_call);
+    free(s->msg_post);
+    free(s->msg_done_enter);
+    free(s->msg_done);
+    free(s->msg_done_callpath);
+    free(s->msg_done_call);
+    free(s->msg_ch1_event);
+    free(s->msg_flags);
+    free(s->ch1_event);
+    free(s->ch1_row);
+    free(s->site_event);
+    free(s->site_instance);
+    free(s->site_member);
+    free(s->site_n_members);
+    free(s->site_expected);
+    free(s->site_root);
+    free(s->site_class);
+    free(s->site_op);
+    free(s->site_callpath);
+    free(s->site_enter);
+    free(s->site_leave);
+    memset(s, 0, sizeof *s);
+}
+
+void ws_sync_free(ws_sync *s)
+{
+    if (!s)
+        return;
+    if (s->locs)
+        for (uint32_t i = 0; i < s->n_locations; i++)
+            free_loc(&s->locs[i]);
+    free(s->locs);
+    free(s->region_mpi);
+    free(s);
+}
+
+typedef struct frame {
+    uint32_t callpath;
+    uint32_t enter_event;
+    double enter;
+} frame;
+
+/* records waiting for the leave time of the call that holds them */
+typedef struct pending {
+    uint32_t depth;
+    uint32_t kind; /* 0 message record, 1 site, 2 send completion */
+    uint64_t index;
+} pending;
+
+typedef struct loc_pass {
+    frame *stack;
+    size_t stack_cap;
+    pending *pend;
+    size_t pend_n, pend_cap;
+    size_t site_cap;
+    size_t ch1_cap;
+} loc_pass;
+
+static int push_pending(loc_pass *p, uint32_t depth, uint32_t kind, uint64_t index)
+{
+    if (ws_grow((void **)&p->pend, &p->pend_cap, p->pend_n + 1, sizeof *p->pend) != 0)
+        return -1;
+    p->pend[p->pend_n].depth = depth;
+    p->pend[p->pend_n].kind = kind;
+    p->pend[p->pend_n].index = index;
+    p->pend_n++;
+    return 0;
+}
+
+static int add_site(ws_loc_sync *s, loc_pass *p)
+{
+    if (s->n_sites < p->site_cap)
+        return 0;
+    size_t cap = p->site_cap ? p->site_cap * 2 : 16;
+#define GROWS(field)                                                        \
+    do {                                                                    \
+        void *a__ = realloc(s->field, cap * sizeof *s->field);              \
+        if (!a__)                                                           \
+            return -1;                                                      \
+        s->field = a__;                                                     \
+    } while (0)
+    GROWS(site_event);
+    GROWS(site_instance);
+    GROWS(site_member);
+    GROWS(site_n_members);
+    GROWS(site_expected);
+    GROWS(site_root);
+    GROWS(site_class);
+    GROWS(site_op);
+    GROWS(site_callpath);
+    GROWS(site_enter);
+    GROWS(site_leave);
+#undef GROWS
+    p->site_cap = cap;
+    return 0;
+}
+
+static int add_ch1(ws_loc_sync *s, loc_pass *p, uint32_t event, uint32_t row)
+{
+    size_t k = s->n_ch1, cap = p->ch1_cap;
+    if (ws_grow((void **)&s->ch1_event, &cap, k + 1, sizeof *s->ch1_event) != 0)
+        return -1;
+    cap = p->ch1_cap;
+    if (ws_grow((void **)&s->ch1_row, &cap, k + 1, sizeof *s->ch1_row) != 0)
+        return -1;
+    p->ch1_cap = cap;
+    s->ch1_event[k] = event;
+    s->ch1_row[k] = row;
+    s->n_ch1++;
+    return 0;
+}
+
+static int alloc_messages(ws_loc_sync *s, uint64_t n)
+{
+    size_t k = n ? (size_t)n : 1;
+    s->n_messages = n;
+    s->msg_match = ws_malloc_array(k, sizeof *s->msg_match);
+    s->msg_partner = ws_malloc_array(k, sizeof *s->msg_partner);
+    s->msg_callpath = ws_malloc_array(k, sizeof *s->msg_callpath);
+    s->msg_enter = ws_malloc_array(k, sizeof *s->msg_enter);
+    s->msg_leave = ws_malloc_array(k, sizeof *s->msg_leave);
+    s->msg_call = ws_malloc_array(k, sizeof *s->msg_call);
+    s->msg_post = ws_malloc_array(k, sizeof *s->msg_post);
+    s->msg_done_enter = ws_malloc_array(k, sizeof *s->msg_done_enter);
+    s->msg_done = ws_malloc_array(k, sizeof *s->msg_done);
+    s->msg_done_callpath = ws_malloc_array(k, sizeof *s->msg_done_callpath);
+    s->msg_done_call = ws_malloc_array(k, sizeof *s->msg_done_call);
+    s->msg_ch1_event = ws_malloc_array(k, sizeof *s->msg_ch1_event);
+    s->msg_flags = ws_calloc(k, sizeof *s->msg_flags);
+    return (s->msg_match && s->msg_partner && s->msg_callpath && s->msg_enter && s->msg_leave && s->msg_call &&
+            s->msg_post && s->msg_done_enter && s->msg_done && s->msg_done_callpath && s->msg_done_call &&
+            s->msg_ch1_event && s->msg_flags)
+               ? 0
+               : -1;
+}
+
+/* Per-communicator state of one location while sites are built. */
+typedef struct comm_counter {
+    uint32_t rank;   /* rank of the location in the comm */
+    uint32_t count;  /* collectives seen so far */
+    int known;
+} comm_counter;
+
+/* a posted non-blocking receive, until its completion is seen */
+typedef struct posted_recv {
+    double time;
+    uint32_t event;
+} posted_recv;
+
+static int cmp_ch1(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts the channel-1 exchange points by event. */
+static int sort_ch1(ws_loc_sync *s)
+{
+    if (s->n_ch1 < 2)
+        return 0;
+    uint64_t *pairs = ws_malloc_array(s->n_ch1, sizeof *pairs);
+    if (!pairs)
+        return -1;
+    for (uint64_t k = 0; k < s->n_ch1; k++)
+        pairs[k] = ((uint64_t)s->ch1_event[k] << 32) | s->ch1_row[k];
+    qsort(pairs, s->n_ch1, sizeof *pairs, cmp_ch1);
+    for (uint64_t k = 0; k < s->n_ch1; k++) {
+        s->ch1_event[k] = (uint32_t)(pairs[k] >> 32);
+        s->ch1_row[k] = (uint32_t)pairs[k];
+    }
+    free(pairs);
+    return 0;
+}
+
+static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, ws_loc_sync *s, uint64_t *init_count,
+                          uint64_t *finalize_count, comm_counter *comms, ws_error *err)
+{
+    const ws_location *l = &t->locations[loc];
+    const ws_events *e = &l->events;
+    loc_pass p;
+    memset(&p, 0, sizeof p);
+    int rc = WS_OK;
+    ws_map64 irecv_posts; /* request id -> index into posts */
+    ws_map64 isend_row;   /* request id -> message row */
+    posted_recv *posts = NULL;
+    size_t n_posts = 0, cap_posts = 0;
+    ws_map64_init(&irecv_posts);
+    ws_map64_init(&isend_row);
+    uint32_t depth = 0;
+    uint64_t req_cursor = 0;
+    uint32_t n_init = 0, n_finalize = 0;
+
+    if (alloc_messages(s, e->n_messages) != 0) {
+        rc = ws_error_nomem(err, "message annotations");
+        goto done;
+    }
+    for (uint64_t m = 0; m < e->n_messages; m++) {
+        s->msg_match[m] = WS_NONE64;
+        s->msg_callpath[m] = WS_NONE32;
+        s->msg_call[m] = WS_NONE32;
+        s->msg_done_callpath[m] = WS_NONE32;
+        s->msg_done_call[m] = WS_NONE32;
+        uint32_t partner = ws_comm_location(t, e->msg_comm[m], e->msg_peer[m], loc);
+        if (partner == WS_NONE32) {
+            rc = ws_error_set(err, WS_ERR_MATCH,
+                              "location %u: message record %llu names rank %u of communicator '%s', which has no "
+                              "location",
+                              (unsigned)loc, (unsigned long long)m, (unsigned)e->msg_peer[m],
+                              ws_trace_string(t, t->comms[e->msg_comm[m]].name));
+            goto done;
+        }
+        s->msg_partner[m] = partner;
+    }
+
+    for (uint64_t i = 0; i < e->n; i++) {
+        uint8_t kind = e->kind[i];
+        double time = e->time[i];
+        /* request id of this event, if it has one */
+        uint64_t req = WS_NONE64;
+        while (req_cursor < e->n_requests && e->req_event[req_cursor] < i)
+            req_cursor++;
+        if (req_cursor < e->n_requests && e->req_event[req_cursor] == i)
+            req = e->req_id[req_cursor];
+        const frame *top = depth ? &p.stack[depth - 1] : NULL;
+        uint8_t top_fn = top ? sync->region_mpi[t->callpaths.region[top->callpath]] : WS_MPIFN_NONE;
+
+        switch (kind) {
+        case WS_EV_ENTER:
+            if (ws_grow((void **)&p.stack, &p.stack_cap, (size_t)depth + 1, sizeof *p.stack) != 0) {
+                rc = ws_error_nomem(err, "call stack");
+                goto done;
+            }
+            p.stack[depth].callpath = e->ref[i];
+            p.stack[depth].enter_event = (uint32_t)i;
+            p.stack[depth].enter = time;
+            depth++;
+            break;
+        case WS_EV_LEAVE: {
+            if (depth == 0) {
+                rc = ws_error_set(err, WS_ERR_FORMAT, "location %u: unbalanced leave at event %llu", (unsigned)loc,
+                                  (unsigned long long)i);
+                goto done;
+            }
+            /* records of this call learn its leave time */
+            while (p.pend_n && p.pend[p.pend_n - 1].depth == depth) {
+                pending *q = &p.pend[--p.pend_n];
+                if (q->kind == 0) {
+                    s->msg_leave[q->index] = time;
+                    /* a send is done when its call returns, unless a later
+                     * MpiIsendComplete says otherwise */
+                    if (s->msg_flags[q->index] & WS_MSG_SEND)
+                        s->msg_done[q->index] = time;
+                } else if (q->kind == 1) {
+                    s->site_leave[q->index] = time;
+                } else {
+                    s->msg_done[q->index] = time;
+                }
+            }
+            uint32_t cp = e->ref[i];
+            uint8_t fn = sync->region_mpi[t->callpaths.region[cp]];
+            if (fn == WS_MPIFN_INIT || fn == WS_MPIFN_FINALIZE) {
+                if (add_site(s, &p) != 0) {
+                    rc = ws_error_nomem(err, "collective sites");
+                    goto done;
+                }
+                uint32_t k = s->n_sites++;
+                uint32_t seq = fn == WS_MPIFN_INIT ? n_init++ : n_finalize++;
+                s->site_event[k] = (uint32_t)i;
+                s->site_instance[k] = ((uint64_t)(t->n_comms + (fn == WS_MPIFN_INIT ? 0u : 1u)) << 40) | seq;
+                s->site_member[k] = loc;
+                s->site_n_members[k] = t->n_locations;
+                s->site_expected[k] = 0; /* filled once counts are known */
+                s->site_root[k] = WS_NONE32;
+                s->site_class[k] = fn == WS_MPIFN_INIT ? WS_SITE_INIT : WS_SITE_FINALIZE;
+                s->site_op[k] = 0xff;
+                s->site_callpath[k] = cp;
+                s->site_enter[k] = p.stack[depth - 1].enter;
+                s->site_leave[k] = time;
+            }
+            depth--;
+            break;
+        }
+        case WS_EV_SEND:
+        case WS_EV_ISEND:
+        case WS_EV_RECV:
+        case WS_EV_IRECV: {
+            uint32_t m = e->ref[i];
+            int is_send = kind == WS_EV_SEND || kind == WS_EV_ISEND;
+            int nonblocking = kind == WS_EV_ISEND || kind == WS_EV_IRECV;
+            uint8_t flags = (uint8_t)((is_send ? WS_MSG_SEND : 0) | (nonblocking ? WS_MSG_NONBLOCKING : 0));
+            double enter = top ? top->enter : time;
+            s->msg_callpath[m] = top ? top->callpath : WS_NONE32;
+            s->msg_call[m] = top ? top->enter_event : (uint32_t)i;
+            s->msg_enter[m] = enter;
+            s->msg_leave[m] = time;
+            s->msg_post[m] = enter;
+            s->msg_done_enter[m] = enter;
+            s->msg_done[m] = time;
+            s->msg_done_callpath[m] = s->msg_callpath[m];
+            s->msg_done_call[m] = s->msg_call[m];
+            s->msg_ch1_event[m] = (uint32_t)i;
+            if (kind == WS_EV_SEND && top_fn == WS_MPIFN_SEND_BLOCKING)
+                flags |= WS_MSG_MAY_BLOCK;
+            if (kind == WS_EV_RECV && top_fn == WS_MPIFN_RECV_BLOCKING)
+                flags |= WS_MSG_MAY_BLOCK;
+            if (kind == WS_EV_IRECV) {
+                if (top_fn == WS_MPIFN_WAIT || top_fn == WS_MPIFN_WAIT_MULTI)
+                    flags |= WS_MSG_MAY_BLOCK;
+                if (top_fn == WS_MPIFN_WAIT_MULTI)
+                    flags |= WS_MSG_MULTI;
+                uint64_t k;
+                if (req != WS_NONE64 && ws_map64_get(&irecv_posts, req, &k)) {
+                    ws_map64_remove(&irecv_posts, req);
+                    s->msg_post[m] = posts[k].time;
+                    s->msg_ch1_event[m] = posts[k].event;
+                    if (add_ch1(s, &p, posts[k].event, m) != 0) {
+                        rc = ws_error_nomem(err, "request table");
+                        goto done;
+                    }
+                }
+            }
+            if (kind == WS_EV_ISEND && req != WS_NONE64) {
+                if (ws_map64_put(&isend_row, req, m) != 0) {
+                    rc = ws_error_nomem(err, "request table");
+                    goto done;
+                }
+            }
+            s->msg_flags[m] = flags;
+            if (depth && push_pending(&p, depth, 0, m) != 0) {
+                rc = ws_error_nomem(err, "pending records");
+                goto done;
+            }
+            break;
+        }
+        case WS_EV_IRECV_REQUEST:
+            if (req != WS_NONE64) {
+                if (ws_grow((void **)&posts, &cap_posts, n_posts + 1, sizeof *posts) != 0 ||
+                    ws_map64_put(&irecv_posts, req, n_posts) != 0) {
+                    rc = ws_error_nomem(err, "request table");
+                    goto done;
+                }
+                posts[n_posts].time = top ? top->enter : time;
+                posts[n_posts].event = (uint32_t)i;
+                n_posts++;
+            }
+            break;
+        case WS_EV_ISEND_COMPLETE:
+            if (req != WS_NONE64) {
+                uint64_t row;
+                if (ws_map64_get(&isend_row, req, &row)) {
+                    ws_map64_remove(&isend_row, req);
+                    s->msg_done_enter[row] = top ? top->enter : time;
+                    s->msg_done[row] = time;
+                    s->msg_done_callpath[row] = top ? top->callpath : WS_NONE32;
+                    s->msg_done_call[row] = top ? top->enter_event : (uint32_t)i;
+                    s->msg_ch1_event[row] = (uint32_t)i;
+                    if (top_fn == WS_MPIFN_WAIT || top_fn == WS_MPIFN_WAIT_MULTI)
+                        s->msg_flags[row] |= WS_MSG_MAY_BLOCK;
+                    if (top_fn == WS_MPIFN_WAIT_MULTI)
+                        s->msg_flags[row] |= WS_MSG_MULTI;
+                    if (add_ch1(s, &p, (uint32_t)i, (uint32_t)row) != 0 ||
+                        (depth && push_pending(&p, depth, 2, row) != 0)) {
+                        rc = ws_error_nomem(err, "pending records");
+                        goto done;
+                    }
+                }
+            }
+            break;
+        case WS_EV_REQUEST_CANCELLED:
+            if (req != WS_NONE64) {
+                uint64_t row;
+                if (ws_map64_get(&isend_row, req, &row)) {
+                    ws_map64_remove(&isend_row, req);
+                    s->msg_flags[row] |= WS_MSG_CANCELLED;
+                }
+                ws_map64_remove(&irecv_posts, req);
+            }
+            break;
+        case WS_EV_COLL_END: {
+            uint32_t c = e->ref[i];
+            uint32_t comm = e->coll_comm[c];
+            const ws_comm *cm = &t->comms[comm];
+            comm_counter *cc = &comms[comm];
+            if (!cc->known) {
+                cc->rank = ws_comm_rank_of(t, comm, loc);
+                cc->known = 1;
+            }
+            if (cc->rank == WS_NONE32) {
+                rc = ws_error_set(err, WS_ERR_MATCH,
+                                  "location %u: collective operation at event %llu on communicator '%s', of which "
+                                  "the location is not a member",
+                                  (unsigned)loc, (unsigned long long)i, ws_trace_string(t, cm->name));
+                goto done;
+            }
+            if (comm >= (1u << 19)) {
+                rc = ws_error_set(err, WS_ERR_ARGUMENT, "more than 2^19 communicators are not supported");
+                goto done;
+            }
+            if (add_site(s, &p) != 0) {
+                rc = ws_error_nomem(err, "collective sites");
+                goto done;
+            }
+            uint32_t k = s->n_sites++;
+            s->site_event[k] = (uint32_t)i;
+            s->site_instance[k] = ((uint64_t)comm << 40) | cc->count++;
+            s->site_member[k] = cc->rank;
+            s->site_n_members[k] = cm->size;
+            s->site_expected[k] = cm->size;
+            s->site_root[k] = e->coll_root[c];
+            s->site_op[k] = e->coll_op[c];
+            s->site_class[k] = site_class_of(e->coll_op[c]);
+            s->site_callpath[k] = top ? top->callpath : WS_NONE32;
+            s->site_enter[k] = top ? top->enter : time;
+            s->site_leave[k] = time;
+            if (depth && push_pending(&p, depth, 1, k) != 0) {
+                rc = ws_error_nomem(err, "pending records");
+                goto done;
+            }
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    if (sort_ch1(s) != 0) {
+        rc = ws_error_nomem(err, "request table");
+        goto done;
+    }
+    *init_count = n_init;
+    *finalize_count = n_finalize;
+done:
+    free(p.stack);
+    free(p.pend);
+    free(posts);
+    ws_map64_free(&irecv_posts);
+    ws_map64_free(&isend_row);
+    return rc;
+}
+
+/* A send as announced to the receiver's process for matching. */
+typedef struct send_record {
+    uint32_t dst;   /* receiving location */
+    uint32_t src;   /* sending location */
+    uint32_t comm;
+    uint32_t tag;
+    uint32_t seq;   /* position among the sends of this channel */
+    uint32_t row;   /* message row at the sender */
+} send_record;
+
+static int match_messages(const ws_trace *t, ws_sync *s, const uint32_t *locs, uint32_t n, ws_transport *tr,
+                          ws_error *err)
+{
+    int rc = WS_OK;
+    send_record *records = NULL;
+    uint32_t *dest = NULL;
+    size_t n_records = 0, cap = 0;
+    void *received = NULL;
+    size_t n_received = 0;
+    tuple_map channels, sends;
+    tuple_map_init(&channels);
+    tuple_map_init(&sends);
+    uint8_t *used = NULL;
+
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t loc = locs[i];
+        const ws_events *e = &t->locations[loc].events;
+        ws_loc_sync *ls = &s->locs[loc];
+        tuple_map_free(&channels);
+        tuple_map_init(&channels);
+        for (uint64_t m = 0; m < e->n_messages; m++) {
+            if (!(ls->msg_flags[m] & WS_MSG_SEND) || (ls->msg_flags[m] & WS_MSG_CANCELLED))
+                continue;
+            uint32_t key[5] = {ls->msg_partner[m], e->msg_comm[m], e->msg_tag[m], 0, 0};
+            uint64_t *count = tuple_map_slot(&channels, key, 0);
+            if (!count || ws_grow((void **)&records, &cap, n_records + 1, sizeof *records) != 0) {
+                rc = ws_error_nomem(err, "send records");
+                goto done;
+            }
+            send_record *r = &records[n_records++];
+            r->dst = ls->msg_partner[m];
+            r->src = loc;
+            r->comm = e->msg_comm[m];
+            r->tag = e->msg_tag[m];
+            r->seq = (uint32_t)(*count)++;
+            r->row = (uint32_t)m;
+        }
+    }
+    dest = ws_malloc_array(n_records ? n_records : 1, sizeof *dest);
+    if (!dest) {
+        rc = ws_error_nomem(err, "send records");
+        goto done;
+    }
+    for (size_t k = 0; k < n_records; k++)
+        dest[k] = records[k].dst;
+    if ((rc = tr->ops->exchange(tr, records, sizeof *records, dest, n_records, &received, &n_received, err)))
+        goto done;
+
+    /* index the sends addressed to local locations */
+    const send_record *in = received;
+    for (size_t k = 0; k < n_received; k++) {
+        uint32_t key[5] = {in[k].dst, in[k].src, in[k].comm, in[k].tag, in[k].seq};
+        uint64_t *slot = tuple_map_slot(&sends, key, WS_NONE64);
+        if (!slot) {
+            rc = ws_error_nomem(err, "matching table");
+            goto done;
+        }
+        *slot = k;
+    }
+    used = ws_calloc(n_received ? n_received : 1, 1);
+    if (!used) {
+        rc = ws_error_nomem(err, "matching table");
+        goto done;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t loc = locs[i];
+        const ws_events *e = &t->locations[loc].events;
+        ws_loc_sync *ls = &s->locs[loc];
+        tuple_map_free(&channels);
+        tuple_map_init(&channels);
+        for (uint64_t m = 0; m < e->n_messages; m++) {
+            if (ls->msg_flags[m] & WS_MSG_SEND)
+                continue;
+            uint32_t ckey[5] = {ls->msg_partner[m], e->msg_comm[m], e->msg_tag[m], 0, 0};
+            uint64_t *count = tuple_map_slot(&channels, ckey, 0);
+            if (!count) {
+                rc = ws_error_nomem(err, "matching table");
+                goto done;
+            }
+            uint32_t key[5] = {loc, ls->msg_partner[m], e->msg_comm[m], e->msg_tag[m], (uint32_t)(*count)++};
+            uint64_t *found = tuple_map_find(&sends, key);
+            if (!found || *found == WS_NONE64) {
+                rc = ws_error_set(err, WS_ERR_MATCH,
+                                  "location %u: receive %u from rank %u (tag %u, communicator '%s') at t=%.9f s has "
+                                  "no matching send",
+                                  (unsigned)loc, (unsigned)key[4], (unsigned)e->msg_peer[m], (unsigned)e->msg_tag[m],
+                                  ws_trace_string(t, t->comms[e->msg_comm[m]].name), e->time[e->msg_event[m]]);
+                goto done;
+            }
+            const send_record *r = &in[*found];
+            used[*found] = 1;
+            ls->msg_match[m] = ws_message_id(r->src, r->row);
+        }
+    }
+    for (size_t k = 0; k < n_received; k++)
+        if (!used[k]) {
+            rc = ws_error_set(err, WS_ERR_MATCH,
+                              "location %u: send %u to location %u (tag %u, communicator '%s') is never received",
+                              (unsigned)in[k].src, (unsigned)in[k].row, (unsigned)in[k].dst, (unsigned)in[k].tag,
+                              ws_trace_string(t, t->comms[in[k].comm].name));
+            goto done;
+        }
+done:
+    free(records);
+    free(dest);
+    free(received);
+    free(used);
+    tuple_map_free(&channels);
+    tuple_map_free(&sends);
+    return rc;
+}
+
+int ws_sync_build(const ws_trace *t, const uint32_t *locs, uint32_t n, ws_transport *tr, ws_sync **out,
+                  ws_error *err)
+{
+    *out = NULL;
+    int rc = WS_OK;
+    ws_sync *s = calloc(1, sizeof *s);
+    comm_counter *comms = NULL;
+    uint64_t *coll_counts = NULL;
+    if (!s)
+        return ws_error_nomem(err, "synchronization data");
+    s->n_locations = t->n_locations;
+    s->n_regions = t->n_regions;
+    s->locs = ws_calloc(t->n_locations, sizeof *s->locs);
+    s->region_mpi = ws_calloc(t->n_regions ? t->n_regions : 1, 1);
+    comms = ws_calloc(t->n_comms ? t->n_comms : 1, sizeof *comms);
+    /* [0, n_comms): max count; [n_comms, 2 n_comms): max of (MAX - count); then init/finalize */
+    size_t n_counts = 2 * (size_t)t->n_comms + 4;
+    coll_counts = ws_calloc(n_counts, sizeof *coll_counts);
+    if (!s->locs || !s->region_mpi || !comms || !coll_counts) {
+        rc = ws_error_nomem(err, "synchronization data");
+        goto fail;
+    }
+    for (uint32_t r = 0; r < t->n_regions; r++)
+        s->region_mpi[r] = classify_region(t, &t->regions[r]);
+
+    uint64_t max_init = 0, max_finalize = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t loc = locs[i];
+        if (loc >= t->n_locations || !t->locations[loc].loaded) {
+            rc = ws_error_set(err, WS_ERR_ARGUMENT, "location %u is not loaded", (unsigned)loc);
+            goto fail;
+        }
+        memset(comms, 0, (t->n_comms ? t->n_comms : 1) * sizeof *comms);
+        uint64_t ni = 0, nf = 0;
+        if ((rc = build_location(t, s, loc, &s->locs[loc], &ni, &nf, comms, err)))
+            goto fail;
+        if (ni > max_init)
+            max_init = ni;
+        if (nf > max_finalize)
+            max_finalize = nf;
+        for (uint32_t c = 0; c < t->n_comms; c++) {
+            if (!comms[c].known && !t->comms[c].is_self) {
+                comms[c].rank = ws_comm_rank_of(t, c, loc);
+                comms[c].known = 1;
+            }
+            if (t->comms[c].is_self || comms[c].rank == WS_NONE32)
+                continue;
+            uint64_t cnt = comms[c].count;
+            if (cnt > coll_counts[c])
+                coll_counts[c] = cnt;
+            if (UINT64_MAX - cnt > coll_counts[t->n_comms + c])
+                coll_counts[t->n_comms + c] = UINT64_MAX - cnt;
+        }
+    }
+    coll_counts[2 * (size_t)t->n_comms] = max_init;
+    coll_counts[2 * (size_t)t->n_comms + 1] = max_finalize;
+    if ((rc = tr->ops->allreduce_u64(tr, coll_counts, n_counts, 1, err)))
+        goto fail;
+    for (uint32_t c = 0; c < t->n_comms; c++) {
+        uint64_t hi = coll_counts[c], lo = UINT64_MAX - coll_counts[t->n_comms + c];
+        if (coll_counts[t->n_comms + c] != 0 && hi != lo) {
+            rc = ws_error_set(err, WS_ERR_MATCH,
+                              "communicator '%s': its members take part in different numbers of collective "
+                              "operations (%llu and %llu): the trace is incomplete or inconsistent",
+                              ws_trace_string(t, t->comms[c].name), (unsigned long long)lo, (unsigned long long)hi);
+            goto fail;
+        }
+    }
+    max_init = coll_counts[2 * (size_t)t->n_comms];
+    max_finalize = coll_counts[2 * (size_t)t->n_comms + 1];
+
+    /* how many locations take part in each implicit Init/Finalize instance */
+    size_t n_implicit = (size_t)(max_init + max_finalize);
+    if (n_implicit) {
+        uint64_t *present = ws_calloc(n_implicit, sizeof *present);
+        if (!present) {
+            rc = ws_error_nomem(err, "synchronization data");
+            goto fail;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            const ws_loc_sync *ls = &s->locs[locs[i]];
+            for (uint32_t k = 0; k < ls->n_sites; k++) {
+                uint64_t seq = ls->site_instance[k] & ((1ULL << 40) - 1);
+                if (ls->site_class[k] == WS_SITE_INIT)
+                    present[seq]++;
+                else if (ls->site_class[k] == WS_SITE_FINALIZE)
+                    present[max_init + seq]++;
+            }
+        }
+        rc = tr->ops->allreduce_u64(tr, present, n_implicit, 0, err);
+        if (rc == WS_OK)
+            for (uint32_t i = 0; i < n; i++) {
+                ws_loc_sync *ls = &s->locs[locs[i]];
+                for (uint32_t k = 0; k < ls->n_sites; k++) {
+                    uint64_t seq = ls->site_instance[k] & ((1ULL << 40) - 1);
+                    if (ls->site_class[k] == WS_SITE_INIT)
+                        ls->site_expected[k] = (uint32_t)present[seq];
+                    else if (ls->site_class[k] == WS_SITE_FINALIZE)
+                        ls->site_expected[k] = (uint32_t)present[max_init + seq];
+                }
+            }
+        free(present);
+        if (rc)
+            goto fail;
+    }
+    if ((rc = match_messages(t, s, locs, n, tr, err)))
+        goto fail;
+    free(comms);
+    free(coll_counts);
+    *out = s;
+    return WS_OK;
+fail:
+    free(comms);
+    free(coll_counts);
+    ws_sync_free(s);
+    return rc;
+}

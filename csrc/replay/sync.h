@@ -1,0 +1,115 @@
+/* Synchronization structure of a trace, as explicit data:
+ * - every message record knows the MPI call it belongs to (enter/leave
+ *   time, call path), and every receive knows its matching send;
+ * - non-blocking requests are matched to their completion;
+ * - every collective operation (and MPI_Init/MPI_Finalize, which act as
+ *   implicit collectives over all ranks) is a "site" that knows its
+ *   instance, its member index and its root.
+ */
+#ifndef WS_REPLAY_SYNC_H
+#define WS_REPLAY_SYNC_H
+
+#include "../trace/trace.h"
+#include "transport.h"
+
+/* message flags */
+enum {
+    WS_MSG_SEND = 1,        /* a send record (else a receive) */
+    WS_MSG_NONBLOCKING = 2, /* Isend / Irecv */
+    WS_MSG_MAY_BLOCK = 4,   /* completed by a call that can wait for the partner:
+                               sends: MPI_Send, MPI_Ssend or MPI_Wait*;
+                               receives: MPI_Recv, MPI_Sendrecv or MPI_Wait* */
+    WS_MSG_CANCELLED = 8,   /* the request was cancelled */
+    WS_MSG_MULTI = 16       /* completed together with others (Waitall, Waitsome) */
+};
+
+/* Each message has two exchange points on each side.  Channel 0 joins
+ * the start of the send with the completion of the receive (the Late
+ * Sender relation); channel 1 joins the completion of the send with the
+ * posting of the receive (the Late Receiver relation).  For blocking
+ * calls both points are the message record itself; for non-blocking ones
+ * channel 1 is exchanged at MpiIsendComplete / MpiIrecvRequest. */
+
+/* classes of synchronization sites */
+enum ws_site_class {
+    WS_SITE_BARRIER = 1,  /* MPI_Barrier                                  */
+    WS_SITE_NXN = 2,      /* Allreduce, Allgather(v), Alltoall(v,w), Reduce_scatter */
+    WS_SITE_1TON = 3,     /* Bcast, Scatter(v)                            */
+    WS_SITE_NTO1 = 4,     /* Reduce, Gather(v)                            */
+    WS_SITE_SCAN = 5,     /* Scan, Exscan                                 */
+    WS_SITE_INIT = 6,     /* MPI_Init / MPI_Init_thread                   */
+    WS_SITE_FINALIZE = 7, /* MPI_Finalize                                 */
+    WS_SITE_OTHER = 8     /* other collective records (handles, ...)      */
+};
+
+typedef struct ws_loc_sync {
+    uint64_t n_messages;
+    uint64_t *msg_match;    /* receive rows: message id of the matched send */
+    uint32_t *msg_partner;  /* location index of the partner */
+    uint32_t *msg_callpath; /* call path of the MPI call holding the record */
+    double *msg_enter;      /* enter time of that call */
+    double *msg_leave;      /* leave time of that call */
+    uint32_t *msg_call;     /* event index of the Enter of that call */
+    double *msg_post;       /* receives: when the receive was posted (Recv or Irecv enter) */
+    double *msg_done_enter; /* sends: enter of the call that completed the send */
+    double *msg_done;       /* sends: leave of the call that completed the send */
+    uint32_t *msg_done_callpath; /* sends: call path of that call */
+    uint32_t *msg_done_call; /* sends: event index of that call's Enter */
+    uint32_t *msg_ch1_event; /* event where channel 1 is exchanged */
+    uint8_t *msg_flags;
+
+    /* channel-1 exchange points that are not message records, by event */
+    uint64_t n_ch1;
+    uint32_t *ch1_event;
+    uint32_t *ch1_row;
+
+    uint32_t n_sites;
+    uint32_t *site_event;   /* event replayed as the site (MpiCollectiveEnd, or Leave of Init/Finalize) */
+    uint64_t *site_instance;
+    uint32_t *site_member;
+    uint32_t *site_n_members;
+    uint32_t *site_expected;
+    uint32_t *site_root;    /* member index of the root or WS_NONE32 */
+    uint8_t *site_class;
+    uint8_t *site_op;       /* OTF2 collective op (for explicit sites) */
+    uint32_t *site_callpath;
+    double *site_enter;
+    double *site_leave;
+
+    uint64_t clock_violations; /* receives that end before their send starts */
+} ws_loc_sync;
+
+typedef struct ws_sync {
+    uint32_t n_locations;   /* of the whole trace */
+    ws_loc_sync *locs;      /* indexed by location; filled for local ones */
+    uint8_t *region_mpi;    /* per region: WS_MPIFN_* class, see sync.c */
+    uint32_t n_regions;
+} ws_sync;
+
+/* MPI function classes of regions, derived from their names. */
+enum {
+    WS_MPIFN_NONE = 0,       /* not an MPI region */
+    WS_MPIFN_INIT = 1,       /* MPI_Init, MPI_Init_thread */
+    WS_MPIFN_FINALIZE = 2,   /* MPI_Finalize */
+    WS_MPIFN_SEND_BLOCKING = 3, /* MPI_Send, MPI_Ssend: may wait for the receiver */
+    WS_MPIFN_RECV_BLOCKING = 4, /* MPI_Recv, MPI_Sendrecv, MPI_Sendrecv_replace */
+    WS_MPIFN_WAIT = 5,       /* MPI_Wait, MPI_Waitany */
+    WS_MPIFN_WAIT_MULTI = 6, /* MPI_Waitall, MPI_Waitsome */
+    WS_MPIFN_TEST = 7,       /* MPI_Test* */
+    WS_MPIFN_OTHER = 8
+};
+
+/* Builds the local parts (calls, requests, sites) for the given
+ * locations and matches every receive to its send through the transport
+ * (in-process all locations are local).  On failure nothing is kept. */
+int ws_sync_build(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_transport *tr, ws_sync **out,
+                  ws_error *err);
+void ws_sync_free(ws_sync *s);
+
+/* Is event `ev` of location `loc` a message record (returns the row) */
+static inline int ws_is_message_kind(uint8_t kind)
+{
+    return kind == 3 || kind == 4 || kind == 7 || kind == 8;
+}
+
+#endif

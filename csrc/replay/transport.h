@@ -1,0 +1,112 @@
+/* The transport moves payloads between locations during a replay.
+ *
+ * Two implementations exist: in-process (all locations in one address
+ * space, transport_local.c) and MPI (locations distributed over analysis
+ * processes, transport_mpi.c).  The replay engine and the analyses see
+ * only this interface, so every analysis runs unchanged on both.
+ *
+ * Point-to-point payloads are addressed by a message id (the sending
+ * location and the row of the send in its message table, see
+ * ws_message_id) and a channel (0: the direction of the replay, 1: the
+ * reverse direction).  Exactly one payload per (id, channel) exists in a
+ * replay.  Collective payloads are contributions of the members of one
+ * collective instance; every member receives all contributions, ordered
+ * by member index, so every process folds them in the same order.
+ */
+#ifndef WS_REPLAY_TRANSPORT_H
+#define WS_REPLAY_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/error.h"
+
+static inline uint64_t ws_message_id(uint32_t location, uint32_t row)
+{
+    return ((uint64_t)location << 32) | row;
+}
+static inline uint32_t ws_message_location(uint64_t id)
+{
+    return (uint32_t)(id >> 32);
+}
+static inline uint32_t ws_message_row(uint64_t id)
+{
+    return (uint32_t)id;
+}
+
+/* All contributions to one collective instance. */
+typedef struct ws_coll_view {
+    uint32_t n_members;      /* size of the member index space */
+    uint32_t n_present;      /* contributions present (== expected) */
+    const uint32_t *present; /* member indices that contributed, ascending */
+    const unsigned char *const *data; /* data[member] or NULL */
+    const size_t *size;      /* size[member] */
+    /* Scratch memory per instance and process that handlers may use to
+     * cache a reduction computed by the first member that consumes. */
+    void *cache;
+    size_t cache_size;
+} ws_coll_view;
+
+typedef struct ws_transport ws_transport;
+
+/* Called by a transport when data a location waits for has arrived. */
+typedef void (*ws_wake_fn)(void *scheduler, uint32_t location);
+
+typedef struct ws_transport_ops {
+    /* Delivers a payload to location `dst`.  Never blocks. */
+    int (*post)(ws_transport *t, uint32_t dst, uint64_t id, int channel, const void *data, size_t size,
+                ws_error *err);
+    /* Takes the payload for (id, channel) addressed to `loc`: returns WS_OK
+     * and sets data/size, or WS_BLOCKED (then `loc` is woken when it
+     * arrives).  The data stays valid until release(). */
+    int (*take)(ws_transport *t, uint32_t loc, uint64_t id, int channel, const void **data, size_t *size,
+                ws_error *err);
+    void (*release)(ws_transport *t, uint32_t loc, uint64_t id, int channel);
+
+    /* Contributes to a collective instance.  `expected` members of an
+     * index space of `n_members` take part; `member` is this location's
+     * index in it. */
+    int (*coll_post)(ws_transport *t, uint64_t instance, uint32_t n_members, uint32_t expected, uint32_t member,
+                     uint32_t loc, const void *data, size_t size, size_t cache_size, ws_error *err);
+    /* Returns WS_OK with the complete view, or WS_BLOCKED. */
+    int (*coll_take)(ws_transport *t, uint64_t instance, uint32_t loc, ws_coll_view **view, ws_error *err);
+    /* A member is done with the view; the last member frees it. */
+    void (*coll_release)(ws_transport *t, uint64_t instance, uint32_t loc);
+
+    /* Moves data between processes.  With `wait` set, blocks until some
+     * location was woken or all processes are stuck; returns the number
+     * of wake-ups (0: nothing can progress any more). */
+    int (*progress)(ws_transport *t, int wait, int *woken, ws_error *err);
+
+    /* Called by every process once its locations finished a replay:
+     * delivers what is still buffered and returns when all processes are
+     * done with the replay. */
+    int (*finish)(ws_transport *t, ws_error *err);
+
+    /* Element-wise sum/max over all processes (for counts and checks). */
+    int (*allreduce_u64)(ws_transport *t, uint64_t *values, size_t n, int op_max, ws_error *err);
+    /* Element-wise sum of doubles over all processes, result on all. */
+    int (*allreduce_f64)(ws_transport *t, double *values, size_t n, ws_error *err);
+
+    /* Sends records to the process owning location dest[i]; returns the
+     * records addressed to this process's locations (malloc'ed). */
+    int (*exchange)(ws_transport *t, const void *records, size_t record_size, const uint32_t *dest, size_t n,
+                    void **out, size_t *n_out, ws_error *err);
+
+    void (*destroy)(ws_transport *t);
+} ws_transport_ops;
+
+struct ws_transport {
+    const ws_transport_ops *ops;
+    uint32_t n_locations;    /* locations of the whole trace */
+    uint32_t process;        /* this process (0 in-process) */
+    uint32_t n_processes;
+    /* set by the engine before a replay */
+    ws_wake_fn wake;
+    void *scheduler;
+};
+
+/* The in-process transport: every location lives here. */
+ws_transport *ws_transport_local_new(uint32_t n_locations);
+
+#endif

@@ -1,0 +1,380 @@
+/* In-process transport: all locations live in this process.  Payloads
+ * wait in a mailbox until the addressed location takes them. */
+#include "transport.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/util.h"
+
+enum { INLINE_BYTES = 48 };
+
+typedef struct slot {
+    size_t size;
+    unsigned char *heap;
+    unsigned char inline_data[INLINE_BYTES];
+    uint64_t next_free;
+} slot;
+
+typedef struct channel_maps {
+    ws_map64 mail;    /* message id -> slot */
+    ws_map64 waiters; /* message id -> waiting location */
+} channel_maps;
+
+typedef struct instance {
+    uint32_t n_members;
+    uint32_t expected;
+    uint32_t count;
+    uint32_t released;
+    size_t *offset;   /* per member, SIZE_MAX if absent */
+    size_t *size;
+    unsigned char **data;
+    uint32_t *present;
+    ws_buffer arena;
+    uint32_t *waiters;
+    size_t n_waiters, cap_waiters;
+    ws_coll_view view;
+    void *cache;
+} instance;
+
+typedef struct local_transport {
+    ws_transport base;
+    channel_maps *channels;
+    size_t n_channels;
+    slot *slots;
+    size_t n_slots, cap_slots;
+    uint64_t free_slot; /* index + 1, 0 = none */
+    ws_map64 instances; /* instance key -> index into `inst` + 1 */
+    instance **inst;
+    size_t n_inst, cap_inst;
+    uint64_t free_inst; /* index + 1 */
+} local_transport;
+
+static channel_maps *channel_of(local_transport *lt, int channel)
+{
+    if (channel < 0)
+        return NULL;
+    if ((size_t)channel >= lt->n_channels) {
+        size_t n = (size_t)channel + 1;
+        channel_maps *c = realloc(lt->channels, n * sizeof *c);
+        if (!c)
+            return NULL;
+        for (size_t i = lt->n_channels; i < n; i++) {
+            ws_map64_init(&c[i].mail);
+            ws_map64_init(&c[i].waiters);
+        }
+        lt->channels = c;
+        lt->n_channels = n;
+    }
+    return &lt->channels[channel];
+}
+
+static uint64_t new_slot(local_transport *lt)
+{
+    if (lt->free_slot) {
+        uint64_t k = lt->free_slot - 1;
+        lt->free_slot = lt->slots[k].next_free;
+        return k;
+    }
+    if (ws_grow((void **)&lt->slots, &lt->cap_slots, lt->n_slots + 1, sizeof *lt->slots) != 0)
+        return WS_NONE64;
+    return lt->n_slots++;
+}
+
+static int local_post(ws_transport *t, uint32_t dst, uint64_t id, int channel, const void *data, size_t size,
+                      ws_error *err)
+{
+    local_transport *lt = (local_transport *)t;
+    channel_maps *cm = channel_of(lt, channel);
+    if (!cm)
+        return ws_error_nomem(err, "transport channels");
+    if (ws_map64_get(&cm->mail, id, NULL))
+        return ws_error_set(err, WS_ERR_MATCH, "message %u/%u posted twice on channel %d",
+                            (unsigned)ws_message_location(id), (unsigned)ws_message_row(id), channel);
+    uint64_t k = new_slot(lt);
+    if (k == WS_NONE64)
+        return ws_error_nomem(err, "transport mailbox");
+    slot *s = &lt->slots[k];
+    s->size = size;
+    s->heap = NULL;
+    if (size > INLINE_BYTES) {
+        s->heap = malloc(size);
+        if (!s->heap)
+            return ws_error_nomem(err, "payload");
+        memcpy(s->heap, data, size);
+    } else if (size) {
+        memcpy(s->inline_data, data, size);
+    }
+    if (ws_map64_put(&cm->mail, id, k) != 0)
+        return ws_error_nomem(err, "transport mailbox");
+    uint64_t waiter;
+    if (ws_map64_get(&cm->waiters, id, &waiter)) {
+        ws_map64_remove(&cm->waiters, id);
+        if (t->wake)
+            t->wake(t->scheduler, (uint32_t)waiter);
+    }
+    (void)dst;
+    return WS_OK;
+}
+
+static int local_take(ws_transport *t, uint32_t loc, uint64_t id, int channel, const void **data, size_t *size,
+                      ws_error *err)
+{
+    local_transport *lt = (local_transport *)t;
+    channel_maps *cm = channel_of(lt, channel);
+    if (!cm)
+        return ws_error_nomem(err, "transport channels");
+    uint64_t k;
+    if (!ws_map64_get(&cm->mail, id, &k)) {
+        if (ws_map64_put(&cm->waiters, id, loc) != 0)
+            return ws_error_nomem(err, "transport waiters");
+        return WS_BLOCKED;
+    }
+    slot *s = &lt->slots[k];
+    *data = s->heap ? s->heap : s->inline_data;
+    *size = s->size;
+    return WS_OK;
+}
+
+static void local_release(ws_transport *t, uint32_t loc, uint64_t id, int channel)
+{
+    (void)loc;
+    local_transport *lt = (local_transport *)t;
+    if (channel < 0 || (size_t)channel >= lt->n_channels)
+        return;
+    channel_maps *cm = &lt->channels[channel];
+    uint64_t k;
+    if (!ws_map64_get(&cm->mail, id, &k))
+        return;
+    ws_map64_remove(&cm->mail, id);
+    slot *s = &lt->slots[k];
+    free(s->heap);
+    s->heap = NULL;
+    s->next_free = lt->free_slot;
+    lt->free_slot = k + 1;
+}
+
+static void free_instance(instance *in)
+{
+    if (!in)
+        return;
+    free(in->offset);
+    free(in->size);
+    free(in->data);
+    free(in->present);
+    free(in->waiters);
+    free(in->cache);
+    ws_buffer_free(&in->arena);
+    free(in);
+}
+
+static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, uint32_t expected, uint32_t member,
+                           uint32_t loc, const void *data, size_t size, size_t cache_size, ws_error *err)
+{
+    (void)loc;
+    local_transport *lt = (local_transport *)t;
+    uint64_t index;
+    instance *in;
+    if (ws_map64_get(&lt->instances, key, &index)) {
+        in = lt->inst[index - 1];
+    } else {
+        in = calloc(1, sizeof *in);
+        if (!in)
+            return ws_error_nomem(err, "collective instance");
+        in->n_members = n_members;
+        in->expected = expected;
+        in->offset = ws_malloc_array(n_members, sizeof *in->offset);
+        in->size = ws_calloc(n_members, sizeof *in->size);
+        in->data = ws_calloc(n_members, sizeof *in->data);
+        in->present = ws_malloc_array(expected ? expected : 1, sizeof *in->present);
+        in->cache = ws_calloc(cache_size ? cache_size : 1, 1);
+        ws_buffer_init(&in->arena);
+        if (!in->offset || !in->size || !in->data || !in->present || !in->cache) {
+            free_instance(in);
+            return ws_error_nomem(err, "collective instance");
+        }
+        for (uint32_t m = 0; m < n_members; m++)
+            in->offset[m] = SIZE_MAX;
+        in->view.cache = in->cache;
+        in->view.cache_size = cache_size;
+        if (lt->free_inst) {
+            index = lt->free_inst;
+            lt->free_inst = (uint64_t)(uintptr_t)lt->inst[index - 1];
+        } else {
+            if (ws_grow((void **)&lt->inst, &lt->cap_inst, lt->n_inst + 1, sizeof *lt->inst) != 0) {
+                free_instance(in);
+                return ws_error_nomem(err, "collective instances");
+            }
+            index = ++lt->n_inst;
+        }
+        lt->inst[index - 1] = in;
+        if (ws_map64_put(&lt->instances, key, index) != 0)
+            return ws_error_nomem(err, "collective instances");
+    }
+    if (in->n_members != n_members || in->expected != expected)
+        return ws_error_set(err, WS_ERR_MATCH, "collective instance %llu: members disagree on its size",
+                            (unsigned long long)(key & ((1ULL << 60) - 1)));
+    if (member >= n_members || in->offset[member] != SIZE_MAX)
+        return ws_error_set(err, WS_ERR_MATCH, "collective instance %llu: member %u contributes twice",
+                            (unsigned long long)(key & ((1ULL << 60) - 1)), (unsigned)member);
+    if (in->count >= expected)
+        return ws_error_set(err, WS_ERR_MATCH, "collective instance %llu: more members than expected",
+                            (unsigned long long)(key & ((1ULL << 60) - 1)));
+    in->offset[member] = in->arena.size;
+    in->size[member] = size;
+    if (ws_buffer_append(&in->arena, data, size) != 0)
+        return ws_error_nomem(err, "collective contribution");
+    in->count++;
+    if (in->count == expected) {
+        /* complete: order members, fix pointers, wake everybody */
+        uint32_t k = 0;
+        for (uint32_t m = 0; m < n_members; m++)
+            if (in->offset[m] != SIZE_MAX) {
+                in->present[k++] = m;
+                in->data[m] = in->arena.data + in->offset[m];
+            }
+        in->view.n_members = n_members;
+        in->view.n_present = k;
+        in->view.present = in->present;
+        in->view.data = (const unsigned char *const *)in->data;
+        in->view.size = in->size;
+        for (size_t w = 0; w < in->n_waiters; w++)
+            if (t->wake)
+                t->wake(t->scheduler, in->waiters[w]);
+        in->n_waiters = 0;
+    }
+    return WS_OK;
+}
+
+static int local_coll_take(ws_transport *t, uint64_t key, uint32_t loc, ws_coll_view **view, ws_error *err)
+{
+    local_transport *lt = (local_transport *)t;
+    uint64_t index;
+    if (!ws_map64_get(&lt->instances, key, &index))
+        return ws_error_set(err, WS_ERR_INTERNAL, "collective instance taken before any contribution");
+    instance *in = lt->inst[index - 1];
+    if (in->count < in->expected) {
+        if (ws_grow((void **)&in->waiters, &in->cap_waiters, in->n_waiters + 1, sizeof *in->waiters) != 0)
+            return ws_error_nomem(err, "collective waiters");
+        in->waiters[in->n_waiters++] = loc;
+        return WS_BLOCKED;
+    }
+    *view = &in->view;
+    return WS_OK;
+}
+
+static void local_coll_release(ws_transport *t, uint64_t key, uint32_t loc)
+{
+    (void)loc;
+    local_transport *lt = (local_transport *)t;
+    uint64_t index;
+    if (!ws_map64_get(&lt->instances, key, &index))
+        return;
+    instance *in = lt->inst[index - 1];
+    if (++in->released < in->expected)
+        return;
+    ws_map64_remove(&lt->instances, key);
+    free_instance(in);
+    lt->inst[index - 1] = (instance *)(uintptr_t)lt->free_inst;
+    lt->free_inst = index;
+}
+
+static int local_progress(ws_transport *t, int wait, int *woken, ws_error *err)
+{
+    (void)t;
+    (void)wait;
+    (void)err;
+    *woken = 0;
+    return WS_OK;
+}
+
+static int local_finish(ws_transport *t, ws_error *err)
+{
+    (void)t;
+    (void)err;
+    return WS_OK;
+}
+
+static int local_allreduce_u64(ws_transport *t, uint64_t *values, size_t n, int op_max, ws_error *err)
+{
+    (void)t;
+    (void)values;
+    (void)n;
+    (void)op_max;
+    (void)err;
+    return WS_OK;
+}
+
+static int local_allreduce_f64(ws_transport *t, double *values, size_t n, ws_error *err)
+{
+    (void)t;
+    (void)values;
+    (void)n;
+    (void)err;
+    return WS_OK;
+}
+
+static int local_exchange(ws_transport *t, const void *records, size_t record_size, const uint32_t *dest, size_t n,
+                          void **out, size_t *n_out, ws_error *err)
+{
+    (void)t;
+    (void)dest;
+    void *copy = ws_malloc_array(n ? n : 1, record_size);
+    if (!copy)
+        return ws_error_nomem(err, "record exchange");
+    if (n)
+        memcpy(copy, records, n * record_size);
+    *out = copy;
+    *n_out = n;
+    return WS_OK;
+}
+
+static void local_destroy(ws_transport *t)
+{
+    local_transport *lt = (local_transport *)t;
+    if (!lt)
+        return;
+    for (size_t c = 0; c < lt->n_channels; c++) {
+        ws_map64_free(&lt->channels[c].mail);
+        ws_map64_free(&lt->channels[c].waiters);
+    }
+    free(lt->channels);
+    for (size_t k = 0; k < lt->n_slots; k++)
+        free(lt->slots[k].heap);
+    free(lt->slots);
+    /* live instances are those reachable from the map */
+    for (size_t i = 0; i < lt->instances.capacity; i++)
+        if (lt->instances.keys[i] != UINT64_MAX)
+            free_instance(lt->inst[lt->instances.values[i] - 1]);
+    ws_map64_free(&lt->instances);
+    free(lt->inst);
+    free(lt);
+}
+
+static const ws_transport_ops local_ops = {
+    .post = local_post,
+    .take = local_take,
+    .release = local_release,
+    .coll_post = local_coll_post,
+    .coll_take = local_coll_take,
+    .coll_release = local_coll_release,
+    .progress = local_progress,
+    .finish = local_finish,
+    .allreduce_u64 = local_allreduce_u64,
+    .allreduce_f64 = local_allreduce_f64,
+    .exchange = local_exchange,
+    .destroy = local_destroy,
+};
+
+ws_transport *ws_transport_local_new(uint32_t n_locations)
+{
+    local_transport *lt = calloc(1, sizeof *lt);
+    if (!lt)
+        return NULL;
+    lt->base.ops = &local_ops;
+    lt->base.n_locations = n_locations;
+    lt->base.process = 0;
+    lt->base.n_processes = 1;
+    ws_map64_init(&lt->instances);
+    return &lt->base;
+}

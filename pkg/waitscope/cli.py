@@ -1,0 +1,150 @@
+"""Command line: ``waitscope info|analyze|demo``.
+
+    waitscope info TRACE             locations, regions, call paths, events
+    waitscope analyze TRACE          wait-state report (add --delay, --critical-path)
+    waitscope demo                   the main job on the bundled Score-P trace
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any, Sequence
+
+from . import __version__, open as open_trace
+from .trace import Trace
+
+BUNDLED_TRACE = os.path.join(os.path.dirname(__file__), "data", "scorep-ping-pong", "traces.otf2")
+
+
+class Progress:
+    """Progress on stderr for long work, silent when not on a terminal."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.started = time.monotonic()
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        share = f"{100.0 * done / total:5.1f}%" if total else ""
+        sys.stderr.write(f"\r{stage:<16} {done:>12,d} events {share} {time.monotonic() - self.started:6.1f} s")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _progress(args: argparse.Namespace) -> Progress:
+    quiet = getattr(args, "quiet", False) or getattr(args, "json", False)
+    return Progress(enabled=not quiet and sys.stderr.isatty())
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    progress = _progress(args)
+    trace = open_trace(args.trace, progress=progress)
+    progress.close()
+    if args.json:
+        counts = trace.event_counts()
+        print(json.dumps({
+            "path": trace.path,
+            "locations": [
+                {"index": loc.index, "rank": loc.rank, "process": loc.process, "thread": loc.thread,
+                 "name": loc.name, "events": int(counts[loc.index])}
+                for loc in trace.locations
+            ],
+            "regions": trace.region_names,
+            "callpaths": trace.callpath_names,
+            "events": trace.n_events,
+        }, indent=2))
+    else:
+        print(trace.summary())
+    return 0
+
+
+def _analysis_json(trace: Trace, result: Any) -> dict[str, Any]:
+    return {
+        "trace": trace.path,
+        "locations": int(trace.n_locations),
+        "metrics": {
+            m: {
+                "total": result.total(m),
+                "by_location": [float(x) for x in result.by_location(m)],
+            }
+            for m in result.metric_ids
+        },
+        "callpaths": result.callpath_names,
+        "clock_violations": int(result.clock_violations.sum()),
+    }
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    progress = _progress(args)
+    trace = open_trace(args.trace, progress=progress)
+    result = trace.analyze(delay_model=args.delay, critical_path=args.critical_path, progress=progress)
+    progress.close()
+    if args.json:
+        print(json.dumps(_analysis_json(trace, result), indent=2))
+    else:
+        print(f"waitscope {__version__}: {trace.path}")
+        print(f"{trace.n_locations} locations, {trace.n_events} events, {len(trace.callpath_names)} call paths")
+        print(result.summary(top=args.top))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    print(f"waitscope demo on the bundled Score-P trace {BUNDLED_TRACE}\n")
+    trace = open_trace(BUNDLED_TRACE)
+    print(trace.summary())
+    print()
+    result = trace.analyze()
+    print(result.summary())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="waitscope", description="Finds why parallel MPI programs wait.")
+    parser.add_argument("--version", action="version", version=f"waitscope {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    info = sub.add_parser("info", help="summarise a trace: locations, regions, call paths, events")
+    info.add_argument("trace", help="OTF2 anchor file or experiment directory")
+    info.add_argument("--json", action="store_true", help="machine-readable output")
+    info.set_defaults(func=cmd_info)
+
+    analyze = sub.add_parser("analyze", help="wait-state analysis of a trace")
+    analyze.add_argument("trace", help="OTF2 anchor file or experiment directory")
+    analyze.add_argument("--delay", choices=["proportional", "wait-first"], default=None,
+                         help="add the delay analysis with this cost model")
+    analyze.add_argument("--critical-path", action="store_true", help="add the critical-path analysis")
+    analyze.add_argument("--json", action="store_true", help="machine-readable output")
+    analyze.add_argument("--top", type=int, default=5, help="how many call paths and locations to list")
+    analyze.add_argument("--quiet", action="store_true", help="no progress output")
+    analyze.set_defaults(func=cmd_analyze)
+
+    demo = sub.add_parser("demo", help="run the main job on the bundled Score-P trace")
+    demo.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from . import TraceError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except TraceError as exc:
+        print(f"waitscope: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("waitscope: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,505 @@
+"""Traces: definitions, call paths and per-location event columns.
+
+A :class:`Trace` wraps the C core's store.  Event columns are zero-copy,
+read-only NumPy views that keep the trace alive.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+import numpy as np
+
+from . import _core
+from ._names import (
+    COLLECTIVE_OPS,
+    EVENT_KINDS,
+    LOCATION_TYPES,
+    PARADIGMS,
+    REGION_ROLES,
+    name_of,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas
+
+    from .result import AnalysisResult
+
+
+@dataclass(frozen=True)
+class Location:
+    """One stream of events (a thread of an MPI process)."""
+
+    index: int
+    id: int
+    name: str
+    rank: int
+    process: str
+    thread: int
+    type: str
+    n_records: int
+    """Event records the definitions announce (including kinds the store skips)."""
+
+
+@dataclass(frozen=True)
+class Region:
+    """A code region (function, MPI call, loop, ...)."""
+
+    index: int
+    id: int
+    name: str
+    canonical_name: str
+    description: str
+    role: str
+    paradigm: str
+    file: str
+    begin_line: int
+    end_line: int
+
+    @property
+    def is_mpi(self) -> bool:
+        return self.paradigm == "mpi"
+
+
+@dataclass(frozen=True)
+class Communicator:
+    index: int
+    name: str
+    size: int
+    locations: np.ndarray
+    """Location index of each communicator rank (empty for self communicators)."""
+    parent: int
+    is_self: bool
+
+
+@dataclass(frozen=True)
+class CartTopology:
+    """A Cartesian process topology defined in the trace."""
+
+    name: str
+    comm: int
+    dim_names: tuple[str, ...]
+    dims: tuple[int, ...]
+    periodic: tuple[bool, ...]
+    coords: np.ndarray
+    """Coordinates per communicator rank, shape (ranks, len(dims)); -1 where undefined."""
+    locations: np.ndarray
+    """Location index of each communicator rank."""
+
+    def location_coords(self, n_locations: int) -> np.ndarray:
+        """Coordinates per location, shape (n_locations, len(dims)); -1 where none."""
+        out = np.full((n_locations, len(self.dims)), -1, dtype=np.int64)
+        valid = self.locations >= 0
+        out[self.locations[valid]] = self.coords[valid]
+        return out
+
+
+class Events:
+    """The events of one location as columns (zero-copy, read-only).
+
+    ``time`` (seconds since the clock's global offset), ``kind`` (see
+    :data:`waitscope.EVENT_KINDS`), ``ref`` (call path for enter/leave,
+    else a row of the message, request or collective table) and the side
+    tables ``msg_*``, ``req_*``, ``coll_*``.
+    """
+
+    def __init__(self, trace: "Trace", location: int, columns: dict[str, Any]):
+        self._trace = trace
+        self.location = location
+        self.n_skipped: int = columns.pop("n_skipped")
+        self.columns: dict[str, np.ndarray] = columns
+        for key, value in columns.items():
+            setattr(self, key, value)
+
+    time: np.ndarray
+    kind: np.ndarray
+    ref: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.columns["time"])
+
+    @property
+    def callpath(self) -> np.ndarray:
+        """Call path of every event (the innermost open region's call path)."""
+        return self._trace._core.event_callpaths(self.location)
+
+    def kind_names(self) -> np.ndarray:
+        names = np.array([""] + [EVENT_KINDS.get(i, "?") for i in range(1, 17)], dtype=object)
+        return names[self.columns["kind"]]
+
+
+class Trace:
+    """An OTF2 trace: definitions, the call-path tree and event columns."""
+
+    def __init__(self, core: Any):
+        self._core = core
+        self._defs = core.definitions()
+        self._refresh_callpaths()
+
+    # ---- definitions -----------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        return self._defs["path"]
+
+    @property
+    def clock(self) -> dict[str, int]:
+        """Clock properties: ticks per second, global offset, length, realtime."""
+        return dict(self._defs["clock"])
+
+    @property
+    def strings(self) -> list[str]:
+        return self._defs["strings"]
+
+    def _string(self, index: int) -> str:
+        return self._defs["strings"][index] if index >= 0 else ""
+
+    @property
+    def locations(self) -> list[Location]:
+        d = self._defs["locations"]
+        groups = self._defs["location_groups"]
+        out = []
+        for i in range(len(d["otf2_id"])):
+            g = int(d["group"][i])
+            out.append(
+                Location(
+                    index=i,
+                    id=int(d["otf2_id"][i]),
+                    name=self._string(int(d["name"][i])),
+                    rank=int(d["rank"][i]),
+                    process=groups[g]["name"] if 0 <= g < len(groups) else "",
+                    thread=int(d["thread"][i]),
+                    type=name_of(LOCATION_TYPES, int(d["type"][i])),
+                    n_records=int(d["n_records"][i]),
+                )
+            )
+        return out
+
+    @property
+    def n_locations(self) -> int:
+        return self._core.n_locations
+
+    @property
+    def location_ranks(self) -> np.ndarray:
+        """MPI rank of every location, in location order."""
+        return self._defs["locations"]["rank"].copy()
+
+    @property
+    def regions(self) -> list[Region]:
+        d = self._defs["regions"]
+        return [
+            Region(
+                index=i,
+                id=int(d["otf2_id"][i]),
+                name=self._string(int(d["name"][i])),
+                canonical_name=self._string(int(d["canonical_name"][i])),
+                description=self._string(int(d["description"][i])),
+                role=name_of(REGION_ROLES, int(d["role"][i])),
+                paradigm=name_of(PARADIGMS, int(d["paradigm"][i])),
+                file=self._string(int(d["source_file"][i])),
+                begin_line=int(d["begin_line"][i]),
+                end_line=int(d["end_line"][i]),
+            )
+            for i in range(len(d["otf2_id"]))
+        ]
+
+    @property
+    def region_names(self) -> list[str]:
+        d = self._defs["regions"]
+        return [self._string(int(i)) for i in d["name"]]
+
+    @property
+    def communicators(self) -> list[Communicator]:
+        return [
+            Communicator(
+                index=i,
+                name=c["name"],
+                size=int(c["size"]),
+                locations=c["locations"],
+                parent=int(c["parent"]),
+                is_self=bool(c["is_self"]),
+            )
+            for i, c in enumerate(self._defs["comms"])
+        ]
+
+    @property
+    def system_tree(self) -> list[dict[str, Any]]:
+        """System tree nodes: name, class and parent index (-1 for roots)."""
+        return [dict(n) for n in self._defs["system_tree"]]
+
+    @property
+    def cart_topologies(self) -> list[CartTopology]:
+        comms = self._defs["comms"]
+        out = []
+        for k in self._defs["cart_topologies"]:
+            out.append(
+                CartTopology(
+                    name=k["name"],
+                    comm=int(k["comm"]),
+                    dim_names=tuple(k["dim_names"]),
+                    dims=tuple(int(x) for x in k["dims"]),
+                    periodic=tuple(bool(x) for x in k["periodic"]),
+                    coords=k["coords"],
+                    locations=comms[int(k["comm"])]["locations"],
+                )
+            )
+        return out
+
+    @property
+    def cart_topology(self) -> CartTopology | None:
+        """The application's Cartesian topology, if the trace defines one.
+
+        Score-P also records a "Process x Thread" topology of the
+        measurement system; an application topology is preferred.
+        """
+        tops = self.cart_topologies
+        if not tops:
+            return None
+        app = [t for t in tops if not t.name.startswith("Process x Thread")]
+        return (app or tops)[0]
+
+    # ---- call paths ------------------------------------------------------
+
+    def _refresh_callpaths(self) -> None:
+        parent, region = self._core.callpaths()
+        self._cp_parent = parent
+        self._cp_region = region
+        names = self.region_names
+        full: list[str] = []
+        for i in range(len(parent)):
+            p = int(parent[i])
+            own = names[int(region[i])]
+            full.append(own if p < 0 else f"{full[p]}/{own}")
+        self._cp_names = full
+
+    @property
+    def callpath_parent(self) -> np.ndarray:
+        """Parent of every call path (-1 for roots)."""
+        return self._cp_parent
+
+    @property
+    def callpath_region(self) -> np.ndarray:
+        """Region index of every call path."""
+        return self._cp_region
+
+    @property
+    def callpath_names(self) -> list[str]:
+        """Region names joined by '/' from the root, e.g. 'main/MPI_Recv'."""
+        return self._cp_names
+
+    # ---- events ----------------------------------------------------------
+
+    def load(self, locations: Iterable[int] | None = None, progress: Any = None) -> "Trace":
+        """Reads the events of the given locations (all by default).
+
+        Only those locations' event files are opened.
+        """
+        locs = None if locations is None else np.asarray(list(locations), dtype=np.int64)
+        self._core.load(locs, progress)
+        self._defs = self._core.definitions()
+        self._refresh_callpaths()
+        return self
+
+    @property
+    def loaded_locations(self) -> np.ndarray:
+        return np.flatnonzero(self._defs["locations"]["loaded"])
+
+    @property
+    def n_events(self) -> int:
+        """Number of events stored over all loaded locations."""
+        return self._core.n_events
+
+    def event_counts(self) -> np.ndarray:
+        """Events stored per location (0 where not loaded)."""
+        return self._defs["locations"]["n_events"].copy()
+
+    def events(self, location: int) -> Events:
+        """The event columns of one location (zero-copy views)."""
+        return Events(self, location, self._core.events(int(location)))
+
+    def messages(self, location: int) -> dict[str, np.ndarray]:
+        """Point-to-point message records of a location.
+
+        Columns: event, time, kind ('send', 'isend', 'recv', 'irecv'),
+        peer (rank in the communicator), partner (location index), comm,
+        tag, bytes.
+        """
+        ev = self._core.events(int(location))
+        events = ev["msg_event"]
+        comms = self._defs["comms"]
+        peer = ev["msg_peer"].astype(np.int64)
+        comm = ev["msg_comm"].astype(np.int64)
+        partner = np.full(len(peer), -1, dtype=np.int64)
+        for c in np.unique(comm):
+            sel = comm == c
+            info = comms[int(c)]
+            if info["is_self"]:
+                partner[sel] = int(location)
+            else:
+                partner[sel] = info["locations"][peer[sel]]
+        kinds = np.array([EVENT_KINDS[int(k)] for k in ev["kind"][events]], dtype=object)
+        return {
+            "event": events,
+            "time": ev["time"][events],
+            "kind": kinds,
+            "peer": peer,
+            "partner": partner,
+            "comm": comm,
+            "tag": ev["msg_tag"],
+            "bytes": ev["msg_bytes"],
+        }
+
+    def collectives(self, location: int) -> dict[str, np.ndarray]:
+        """Collective operation records (at MpiCollectiveEnd) of a location."""
+        ev = self._core.events(int(location))
+        events = ev["coll_event"]
+        root = ev["coll_root"].astype(np.int64)
+        root[root == 0xFFFFFFFF] = -1
+        return {
+            "event": events,
+            "time": ev["time"][events],
+            "op": np.array([name_of(COLLECTIVE_OPS, int(o)) for o in ev["coll_op"]], dtype=object),
+            "comm": ev["coll_comm"].astype(np.int64),
+            "root": root,
+            "sent": ev["coll_sent"],
+            "received": ev["coll_received"],
+        }
+
+    def to_pandas(self, location: int | Sequence[int] | None = None) -> "pandas.DataFrame":
+        """Events as a pandas DataFrame, for one location, several, or all loaded.
+
+        Columns: location, rank, time, event, callpath, region, partner,
+        comm, tag, bytes, op, root (NaN/-1/None where not applicable).
+        """
+        import pandas as pd
+
+        if location is None:
+            locs = [int(x) for x in self.loaded_locations]
+        elif np.ndim(location) == 0:
+            locs = [int(location)]  # type: ignore[arg-type]
+        else:
+            locs = [int(x) for x in location]  # type: ignore[union-attr]
+        ranks = self._defs["locations"]["rank"]
+        region_names = np.array(self.region_names, dtype=object)
+        cp_names = np.array(self.callpath_names, dtype=object)
+        frames = []
+        for loc in locs:
+            ev = self.events(loc)
+            n = len(ev)
+            cps = ev.callpath
+            partner = np.full(n, -1, dtype=np.int64)
+            comm = np.full(n, -1, dtype=np.int64)
+            tag = np.full(n, -1, dtype=np.int64)
+            nbytes = np.full(n, -1, dtype=np.int64)
+            op = np.full(n, None, dtype=object)
+            root = np.full(n, -1, dtype=np.int64)
+            m = self.messages(loc)
+            partner[m["event"]] = m["partner"]
+            comm[m["event"]] = m["comm"]
+            tag[m["event"]] = m["tag"]
+            nbytes[m["event"]] = m["bytes"].astype(np.int64)
+            c = self.collectives(loc)
+            comm[c["event"]] = c["comm"]
+            op[c["event"]] = c["op"]
+            root[c["event"]] = c["root"]
+            valid = cps >= 0
+            cp_col = np.full(n, None, dtype=object)
+            reg_col = np.full(n, None, dtype=object)
+            cp_col[valid] = cp_names[cps[valid]]
+            reg_col[valid] = region_names[self._cp_region[cps[valid]]]
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "location": np.full(n, loc, dtype=np.int64),
+                        "rank": np.full(n, int(ranks[loc]), dtype=np.int64),
+                        "time": np.asarray(ev.time),
+                        "event": pd.Categorical(ev.kind_names()),
+                        "callpath": cp_col,
+                        "region": reg_col,
+                        "partner": partner,
+                        "comm": comm,
+                        "tag": tag,
+                        "bytes": nbytes,
+                        "op": op,
+                        "root": root,
+                    }
+                )
+            )
+        if not frames:
+            return pd.DataFrame()
+        return pd.concat(frames, ignore_index=True)
+
+    def summary(self) -> str:
+        """A short text summary: locations, regions, call paths, events."""
+        lines = [f"trace {self.path}"]
+        clock = self.clock
+        lines.append(
+            f"  clock: {clock['resolution']} ticks/s, length {clock['length'] / clock['resolution']:.6f} s"
+        )
+        lines.append(f"  locations: {self.n_locations}  regions: {len(self.region_names)}"
+                     f"  call paths: {len(self.callpath_names)}  events: {self.n_events}")
+        counts = self.event_counts()
+        for loc in self.locations[:16]:
+            lines.append(
+                f"  location {loc.index}: rank {loc.rank}, {loc.process} / {loc.name}: "
+                f"{int(counts[loc.index])} events"
+            )
+        if self.n_locations > 16:
+            lines.append(f"  ... {self.n_locations - 16} more locations")
+        lines.append("  call paths:")
+        for name in self.callpath_names[:40]:
+            lines.append(f"    {name}")
+        if len(self.callpath_names) > 40:
+            lines.append(f"    ... {len(self.callpath_names) - 40} more")
+        return "\n".join(lines)
+
+    def analyze(
+        self,
+        delay_model: str | None = None,
+        critical_path: bool = False,
+        delay_records: bool = False,
+        partition: Sequence[int] | np.ndarray | None = None,
+        progress: Any = None,
+    ) -> "AnalysisResult":
+        """Replays the trace and returns the wait-state analysis.
+
+        ``delay_model`` ("proportional" or "wait-first") adds the delay
+        analysis; ``critical_path=True`` adds the critical-path analysis.
+        The C core releases the GIL while it runs; Ctrl-C stops it.
+        """
+        from .result import AnalysisResult
+
+        part = None if partition is None else np.asarray(partition, dtype=np.int32)
+        raw = _core.analyze(self._core, delay_model=delay_model, critical_path=critical_path,
+                            records=delay_records, partition=part, progress=progress)
+        return AnalysisResult(self, raw)
+
+    def write(self, path: str | os.PathLike[str], progress: Any = None) -> str:
+        """Writes the loaded trace as an OTF2 archive; returns the anchor path."""
+        target = os.fspath(path)
+        self._core.write(target, progress)
+        return target if target.endswith(".otf2") else os.path.join(target, "traces.otf2")
+
+    def __repr__(self) -> str:
+        return f"<waitscope.Trace {self.path!r}: {self.n_locations} locations, {self.n_events} events>"
+
+
+def open(path: str | os.PathLike[str], locations: Iterable[int] | None = None, comm: Any = None,
+         load: bool = True, progress: Any = None) -> Trace:
+    """Opens an OTF2 trace (anchor file ``traces.otf2`` or experiment directory).
+
+    Reads the definitions and, unless ``load=False``, the events of the
+    given locations (all by default).  ``comm`` is reserved for the
+    parallel mode (an mpi4py communicator).
+
+    Raises :class:`waitscope.TraceError` naming the file and the problem.
+    """
+    if comm is not None:
+        raise NotImplementedError("opening a trace on an MPI communicator is not available yet")
+    core = _core.open(os.fspath(path))
+    trace = Trace(core)
+    if load:
+        trace.load(locations, progress)
+    return trace

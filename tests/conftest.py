@@ -1,0 +1,49 @@
+"""Shared fixtures: the real Score-P traces and writable copies of them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+SHARED_DATA = Path(os.environ.get("WAITSCOPE_TEST_DATA", REPO.parent / "shared" / "data"))
+BUNDLED = REPO / "pkg" / "waitscope" / "data" / "scorep-ping-pong"
+
+
+def _data_dir(name: str) -> Path:
+    for candidate in (SHARED_DATA / name, REPO / "pkg" / "waitscope" / "data" / name):
+        if (candidate / "traces.otf2").exists():
+            return candidate
+    pytest.skip(f"trace {name} is not available")
+
+
+@pytest.fixture(scope="session")
+def pingpong_dir() -> Path:
+    """The real Score-P ping-pong trace (read-only)."""
+    return _data_dir("scorep-ping-pong")
+
+
+@pytest.fixture(scope="session")
+def papi_dir() -> Path:
+    """The real Score-P ping-pong trace with PAPI counters (read-only)."""
+    return _data_dir("scorep-ping-pong-papi")
+
+
+def writable_copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    for root, dirs, files in os.walk(dst):
+        for name in dirs + files:
+            p = os.path.join(root, name)
+            os.chmod(p, os.stat(p).st_mode | stat.S_IWUSR)
+    return dst
+
+
+@pytest.fixture
+def pingpong_copy(pingpong_dir: Path, tmp_path: Path) -> Path:
+    """A writable copy of the ping-pong trace for corruption tests."""
+    return writable_copy(pingpong_dir, tmp_path / "pp")

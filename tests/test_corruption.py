@@ -1,0 +1,140 @@
+"""Bad input gives a TraceError naming the file; never a crash, never a
+silently partial trace."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+import waitscope
+
+
+def test_missing_path(tmp_path):
+    with pytest.raises(waitscope.TraceError, match="no-such-trace"):
+        waitscope.open(tmp_path / "no-such-trace")
+
+
+def test_directory_without_anchor(tmp_path):
+    with pytest.raises(waitscope.TraceError, match="no OTF2 anchor"):
+        waitscope.open(tmp_path)
+
+
+def test_file_that_is_not_an_anchor(pingpong_copy):
+    with pytest.raises(waitscope.TraceError, match=r"MANIFEST\.md: not an OTF2 anchor"):
+        waitscope.open(pingpong_copy / "MANIFEST.md")
+
+
+def test_empty_anchor(tmp_path):
+    (tmp_path / "traces.otf2").write_bytes(b"")
+    with pytest.raises(waitscope.TraceError, match="traces.otf2"):
+        waitscope.open(tmp_path)
+
+
+def assert_same_events(a: "waitscope.Trace", b: "waitscope.Trace") -> None:
+    for loc in range(a.n_locations):
+        ea, eb = a.events(loc), b.events(loc)
+        for key in ea.columns:
+            assert (ea.columns[key] == eb.columns[key]).all(), key
+
+
+@pytest.mark.parametrize("share", [0.0, 0.001, 0.1, 0.3, 0.5, 0.8, 0.95])
+def test_truncated_event_file(pingpong_copy, share):
+    evt = pingpong_copy / "traces" / "1.evt"
+    data = evt.read_bytes()
+    evt.write_bytes(data[: int(share * len(data))])
+    with pytest.raises(waitscope.TraceError, match=r"1\.evt"):
+        waitscope.open(pingpong_copy)
+
+
+@pytest.mark.parametrize("cut", range(1, 24))
+def test_event_file_cut_near_its_end(pingpong_dir, pingpong_copy, cut):
+    """The last bytes of an event file are OTF2's chunk trailer: cutting
+    them may lose nothing; then the trace must load completely and
+    unchanged.  Cutting into the records must raise."""
+    evt = pingpong_copy / "traces" / "1.evt"
+    evt.write_bytes(evt.read_bytes()[:-cut])
+    try:
+        damaged = waitscope.open(pingpong_copy)
+    except waitscope.TraceError as exc:
+        assert "1.evt" in str(exc)
+        return
+    assert_same_events(damaged, waitscope.open(pingpong_dir))
+
+
+def test_missing_event_file(pingpong_copy):
+    (pingpong_copy / "traces" / "0.evt").unlink()
+    with pytest.raises(waitscope.TraceError, match=r"traces/0\.evt: event file of location 0 is missing"):
+        waitscope.open(pingpong_copy)
+
+
+@pytest.mark.parametrize("share", [0.0, 0.001, 0.01, 0.2, 0.5, 0.9])
+def test_truncated_definition_file(pingpong_copy, share):
+    defs = pingpong_copy / "traces.def"
+    data = defs.read_bytes()
+    defs.write_bytes(data[: int(share * len(data))])
+    with pytest.raises(waitscope.TraceError, match=r"traces\.def"):
+        waitscope.open(pingpong_copy)
+
+
+def test_unknown_clock(pingpong_copy):
+    # The ClockProperties record of traces.def starts at byte 0x12: type 5,
+    # length 18, then the resolution as a compressed uint64 (4 bytes).
+    # Rewriting the resolution as 0 leaves a well-formed record.
+    defs = pingpong_copy / "traces.def"
+    data = bytearray(defs.read_bytes())
+    assert data[0x12:0x19] == bytes([0x05, 0x12, 0x04, 0x20, 0x2C, 0xE2, 0x7C])
+    data[0x12:0x19] = bytes([0x05, 0x0E, 0x00])
+    defs.write_bytes(bytes(data))
+    with pytest.raises(waitscope.TraceError, match="unknown clock"):
+        waitscope.open(pingpong_copy)
+
+
+def test_event_file_of_another_archive(pingpong_copy, papi_dir):
+    # same location ids, different content: the announced counts differ
+    (pingpong_copy / "traces" / "0.evt").write_bytes((papi_dir / "traces" / "0.evt").read_bytes())
+    with pytest.raises(waitscope.TraceError, match=r"0\.evt"):
+        waitscope.open(pingpong_copy)
+
+
+def _mutate(data: bytearray, rng: random.Random) -> bytearray:
+    mode = rng.choice(["flip", "cut", "zero", "insert"])
+    if mode == "flip":
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(len(data))
+            data[i] ^= 1 << rng.randrange(8)
+    elif mode == "cut":
+        data = data[: rng.randrange(len(data))]
+    elif mode == "zero":
+        i = rng.randrange(len(data))
+        n = rng.randint(1, 16)
+        data[i : i + n] = bytes(len(data[i : i + n]))
+    else:
+        i = rng.randrange(len(data))
+        data[i:i] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
+    return data
+
+
+def test_random_corruptions_raise_or_load_completely(pingpong_dir, tmp_path):
+    rng = random.Random(20261122)
+    targets = ["traces.otf2", "traces.def", "traces/0.evt", "traces/1.evt", "traces/0.def", "traces/1.def"]
+    outcomes = {"error": 0, "loaded": 0}
+    from conftest import writable_copy
+
+    for trial in range(150):
+        d = writable_copy(pingpong_dir, tmp_path / f"c{trial}")
+        target = d / rng.choice(targets)
+        target.write_bytes(bytes(_mutate(bytearray(target.read_bytes()), rng)))
+        try:
+            trace = waitscope.open(d)
+        except waitscope.TraceError as exc:
+            assert str(d) in str(exc) or "traces" in str(exc), str(exc)
+            outcomes["error"] += 1
+            continue
+        # a trace that loads must be complete: every announced record read
+        for loc in trace.locations:
+            ev = trace.events(loc.index)
+            assert len(ev) + ev.n_skipped == loc.n_records
+        outcomes["loaded"] += 1
+    assert outcomes["error"] > 50
