@@ -1,9 +1,716 @@
-/* Trace store -> OTF2 archive, with the OTF2 C writer API. */
+/* Trace store -> OTF2 archive, with the OTF2 C writer API.
+ *
+ * The archive is written in the order Score-P uses: the events of every
+ * location (one event writer at a time, so that memory stays bounded for
+ * any number of locations), one (empty) local definition file per
+ * location, then the global definitions with the exact number of event
+ * records written per location.  All identifiers are the OTF2 ids kept in
+ * the store, so a trace read from an archive is written back unchanged.
+ */
 #include "otf2_io.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include <otf2/otf2.h>
+
+/* defined in otf2_reader.c: routes OTF2's own error printing to nowhere */
+void ws_otf2_silence(void);
+
+/* ---- paths --------------------------------------------------------------- */
+
+/* Creates directory `dir` and its missing parents (like mkdir -p). */
+static int make_directories(const char *dir, ws_error *err)
+{
+    char *p = ws_strdup(dir);
+    if (!p)
+        return ws_error_nomem(err, "path");
+    size_t n = strlen(p);
+    while (n > 1 && p[n - 1] == '/')
+        p[--n] = '\0';
+    int rc = WS_OK;
+    for (char *s = p + 1;; s++) {
+        if (*s != '/' && *s != '\0')
+            continue;
+        char saved = *s;
+        *s = '\0';
+        struct stat st;
+        if (stat(p, &st) != 0) {
+            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+                rc = ws_error_set(err, WS_ERR_IO, "%s: cannot create the directory: %s", p, strerror(errno));
+                break;
+            }
+        } else if (!S_ISDIR(st.st_mode)) {
+            rc = ws_error_set(err, WS_ERR_IO, "%s: exists and is not a directory", p);
+            break;
+        }
+        *s = saved;
+        if (saved == '\0')
+            break;
+    }
+    free(p);
+    return rc;
+}
+
+static char *path_join(const char *a, const char *b, const char *suffix)
+{
+    size_t n = strlen(a) + strlen(b) + strlen(suffix) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s%s", a, b, suffix);
+    return p;
+}
+
+/* Splits the user path into the archive directory and the archive name:
+ * "dir/name.otf2" -> ("dir", "name"); "dir" -> ("dir", "traces"). */
+static int split_path(const char *path, char **dir, char **name, ws_error *err)
+{
+    *dir = *name = NULL;
+    size_t n = strlen(path);
+    if (n > 5 && strcmp(path + n - 5, ".otf2") == 0) {
+        const char *slash = strrchr(path, '/');
+        const char *base = slash ? slash + 1 : path;
+        size_t base_len = (size_t)(path + n - 5 - base);
+        if (base_len == 0)
+            return ws_error_set(err, WS_ERR_ARGUMENT, "%s: the anchor file needs a name before '.otf2'", path);
+        if (!slash)
+            *dir = ws_strdup(".");
+        else if (slash == path)
+            *dir = ws_strdup("/");
+        else {
+            *dir = malloc((size_t)(slash - path) + 1);
+            if (*dir) {
+                memcpy(*dir, path, (size_t)(slash - path));
+                (*dir)[slash - path] = '\0';
+            }
+        }
+        *name = malloc(base_len + 1);
+        if (*name) {
+            memcpy(*name, base, base_len);
+            (*name)[base_len] = '\0';
+        }
+    } else {
+        *dir = ws_strdup(path);
+        *name = ws_strdup("traces");
+    }
+    if (!*dir || !*name) {
+        free(*dir);
+        free(*name);
+        *dir = *name = NULL;
+        return ws_error_nomem(err, "path");
+    }
+    return WS_OK;
+}
+
+/* Is `name` the name of a per-location file of an OTF2 archive
+ * ("<digits>.evt", ".def", ".snap")? */
+static int is_location_file(const char *name)
+{
+    const char *p = name;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    return p > name && (strcmp(p, ".evt") == 0 || strcmp(p, ".def") == 0 || strcmp(p, ".snap") == 0);
+}
+
+/* OTF2 refuses to create an archive over an existing one.  Overwriting is
+ * allowed: the files of the old archive (anchor, global definitions and
+ * the per-location files in its directory) are removed first.  Nothing
+ * else is touched; if the location directory holds other files, writing
+ * stops with an error. */
+static int remove_old_archive(const char *dir, const char *name, ws_error *err)
+{
+    char *anchor = path_join(dir, name, ".otf2");
+    char *defs = path_join(dir, name, ".def");
+    char *locdir = path_join(dir, name, "");
+    char *file = NULL;
+    int rc = WS_OK;
+    if (!anchor || !defs || !locdir) {
+        rc = ws_error_nomem(err, "path");
+        goto done;
+    }
+    struct stat st;
+    if (lstat(anchor, &st) == 0 && unlink(anchor) != 0) {
+        rc = ws_error_set(err, WS_ERR_IO, "%s: cannot replace the existing anchor file: %s", anchor, strerror(errno));
+        goto done;
+    }
+    if (lstat(defs, &st) == 0 && unlink(defs) != 0) {
+        rc = ws_error_set(err, WS_ERR_IO, "%s: cannot replace the existing definitions: %s", defs, strerror(errno));
+        goto done;
+    }
+    if (lstat(locdir, &st) != 0)
+        goto done;
+    if (!S_ISDIR(st.st_mode)) {
+        rc = ws_error_set(err, WS_ERR_IO, "%s: exists and is not a directory", locdir);
+        goto done;
+    }
+    DIR *d = opendir(locdir);
+    if (!d) {
+        rc = ws_error_set(err, WS_ERR_IO, "%s: cannot list the old archive: %s", locdir, strerror(errno));
+        goto done;
+    }
+    size_t n = strlen(locdir) + 300;
+    file = malloc(n);
+    if (!file) {
+        closedir(d);
+        rc = ws_error_nomem(err, "path");
+        goto done;
+    }
+    struct dirent *entry;
+    while ((entry = readdir(d)) != NULL) {
+        if (!is_location_file(entry->d_name))
+            continue;
+        snprintf(file, n, "%s/%s", locdir, entry->d_name);
+        if (unlink(file) != 0 && errno != ENOENT) {
+            rc = ws_error_set(err, WS_ERR_IO, "%s: cannot replace the existing file: %s", file, strerror(errno));
+            break;
+        }
+    }
+    closedir(d);
+    if (rc == WS_OK && rmdir(locdir) != 0)
+        rc = ws_error_set(err, WS_ERR_IO,
+                          "%s: cannot replace the old archive's location directory (%s); it holds files that are "
+                          "not part of an OTF2 archive",
+                          locdir, strerror(errno));
+done:
+    free(file);
+    free(anchor);
+    free(defs);
+    free(locdir);
+    return rc;
+}
+
+/* ---- OTF2 callbacks ------------------------------------------------------ */
+
+static OTF2_FlushType pre_flush(void *user, OTF2_FileType type, OTF2_LocationRef location, void *caller, bool final)
+{
+    (void)user;
+    (void)type;
+    (void)location;
+    (void)caller;
+    (void)final;
+    return OTF2_FLUSH;
+}
+
+static OTF2_TimeStamp post_flush(void *user, OTF2_FileType type, OTF2_LocationRef location)
+{
+    (void)user;
+    (void)type;
+    (void)location;
+    return 0;
+}
+
+static const OTF2_FlushCallbacks flush_callbacks = {
+    .otf2_pre_flush = pre_flush,
+    .otf2_post_flush = post_flush,
+};
+
+/* ---- writer state -------------------------------------------------------- */
+
+typedef struct writer {
+    const ws_trace *t;
+    ws_error *err;
+    OTF2_Archive *archive;
+    const char *anchor;
+    uint64_t *string_id;   /* dense string index -> OTF2 string id */
+    uint64_t *cart_dim_id; /* dense dimension index -> OTF2 id */
+    uint64_t next_string;  /* first unused OTF2 string id */
+    OTF2_StringRef program_name;
+} writer;
+
+static int otf2_fail(writer *w, OTF2_ErrorCode s, const char *what)
+{
+    return ws_error_set(w->err, WS_ERR_IO, "%s: writing %s failed (%s: %s)", w->anchor, what, OTF2_Error_GetName(s),
+                        OTF2_Error_GetDescription(s));
+}
+
+static OTF2_StringRef str_ref(const writer *w, uint32_t index)
+{
+    if (index == WS_NONE32 || index >= w->t->n_strings)
+        return OTF2_UNDEFINED_STRING;
+    return (OTF2_StringRef)w->string_id[index];
+}
+
+/* Inverts an (OTF2 id -> dense index) map into out[index] = id.  Every
+ * index below n must be present. */
+static int invert_map(const ws_map64 *m, uint32_t n, uint64_t *out, const char *what, ws_error *err)
+{
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = WS_NONE64;
+    for (size_t j = 0; j < m->capacity; j++) {
+        if (m->keys[j] == UINT64_MAX)
+            continue;
+        if (m->values[j] < n)
+            out[m->values[j]] = m->keys[j];
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (out[i] == WS_NONE64)
+            return ws_error_set(err, WS_ERR_INTERNAL, "%s %u has no OTF2 identifier", what, (unsigned)i);
+    return WS_OK;
+}
+
+/* ---- events -------------------------------------------------------------- */
+
+static inline OTF2_TimeStamp ticks_of(const ws_trace *t, double time)
+{
+    return t->clock.offset + (uint64_t)(int64_t)llround(time * (double)t->clock.resolution);
+}
+
+#define BAD_REF(what)                                                                                            \
+    do {                                                                                                         \
+        rc = ws_error_set(w->err, WS_ERR_INTERNAL, "location %llu, event %llu: %s out of range",               \
+                          (unsigned long long)loc->otf2_id, (unsigned long long)e, what);                        \
+        goto done;                                                                                               \
+    } while (0)
+
+static int write_location_events(writer *w, uint32_t index, const ws_progress *progress, uint64_t *done_events,
+                                 uint64_t total, uint64_t *next_report)
+{
+    const ws_trace *t = w->t;
+    const ws_location *loc = &t->locations[index];
+    OTF2_EvtWriter *ew = OTF2_Archive_GetEvtWriter(w->archive, loc->otf2_id);
+    if (!ew)
+        return ws_error_set(w->err, WS_ERR_IO, "%s: cannot open the event writer of location %llu", w->anchor,
+                            (unsigned long long)loc->otf2_id);
+    int rc = WS_OK;
+    OTF2_ErrorCode s = OTF2_SUCCESS;
+    uint64_t e = 0;
+    if (loc->loaded) {
+        const ws_events *ev = &loc->events;
+        uint64_t rq = 0; /* request rows follow the event order */
+        for (e = 0; e < ev->n; e++) {
+            OTF2_TimeStamp ts = ticks_of(t, ev->time[e]);
+            uint32_t ref = ev->ref[e];
+            switch (ev->kind[e]) {
+            case WS_EV_ENTER:
+            case WS_EV_LEAVE: {
+                if (ref >= t->callpaths.n)
+                    BAD_REF("call path");
+                uint32_t r = t->callpaths.region[ref];
+                if (r >= t->n_regions)
+                    BAD_REF("region");
+                OTF2_RegionRef region = (OTF2_RegionRef)t->regions[r].otf2_id;
+                s = ev->kind[e] == WS_EV_ENTER ? OTF2_EvtWriter_Enter(ew, NULL, ts, region)
+                                               : OTF2_EvtWriter_Leave(ew, NULL, ts, region);
+                break;
+            }
+            case WS_EV_SEND:
+            case WS_EV_RECV:
+            case WS_EV_ISEND:
+            case WS_EV_IRECV: {
+                if (ref >= ev->n_messages)
+                    BAD_REF("message row");
+                if (ev->msg_comm[ref] >= t->n_comms)
+                    BAD_REF("communicator");
+                OTF2_CommRef comm = (OTF2_CommRef)t->comms[ev->msg_comm[ref]].otf2_id;
+                uint32_t peer = ev->msg_peer[ref], tag = ev->msg_tag[ref];
+                uint64_t bytes = ev->msg_bytes[ref];
+                if (ev->kind[e] == WS_EV_SEND) {
+                    s = OTF2_EvtWriter_MpiSend(ew, NULL, ts, peer, comm, tag, bytes);
+                } else if (ev->kind[e] == WS_EV_RECV) {
+                    s = OTF2_EvtWriter_MpiRecv(ew, NULL, ts, peer, comm, tag, bytes);
+                } else {
+                    while (rq < ev->n_requests && ev->req_event[rq] < e)
+                        rq++;
+                    if (rq >= ev->n_requests || ev->req_event[rq] != e)
+                        BAD_REF("request of a non-blocking operation");
+                    uint64_t id = ev->req_id[rq++];
+                    s = ev->kind[e] == WS_EV_ISEND ? OTF2_EvtWriter_MpiIsend(ew, NULL, ts, peer, comm, tag, bytes, id)
+                                                   : OTF2_EvtWriter_MpiIrecv(ew, NULL, ts, peer, comm, tag, bytes, id);
+                }
+                break;
+            }
+            case WS_EV_ISEND_COMPLETE:
+            case WS_EV_IRECV_REQUEST:
+            case WS_EV_REQUEST_TEST:
+            case WS_EV_REQUEST_CANCELLED: {
+                if (ref >= ev->n_requests)
+                    BAD_REF("request row");
+                uint64_t id = ev->req_id[ref];
+                if (ref >= rq)
+                    rq = (uint64_t)ref + 1;
+                switch (ev->kind[e]) {
+                case WS_EV_ISEND_COMPLETE:
+                    s = OTF2_EvtWriter_MpiIsendComplete(ew, NULL, ts, id);
+                    break;
+                case WS_EV_IRECV_REQUEST:
+                    s = OTF2_EvtWriter_MpiIrecvRequest(ew, NULL, ts, id);
+                    break;
+                case WS_EV_REQUEST_TEST:
+                    s = OTF2_EvtWriter_MpiRequestTest(ew, NULL, ts, id);
+                    break;
+                default:
+                    s = OTF2_EvtWriter_MpiRequestCancelled(ew, NULL, ts, id);
+                    break;
+                }
+                break;
+            }
+            case WS_EV_COLL_BEGIN:
+                s = OTF2_EvtWriter_MpiCollectiveBegin(ew, NULL, ts);
+                break;
+            case WS_EV_COLL_END: {
+                if (ref >= ev->n_collectives)
+                    BAD_REF("collective row");
+                if (ev->coll_comm[ref] >= t->n_comms)
+                    BAD_REF("communicator");
+                uint32_t root = ev->coll_root[ref] == WS_NONE32 ? OTF2_UNDEFINED_UINT32 : ev->coll_root[ref];
+                s = OTF2_EvtWriter_MpiCollectiveEnd(ew, NULL, ts, (OTF2_CollectiveOp)ev->coll_op[ref],
+                                                    (OTF2_CommRef)t->comms[ev->coll_comm[ref]].otf2_id, root,
+                                                    ev->coll_sent[ref], ev->coll_received[ref]);
+                break;
+            }
+            case WS_EV_PROGRAM_BEGIN:
+                s = OTF2_EvtWriter_ProgramBegin(ew, NULL, ts, w->program_name, 0, NULL);
+                break;
+            case WS_EV_PROGRAM_END:
+                s = OTF2_EvtWriter_ProgramEnd(ew, NULL, ts, OTF2_UNDEFINED_INT64);
+                break;
+            case WS_EV_MEASUREMENT_ON:
+            case WS_EV_MEASUREMENT_OFF:
+                s = OTF2_EvtWriter_MeasurementOnOff(
+                    ew, NULL, ts, ev->kind[e] == WS_EV_MEASUREMENT_ON ? OTF2_MEASUREMENT_ON : OTF2_MEASUREMENT_OFF);
+                break;
+            default:
+                rc = ws_error_set(w->err, WS_ERR_INTERNAL, "location %llu, event %llu: unknown event kind %u",
+                                  (unsigned long long)loc->otf2_id, (unsigned long long)e, (unsigned)ev->kind[e]);
+                goto done;
+            }
+            if (s != OTF2_SUCCESS) {
+                rc = otf2_fail(w, s, "events");
+                goto done;
+            }
+            if (++*done_events >= *next_report) {
+                *next_report += 1u << 20;
+                if (progress && progress->callback &&
+                    progress->callback(progress->context, "write", *done_events, total)) {
+                    rc = ws_error_set(w->err, WS_ERR_INTERRUPTED, "writing interrupted");
+                    goto done;
+                }
+            }
+        }
+    }
+done:
+    s = OTF2_Archive_CloseEvtWriter(w->archive, ew);
+    if (rc == WS_OK && s != OTF2_SUCCESS)
+        rc = otf2_fail(w, s, "events");
+    return rc;
+}
+
+#undef BAD_REF
+
+/* ---- global definitions -------------------------------------------------- */
+
+#define CHECK(call, what)                      \
+    do {                                       \
+        OTF2_ErrorCode s__ = (call);           \
+        if (s__ != OTF2_SUCCESS)               \
+            return otf2_fail(w, s__, what);    \
+    } while (0)
+
+static uint64_t node_id(const ws_trace *t, uint32_t index)
+{
+    return index < t->n_system_nodes ? t->system_nodes[index].otf2_id : OTF2_UNDEFINED_SYSTEM_TREE_NODE;
+}
+
+static int write_definitions(writer *w, OTF2_GlobalDefWriter *gw, OTF2_StringRef mpi_name, int extra_mpi_string)
+{
+    const ws_trace *t = w->t;
+    CHECK(OTF2_GlobalDefWriter_WriteClockProperties(gw, t->clock.resolution, t->clock.offset, t->clock.length,
+                                                    t->clock.realtime),
+          "clock properties");
+    for (uint32_t i = 0; i < t->n_strings; i++)
+        CHECK(OTF2_GlobalDefWriter_WriteString(gw, (OTF2_StringRef)w->string_id[i], t->strings[i]), "strings");
+    if (extra_mpi_string)
+        CHECK(OTF2_GlobalDefWriter_WriteString(gw, mpi_name, "MPI"), "strings");
+    if (mpi_name != OTF2_UNDEFINED_STRING)
+        CHECK(OTF2_GlobalDefWriter_WriteParadigm(gw, OTF2_PARADIGM_MPI, mpi_name, OTF2_PARADIGM_CLASS_PROCESS),
+              "paradigm");
+    for (uint32_t i = 0; i < t->n_system_nodes; i++) {
+        const ws_system_node *n = &t->system_nodes[i];
+        CHECK(OTF2_GlobalDefWriter_WriteSystemTreeNode(gw, (OTF2_SystemTreeNodeRef)n->otf2_id, str_ref(w, n->name),
+                                                       str_ref(w, n->class_name),
+                                                       (OTF2_SystemTreeNodeRef)node_id(t, n->parent)),
+              "system tree");
+        /* the store keeps no domains; Score-P's classes imply them */
+        const char *cls = ws_trace_string(t, n->class_name);
+        if (strcmp(cls, "machine") == 0)
+            CHECK(OTF2_GlobalDefWriter_WriteSystemTreeNodeDomain(gw, (OTF2_SystemTreeNodeRef)n->otf2_id,
+                                                                 OTF2_SYSTEM_TREE_DOMAIN_MACHINE),
+                  "system tree");
+        else if (strcmp(cls, "node") == 0)
+            CHECK(OTF2_GlobalDefWriter_WriteSystemTreeNodeDomain(gw, (OTF2_SystemTreeNodeRef)n->otf2_id,
+                                                                 OTF2_SYSTEM_TREE_DOMAIN_SHARED_MEMORY),
+                  "system tree");
+    }
+    for (uint32_t i = 0; i < t->n_location_groups; i++) {
+        const ws_location_group *g = &t->location_groups[i];
+        CHECK(OTF2_GlobalDefWriter_WriteLocationGroup(gw, (OTF2_LocationGroupRef)g->otf2_id, str_ref(w, g->name),
+                                                      (OTF2_LocationGroupType)g->type,
+                                                      (OTF2_SystemTreeNodeRef)node_id(t, g->system_node),
+                                                      OTF2_UNDEFINED_LOCATION_GROUP),
+              "location groups");
+    }
+    for (uint32_t i = 0; i < t->n_locations; i++) {
+        const ws_location *l = &t->locations[i];
+        if (l->group >= t->n_location_groups)
+            return ws_error_set(w->err, WS_ERR_INTERNAL, "location %llu has no location group",
+                                (unsigned long long)l->otf2_id);
+        uint64_t n_events = l->loaded ? l->events.n : 0;
+        CHECK(OTF2_GlobalDefWriter_WriteLocation(gw, (OTF2_LocationRef)l->otf2_id, str_ref(w, l->name),
+                                                 (OTF2_LocationType)l->type, n_events,
+                                                 (OTF2_LocationGroupRef)t->location_groups[l->group].otf2_id),
+              "locations");
+    }
+    for (uint32_t i = 0; i < t->n_regions; i++) {
+        const ws_region *r = &t->regions[i];
+        CHECK(OTF2_GlobalDefWriter_WriteRegion(gw, (OTF2_RegionRef)r->otf2_id, str_ref(w, r->name),
+                                               str_ref(w, r->canonical_name), str_ref(w, r->description),
+                                               (OTF2_RegionRole)r->role, (OTF2_Paradigm)r->paradigm,
+                                               (OTF2_RegionFlag)r->flags, str_ref(w, r->source_file), r->begin_line,
+                                               r->end_line),
+              "regions");
+    }
+    for (uint32_t i = 0; i < t->n_groups; i++) {
+        const ws_group *g = &t->groups[i];
+        if (g->n_members > UINT32_MAX)
+            return ws_error_set(w->err, WS_ERR_ARGUMENT, "group %u has too many members for OTF2", (unsigned)i);
+        CHECK(OTF2_GlobalDefWriter_WriteGroup(gw, (OTF2_GroupRef)g->otf2_id, str_ref(w, g->name),
+                                              (OTF2_GroupType)g->type, (OTF2_Paradigm)g->paradigm,
+                                              (OTF2_GroupFlag)g->flags, (uint32_t)g->n_members, g->members),
+              "groups");
+    }
+    for (uint32_t i = 0; i < t->n_comms; i++) {
+        const ws_comm *c = &t->comms[i];
+        if (c->group >= t->n_groups)
+            return ws_error_set(w->err, WS_ERR_INTERNAL, "communicator %u has no group", (unsigned)i);
+        OTF2_CommRef parent = c->parent < t->n_comms ? (OTF2_CommRef)t->comms[c->parent].otf2_id : OTF2_UNDEFINED_COMM;
+        CHECK(OTF2_GlobalDefWriter_WriteComm(gw, (OTF2_CommRef)c->otf2_id, str_ref(w, c->name),
+                                             (OTF2_GroupRef)t->groups[c->group].otf2_id, parent, OTF2_COMM_FLAG_NONE),
+              "communicators");
+    }
+    for (uint32_t i = 0; i < t->n_cart_dims; i++) {
+        const ws_cart_dim *d = &t->cart_dims[i];
+        CHECK(OTF2_GlobalDefWriter_WriteCartDimension(gw, (OTF2_CartDimensionRef)w->cart_dim_id[i],
+                                                      str_ref(w, d->name), d->size,
+                                                      d->periodic ? OTF2_CART_PERIODIC_TRUE : OTF2_CART_PERIODIC_FALSE),
+              "Cartesian dimensions");
+    }
+    for (uint32_t i = 0; i < t->n_cart_topologies; i++) {
+        const ws_cart_topology *k = &t->cart_topologies[i];
+        if (k->n_dims > UINT8_MAX || k->comm >= t->n_comms)
+            return ws_error_set(w->err, WS_ERR_ARGUMENT, "Cartesian topology %u cannot be written", (unsigned)i);
+        OTF2_CartDimensionRef dims[UINT8_MAX];
+        for (uint32_t d = 0; d < k->n_dims; d++) {
+            if (k->dims[d] >= t->n_cart_dims)
+                return ws_error_set(w->err, WS_ERR_INTERNAL, "Cartesian topology %u has an unknown dimension",
+                                    (unsigned)i);
+            dims[d] = (OTF2_CartDimensionRef)w->cart_dim_id[k->dims[d]];
+        }
+        CHECK(OTF2_GlobalDefWriter_WriteCartTopology(gw, (OTF2_CartTopologyRef)k->otf2_id, str_ref(w, k->name),
+                                                     (OTF2_CommRef)t->comms[k->comm].otf2_id, (uint8_t)k->n_dims, dims),
+              "Cartesian topologies");
+    }
+    for (uint32_t i = 0; i < t->n_cart_topologies; i++) {
+        const ws_cart_topology *k = &t->cart_topologies[i];
+        if (!k->coords)
+            continue;
+        for (uint32_t r = 0; r < k->n_ranks; r++) {
+            const uint32_t *c = k->coords + (size_t)r * k->n_dims;
+            int complete = 1;
+            for (uint32_t d = 0; d < k->n_dims; d++)
+                if (c[d] == WS_NONE32)
+                    complete = 0;
+            if (complete && k->n_dims)
+                CHECK(OTF2_GlobalDefWriter_WriteCartCoordinate(gw, (OTF2_CartTopologyRef)k->otf2_id, r,
+                                                               (uint8_t)k->n_dims, c),
+                      "Cartesian coordinates");
+        }
+    }
+    return WS_OK;
+}
+
+#undef CHECK
+
+/* Score-P names the program in ProgramBegin with the canonical name of its
+ * artificial measurement-system region for the program (the executable's
+ * path).  The store does not keep the ProgramBegin name, so it is
+ * recovered from that region when present. */
+static OTF2_StringRef program_name(const writer *w)
+{
+    const ws_trace *t = w->t;
+    for (uint32_t i = 0; i < t->n_regions; i++) {
+        const ws_region *r = &t->regions[i];
+        if (r->role == OTF2_REGION_ROLE_ARTIFICIAL && r->paradigm == OTF2_PARADIGM_MEASUREMENT_SYSTEM &&
+            strcmp(ws_trace_string(t, r->name), "TRACE BUFFER FLUSH") != 0 && r->canonical_name != WS_NONE32)
+            return str_ref(w, r->canonical_name);
+    }
+    return OTF2_UNDEFINED_STRING;
+}
 
 int ws_otf2_write(const ws_trace *t, const char *path, const ws_progress *progress, ws_error *err)
 {
-    (void)t;
-    (void)progress;
-    return ws_error_set(err, WS_ERR_INTERNAL, "%s: writing OTF2 is not available yet", path);
+    if (!t)
+        return ws_error_set(err, WS_ERR_ARGUMENT, "no trace to write");
+    if (!path || !*path)
+        return ws_error_set(err, WS_ERR_ARGUMENT, "empty output path");
+    if (!t->clock.defined || t->clock.resolution == 0)
+        return ws_error_set(err, WS_ERR_ARGUMENT, "%s: the trace has no clock definition (timer resolution)", path);
+    if (t->n_locations == 0)
+        return ws_error_set(err, WS_ERR_ARGUMENT, "%s: the trace defines no location", path);
+    ws_otf2_silence();
+
+    writer w;
+    memset(&w, 0, sizeof w);
+    w.t = t;
+    w.err = err;
+    char *dir = NULL, *name = NULL, *anchor = NULL;
+    int rc = split_path(path, &dir, &name, err);
+    if (rc)
+        return rc;
+    anchor = path_join(dir, name, ".otf2");
+    if (!anchor) {
+        rc = ws_error_nomem(err, "path");
+        goto done;
+    }
+    w.anchor = anchor;
+    if ((rc = make_directories(dir, err)) || (rc = remove_old_archive(dir, name, err)))
+        goto done;
+
+    /* dense -> OTF2 ids of strings and Cartesian dimensions */
+    w.string_id = ws_malloc_array(t->n_strings ? t->n_strings : 1, sizeof *w.string_id);
+    w.cart_dim_id = ws_malloc_array(t->n_cart_dims ? t->n_cart_dims : 1, sizeof *w.cart_dim_id);
+    if (!w.string_id || !w.cart_dim_id) {
+        rc = ws_error_nomem(err, "identifier tables");
+        goto done;
+    }
+    if ((rc = invert_map(&t->string_ids, t->n_strings, w.string_id, "string", err)) ||
+        (rc = invert_map(&t->cart_dim_ids, t->n_cart_dims, w.cart_dim_id, "Cartesian dimension", err)))
+        goto done;
+    for (uint32_t i = 0; i < t->n_strings; i++)
+        if (w.string_id[i] >= w.next_string)
+            w.next_string = w.string_id[i] + 1;
+    w.program_name = program_name(&w);
+
+    /* the MPI paradigm is defined when MPI regions or MPI groups exist */
+    int mpi = t->has_mpi_paradigm;
+    for (uint32_t i = 0; i < t->n_regions && !mpi; i++)
+        mpi = t->regions[i].paradigm == OTF2_PARADIGM_MPI;
+    OTF2_StringRef mpi_name = OTF2_UNDEFINED_STRING;
+    int extra_mpi_string = 0;
+    if (mpi) {
+        for (uint32_t i = 0; i < t->n_strings; i++)
+            if (strcmp(t->strings[i], "MPI") == 0) {
+                mpi_name = (OTF2_StringRef)w.string_id[i];
+                break;
+            }
+        if (mpi_name == OTF2_UNDEFINED_STRING) {
+            mpi_name = (OTF2_StringRef)w.next_string;
+            extra_mpi_string = 1;
+        }
+    }
+
+    /* a definition chunk must hold the largest group record */
+    uint64_t largest = 0;
+    for (uint32_t i = 0; i < t->n_groups; i++)
+        if (t->groups[i].n_members > largest)
+            largest = t->groups[i].n_members;
+    if (t->n_locations > largest)
+        largest = t->n_locations;
+    uint64_t def_chunk = OTF2_CHUNK_SIZE_DEFINITIONS_DEFAULT;
+    while (def_chunk < 16 * largest + 65536 && def_chunk < (16u << 20))
+        def_chunk *= 2;
+    if (def_chunk < 16 * largest + 65536) {
+        rc = ws_error_set(err, WS_ERR_ARGUMENT, "%s: a group of %llu members is too large for OTF2", anchor,
+                          (unsigned long long)largest);
+        goto done;
+    }
+
+    w.archive = OTF2_Archive_Open(dir, name, OTF2_FILEMODE_WRITE, OTF2_CHUNK_SIZE_EVENTS_DEFAULT, def_chunk,
+                                  OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
+    if (!w.archive) {
+        rc = ws_error_set(err, WS_ERR_IO, "%s: cannot create the OTF2 archive", anchor);
+        goto done;
+    }
+    OTF2_ErrorCode s;
+    if ((s = OTF2_Archive_SetFlushCallbacks(w.archive, &flush_callbacks, NULL)) != OTF2_SUCCESS ||
+        (s = OTF2_Archive_SetSerialCollectiveCallbacks(w.archive)) != OTF2_SUCCESS ||
+        (s = OTF2_Archive_SetCreator(w.archive, "waitscope")) != OTF2_SUCCESS) {
+        rc = otf2_fail(&w, s, "the archive header");
+        goto done;
+    }
+
+    /* events, one location at a time */
+    if ((s = OTF2_Archive_OpenEvtFiles(w.archive)) != OTF2_SUCCESS) {
+        rc = otf2_fail(&w, s, "event files");
+        goto done;
+    }
+    uint64_t total = 0, written = 0, next_report = 1u << 20;
+    for (uint32_t i = 0; i < t->n_locations; i++)
+        if (t->locations[i].loaded)
+            total += t->locations[i].events.n;
+    for (uint32_t i = 0; i < t->n_locations && rc == WS_OK; i++)
+        rc = write_location_events(&w, i, progress, &written, total, &next_report);
+    s = OTF2_Archive_CloseEvtFiles(w.archive);
+    if (rc)
+        goto done;
+    if (s != OTF2_SUCCESS) {
+        rc = otf2_fail(&w, s, "event files");
+        goto done;
+    }
+
+    /* local definitions: one (empty) file per location, as Score-P writes */
+    if ((s = OTF2_Archive_OpenDefFiles(w.archive)) != OTF2_SUCCESS) {
+        rc = otf2_fail(&w, s, "local definition files");
+        goto done;
+    }
+    for (uint32_t i = 0; i < t->n_locations; i++) {
+        OTF2_DefWriter *dw = OTF2_Archive_GetDefWriter(w.archive, t->locations[i].otf2_id);
+        if (!dw) {
+            rc = ws_error_set(err, WS_ERR_IO, "%s: cannot open the local definitions of location %llu", anchor,
+                              (unsigned long long)t->locations[i].otf2_id);
+            break;
+        }
+        if ((s = OTF2_Archive_CloseDefWriter(w.archive, dw)) != OTF2_SUCCESS) {
+            rc = otf2_fail(&w, s, "local definitions");
+            break;
+        }
+    }
+    s = OTF2_Archive_CloseDefFiles(w.archive);
+    if (rc)
+        goto done;
+    if (s != OTF2_SUCCESS) {
+        rc = otf2_fail(&w, s, "local definition files");
+        goto done;
+    }
+
+    OTF2_GlobalDefWriter *gw = OTF2_Archive_GetGlobalDefWriter(w.archive);
+    if (!gw) {
+        rc = ws_error_set(err, WS_ERR_IO, "%s: cannot open the global definition writer", anchor);
+        goto done;
+    }
+    if ((rc = write_definitions(&w, gw, mpi_name, extra_mpi_string)))
+        goto done;
+    s = OTF2_Archive_Close(w.archive);
+    w.archive = NULL;
+    if (s != OTF2_SUCCESS)
+        rc = otf2_fail(&w, s, "the archive");
+    if (rc == WS_OK && progress && progress->callback &&
+        progress->callback(progress->context, "write", written, total))
+        rc = ws_error_set(err, WS_ERR_INTERRUPTED, "writing interrupted");
+
+done:
+    if (w.archive)
+        OTF2_Archive_Close(w.archive);
+    free(w.string_id);
+    free(w.cart_dim_id);
+    free(anchor);
+    free(dir);
+    free(name);
+    return rc;
 }

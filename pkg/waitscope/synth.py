@@ -1,0 +1,536 @@
+"""Synthetic MPI programs: state a program per rank, execute it, get a trace.
+
+This is the factory for analysis tests.  A :class:`Program` holds one list
+of operations per rank; :meth:`Program.run` executes it in C with MPI's
+blocking semantics and a simple, exact cost model and returns an in-memory
+trace (:class:`waitscope._core.Trace`) whose definitions look like the
+ones Score-P writes; :meth:`Program.write` also writes it as an OTF2
+archive::
+
+    from waitscope import synth
+    prog = synth.Program(nranks=2)
+    prog.rank(0).compute("work", 2.0).send(1, tag=0, size=8)
+    prog.rank(1).recv(0, tag=0)
+    trace = prog.run(latency=1e-6)
+
+Every rank is wrapped like Score-P records an MPI program: ProgramBegin at
+t = 0, Enter ``main``, Enter/Leave ``MPI_Init``, the rank's operations,
+Enter/Leave ``MPI_Finalize``, Leave ``main``, ProgramEnd (the last three
+at the same time).  ``MPI_Init`` and ``MPI_Finalize`` behave like world
+barriers but have no collective records, as in Score-P traces.
+
+Timing model
+------------
+Times are integer clock ticks.  Every duration is converted once with
+``llround(d * resolution)``: L = latency, o = mpi_overhead, d of a
+compute, and x = size / bandwidth of a message (x = 0 when bandwidth is
+None).  A rank's clock only moves forward; each operation starts (Enters)
+at the time the previous one ended.
+
+``compute(R, d)``
+    Enter R at t, Leave at t + d.
+``region(R)``
+    Enter R when the ``with`` block starts, Leave when it ends (no time).
+``send`` (standard mode)
+    Enter at t and the MpiSend record at t.  Eager (size <= eager_limit):
+    Leave at t + o.  Rendezvous (size > eager_limit): Leave at
+    max(t, receiver's post time) + L + x + o.
+``ssend``
+    Always rendezvous.
+``recv``
+    Enter at t_r.  The message arrives at a = t_s + L + x for an eager send
+    and at a = max(t_s, t_r) + L + x for a rendezvous one, t_s being the
+    send's Enter time.  MpiRecv record and Leave at max(t_r, a) + o.
+``isend``
+    Enter at t, MpiIsend record at t, Leave at t + o.  The request
+    completes at t + o (eager) or max(t, receiver's post time) + L + x
+    (rendezvous).
+``irecv``
+    Enter at t, MpiIrecvRequest record at t, Leave at t + o; its post
+    time is t.  It completes at the arrival a (as for recv, with t_r = t).
+``wait`` / ``waitall``
+    Enter at t_w; Leave at max(t_w, completion of all requests) + o.  Just
+    before the Leave (at the Leave time) one MpiIsendComplete or MpiIrecv
+    record per request, in the order given.
+``barrier``, ``allreduce``, ``alltoall``, ``allgather`` (and MPI_Init/Finalize)
+    Every member leaves at max(enter times) + L + o.
+``bcast``, ``scatter``
+    The root leaves at t_root + o; the others at max(t_i, t_root + L) + o.
+``reduce``, ``gather``
+    The root leaves at max(all enter times) + L + o; the others at t_i + o.
+``scan``
+    Member i (in communicator order) leaves at max(enter times of members
+    0..i) + L + o.
+
+A "post time" is the Enter time of a receive (recv or irecv) or of a send.
+Collectives are recorded as Enter, MpiCollectiveBegin (enter time),
+MpiCollectiveEnd (leave time; OTF2 collective type, communicator, root as
+a communicator rank for rooted collectives and undefined otherwise), Leave.
+With ``size`` bytes per rank and n members, the byte counts of
+MpiCollectiveEnd (sent, received) are: barrier (0, 0); bcast and scatter
+root (n*size, size), others (0, size); reduce and gather root
+(size, n*size), others (size, 0); allreduce, alltoall, allgather
+(n*size, n*size); scan member i ((n-i)*size, (i+1)*size).
+
+Matching and errors
+-------------------
+Messages match like in MPI without wildcards: the n-th send from s to d
+with tag T on a communicator matches the n-th receive by d from s with tag
+T on it.  The k-th collective call of every member of a communicator is
+one collective; all members must call the same operation (and root).
+Peers and roots are ranks *within* the communicator used.  A program that
+cannot execute (a receive without a matching send, a collective that some
+member does not call or calls in another order, a wait on an unknown or
+already completed request, a deadlock) raises :class:`TraceError` whose
+message names the rank, the operation index (0-based, among that rank's
+operations) and the problem.  Invalid arguments (ranks out of range,
+negative durations or sizes, unknown communicators) raise ``ValueError``
+at the call that states them.
+
+Requests
+--------
+``isend``/``irecv`` return a :class:`Request`; its ``id`` is the 1-based
+number of the rank's non-blocking operations and is also the OTF2 request
+id.  ``wait``/``waitall`` also accept such ids as plain integers.
+
+Definitions
+-----------
+Clock properties (offset 0, the given resolution), paradigm MPI, system
+tree machine "synthetic" -> node "node0", per rank a location group
+"MPI Rank <r>" (process) with one location "Master thread" (CPU thread;
+OTF2 location id = rank), regions ``main`` and the user regions (user
+functions) and one region per MPI function used (paradigm MPI, the region
+role Score-P gives it, source file "MPI"), groups COMM_LOCATIONS (all
+locations), COMM_GROUP of the world, COMM_SELF and one COMM_GROUP per
+sub-communicator, communicators MPI_COMM_WORLD, MPI_COMM_SELF and the
+sub-communicators (parent MPI_COMM_WORLD), and Cartesian topologies.
+"""
+from __future__ import annotations
+
+import math
+import os
+from array import array
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _core
+
+__all__ = ["Program", "RankProgram", "Comm", "Request", "TraceError"]
+
+#: raised when a program cannot be executed (same class as waitscope._core.TraceError)
+TraceError = _core.TraceError
+
+_OP = _core.synth_ops
+_COMPUTE = _OP["compute"]
+_ENTER = _OP["enter"]
+_LEAVE = _OP["leave"]
+_SEND = _OP["send"]
+_SSEND = _OP["ssend"]
+_RECV = _OP["recv"]
+_ISEND = _OP["isend"]
+_IRECV = _OP["irecv"]
+_WAIT = _OP["wait"]
+_WAITALL = _OP["waitall"]
+
+_TAG_MAX = 2**32 - 1
+
+
+class Comm:
+    """A communicator of a :class:`Program` (MPI_COMM_WORLD or a sub-communicator).
+
+    ``ranks[i]`` is the world rank of communicator rank ``i``.
+    """
+
+    __slots__ = ("index", "ranks", "name", "_program", "_rank_of")
+
+    def __init__(self, program: "Program", index: int, ranks: Tuple[int, ...], name: str) -> None:
+        self._program = program
+        self.index = index
+        self.ranks = ranks
+        self.name = name
+        self._rank_of = {w: i for i, w in enumerate(ranks)}
+
+    @property
+    def size(self) -> int:
+        """Number of ranks in the communicator."""
+        return len(self.ranks)
+
+    def rank_of(self, world_rank: int) -> Optional[int]:
+        """The communicator rank of a world rank, or None if it is not a member."""
+        return self._rank_of.get(world_rank)
+
+    def __repr__(self) -> str:
+        return f"Comm({self.name!r}, size={self.size})"
+
+
+class Request:
+    """Handle of a non-blocking operation (returned by isend/irecv)."""
+
+    __slots__ = ("rank", "id")
+
+    def __init__(self, rank: int, id: int) -> None:
+        self.rank = rank
+        self.id = id
+
+    def __repr__(self) -> str:
+        return f"Request(rank={self.rank}, id={self.id})"
+
+
+class _RegionBlock:
+    """Context manager of :meth:`RankProgram.region`."""
+
+    __slots__ = ("_rank", "_region")
+
+    def __init__(self, rank: "RankProgram", region: int) -> None:
+        self._rank = rank
+        self._region = region
+
+    def __enter__(self) -> "RankProgram":
+        return self._rank
+
+    def __exit__(self, *exc: object) -> None:
+        self._rank._ops.extend((_LEAVE, self._region, 0, 0, 0))
+
+
+def _int(value: object, what: str, low: int = 0, high: Optional[int] = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{what} must be an integer, not {value!r}")
+    v = int(value)
+    if v < low or (high is not None and v > high):
+        bound = f"[{low}, {high}]" if high is not None else f">= {low}"
+        raise ValueError(f"{what} {v} is out of range (must be {bound})")
+    return v
+
+
+class RankProgram:
+    """The operations of one rank; methods append operations in program order.
+
+    Methods that do not create a request return the builder itself, so calls
+    can be chained.
+    """
+
+    __slots__ = ("_program", "rank", "_ops", "_durations", "_requests", "_n_started")
+
+    def __init__(self, program: "Program", rank: int) -> None:
+        self._program = program
+        self.rank = rank
+        self._ops = array("q")  # rows of (kind, a, b, size, comm)
+        self._durations = array("d")
+        self._requests = array("q")
+        self._n_started = 0
+
+    def __len__(self) -> int:
+        """Number of operations stated so far."""
+        return len(self._ops) // 5
+
+    # ---- helpers --------------------------------------------------------
+    def _comm(self, comm: Optional[Comm]) -> Tuple[Comm, int]:
+        """The communicator and this rank's rank in it."""
+        c = self._program.world if comm is None else comm
+        if not isinstance(c, Comm) or c._program is not self._program:
+            raise ValueError(f"unknown communicator {comm!r}")
+        me = c._rank_of.get(self.rank)
+        if me is None:
+            raise ValueError(f"rank {self.rank} is not a member of {c.name}")
+        return c, me
+
+    def _p2p(self, kind: int, peer: int, tag: int, size: int, comm: Optional[Comm]) -> None:
+        c, _ = self._comm(comm)
+        peer = _int(peer, "peer rank", 0, c.size - 1)
+        tag = _int(tag, "tag", 0, _TAG_MAX)
+        size = _int(size, "message size")
+        self._ops.extend((kind, peer, tag, size, c.index))
+
+    def _collective(self, name: str, root: Optional[int], size: int, comm: Optional[Comm]) -> "RankProgram":
+        c, _ = self._comm(comm)
+        a = -1 if root is None else _int(root, "root", 0, c.size - 1)
+        size = _int(size, "size")
+        self._ops.extend((_OP[name], a, 0, size, c.index))
+        return self
+
+    def _request_entry(self, request: Union[Request, int]) -> int:
+        if isinstance(request, Request):
+            if request.rank == self.rank:
+                return request.id
+            # another rank's request: the executor reports it
+            return -1 - ((request.rank << 32) | request.id)
+        return _int(request, "request id")
+
+    # ---- computation and regions ---------------------------------------
+    def compute(self, region: str, duration: float) -> "RankProgram":
+        """Enter `region`, Leave it `duration` seconds later."""
+        r = self._program._region(region)
+        d = float(duration)
+        if not math.isfinite(d) or d < 0:
+            raise ValueError(f"duration must be a finite number >= 0, not {duration!r}")
+        self._ops.extend((_COMPUTE, r, len(self._durations), 0, 0))
+        self._durations.append(d)
+        return self
+
+    def region(self, name: str) -> _RegionBlock:
+        """``with rank.region(name):`` encloses the operations of the block in a user region."""
+        r = self._program._region(name)
+        self._ops.extend((_ENTER, r, 0, 0, 0))
+        return _RegionBlock(self, r)
+
+    # ---- point-to-point -------------------------------------------------
+    def send(self, dest: int, tag: int = 0, size: int = 0, comm: Optional[Comm] = None) -> "RankProgram":
+        """MPI_Send of `size` bytes to `dest` (a rank of `comm`, default world)."""
+        self._p2p(_SEND, dest, tag, size, comm)
+        return self
+
+    def ssend(self, dest: int, tag: int = 0, size: int = 0, comm: Optional[Comm] = None) -> "RankProgram":
+        """MPI_Ssend: a synchronous (always rendezvous) send."""
+        self._p2p(_SSEND, dest, tag, size, comm)
+        return self
+
+    def recv(self, source: int, tag: int = 0, comm: Optional[Comm] = None) -> "RankProgram":
+        """MPI_Recv from `source`; the size is the matching send's."""
+        self._p2p(_RECV, source, tag, 0, comm)
+        return self
+
+    def isend(self, dest: int, tag: int = 0, size: int = 0, comm: Optional[Comm] = None) -> Request:
+        """MPI_Isend; returns the request to wait for."""
+        self._p2p(_ISEND, dest, tag, size, comm)
+        self._n_started += 1
+        return Request(self.rank, self._n_started)
+
+    def irecv(self, source: int, tag: int = 0, comm: Optional[Comm] = None) -> Request:
+        """MPI_Irecv; returns the request to wait for."""
+        self._p2p(_IRECV, source, tag, 0, comm)
+        self._n_started += 1
+        return Request(self.rank, self._n_started)
+
+    def wait(self, request: Union[Request, int]) -> "RankProgram":
+        """MPI_Wait for one request."""
+        entry = self._request_entry(request)
+        self._ops.extend((_WAIT, len(self._requests), 1, 0, 0))
+        self._requests.append(entry)
+        return self
+
+    def waitall(self, requests: Iterable[Union[Request, int]]) -> "RankProgram":
+        """MPI_Waitall for the requests (completion records in this order)."""
+        entries = [self._request_entry(q) for q in requests]
+        self._ops.extend((_WAITALL, len(self._requests), len(entries), 0, 0))
+        self._requests.extend(entries)
+        return self
+
+    # ---- collectives ----------------------------------------------------
+    def barrier(self, comm: Optional[Comm] = None) -> "RankProgram":
+        """MPI_Barrier."""
+        return self._collective("barrier", None, 0, comm)
+
+    def bcast(self, root: int = 0, size: int = 0, comm: Optional[Comm] = None) -> "RankProgram":
+        """MPI_Bcast of `size` bytes from `root` (a rank of `comm`)."""
+        return self._collective("bcast", root, size, comm)
+
+    def scatter(self, root: int = 0, size: int = 0, comm: Optional[Comm] = None) -> "RankProgram":
+        """MPI_Scatter of `size` bytes per rank from `root`."""
+        return self._collective("scatter", root, size, comm)
+
+    def reduce(self, root: int = 0, size: int = 0, comm: Optional[Comm] = None) -> "RankProgram":
+        """MPI_Reduce of `size` bytes to `root`."""
+        return self._collective("reduce", root, size, comm)
+
+    def gather(self, root: int = 0, size: int = 0, comm: Optional[Comm] = None) -> "RankProgram":
+        """MPI_Gather of `size` bytes per rank to `root`."""
+        return self._collective("gather", root, size, comm)
+
+    def allreduce(self, size: int = 0, comm: Optional[Comm] = None) -> "RankProgram":
+        """MPI_Allreduce of `size` bytes."""
+        return self._collective("allreduce", None, size, comm)
+
+    def alltoall(self, size: int = 0, comm: Optional[Comm] = None) -> "RankProgram":
+        """MPI_Alltoall with `size` bytes per pair."""
+        return self._collective("alltoall", None, size, comm)
+
+    def allgather(self, size: int = 0, comm: Optional[Comm] = None) -> "RankProgram":
+        """MPI_Allgather of `size` bytes per rank."""
+        return self._collective("allgather", None, size, comm)
+
+    def scan(self, size: int = 0, comm: Optional[Comm] = None) -> "RankProgram":
+        """MPI_Scan of `size` bytes."""
+        return self._collective("scan", None, size, comm)
+
+    def __repr__(self) -> str:
+        return f"RankProgram(rank={self.rank}, operations={len(self)})"
+
+
+class Program:
+    """An MPI program of `nranks` ranks (MPI_COMM_WORLD is implicit)."""
+
+    def __init__(self, nranks: int) -> None:
+        self.nranks = _int(nranks, "nranks", 1, 2**32 - 3)
+        self.world = Comm(self, 0, tuple(range(self.nranks)), "MPI_COMM_WORLD")
+        self._comms: List[Comm] = [self.world]
+        self._carts: List[Tuple[int, Tuple[int, ...], Tuple[int, ...], str]] = []
+        self._regions: Dict[str, int] = {}
+        self._ranks: List[Optional[RankProgram]] = [None] * self.nranks
+
+    def _region(self, name: str) -> int:
+        r = self._regions.get(name)
+        if r is None:
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"a region name must be a non-empty string, not {name!r}")
+            if name.startswith("MPI_"):
+                raise ValueError(f"region name {name!r}: names starting with 'MPI_' are reserved for MPI functions")
+            r = self._regions[name] = len(self._regions)
+        return r
+
+    def comm(self, ranks: Sequence[int], name: Optional[str] = None) -> Comm:
+        """A sub-communicator of the world: communicator rank i is world rank ``ranks[i]``."""
+        members = tuple(_int(r, "rank", 0, self.nranks - 1) for r in ranks)
+        if not members:
+            raise ValueError("a communicator needs at least one rank")
+        if len(set(members)) != len(members):
+            raise ValueError("a communicator lists a rank twice")
+        index = len(self._comms)
+        c = Comm(self, index, members, str(name) if name is not None else f"Comm {index}")
+        self._comms.append(c)
+        return c
+
+    def cart(
+        self,
+        dims: Sequence[int],
+        periods: Optional[Sequence[bool]] = None,
+        comm: Optional[Comm] = None,
+        name: Optional[str] = None,
+    ) -> None:
+        """Defines a Cartesian topology on `comm` (default world), row-major like MPI_Cart_create.
+
+        The last dimension varies fastest; communicator ranks beyond the
+        product of `dims` get no coordinates.
+        """
+        c = self.world if comm is None else comm
+        if not isinstance(c, Comm) or c._program is not self:
+            raise ValueError(f"unknown communicator {comm!r}")
+        d = tuple(_int(x, "dimension size", 1) for x in dims)
+        if not 1 <= len(d) <= 8:
+            raise ValueError("a Cartesian topology needs 1 to 8 dimensions")
+        p = tuple(bool(x) for x in periods) if periods is not None else (False,) * len(d)
+        if len(p) != len(d):
+            raise ValueError("periods must have one entry per dimension")
+        if math.prod(d) > c.size:
+            raise ValueError(f"a {'x'.join(map(str, d))} topology needs more ranks than {c.name} has ({c.size})")
+        self._carts.append((c.index, d, tuple(int(x) for x in p), name or f"Cartesian topology {len(self._carts)}"))
+
+    def rank(self, r: int) -> RankProgram:
+        """The builder of world rank `r` (always the same object for a rank)."""
+        r = _int(r, "rank", 0, self.nranks - 1)
+        b = self._ranks[r]
+        if b is None:
+            b = self._ranks[r] = RankProgram(self, r)
+        return b
+
+    def ranks(self) -> Iterator[RankProgram]:
+        """The builders of all ranks, in rank order."""
+        return (self.rank(r) for r in range(self.nranks))
+
+    # ---- execution ------------------------------------------------------
+    def pack(self) -> Dict[str, object]:
+        """The program as the arrays `waitscope._core.synth_run` takes."""
+        n = self.nranks
+        parts_ops: List[np.ndarray] = []
+        parts_dur: List[np.ndarray] = []
+        parts_req: List[np.ndarray] = []
+        rank_ptr = np.zeros(n + 1, dtype=np.int64)
+        dur_ptr = np.zeros(n + 1, dtype=np.int64)
+        req_ptr = np.zeros(n + 1, dtype=np.int64)
+        for r, b in enumerate(self._ranks):
+            if b is not None:
+                if len(b._ops):
+                    parts_ops.append(np.frombuffer(b._ops, dtype=np.int64))
+                if len(b._durations):
+                    parts_dur.append(np.frombuffer(b._durations, dtype=np.float64))
+                if len(b._requests):
+                    parts_req.append(np.frombuffer(b._requests, dtype=np.int64))
+                rank_ptr[r + 1] = len(b._ops) // 5
+                dur_ptr[r + 1] = len(b._durations)
+                req_ptr[r + 1] = len(b._requests)
+        np.cumsum(rank_ptr, out=rank_ptr)
+        np.cumsum(dur_ptr, out=dur_ptr)
+        np.cumsum(req_ptr, out=req_ptr)
+
+        def cat(parts: List[np.ndarray], dtype: type) -> np.ndarray:
+            return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+        subs = self._comms[1:]
+        comm_ptr = np.zeros(len(subs) + 1, dtype=np.int64)
+        comm_ptr[1:] = np.cumsum([c.size for c in subs], dtype=np.int64)
+        members = [w for c in subs for w in c.ranks]
+        return dict(
+            nranks=n,
+            rank_ptr=rank_ptr,
+            ops=cat(parts_ops, np.int64).reshape(-1, 5),
+            dur_ptr=dur_ptr,
+            durations=cat(parts_dur, np.float64),
+            req_ptr=req_ptr,
+            requests=cat(parts_req, np.int64),
+            regions=list(self._regions),
+            comm_ptr=comm_ptr,
+            comm_members=np.asarray(members, dtype=np.int64),
+            comm_names=[c.name for c in subs],
+            carts=list(self._carts),
+        )
+
+    def run(
+        self,
+        latency: float = 0.0,
+        bandwidth: Optional[float] = None,
+        eager_limit: int = 65536,
+        mpi_overhead: float = 0.0,
+        resolution: int = 10**9,
+        progress: Optional[Callable[[str, int, int], object]] = None,
+    ) -> "Trace":
+        """Executes the program and returns the in-memory :class:`waitscope.Trace`.
+
+        `latency` and `mpi_overhead` are seconds, `bandwidth` bytes per
+        second (None: transfers take no time), `eager_limit` bytes,
+        `resolution` clock ticks per second.  `progress(stage, done, total)`
+        is called now and then for long runs.
+        """
+        latency = float(latency)
+        mpi_overhead = float(mpi_overhead)
+        if not math.isfinite(latency) or latency < 0:
+            raise ValueError(f"latency must be a finite number >= 0, not {latency!r}")
+        if not math.isfinite(mpi_overhead) or mpi_overhead < 0:
+            raise ValueError(f"mpi_overhead must be a finite number >= 0, not {mpi_overhead!r}")
+        if bandwidth is None:
+            bw = 0.0
+        else:
+            bw = float(bandwidth)
+            if not bw > 0:
+                raise ValueError(f"bandwidth must be > 0 bytes/s or None, not {bandwidth!r}")
+        eager = _int(eager_limit, "eager_limit", 0, 2**64 - 1)
+        res = _int(resolution, "resolution", 1, 2**53)
+        from .trace import Trace
+
+        return Trace(self._execute(latency, bw, eager, mpi_overhead, res, progress))
+
+    def _execute(self, latency: float, bandwidth: float, eager: int, overhead: float, resolution: int,
+                 progress: Optional[Callable[[str, int, int], object]]) -> "_core.Trace":
+        return _core.synth_run(
+            **self.pack(),
+            latency=latency,
+            bandwidth=bandwidth,
+            eager_limit=eager,
+            overhead=overhead,
+            resolution=resolution,
+            progress=progress,
+        )
+
+    def write(self, path: Union[str, "os.PathLike[str]"], **params: object) -> str:
+        """Runs the program (parameters as for :meth:`run`) and writes an OTF2 archive.
+
+        `path` is an anchor file ("dir/traces.otf2") or a directory (then
+        "dir/traces.otf2" is written).  Returns the anchor file's path.
+        """
+        p = os.fspath(path)
+        trace = self.run(**params)  # type: ignore[arg-type]
+        trace.write(p)
+        return p if p.endswith(".otf2") else os.path.join(p, "traces.otf2")
+
+    def __repr__(self) -> str:
+        n_ops = sum(len(b) for b in self._ranks if b is not None)
+        return f"Program(nranks={self.nranks}, operations={n_ops}, communicators={len(self._comms)})"
