@@ -25,6 +25,7 @@ typedef struct ws_analysis_options {
     int critical_path;        /* extract the critical path */
     int keep_delay_records;   /* keep one record per delay calculation */
     const int32_t *partition; /* per location partition id (NULL: derived) */
+    uint64_t schedule_seed;   /* see ws_replay_env */
 } ws_analysis_options;
 
 /* One delay calculation (seed 000 IV-B): who delayed whom at which
@@ -90,6 +91,8 @@ typedef struct ws_result {
 
     /* per location partition used for the imbalance costs */
     int32_t *partition;
+    /* waiting time whose cost could not be charged to any activity */
+    double undistributed;
 } ws_result;
 
 void ws_result_free(ws_result *r);
@@ -112,6 +115,7 @@ typedef struct ws_loc_data {
     double *ls;          /* Late Sender wait of the receive (also known at the send after pass 2) */
     double *lr;          /* Late Receiver wait (receiver: candidate; both sides: final after passes 2/3) */
     double *send_enter;  /* receive rows: enter of the matched send call */
+    double *post_time;   /* send rows: when the matching receive was posted (from pass 2) */
     uint64_t *send_bytes;/* receive rows: bytes of the matched send */
     /* per site */
     double *site_wait;
@@ -119,9 +123,11 @@ typedef struct ws_loc_data {
     uint32_t *site_delayer;  /* location of the process that everybody waited for */
     uint8_t *site_sync;      /* the site is a synchronization point (someone waited) */
     uint8_t *site_kind;      /* ws_wait_class of the site's waiting */
+    uint8_t *site_anywait;   /* some member of the instance waited */
     /* accumulators per call path */
     double *time;
     double *visits;
+    double *init_wait;   /* per call path: waiting in MPI_Init for the last entrant (no metric) */
     /* pass-1 bookkeeping of Waitall/Waitsome completions */
     uint32_t multi_call;
     uint32_t multi_row;
@@ -158,6 +164,19 @@ int ws_waitstates_finish(ws_analysis *a, ws_error *err);
  * states `waits` (m entries).  Writes short[n], longc[n] and prop[m].
  * Returns 0, or -1 if nothing can carry the cost. */
 int ws_delay_kernel(int model, double gamma_s, double gamma_l, const double *delta, size_t n, const double *waits,
-                    size_t m, double *short_cost, double *long_cost, double *propagated);
+                    size_t m, double *short_cost, double *long_cost, double *prop_short, double *prop_long);
+
+/* delay and critical path (causes.c): passes 4 and 5 */
+typedef struct ws_causes ws_causes;
+int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err);
+void ws_causes_handlers(ws_causes *c, int pass, ws_handler *h);
+int ws_causes_finish(ws_causes *c, ws_error *err);
+void ws_causes_free(ws_causes *c);
+double ws_causes_path_first(const ws_causes *c);
+double ws_causes_undistributed(const ws_causes *c);
+
+/* derived.c */
+void ws_derive_delay(ws_analysis *a);
+int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err);
 
 #endif

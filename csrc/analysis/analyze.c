@@ -62,11 +62,14 @@ static void free_analysis(ws_analysis *a)
             free(d->lr);
             free(d->send_enter);
             free(d->send_bytes);
+            free(d->post_time);
             free(d->site_wait);
             free(d->site_sync_time);
             free(d->site_delayer);
             free(d->site_sync);
             free(d->site_kind);
+            free(d->site_anywait);
+            free(d->init_wait);
             free(d->time);
             free(d->visits);
         }
@@ -84,6 +87,7 @@ static int replay(ws_analysis *a, int backward, ws_handler *handlers, size_t n, 
     env.locations = a->local;
     env.n_locations = a->n_local;
     env.backward = backward;
+    env.schedule_seed = a->options.schedule_seed;
     return ws_replay_run(&env, a->transport, handlers, n, progress, err);
 }
 
@@ -91,13 +95,15 @@ int ws_analyze(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_tran
                const ws_analysis_options *options, const ws_progress *progress, ws_result **out, ws_error *err)
 {
     *out = NULL;
-    if (options->delay_model != WS_DELAY_NONE || options->critical_path)
-        return ws_error_set(err, WS_ERR_ARGUMENT, "delay and critical-path analyses are not available yet");
     int rc;
     ws_sync *sync = NULL;
     if ((rc = ws_sync_build(t, locations, n, tr, &sync, err)))
         return rc;
     unsigned groups = WS_METRICS_WAITSTATES;
+    if (options->delay_model != WS_DELAY_NONE)
+        groups |= WS_METRICS_DELAY;
+    if (options->critical_path)
+        groups |= WS_METRICS_CRITICAL_PATH;
     ws_result *r = result_new(t, groups, err);
     if (!r) {
         ws_sync_free(sync);
@@ -129,6 +135,35 @@ int ws_analyze(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_tran
         goto fail;
     if ((rc = ws_waitstates_finish(&a, err)))
         goto fail;
+    if (options->delay_model != WS_DELAY_NONE || options->critical_path) {
+        /* the receivers learn which Late Receivers count */
+        ws_waitstates_handlers(&a, 3, &h);
+        if ((rc = replay(&a, 0, &h, 1, progress, err)))
+            goto fail;
+        ws_causes *causes = NULL;
+        if ((rc = ws_causes_prepare(&a, &causes, err)))
+            goto fail;
+        ws_causes_handlers(causes, 4, &h);
+        rc = replay(&a, 1, &h, 1, progress, err);
+        if (rc == WS_OK && options->delay_model != WS_DELAY_NONE) {
+            ws_causes_handlers(causes, 5, &h);
+            rc = replay(&a, 0, &h, 1, progress, err);
+        }
+        if (rc == WS_OK)
+            rc = ws_causes_finish(causes, err);
+        double path_first = ws_causes_path_first(causes);
+        r->undistributed = ws_causes_undistributed(causes);
+        ws_causes_free(causes);
+        if (rc)
+            goto fail;
+        if (options->delay_model != WS_DELAY_NONE) {
+            ws_derive_delay(&a);
+            if ((rc = tr->ops->allreduce_f64(tr, &r->undistributed, 1, 0, err)))
+                goto fail;
+        }
+        if (options->critical_path && (rc = ws_derive_critical_path(&a, path_first, err)))
+            goto fail;
+    }
     free_analysis(&a);
     ws_sync_free(sync);
     *out = r;

@@ -5,7 +5,7 @@
  *   s = 1 / (sum(delta) + sum(wait))
  *   short[c] = s * gamma_s * delta[c]
  *   long[c]  = s * gamma_l * delta[c]
- *   prop[w]  = s * (gamma_s + gamma_l) * wait[w]
+ *   prop[w]  = s * (gamma_s + gamma_l) * wait[w]   (returned in its two parts)
  *
  * wait-first model (section 3.3, eqs. 3.1-3.9):
  *   comp = sum(delta), wait_t = sum(wait)
@@ -27,13 +27,13 @@ static double sum(const double *v, size_t n)
 }
 
 int ws_delay_kernel(int model, double gamma_s, double gamma_l, const double *delta, size_t n, const double *waits,
-                    size_t m, double *short_cost, double *long_cost, double *propagated)
+                    size_t m, double *short_cost, double *long_cost, double *prop_short, double *prop_long)
 {
     double comp = sum(delta, n), wait_t = sum(waits, m);
     for (size_t i = 0; i < n; i++)
         short_cost[i] = long_cost[i] = 0.0;
     for (size_t w = 0; w < m; w++)
-        propagated[w] = 0.0;
+        prop_short[w] = prop_long[w] = 0.0;
     if (gamma_s <= 0.0 && gamma_l <= 0.0)
         return 0;
     if (comp <= 0.0 && wait_t <= 0.0)
@@ -59,9 +59,11 @@ int ws_delay_kernel(int model, double gamma_s, double gamma_l, const double *del
             }
         }
         if (wait_t > 0.0) {
-            double s_wait = (g_wait + gamma_l * g_wait / gamma_s) / wait_t;
-            for (size_t w = 0; w < m; w++)
-                propagated[w] = s_wait * waits[w];
+            double s_short = g_wait / wait_t, s_long = gamma_l * g_wait / gamma_s / wait_t;
+            for (size_t w = 0; w < m; w++) {
+                prop_short[w] = s_short * waits[w];
+                prop_long[w] = s_long * waits[w];
+            }
         }
         return 0;
     }
@@ -70,7 +72,9 @@ int ws_delay_kernel(int model, double gamma_s, double gamma_l, const double *del
         short_cost[i] = s * gamma_s * delta[i];
         long_cost[i] = s * gamma_l * delta[i];
     }
-    for (size_t w = 0; w < m; w++)
-        propagated[w] = s * (gamma_s + gamma_l) * waits[w];
+    for (size_t w = 0; w < m; w++) {
+        prop_short[w] = s * gamma_s * waits[w];
+        prop_long[w] = s * gamma_l * waits[w];
+    }
     return 0;
 }

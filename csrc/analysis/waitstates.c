@@ -117,15 +117,18 @@ int ws_waitstates_prepare(ws_analysis *a, ws_error *err)
         d->lr = ws_calloc(nm, sizeof *d->lr);
         d->send_enter = ws_calloc(nm, sizeof *d->send_enter);
         d->send_bytes = ws_calloc(nm, sizeof *d->send_bytes);
+        d->post_time = ws_calloc(nm, sizeof *d->post_time);
         d->site_wait = ws_calloc(ns, sizeof *d->site_wait);
         d->site_sync_time = ws_calloc(ns, sizeof *d->site_sync_time);
         d->site_delayer = ws_malloc_array(ns, sizeof *d->site_delayer);
         d->site_sync = ws_calloc(ns, sizeof *d->site_sync);
         d->site_kind = ws_calloc(ns, sizeof *d->site_kind);
+        d->site_anywait = ws_calloc(ns, sizeof *d->site_anywait);
+        d->init_wait = ws_calloc(C, sizeof *d->init_wait);
         d->time = ws_calloc(C, sizeof *d->time);
         d->visits = ws_calloc(C, sizeof *d->visits);
-        if (!d->ls || !d->lr || !d->send_enter || !d->send_bytes || !d->site_wait || !d->site_sync_time ||
-            !d->site_delayer || !d->site_sync || !d->site_kind || !d->time || !d->visits)
+        if (!d->ls || !d->lr || !d->send_enter || !d->send_bytes || !d->post_time || !d->site_wait || !d->site_sync_time ||
+            !d->site_delayer || !d->site_sync || !d->site_kind || !d->site_anywait || !d->init_wait || !d->time || !d->visits)
             return ws_error_nomem(err, "wait-state annotations");
         for (size_t k = 0; k < ns; k++)
             d->site_delayer[k] = WS_NONE32;
@@ -344,6 +347,7 @@ static double member_wait(uint8_t cls, const coll_cache *k, uint32_t member, uin
     case WS_SITE_BARRIER:
     case WS_SITE_NXN:
     case WS_SITE_FINALIZE:
+    case WS_SITE_INIT:
         ref = k->latest;
         break;
     case WS_SITE_1TON:
@@ -405,6 +409,16 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
             if (member_wait(cls, k, m, root, &c) > 0.0)
                 k->any_wait = 1;
         }
+        if (cls == WS_SITE_SCAN) {
+            double prefix = -INFINITY;
+            for (uint32_t i = 0; i < v->n_present; i++) {
+                coll_info c = member_info(v, v->present[i]);
+                if (c.enter > prefix)
+                    prefix = c.enter;
+                if ((prefix < c.leave ? prefix : c.leave) > c.enter)
+                    k->any_wait = 1;
+            }
+        }
     }
     if (k->mismatch == 1)
         return ws_error_set(err, WS_ERR_MATCH,
@@ -449,20 +463,28 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
     case WS_SITE_SCAN: {
         /* the latest enter among the members up to and including me */
         double latest = -INFINITY;
+        uint32_t latest_member = me;
         for (uint32_t i = 0; i < v->n_present && v->present[i] <= me; i++) {
             coll_info c = member_info(v, v->present[i]);
-            if (c.enter > latest)
+            if (c.enter > latest) {
                 latest = c.enter;
+                latest_member = v->present[i];
+            }
         }
         double until = latest < e ? latest : e;
         wait = until - b > 0.0 ? until - b : 0.0;
         add(a, M_MPI_EARLYSCAN, cp, loc, wait);
         kind = WS_WAIT_SCAN;
+        d->site_sync_time[site] = until;
+        d->site_delayer[site] = member_info(v, latest_member).location;
         break;
     }
     case WS_SITE_INIT:
         add(a, M_MPI_INIT_COMPLETION, cp, loc, completion);
-        wait = 0.0;
+        /* waiting for the last process to enter MPI_Init is no metric (no
+         * delay cost may land on MPI_Init), but the critical path and the
+         * imbalance indicators must not count it as activity */
+        d->init_wait[cp] += wait;
         break;
     case WS_SITE_FINALIZE:
         add(a, M_MPI_FINALIZE_WAIT, cp, loc, wait);
@@ -502,16 +524,15 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
         delayer_member = root;
         d->site_sync_time[site] = k->root_enter;
         break;
+    case WS_SITE_SCAN:
+        break;
     default:
         d->site_sync_time[site] = b;
         break;
     }
-    if (delayer_member != WS_NONE32) {
-        if (cls == WS_SITE_INIT || cls == WS_SITE_FINALIZE)
-            d->site_delayer[site] = member_info(v, delayer_member).location;
-        else
-            d->site_delayer[site] = member_info(v, delayer_member).location;
-    }
+    if (delayer_member != WS_NONE32)
+        d->site_delayer[site] = member_info(v, delayer_member).location;
+    d->site_anywait[site] = (uint8_t)(k->any_wait != 0 || (cls == WS_SITE_SCAN && wait > 0.0));
     /* synchronization points: barriers, Init and Finalize always; the
      * other classes when somebody waited.  Scans never (as in Scalasca). */
     d->site_sync[site] = (cls == WS_SITE_BARRIER || cls == WS_SITE_INIT || cls == WS_SITE_FINALIZE ||
@@ -564,17 +585,17 @@ static int p1_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
 /* ---- pass 2: backward (Late Receiver at the sender) -------------------- */
 
 typedef struct recv_info {
-    double ls; /* Late Sender wait counted at the receive */
-    double lr; /* Late Receiver wait of the send */
+    double ls;   /* Late Sender wait counted at the receive */
+    double lr;   /* Late Receiver wait of the send */
+    double post; /* when the receive was posted */
 } recv_info;
 
 static int p2_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel, ws_buffer *out,
                       ws_error *err)
 {
-    (void)env;
     (void)channel;
     ws_loc_data *d = data_of(state, loc);
-    recv_info p = {d->ls[row], d->lr[row]};
+    recv_info p = {d->ls[row], d->lr[row], env->sync->locs[loc].msg_post[row]};
     if (ws_buffer_append(out, &p, sizeof p) != 0)
         return ws_error_nomem(err, "payload");
     return WS_OK;
@@ -592,22 +613,33 @@ static int p2_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     memcpy(&p, data, sizeof p);
     d->ls[row] = p.ls;
     d->lr[row] = p.lr;
+    d->post_time[row] = p.post;
     return WS_OK;
 }
 
 /* Late Receivers completed by one Waitall/Waitsome: only the largest
- * counts (the call waited once). */
+ * counts (the call waited once), and none if the same call already
+ * waited for a late sender. */
 static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err)
 {
     ws_analysis *a = state;
     const ws_loc_sync *ls = &env->sync->locs[loc];
     ws_loc_data *d = data_of(a, loc);
     const ws_events *e = &env->trace->locations[loc].events;
-    ws_map64 best;
+    ws_map64 best, late_sender_calls;
     ws_map64_init(&best);
+    ws_map64_init(&late_sender_calls);
+    for (uint64_t k = 0; k < ls->n_messages; k++)
+        if (!(ls->msg_flags[k] & WS_MSG_SEND) && (ls->msg_flags[k] & WS_MSG_MULTI) && d->ls[k] > 0.0 &&
+            ws_map64_put(&late_sender_calls, ls->msg_call[k], 1) != 0)
+            goto nomem;
     for (uint64_t k = 0; k < ls->n_messages; k++) {
         if (!(ls->msg_flags[k] & WS_MSG_SEND) || !(ls->msg_flags[k] & WS_MSG_MULTI) || d->lr[k] <= 0.0)
             continue;
+        if (ws_map64_get(&late_sender_calls, ls->msg_done_call[k], NULL)) {
+            d->lr[k] = 0.0;
+            continue;
+        }
         uint64_t other;
         if (ws_map64_get(&best, ls->msg_done_call[k], &other)) {
             if (d->lr[k] > d->lr[other]) {
@@ -622,6 +654,7 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
         }
     }
     ws_map64_free(&best);
+    ws_map64_free(&late_sender_calls);
     for (uint64_t k = 0; k < ls->n_messages; k++) {
         if (!(ls->msg_flags[k] & WS_MSG_SEND) || d->lr[k] <= 0.0)
             continue;
@@ -632,6 +665,7 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
     return WS_OK;
 nomem:
     ws_map64_free(&best);
+    ws_map64_free(&late_sender_calls);
     return ws_error_nomem(err, "Late Receiver selection");
 }
 

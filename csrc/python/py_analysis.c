@@ -189,11 +189,13 @@ static int parse_model(PyObject *obj, int *model)
 static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     (void)module;
-    static char *kwlist[] = {"trace", "delay_model", "critical_path", "records", "partition", "progress", NULL};
+    static char *kwlist[] = {"trace",     "delay_model", "critical_path", "records",
+                             "partition", "progress",    "schedule_seed", NULL};
     PyObject *trace_obj, *model_obj = Py_None, *partition_obj = Py_None, *callback = Py_None;
     int critical_path = 0, records = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|OppOO", kwlist, ws_py_trace_type(), &trace_obj, &model_obj,
-                                     &critical_path, &records, &partition_obj, &callback))
+    unsigned long long seed = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|OppOOK", kwlist, ws_py_trace_type(), &trace_obj, &model_obj,
+                                     &critical_path, &records, &partition_obj, &callback, &seed))
         return NULL;
     ws_trace *t = ((ws_py_trace *)trace_obj)->trace;
     ws_analysis_options opt;
@@ -202,6 +204,7 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
         return NULL;
     opt.critical_path = critical_path;
     opt.keep_delay_records = records;
+    opt.schedule_seed = seed;
     PyArrayObject *partition = NULL;
     if (partition_obj != Py_None) {
         partition = (PyArrayObject *)PyArray_FROMANY(partition_obj, NPY_INT32, 1, 1, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST);
@@ -294,27 +297,29 @@ static PyObject *py_delay_kernel(PyObject *module, PyObject *args, PyObject *kwa
     }
     npy_intp n = PyArray_SIZE(delta), m = PyArray_SIZE(waits);
     PyObject *s = PyArray_ZEROS(1, &n, NPY_FLOAT64, 0), *l = PyArray_ZEROS(1, &n, NPY_FLOAT64, 0),
-             *p = PyArray_ZEROS(1, &m, NPY_FLOAT64, 0);
-    if (!s || !l || !p) {
+             *p = PyArray_ZEROS(1, &m, NPY_FLOAT64, 0), *q = PyArray_ZEROS(1, &m, NPY_FLOAT64, 0);
+    if (!s || !l || !p || !q) {
         Py_XDECREF(s);
         Py_XDECREF(l);
         Py_XDECREF(p);
+        Py_XDECREF(q);
         Py_DECREF(delta);
         Py_DECREF(waits);
         return NULL;
     }
     int rc = ws_delay_kernel(model, gs, gl, PyArray_DATA(delta), (size_t)n, PyArray_DATA(waits), (size_t)m,
                              PyArray_DATA((PyArrayObject *)s), PyArray_DATA((PyArrayObject *)l),
-                             PyArray_DATA((PyArrayObject *)p));
+                             PyArray_DATA((PyArrayObject *)p), PyArray_DATA((PyArrayObject *)q));
     Py_DECREF(delta);
     Py_DECREF(waits);
     if (rc != 0) {
         Py_DECREF(s);
         Py_DECREF(l);
         Py_DECREF(p);
+        Py_DECREF(q);
         return PyErr_Format(PyExc_ValueError, "no computation and no wait state can carry the incoming cost");
     }
-    return Py_BuildValue("(NNN)", s, l, p);
+    return Py_BuildValue("(NNNN)", s, l, p, q);
 }
 
 static PyMethodDef functions[] = {
@@ -322,7 +327,8 @@ static PyMethodDef functions[] = {
      "analyze(trace, delay_model=None, critical_path=False, records=False, partition=None, progress=None)"},
     {"metric_table", (PyCFunction)py_metric_table, METH_NOARGS, "All metrics the core knows."},
     {"delay_kernel", (PyCFunction)(void (*)(void))py_delay_kernel, METH_VARARGS | METH_KEYWORDS,
-     "delay_kernel(model, gamma_short, gamma_long, delta, waits) -> (short, long, propagated)"},
+     "delay_kernel(model, gamma_short, gamma_long, delta, waits) -> (short, long, propagated short, propagated "
+     "long)"},
     {NULL, NULL, 0, NULL},
 };
 

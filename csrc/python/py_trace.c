@@ -573,7 +573,29 @@ static PyGetSetDef trace_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+static PyObject *py_bare_read(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *path_obj;
+    if (!PyArg_ParseTuple(args, "O&", PyUnicode_FSConverter, &path_obj))
+        return NULL;
+    ws_error err;
+    ws_error_clear(&err);
+    uint64_t n = 0;
+    int rc;
+    const char *path = PyBytes_AS_STRING(path_obj);
+    Py_BEGIN_ALLOW_THREADS
+    rc = ws_otf2_bare_read(path, &n, &err);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(path_obj);
+    if (rc != WS_OK)
+        return ws_py_raise(&err);
+    return PyLong_FromUnsignedLongLong(n);
+}
+
 static PyMethodDef module_functions[] = {
+    {"bare_read", (PyCFunction)py_bare_read, METH_VARARGS,
+     "bare_read(path): decode every event record with callbacks that do nothing; returns the record count."},
     {"open", (PyCFunction)(void (*)(void))py_open, METH_VARARGS | METH_KEYWORDS,
      "open(path): read the anchor and global definitions of an OTF2 archive."},
     {NULL, NULL, 0, NULL},

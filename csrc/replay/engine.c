@@ -280,8 +280,30 @@ int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *
     }
     tr->wake = wake;
     tr->scheduler = &s;
-    for (uint32_t i = 0; i < n; i++)
-        enqueue(&s, i);
+    if (env->schedule_seed) {
+        /* a seeded permutation of the starting order */
+        uint32_t *order = ws_malloc_array(n ? n : 1, sizeof *order);
+        if (!order) {
+            rc = ws_error_nomem(err, "replay scheduler");
+            goto done;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            order[i] = i;
+        uint64_t x = env->schedule_seed;
+        for (uint32_t i = n; i > 1; i--) {
+            x = ws_hash64(x + i);
+            uint32_t j = (uint32_t)(x % i);
+            uint32_t tmp = order[i - 1];
+            order[i - 1] = order[j];
+            order[j] = tmp;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            enqueue(&s, order[i]);
+        free(order);
+    } else {
+        for (uint32_t i = 0; i < n; i++)
+            enqueue(&s, i);
+    }
     uint32_t finished = 0;
     while (finished < n) {
         if (s.count == 0) {
@@ -294,8 +316,15 @@ int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *
             }
             continue;
         }
-        uint32_t local = s.queue[s.head];
-        s.head = (s.head + 1) % n;
+        uint32_t local;
+        if (env->schedule_seed && (ws_hash64(env->schedule_seed ^ s.processed) & 1)) {
+            /* take the newest entry instead of the oldest */
+            uint32_t back = (s.head + s.count - 1) % n;
+            local = s.queue[back];
+        } else {
+            local = s.queue[s.head];
+            s.head = (s.head + 1) % n;
+        }
         s.count--;
         s.states[local].queued = 0;
         if (s.states[local].done)

@@ -85,8 +85,9 @@ typedef struct ws_transport_ops {
 
     /* Element-wise sum/max over all processes (for counts and checks). */
     int (*allreduce_u64)(ws_transport *t, uint64_t *values, size_t n, int op_max, ws_error *err);
-    /* Element-wise sum of doubles over all processes, result on all. */
-    int (*allreduce_f64)(ws_transport *t, double *values, size_t n, ws_error *err);
+    /* Element-wise sum (op_max == 0) or max of doubles over all
+     * processes, result on all. */
+    int (*allreduce_f64)(ws_transport *t, double *values, size_t n, int op_max, ws_error *err);
 
     /* Sends records to the process owning location dest[i]; returns the
      * records addressed to this process's locations (malloc'ed). */

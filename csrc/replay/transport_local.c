@@ -305,11 +305,12 @@ static int local_allreduce_u64(ws_transport *t, uint64_t *values, size_t n, int 
     return WS_OK;
 }
 
-static int local_allreduce_f64(ws_transport *t, double *values, size_t n, ws_error *err)
+static int local_allreduce_f64(ws_transport *t, double *values, size_t n, int op_max, ws_error *err)
 {
     (void)t;
     (void)values;
     (void)n;
+    (void)op_max;
     (void)err;
     return WS_OK;
 }

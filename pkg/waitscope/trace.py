@@ -462,18 +462,22 @@ class Trace:
         delay_records: bool = False,
         partition: Sequence[int] | np.ndarray | None = None,
         progress: Any = None,
+        schedule_seed: int = 0,
     ) -> "AnalysisResult":
         """Replays the trace and returns the wait-state analysis.
 
         ``delay_model`` ("proportional" or "wait-first") adds the delay
         analysis; ``critical_path=True`` adds the critical-path analysis.
         The C core releases the GIL while it runs; Ctrl-C stops it.
+        ``schedule_seed`` permutes the order in which the in-process
+        scheduler visits locations (the results do not depend on it).
         """
         from .result import AnalysisResult
 
         part = None if partition is None else np.asarray(partition, dtype=np.int32)
         raw = _core.analyze(self._core, delay_model=delay_model, critical_path=critical_path,
-                            records=delay_records, partition=part, progress=progress)
+                            records=delay_records, partition=part, progress=progress,
+                            schedule_seed=int(schedule_seed))
         return AnalysisResult(self, raw)
 
     def write(self, path: str | os.PathLike[str], progress: Any = None) -> str:

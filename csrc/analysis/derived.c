@@ -1,0 +1,324 @@
+/* Metrics derived from the replays' results: the parents of the delay and
+ * wait-state classification trees, and the critical-path indicators of
+ * seed 001 (001_3fb61d0ccb171fe6.txt, sections II-C and II-D). */
+#include "analysis.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double cell(ws_result *r, int m, uint32_t cp, uint32_t loc)
+{
+    return r->slot[m] >= 0 ? *ws_cube_cell(r, m, cp, loc) : 0.0;
+}
+
+static void set_cell(ws_result *r, int m, uint32_t cp, uint32_t loc, double v)
+{
+    if (r->slot[m] >= 0)
+        *ws_cube_cell(r, m, cp, loc) = v;
+}
+
+/* parent = sum of the listed children */
+static void sum_into(ws_result *r, int parent, const int *children, uint32_t cp, uint32_t loc)
+{
+    double v = 0.0;
+    for (const int *c = children; *c >= 0; c++)
+        v += cell(r, *c, cp, loc);
+    set_cell(r, parent, cp, loc, v);
+}
+
+void ws_derive_delay(ws_analysis *a)
+{
+    ws_result *r = a->result;
+    static const int ls_agg[] = {M_DELAY_LATESENDER, M_DELAY_LATESENDER_LONGTERM, -1};
+    static const int lr_agg[] = {M_DELAY_LATERECEIVER, M_DELAY_LATERECEIVER_LONGTERM, -1};
+    static const int bar_agg[] = {M_DELAY_BARRIER, M_DELAY_BARRIER_LONGTERM, -1};
+    static const int n2n_agg[] = {M_DELAY_N2N, M_DELAY_N2N_LONGTERM, -1};
+    static const int o2n_agg[] = {M_DELAY_12N, M_DELAY_12N_LONGTERM, -1};
+    static const int n21_agg[] = {M_DELAY_N21, M_DELAY_N21_LONGTERM, -1};
+    static const int p2p[] = {M_DELAY_LATESENDER_AGGREGATE, M_DELAY_LATERECEIVER_AGGREGATE, -1};
+    static const int coll[] = {M_DELAY_BARRIER_AGGREGATE, M_DELAY_N2N_AGGREGATE, M_DELAY_12N_AGGREGATE,
+                               M_DELAY_N21_AGGREGATE, -1};
+    static const int mpi[] = {M_DELAY_P2P, M_DELAY_COLLECTIVE, -1};
+    static const int all[] = {M_DELAY_MPI, -1};
+    static const int direct[] = {M_MPI_WAIT_DIRECT_LATESENDER, M_MPI_WAIT_DIRECT_LATERECEIVER, -1};
+    static const int indirect[] = {M_MPI_WAIT_INDIRECT_LATESENDER, M_MPI_WAIT_INDIRECT_LATERECEIVER, -1};
+    static const int dvi[] = {M_MPI_WAIT_DIRECT, M_MPI_WAIT_INDIRECT, -1};
+    static const int prop[] = {M_MPI_WAIT_PROPAGATING_LS, M_MPI_WAIT_PROPAGATING_LR, -1};
+    static const int term[] = {M_MPI_WAIT_TERMINAL_LS, M_MPI_WAIT_TERMINAL_LR, -1};
+    static const int pvt[] = {M_MPI_WAIT_PROPAGATING, M_MPI_WAIT_TERMINAL, -1};
+    for (uint32_t i = 0; i < a->n_local; i++) {
+        uint32_t loc = a->local[i];
+        for (uint32_t cp = 0; cp < r->n_callpaths; cp++) {
+            sum_into(r, M_DELAY_LATESENDER_AGGREGATE, ls_agg, cp, loc);
+            sum_into(r, M_DELAY_LATERECEIVER_AGGREGATE, lr_agg, cp, loc);
+            sum_into(r, M_DELAY_BARRIER_AGGREGATE, bar_agg, cp, loc);
+            sum_into(r, M_DELAY_N2N_AGGREGATE, n2n_agg, cp, loc);
+            sum_into(r, M_DELAY_12N_AGGREGATE, o2n_agg, cp, loc);
+            sum_into(r, M_DELAY_N21_AGGREGATE, n21_agg, cp, loc);
+            sum_into(r, M_DELAY_P2P, p2p, cp, loc);
+            sum_into(r, M_DELAY_COLLECTIVE, coll, cp, loc);
+            sum_into(r, M_DELAY_MPI, mpi, cp, loc);
+            sum_into(r, M_DELAY, all, cp, loc);
+            /* direct = total - indirect; terminal = total - propagating (seed 002) */
+            double ls = cell(r, M_MPI_LATESENDER, cp, loc), lr = cell(r, M_MPI_LATERECEIVER, cp, loc);
+            double v;
+            v = ls - cell(r, M_MPI_WAIT_INDIRECT_LATESENDER, cp, loc);
+            set_cell(r, M_MPI_WAIT_DIRECT_LATESENDER, cp, loc, v > 0.0 ? v : 0.0);
+            v = lr - cell(r, M_MPI_WAIT_INDIRECT_LATERECEIVER, cp, loc);
+            set_cell(r, M_MPI_WAIT_DIRECT_LATERECEIVER, cp, loc, v > 0.0 ? v : 0.0);
+            v = ls - cell(r, M_MPI_WAIT_PROPAGATING_LS, cp, loc);
+            set_cell(r, M_MPI_WAIT_TERMINAL_LS, cp, loc, v > 0.0 ? v : 0.0);
+            v = lr - cell(r, M_MPI_WAIT_PROPAGATING_LR, cp, loc);
+            set_cell(r, M_MPI_WAIT_TERMINAL_LR, cp, loc, v > 0.0 ? v : 0.0);
+            sum_into(r, M_MPI_WAIT_DIRECT, direct, cp, loc);
+            sum_into(r, M_MPI_WAIT_INDIRECT, indirect, cp, loc);
+            sum_into(r, M_WAITSTATES_DIRECT_VS_INDIRECT, dvi, cp, loc);
+            sum_into(r, M_MPI_WAIT_PROPAGATING, prop, cp, loc);
+            sum_into(r, M_MPI_WAIT_TERMINAL, term, cp, loc);
+            sum_into(r, M_WAITSTATES_PROPAGATING_VS_TERMINAL, pvt, cp, loc);
+        }
+    }
+}
+
+/* Time of call path cp on loc that is activity, i.e. not waiting
+ * (d_p(i) of seed 001 section II-C). */
+static double activity(const ws_analysis *a, uint32_t cp, uint32_t loc)
+{
+    static const int waits[] = {M_MPI_LATESENDER,  M_MPI_LATERECEIVER,  M_MPI_BARRIER_WAIT, M_MPI_WAIT_NXN,
+                                M_MPI_LATEBROADCAST, M_MPI_EARLYREDUCE, M_MPI_EARLYSCAN,    M_MPI_FINALIZE_WAIT};
+    ws_result *r = a->result;
+    double v = cell(r, M_TIME, cp, loc);
+    for (size_t k = 0; k < sizeof waits / sizeof waits[0]; k++)
+        v -= cell(r, waits[k], cp, loc);
+    v -= a->locs[loc].init_wait[cp];
+    return v > 0.0 ? v : 0.0;
+}
+
+static int cmp_segment(const void *x, const void *y)
+{
+    const ws_path_segment *a = x, *b = y;
+    if (a->start != b->start)
+        return a->start < b->start ? -1 : 1;
+    return (a->end > b->end) - (a->end < b->end);
+}
+
+/* The location that owns the path at its first event started it; when it
+ * started after the earliest location, the path is completed on the
+ * earliest location, which was already running (processes that start
+ * late wait, like processes that end early; seed 001 section II-A). */
+static int close_path_start(ws_analysis *a, double path_first, ws_error *err)
+{
+    const ws_trace *t = a->trace;
+    ws_result *r = a->result;
+    double v[2] = {-INFINITY, path_first};
+    for (uint32_t i = 0; i < a->n_local; i++) {
+        const ws_events *e = &t->locations[a->local[i]].events;
+        if (e->n && -e->time[0] > v[0])
+            v[0] = -e->time[0];
+    }
+    int rc = a->transport->ops->allreduce_f64(a->transport, v, 2, 1, err);
+    if (rc)
+        return rc;
+    double t_start = -v[0], s_k = v[1];
+    r->path_start = t_start;
+    if (!(s_k > t_start))
+        return WS_OK;
+    uint64_t first = UINT64_MAX;
+    for (uint32_t i = 0; i < a->n_local; i++) {
+        const ws_events *e = &t->locations[a->local[i]].events;
+        if (e->n && e->time[0] == t_start && a->local[i] < first)
+            first = a->local[i];
+    }
+    uint64_t inverted = UINT64_MAX - first;
+    if ((rc = a->transport->ops->allreduce_u64(a->transport, &inverted, 1, 1, err)))
+        return rc;
+    uint32_t earliest = (uint32_t)(UINT64_MAX - inverted);
+    if (earliest >= t->n_locations || !t->locations[earliest].loaded)
+        return WS_OK; /* owned by another process */
+    int local = 0;
+    for (uint32_t i = 0; i < a->n_local; i++)
+        local |= a->local[i] == earliest;
+    if (!local)
+        return WS_OK;
+    const ws_events *e = &t->locations[earliest].events;
+    uint32_t cp = WS_NONE32;
+    for (uint64_t i = 0; i + 1 < e->n && e->time[i] < s_k; i++) {
+        if (e->kind[i] == WS_EV_ENTER)
+            cp = e->ref[i];
+        else if (e->kind[i] == WS_EV_LEAVE)
+            cp = t->callpaths.parent[e->ref[i]];
+        double lo = e->time[i], hi = e->time[i + 1] < s_k ? e->time[i + 1] : s_k;
+        if (hi > lo) {
+            if (ws_grow((void **)&r->path, &r->cap_path, r->n_path + 1, sizeof *r->path) != 0)
+                return ws_error_nomem(err, "critical path");
+            ws_path_segment *seg = &r->path[r->n_path++];
+            seg->location = earliest;
+            seg->callpath = cp;
+            seg->start = lo;
+            seg->end = hi;
+            if (cp != WS_NONE32)
+                ws_cube_add(r, M_CRITICAL_PATH, cp, earliest, hi - lo);
+        }
+    }
+    return WS_OK;
+}
+
+/* Partitions: processes executing the same set of call paths (seed 001
+ * section II-D), unless the caller gave them. */
+static int derive_partitions(ws_analysis *a, ws_error *err)
+{
+    const ws_trace *t = a->trace;
+    ws_result *r = a->result;
+    uint32_t L = t->n_locations, C = r->n_callpaths;
+    r->partition = ws_malloc_array(L ? L : 1, sizeof *r->partition);
+    if (!r->partition)
+        return ws_error_nomem(err, "partitions");
+    if (a->options.partition) {
+        memcpy(r->partition, a->options.partition, (size_t)L * sizeof *r->partition);
+        return WS_OK;
+    }
+    /* a signature per location: the set of visited call paths, as a hash
+     * computed where the location lives and shared with everybody */
+    uint64_t *sig = ws_calloc(L ? L : 1, sizeof *sig);
+    if (!sig)
+        return ws_error_nomem(err, "partitions");
+    for (uint32_t i = 0; i < a->n_local; i++) {
+        uint32_t loc = a->local[i];
+        uint64_t h = 0x9e3779b97f4a7c15ULL;
+        for (uint32_t cp = 0; cp < C; cp++)
+            if (cell(r, M_VISITS, cp, loc) > 0.0)
+                h = ws_hash64(h ^ (cp + 0x51ed27b1ULL));
+        sig[loc] = h;
+    }
+    int rc = a->transport->ops->allreduce_u64(a->transport, sig, L, 1, err);
+    if (rc) {
+        free(sig);
+        return rc;
+    }
+    for (uint32_t l = 0; l < L; l++) {
+        r->partition[l] = (int32_t)l;
+        for (uint32_t k = 0; k < l; k++)
+            if (sig[k] == sig[l]) {
+                r->partition[l] = r->partition[k];
+                break;
+            }
+    }
+    free(sig);
+    return WS_OK;
+}
+
+int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
+{
+    const ws_trace *t = a->trace;
+    ws_result *r = a->result;
+    uint32_t C = r->n_callpaths, L = t->n_locations;
+    int rc = close_path_start(a, path_first, err);
+    if (rc)
+        return rc;
+    qsort(r->path, r->n_path, sizeof *r->path, cmp_segment);
+    if ((rc = derive_partitions(a, err)))
+        return rc;
+
+    /* global critical-path profile gcp(c) and average activity A(c) */
+    int32_t max_part = 0;
+    for (uint32_t l = 0; l < L; l++)
+        if (r->partition[l] > max_part)
+            max_part = r->partition[l];
+    size_t P = (size_t)max_part + 1;
+    double *gcp = ws_calloc(2 * (size_t)C + 2 * (size_t)C + 1, sizeof *gcp);
+    uint64_t *occurs = ws_calloc(P * (C ? C : 1), sizeof *occurs);
+    if (!gcp || !occurs) {
+        free(gcp);
+        free(occurs);
+        return ws_error_nomem(err, "critical-path indicators");
+    }
+    double *avg = gcp + C, *s_intra = gcp + 2 * C, *s_inter = gcp + 3 * C;
+    double *n_procs = gcp + 4 * C;
+    for (uint32_t i = 0; i < a->n_local; i++) {
+        uint32_t loc = a->local[i];
+        if (t->locations[loc].events.n)
+            *n_procs += 1.0;
+        for (uint32_t cp = 0; cp < C; cp++) {
+            gcp[cp] += cell(r, M_CRITICAL_PATH, cp, loc);
+            avg[cp] += activity(a, cp, loc);
+            if (cell(r, M_VISITS, cp, loc) > 0.0 && r->partition[loc] >= 0)
+                occurs[(size_t)r->partition[loc] * C + cp] = 1;
+        }
+    }
+    if ((rc = a->transport->ops->allreduce_f64(a->transport, gcp, 2 * (size_t)C, 0, err)) ||
+        (rc = a->transport->ops->allreduce_f64(a->transport, n_procs, 1, 0, err)) ||
+        (rc = a->transport->ops->allreduce_u64(a->transport, occurs, P * C, 1, err)))
+        goto done;
+    double procs = *n_procs > 0.0 ? *n_procs : 1.0;
+    for (uint32_t cp = 0; cp < C; cp++)
+        avg[cp] /= procs;
+
+    /* imbalance costs per location: the headroom h_p (waiting time on p)
+     * spread over the critical activities p runs shorter than the path,
+     * in proportion to the excess delta(i) (seed 001 section II-D.3) */
+    double length = r->path_end - r->path_start;
+    double *delta = ws_calloc(C ? C : 1, sizeof *delta);
+    if (!delta) {
+        rc = ws_error_nomem(err, "critical-path indicators");
+        goto done;
+    }
+    for (uint32_t i = 0; i < a->n_local; i++) {
+        uint32_t loc = a->local[i];
+        if (!t->locations[loc].events.n)
+            continue;
+        double busy = 0.0, sum_delta = 0.0;
+        for (uint32_t cp = 0; cp < C; cp++) {
+            double d = activity(a, cp, loc);
+            busy += d;
+            delta[cp] = gcp[cp] > d ? gcp[cp] - d : 0.0;
+            sum_delta += delta[cp];
+        }
+        double headroom = length - busy;
+        if (!(headroom > 0.0) || !(sum_delta > 0.0))
+            continue;
+        double alpha = headroom / sum_delta;
+        int32_t part = r->partition[loc];
+        for (uint32_t cp = 0; cp < C; cp++) {
+            if (delta[cp] <= 0.0)
+                continue;
+            int occurs_here = part >= 0 && occurs[(size_t)part * C + cp];
+            (occurs_here ? s_intra : s_inter)[cp] += alpha * delta[cp];
+        }
+    }
+    free(delta);
+    if ((rc = a->transport->ops->allreduce_f64(a->transport, s_intra, 2 * (size_t)C, 0, err)))
+        goto done;
+
+    for (uint32_t i = 0; i < a->n_local; i++) {
+        uint32_t loc = a->local[i];
+        for (uint32_t cp = 0; cp < C; cp++) {
+            double own = cell(r, M_CRITICAL_PATH, cp, loc);
+            double d = activity(a, cp, loc);
+            if (gcp[cp] > 0.0) {
+                double share = own / gcp[cp];
+                double excess = gcp[cp] - avg[cp];
+                /* critical-path imbalance: the path's time in cp above the
+                 * average activity per process, on the path's locations */
+                set_cell(r, M_CRITICAL_PATH_IMBALANCE, cp, loc, excess > 0.0 ? excess / gcp[cp] * own : 0.0);
+                set_cell(r, M_CRITICAL_PATH_ACTIVITIES, cp, loc, d);
+                set_cell(r, M_INTRA_PARTITION_IMBALANCE, cp, loc, share * s_intra[cp]);
+                set_cell(r, M_INTER_PARTITION_IMBALANCE, cp, loc, share * s_inter[cp]);
+            } else {
+                set_cell(r, M_NON_CRITICAL_PATH_ACTIVITIES, cp, loc, d);
+            }
+            double intra = cell(r, M_INTRA_PARTITION_IMBALANCE, cp, loc);
+            double inter = cell(r, M_INTER_PARTITION_IMBALANCE, cp, loc);
+            set_cell(r, M_CRITICAL_IMBALANCE_IMPACT, cp, loc, intra + inter);
+            set_cell(r, M_PERFORMANCE_IMPACT_CRITICALPATH, cp, loc,
+                     cell(r, M_CRITICAL_PATH_ACTIVITIES, cp, loc) + intra + inter);
+            set_cell(r, M_PERFORMANCE_IMPACT, cp, loc,
+                     cell(r, M_PERFORMANCE_IMPACT_CRITICALPATH, cp, loc) +
+                         cell(r, M_NON_CRITICAL_PATH_ACTIVITIES, cp, loc));
+        }
+    }
+done:
+    free(gcp);
+    free(occurs);
+    return rc;
+}
