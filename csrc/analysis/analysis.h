@@ -113,6 +113,7 @@ static inline void ws_cube_add(ws_result *r, int metric, uint32_t callpath, uint
 typedef struct ws_loc_data {
     /* per message row */
     double *ls;          /* Late Sender wait of the receive (also known at the send after pass 2) */
+    uint8_t *ls_cancelled; /* receive rows: a larger Late Receiver of the same Waitall replaces it */
     double *lr;          /* Late Receiver wait (receiver: candidate; both sides: final after passes 2/3) */
     double *send_enter;  /* receive rows: enter of the matched send call */
     double *post_time;   /* send rows: when the matching receive was posted (from pass 2) */

@@ -59,6 +59,7 @@ static void free_analysis(ws_analysis *a)
         for (uint32_t i = 0; i < a->trace->n_locations; i++) {
             ws_loc_data *d = &a->locs[i];
             free(d->ls);
+            free(d->ls_cancelled);
             free(d->lr);
             free(d->send_enter);
             free(d->send_bytes);
@@ -158,7 +159,7 @@ int ws_analyze(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_tran
             goto fail;
         if (options->delay_model != WS_DELAY_NONE) {
             ws_derive_delay(&a);
-            if ((rc = tr->ops->allreduce_f64(tr, &r->undistributed, 1, 0, err)))
+            if ((rc = tr->ops->allreduce_f64(tr, &r->undistributed, 1, WS_SUM, err)))
                 goto fail;
         }
         if (options->critical_path && (rc = ws_derive_critical_path(&a, path_first, err)))

@@ -916,22 +916,21 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
         if (e->n && e->time[e->n - 1] > end[0])
             end[0] = e->time[e->n - 1];
     }
-    if ((rc = a->transport->ops->allreduce_f64(a->transport, end, 1, 1, err))) {
+    if ((rc = a->transport->ops->allreduce_f64(a->transport, end, 1, WS_MAX, err))) {
         ws_causes_free(c);
         return rc;
     }
-    uint64_t first = UINT64_MAX;
+    uint64_t first = t->n_locations; /* none */
     for (uint32_t i = 0; i < a->n_local; i++) {
         const ws_events *e = &t->locations[a->local[i]].events;
         if (e->n && e->time[e->n - 1] == end[0] && a->local[i] < first)
             first = a->local[i];
     }
-    uint64_t inverted = UINT64_MAX - first;
-    if ((rc = a->transport->ops->allreduce_u64(a->transport, &inverted, 1, 1, err))) {
+    if ((rc = a->transport->ops->allreduce_u64(a->transport, &first, 1, WS_MIN, err))) {
         ws_causes_free(c);
         return rc;
     }
-    c->end_loc = (uint32_t)(UINT64_MAX - inverted);
+    c->end_loc = (uint32_t)first;
     c->t_end = end[0];
     a->result->path_end = end[0];
     *out = c;

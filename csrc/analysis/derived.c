@@ -117,23 +117,22 @@ static int close_path_start(ws_analysis *a, double path_first, ws_error *err)
         if (e->n && -e->time[0] > v[0])
             v[0] = -e->time[0];
     }
-    int rc = a->transport->ops->allreduce_f64(a->transport, v, 2, 1, err);
+    int rc = a->transport->ops->allreduce_f64(a->transport, v, 2, WS_MAX, err);
     if (rc)
         return rc;
     double t_start = -v[0], s_k = v[1];
     r->path_start = t_start;
     if (!(s_k > t_start))
         return WS_OK;
-    uint64_t first = UINT64_MAX;
+    uint64_t first = t->n_locations; /* none */
     for (uint32_t i = 0; i < a->n_local; i++) {
         const ws_events *e = &t->locations[a->local[i]].events;
         if (e->n && e->time[0] == t_start && a->local[i] < first)
             first = a->local[i];
     }
-    uint64_t inverted = UINT64_MAX - first;
-    if ((rc = a->transport->ops->allreduce_u64(a->transport, &inverted, 1, 1, err)))
+    if ((rc = a->transport->ops->allreduce_u64(a->transport, &first, 1, WS_MIN, err)))
         return rc;
-    uint32_t earliest = (uint32_t)(UINT64_MAX - inverted);
+    uint32_t earliest = (uint32_t)first;
     if (earliest >= t->n_locations || !t->locations[earliest].loaded)
         return WS_OK; /* owned by another process */
     int local = 0;
@@ -179,7 +178,8 @@ static int derive_partitions(ws_analysis *a, ws_error *err)
         return WS_OK;
     }
     /* a signature per location: the set of visited call paths, as a hash
-     * computed where the location lives and shared with everybody */
+     * computed where the location lives and shared with everybody (by a
+     * sum: the other processes contribute 0) */
     uint64_t *sig = ws_calloc(L ? L : 1, sizeof *sig);
     if (!sig)
         return ws_error_nomem(err, "partitions");
@@ -191,7 +191,7 @@ static int derive_partitions(ws_analysis *a, ws_error *err)
                 h = ws_hash64(h ^ (cp + 0x51ed27b1ULL));
         sig[loc] = h;
     }
-    int rc = a->transport->ops->allreduce_u64(a->transport, sig, L, 1, err);
+    int rc = a->transport->ops->allreduce_u64(a->transport, sig, L, WS_SUM, err);
     if (rc) {
         free(sig);
         return rc;
@@ -217,6 +217,19 @@ int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
     if (rc)
         return rc;
     qsort(r->path, r->n_path, sizeof *r->path, cmp_segment);
+    /* merge contiguous pieces of one call path on one location; add_segment
+     * merges only pieces appended one after the other, which depends on the
+     * order in which the replay visits the locations */
+    size_t kept = 0;
+    for (size_t i = 0; i < r->n_path; i++) {
+        ws_path_segment *last = kept ? &r->path[kept - 1] : NULL;
+        if (last && last->location == r->path[i].location && last->callpath == r->path[i].callpath &&
+            last->end == r->path[i].start)
+            last->end = r->path[i].end;
+        else
+            r->path[kept++] = r->path[i];
+    }
+    r->n_path = kept;
     if ((rc = derive_partitions(a, err)))
         return rc;
 
@@ -246,9 +259,9 @@ int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
                 occurs[(size_t)r->partition[loc] * C + cp] = 1;
         }
     }
-    if ((rc = a->transport->ops->allreduce_f64(a->transport, gcp, 2 * (size_t)C, 0, err)) ||
-        (rc = a->transport->ops->allreduce_f64(a->transport, n_procs, 1, 0, err)) ||
-        (rc = a->transport->ops->allreduce_u64(a->transport, occurs, P * C, 1, err)))
+    if ((rc = a->transport->ops->allreduce_f64(a->transport, gcp, 2 * (size_t)C, WS_SUM, err)) ||
+        (rc = a->transport->ops->allreduce_f64(a->transport, n_procs, 1, WS_SUM, err)) ||
+        (rc = a->transport->ops->allreduce_u64(a->transport, occurs, P * C, WS_MAX, err)))
         goto done;
     double procs = *n_procs > 0.0 ? *n_procs : 1.0;
     for (uint32_t cp = 0; cp < C; cp++)
@@ -287,7 +300,7 @@ int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
         }
     }
     free(delta);
-    if ((rc = a->transport->ops->allreduce_f64(a->transport, s_intra, 2 * (size_t)C, 0, err)))
+    if ((rc = a->transport->ops->allreduce_f64(a->transport, s_intra, 2 * (size_t)C, WS_SUM, err)))
         goto done;
 
     for (uint32_t i = 0; i < a->n_local; i++) {

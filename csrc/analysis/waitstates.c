@@ -114,6 +114,7 @@ int ws_waitstates_prepare(ws_analysis *a, ws_error *err)
         ws_loc_data *d = data_of(a, loc);
         size_t nm = ls->n_messages ? (size_t)ls->n_messages : 1, ns = ls->n_sites ? ls->n_sites : 1;
         d->ls = ws_calloc(nm, sizeof *d->ls);
+        d->ls_cancelled = ws_calloc(nm, sizeof *d->ls_cancelled);
         d->lr = ws_calloc(nm, sizeof *d->lr);
         d->send_enter = ws_calloc(nm, sizeof *d->send_enter);
         d->send_bytes = ws_calloc(nm, sizeof *d->send_bytes);
@@ -127,7 +128,7 @@ int ws_waitstates_prepare(ws_analysis *a, ws_error *err)
         d->init_wait = ws_calloc(C, sizeof *d->init_wait);
         d->time = ws_calloc(C, sizeof *d->time);
         d->visits = ws_calloc(C, sizeof *d->visits);
-        if (!d->ls || !d->lr || !d->send_enter || !d->send_bytes || !d->post_time || !d->site_wait || !d->site_sync_time ||
+        if (!d->ls || !d->ls_cancelled || !d->lr || !d->send_enter || !d->send_bytes || !d->post_time || !d->site_wait || !d->site_sync_time ||
             !d->site_delayer || !d->site_sync || !d->site_kind || !d->site_anywait || !d->init_wait || !d->time || !d->visits)
             return ws_error_nomem(err, "wait-state annotations");
         for (size_t k = 0; k < ns; k++)
@@ -179,13 +180,11 @@ static int p1_begin(void *state, const ws_replay_env *env, uint32_t loc, ws_erro
     return WS_OK;
 }
 
+/* Pass 1 only records a Late Sender; it is counted at the end of pass 2,
+ * when a larger Late Receiver in the same Waitall may have replaced it. */
 static void count_late_sender(ws_analysis *a, uint32_t loc, uint32_t row, double wait)
 {
-    const ws_loc_sync *ls = &a->sync->locs[loc];
-    ws_loc_data *d = data_of(a, loc);
-    d->ls[row] = wait;
-    add(a, M_MPI_LATESENDER, ls->msg_callpath[row], loc, wait);
-    add(a, d->send_bytes[row] == 0 ? M_MPI_SLS_COUNT : M_MPI_CLS_COUNT, ls->msg_callpath[row], loc, 1.0);
+    data_of(a, loc)->ls[row] = wait;
 }
 
 /* Waitall/Waitsome: only the largest Late Sender of the call counts. */
@@ -280,8 +279,8 @@ static int p1_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
 
     /* Late Receiver, decided here and charged at the sender in pass 2:
      * the send's completing call had to wait until this receive was
-     * posted. */
-    if ((p.flags & WS_MSG_MAY_BLOCK) && p.done_leave > ls->msg_post[row]) {
+     * posted (a rendezvous send of zero latency leaves exactly then). */
+    if ((p.flags & WS_MSG_MAY_BLOCK) && p.done_leave >= ls->msg_post[row]) {
         double lr = ls->msg_post[row] - p.done_enter;
         if (lr > 0.0)
             d->lr[row] = lr;
@@ -494,7 +493,9 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
         wait = 0.0;
         break;
     }
-    if (own.op != 0xff && v->n_present > 1) {
+    /* counted on every collective record, single-member communicators
+     * included (as Scalasca does; only the waiting skips them) */
+    if (own.op != 0xff) {
         if (own.sent == 0 && own.received == 0)
             add(a, M_SYNCS_COLL, cp, loc, 1.0);
         else if (own.sent && own.received)
@@ -560,7 +561,7 @@ static int wrong_order(ws_analysis *a, uint32_t loc, ws_error *err)
         double ts = d->send_enter[k];
         while (depth && d->send_enter[stack[depth - 1]] >= ts)
             depth--;
-        if (d->ls[k] > 0.0 && depth) {
+        if (d->ls[k] > 0.0 && !d->ls_cancelled[k] && depth) {
             uint32_t j = stack[depth - 1];
             uint32_t cp = ls->msg_callpath[k];
             add(a, M_MPI_LATESENDER_WO, cp, loc, d->ls[k]);
@@ -577,9 +578,9 @@ static int wrong_order(ws_analysis *a, uint32_t loc, ws_error *err)
 static int p1_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err)
 {
     (void)env;
-    ws_analysis *a = state;
-    flush_multi(a, loc);
-    return wrong_order(a, loc, err);
+    (void)err;
+    flush_multi(state, loc);
+    return WS_OK;
 }
 
 /* ---- pass 2: backward (Late Receiver at the sender) -------------------- */
@@ -617,67 +618,89 @@ static int p2_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     return WS_OK;
 }
 
-/* Late Receivers completed by one Waitall/Waitsome: only the largest
- * counts (the call waited once), and none if the same call already
- * waited for a late sender. */
+/* A Waitall/Waitsome waits once: only the largest Late Receiver of the
+ * sends it completes counts, and when it also completes a late-sent
+ * receive, only the larger of the two waits counts.  Then the Late Sender
+ * and Late Receiver metrics of the location are added. */
 static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err)
 {
     ws_analysis *a = state;
     const ws_loc_sync *ls = &env->sync->locs[loc];
     ws_loc_data *d = data_of(a, loc);
     const ws_events *e = &env->trace->locations[loc].events;
-    ws_map64 best, late_sender_calls;
-    ws_map64_init(&best);
-    ws_map64_init(&late_sender_calls);
+    ws_map64 best_lr, late_sender; /* completion call -> row */
+    ws_map64_init(&best_lr);
+    ws_map64_init(&late_sender);
     for (uint64_t k = 0; k < ls->n_messages; k++)
         if (!(ls->msg_flags[k] & WS_MSG_SEND) && (ls->msg_flags[k] & WS_MSG_MULTI) && d->ls[k] > 0.0 &&
-            ws_map64_put(&late_sender_calls, ls->msg_call[k], 1) != 0)
+            ws_map64_put(&late_sender, ls->msg_call[k], k) != 0)
             goto nomem;
     for (uint64_t k = 0; k < ls->n_messages; k++) {
         if (!(ls->msg_flags[k] & WS_MSG_SEND) || !(ls->msg_flags[k] & WS_MSG_MULTI) || d->lr[k] <= 0.0)
             continue;
-        if (ws_map64_get(&late_sender_calls, ls->msg_done_call[k], NULL)) {
-            d->lr[k] = 0.0;
-            continue;
-        }
         uint64_t other;
-        if (ws_map64_get(&best, ls->msg_done_call[k], &other)) {
+        if (ws_map64_get(&best_lr, ls->msg_done_call[k], &other)) {
             if (d->lr[k] > d->lr[other]) {
                 d->lr[other] = 0.0;
-                if (ws_map64_put(&best, ls->msg_done_call[k], k) != 0)
+                if (ws_map64_put(&best_lr, ls->msg_done_call[k], k) != 0)
                     goto nomem;
             } else {
                 d->lr[k] = 0.0;
             }
-        } else if (ws_map64_put(&best, ls->msg_done_call[k], k) != 0) {
+        } else if (ws_map64_put(&best_lr, ls->msg_done_call[k], k) != 0) {
             goto nomem;
         }
     }
-    ws_map64_free(&best);
-    ws_map64_free(&late_sender_calls);
-    for (uint64_t k = 0; k < ls->n_messages; k++) {
-        if (!(ls->msg_flags[k] & WS_MSG_SEND) || d->lr[k] <= 0.0)
+    for (size_t i = 0; i < best_lr.capacity; i++) {
+        if (best_lr.keys[i] == UINT64_MAX)
             continue;
-        uint32_t cp = ls->msg_done_callpath[k];
-        add(a, M_MPI_LATERECEIVER, cp, loc, d->lr[k]);
-        add(a, e->msg_bytes[k] == 0 ? M_MPI_SLR_COUNT : M_MPI_CLR_COUNT, cp, loc, 1.0);
+        uint64_t send = best_lr.values[i], recv;
+        if (!ws_map64_get(&late_sender, best_lr.keys[i], &recv))
+            continue;
+        if (d->lr[send] > d->ls[recv])
+            d->ls_cancelled[recv] = 1;
+        else
+            d->lr[send] = 0.0;
     }
-    return WS_OK;
+    ws_map64_free(&best_lr);
+    ws_map64_free(&late_sender);
+    for (uint64_t k = 0; k < ls->n_messages; k++) {
+        if (ls->msg_flags[k] & WS_MSG_SEND) {
+            if (d->lr[k] <= 0.0)
+                continue;
+            uint32_t cp = ls->msg_done_callpath[k];
+            add(a, M_MPI_LATERECEIVER, cp, loc, d->lr[k]);
+            add(a, e->msg_bytes[k] == 0 ? M_MPI_SLR_COUNT : M_MPI_CLR_COUNT, cp, loc, 1.0);
+        } else if (d->ls[k] > 0.0 && !d->ls_cancelled[k]) {
+            uint32_t cp = ls->msg_callpath[k];
+            add(a, M_MPI_LATESENDER, cp, loc, d->ls[k]);
+            add(a, d->send_bytes[k] == 0 ? M_MPI_SLS_COUNT : M_MPI_CLS_COUNT, cp, loc, 1.0);
+        }
+    }
+    return wrong_order(a, loc, err);
 nomem:
-    ws_map64_free(&best);
-    ws_map64_free(&late_sender_calls);
+    ws_map64_free(&best_lr);
+    ws_map64_free(&late_sender);
     return ws_error_nomem(err, "Late Receiver selection");
 }
 
-/* ---- pass 3: forward (the receiver learns which Late Receivers count) -- */
+/* ---- pass 3: forward (both sides learn which waits count) ------------- */
+
+/* channel 0 carries the final Late Receiver to the receiver; channel 1,
+ * for messages that had a Late Sender, its final value to the sender */
+static int p3_channels(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row)
+{
+    (void)env;
+    return 1 | (data_of(state, loc)->ls[row] > 0.0 ? 2 : 0);
+}
 
 static int p3_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel, ws_buffer *out,
                       ws_error *err)
 {
     (void)env;
-    (void)channel;
     ws_loc_data *d = data_of(state, loc);
-    if (ws_buffer_append(out, &d->lr[row], sizeof d->lr[row]) != 0)
+    double v = channel == 0 ? d->lr[row] : (d->ls_cancelled[row] ? 0.0 : d->ls[row]);
+    if (ws_buffer_append(out, &v, sizeof v) != 0)
         return ws_error_nomem(err, "payload");
     return WS_OK;
 }
@@ -686,11 +709,22 @@ static int p3_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
                       const void *data, size_t size, ws_error *err)
 {
     (void)env;
-    (void)channel;
     if (size != sizeof(double))
         return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
     ws_loc_data *d = data_of(state, loc);
-    memcpy(&d->lr[row], data, sizeof(double));
+    memcpy(channel == 0 ? &d->lr[row] : &d->ls[row], data, sizeof(double));
+    return WS_OK;
+}
+
+/* after pass 3: cancelled Late Senders are no synchronization points */
+static int p3_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err)
+{
+    (void)err;
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    ws_loc_data *d = data_of(state, loc);
+    for (uint64_t k = 0; k < ls->n_messages; k++)
+        if (d->ls_cancelled[k])
+            d->ls[k] = 0.0;
     return WS_OK;
 }
 
@@ -715,8 +749,10 @@ void ws_waitstates_handlers(ws_analysis *a, int pass, ws_handler *h)
         h->end = p2_end;
         break;
     case 3:
+        h->msg_channels = p3_channels;
         h->msg_produce = p3_produce;
         h->msg_consume = p3_consume;
+        h->end = p3_end;
         break;
     default:
         break;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../analysis/analysis.h"
+#include "capi.h"
 
 static void result_capsule_free(PyObject *capsule)
 {
@@ -141,7 +142,8 @@ static PyObject *record_arrays(const ws_result *r)
 }
 
 /* Converts a finished result into the dict the Python layer wraps. */
-static PyObject *result_to_python(ws_result *r)
+PyObject *ws_py_result_to_python(ws_result *r);
+PyObject *ws_py_result_to_python(ws_result *r)
 {
     PyObject *capsule = PyCapsule_New(r, "waitscope.result", result_capsule_free);
     if (!capsule) {
@@ -158,10 +160,15 @@ static PyObject *result_to_python(ws_result *r)
     PyObject *delay_model = r->delay_model == WS_DELAY_PROPORTIONAL ? PyUnicode_FromString("proportional")
                             : r->delay_model == WS_DELAY_WAIT_FIRST ? PyUnicode_FromString("wait-first")
                                                                     : (Py_INCREF(Py_None), Py_None);
-    PyObject *out = Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:N,s:d,s:d}", "cube", cube, "metrics", metric_list(r),
-                                  "clock_violations", violations, "delay_model", delay_model, "path",
-                                  path_arrays(r), "records", record_arrays(r), "path_start", r->path_start,
-                                  "path_end", r->path_end);
+    PyObject *partition = PyArray_ZEROS(1, &nl, NPY_INT64, 0);
+    if (partition)
+        for (npy_intp i = 0; i < nl; i++)
+            ((int64_t *)PyArray_DATA((PyArrayObject *)partition))[i] = r->partition ? r->partition[i] : -1;
+    PyObject *out = Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:N,s:d,s:d,s:N,s:d}", "cube", cube, "metrics",
+                                  metric_list(r), "clock_violations", violations, "delay_model", delay_model,
+                                  "path", path_arrays(r), "records", record_arrays(r), "path_start",
+                                  r->path_start, "path_end", r->path_end, "partition", partition, "undistributed",
+                                  r->undistributed);
     Py_DECREF(capsule);
     return out;
 }
@@ -252,7 +259,7 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
     Py_XDECREF(partition);
     if (rc != WS_OK)
         return ws_py_raise(&err);
-    return result_to_python(r);
+    return ws_py_result_to_python(r);
 }
 
 static PyObject *py_metric_table(PyObject *module, PyObject *unused)
@@ -332,7 +339,36 @@ static PyMethodDef functions[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static ws_trace *trace_of(PyObject *obj)
+{
+    return ((ws_py_trace *)obj)->trace;
+}
+
+static const ws_progress *progress_init(void *storage, PyObject *callback)
+{
+    ws_py_progress *p = storage;
+    ws_py_progress_init(p, callback);
+    return &p->progress;
+}
+
+static const ws_core_capi capi = {
+    .version = WS_CAPI_VERSION,
+    .trace_type = ws_py_trace_type,
+    .trace_of = trace_of,
+    .analyze = ws_analyze,
+    .result_to_python = ws_py_result_to_python,
+    .result_free = ws_result_free,
+    .raise_error = ws_py_raise,
+    .progress_size = sizeof(ws_py_progress),
+    .progress_init = progress_init,
+};
+
 int ws_py_register_analysis(PyObject *module)
 {
+    PyObject *capsule = PyCapsule_New((void *)&capi, "waitscope._core._C_API", NULL);
+    if (!capsule || PyModule_AddObject(module, "_C_API", capsule) != 0) {
+        Py_XDECREF(capsule);
+        return -1;
+    }
     return PyModule_AddFunctions(module, functions);
 }

@@ -143,8 +143,8 @@ static int site_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t site, 
                 if (rc)
                     return rc;
                 rc = s->tr->ops->coll_post(s->tr, key, ls->site_n_members[site], ls->site_expected[site],
-                                           ls->site_member[site], loc, s->out.data, s->out.size,
-                                           hd->coll_cache_size, err);
+                                           ls->site_expected_local[site], ls->site_member[site], loc, s->out.data,
+                                           s->out.size, hd->coll_cache_size, err);
                 if (rc)
                     return rc;
             } else {
@@ -306,11 +306,13 @@ int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *
     }
     uint32_t finished = 0;
     while (finished < n) {
+        tr->unfinished = n - finished;
         if (s.count == 0) {
+            /* woken == 0: the transport knows nothing can arrive any more */
             int woken = 0;
             if ((rc = tr->ops->progress(tr, 1, &woken, err)))
                 goto done;
-            if (s.count == 0) {
+            if (s.count == 0 && !woken) {
                 rc = report_deadlock(&s, err);
                 goto done;
             }
@@ -339,6 +341,7 @@ int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *
         if (s.states[local].done)
             finished++;
     }
+    tr->unfinished = 0;
     rc = tr->ops->finish(tr, err);
 done:
     tr->wake = NULL;

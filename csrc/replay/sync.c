@@ -181,6 +181,7 @@ static void free_loc(ws_loc_sync *s)
     free(s->site_member);
     free(s->site_n_members);
     free(s->site_expected);
+    free(s->site_expected_local);
     free(s->site_root);
     free(s->site_class);
     free(s->site_op);
@@ -252,6 +253,7 @@ static int add_site(ws_loc_sync *s, loc_pass *p)
     GROWS(site_member);
     GROWS(site_n_members);
     GROWS(site_expected);
+    GROWS(site_expected_local);
     GROWS(site_root);
     GROWS(site_class);
     GROWS(site_op);
@@ -438,6 +440,7 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
                 s->site_member[k] = loc;
                 s->site_n_members[k] = t->n_locations;
                 s->site_expected[k] = 0; /* filled once counts are known */
+                s->site_expected_local[k] = 0;
                 s->site_root[k] = WS_NONE32;
                 s->site_class[k] = fn == WS_MPIFN_INIT ? WS_SITE_INIT : WS_SITE_FINALIZE;
                 s->site_op[k] = 0xff;
@@ -574,6 +577,7 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
             s->site_member[k] = cc->rank;
             s->site_n_members[k] = cm->size;
             s->site_expected[k] = cm->size;
+            s->site_expected_local[k] = 0; /* filled once local memberships are counted */
             s->site_root[k] = e->coll_root[c];
             s->site_op[k] = e->coll_op[c];
             s->site_class[k] = site_class_of(e->coll_op[c]);
@@ -654,12 +658,14 @@ static int match_messages(const ws_trace *t, ws_sync *s, const uint32_t *locs, u
         }
     }
     dest = ws_malloc_array(n_records ? n_records : 1, sizeof *dest);
-    if (!dest) {
+    if (!dest)
         rc = ws_error_nomem(err, "send records");
+    for (size_t k = 0; dest && k < n_records; k++)
+        dest[k] = records[k].dst;
+    if (tr->ops->agree(tr, rc != WS_OK, err)) {
+        rc = rc ? rc : err->code;
         goto done;
     }
-    for (size_t k = 0; k < n_records; k++)
-        dest[k] = records[k].dst;
     if ((rc = tr->ops->exchange(tr, records, sizeof *records, dest, n_records, &received, &n_received, err)))
         goto done;
 
@@ -718,6 +724,12 @@ static int match_messages(const ws_trace *t, ws_sync *s, const uint32_t *locs, u
             goto done;
         }
 done:
+    if (received) {
+        /* after the exchange every process must learn about a failure */
+        int failed = rc != WS_OK;
+        if (tr->ops->agree(tr, failed, err) && !failed)
+            rc = err->code;
+    }
     free(records);
     free(dest);
     free(received);
@@ -727,6 +739,33 @@ done:
     return rc;
 }
 
+/* Removes the sites of one class (implicit Init/Finalize sites that not
+ * every location has). */
+static void drop_sites(ws_loc_sync *ls, uint8_t cls)
+{
+    uint32_t k = 0;
+    for (uint32_t j = 0; j < ls->n_sites; j++) {
+        if (ls->site_class[j] == cls)
+            continue;
+        if (k != j) {
+            ls->site_event[k] = ls->site_event[j];
+            ls->site_instance[k] = ls->site_instance[j];
+            ls->site_member[k] = ls->site_member[j];
+            ls->site_n_members[k] = ls->site_n_members[j];
+            ls->site_expected[k] = ls->site_expected[j];
+            ls->site_expected_local[k] = ls->site_expected_local[j];
+            ls->site_root[k] = ls->site_root[j];
+            ls->site_class[k] = ls->site_class[j];
+            ls->site_op[k] = ls->site_op[j];
+            ls->site_callpath[k] = ls->site_callpath[j];
+            ls->site_enter[k] = ls->site_enter[j];
+            ls->site_leave[k] = ls->site_leave[j];
+        }
+        k++;
+    }
+    ls->n_sites = k;
+}
+
 int ws_sync_build(const ws_trace *t, const uint32_t *locs, uint32_t n, ws_transport *tr, ws_sync **out,
                   ws_error *err)
 {
@@ -734,113 +773,122 @@ int ws_sync_build(const ws_trace *t, const uint32_t *locs, uint32_t n, ws_transp
     int rc = WS_OK;
     ws_sync *s = calloc(1, sizeof *s);
     comm_counter *comms = NULL;
-    uint64_t *coll_counts = NULL;
+    uint64_t *counts = NULL;
+    uint8_t *local = NULL;
+    uint32_t *local_members = NULL;
     if (!s)
-        return ws_error_nomem(err, "synchronization data");
-    s->n_locations = t->n_locations;
-    s->n_regions = t->n_regions;
-    s->locs = ws_calloc(t->n_locations, sizeof *s->locs);
-    s->region_mpi = ws_calloc(t->n_regions ? t->n_regions : 1, 1);
-    comms = ws_calloc(t->n_comms ? t->n_comms : 1, sizeof *comms);
-    /* [0, n_comms): max count; [n_comms, 2 n_comms): max of (MAX - count); then init/finalize */
-    size_t n_counts = 2 * (size_t)t->n_comms + 4;
-    coll_counts = ws_calloc(n_counts, sizeof *coll_counts);
-    if (!s->locs || !s->region_mpi || !comms || !coll_counts) {
         rc = ws_error_nomem(err, "synchronization data");
-        goto fail;
+    if (s) {
+        s->n_locations = t->n_locations;
+        s->n_regions = t->n_regions;
+        s->locs = ws_calloc(t->n_locations ? t->n_locations : 1, sizeof *s->locs);
+        s->region_mpi = ws_calloc(t->n_regions ? t->n_regions : 1, 1);
     }
-    for (uint32_t r = 0; r < t->n_regions; r++)
-        s->region_mpi[r] = classify_region(t, &t->regions[r]);
+    comms = ws_calloc(t->n_comms ? t->n_comms : 1, sizeof *comms);
+    /* maxima then minima: per comm the collectives of a member, then the
+     * number of Init and Finalize regions of a location */
+    size_t n_half = (size_t)t->n_comms + 2, n_counts = 2 * n_half;
+    counts = ws_calloc(n_counts, sizeof *counts);
+    local = ws_calloc(t->n_locations ? t->n_locations : 1, 1);
+    local_members = ws_calloc(t->n_comms ? t->n_comms : 1, sizeof *local_members);
+    if (rc == WS_OK && (!s->locs || !s->region_mpi || !comms || !counts || !local || !local_members))
+        rc = ws_error_nomem(err, "synchronization data");
+    if (rc == WS_OK)
+        for (uint32_t r = 0; r < t->n_regions; r++)
+            s->region_mpi[r] = classify_region(t, &t->regions[r]);
 
-    uint64_t max_init = 0, max_finalize = 0;
-    for (uint32_t i = 0; i < n; i++) {
+    uint64_t *hi = counts, *lo = counts + n_half;
+    const uint64_t none = (uint64_t)1 << 62; /* no member seen: neutral for the minimum */
+    for (size_t k = 0; counts && k < n_half; k++)
+        lo[k] = none;
+    uint64_t *init_hi = hi + t->n_comms, *init_lo = lo + t->n_comms;
+    uint64_t *fin_hi = init_hi + 1, *fin_lo = init_lo + 1;
+    for (uint32_t i = 0; rc == WS_OK && i < n; i++) {
         uint32_t loc = locs[i];
         if (loc >= t->n_locations || !t->locations[loc].loaded) {
             rc = ws_error_set(err, WS_ERR_ARGUMENT, "location %u is not loaded", (unsigned)loc);
-            goto fail;
+            break;
         }
+        local[loc] = 1;
         memset(comms, 0, (t->n_comms ? t->n_comms : 1) * sizeof *comms);
         uint64_t ni = 0, nf = 0;
         if ((rc = build_location(t, s, loc, &s->locs[loc], &ni, &nf, comms, err)))
-            goto fail;
-        if (ni > max_init)
-            max_init = ni;
-        if (nf > max_finalize)
-            max_finalize = nf;
+            break;
+        if (ni > *init_hi)
+            *init_hi = ni;
+        if (ni < *init_lo)
+            *init_lo = ni;
+        if (nf > *fin_hi)
+            *fin_hi = nf;
+        if (nf < *fin_lo)
+            *fin_lo = nf;
         for (uint32_t c = 0; c < t->n_comms; c++) {
-            if (!comms[c].known && !t->comms[c].is_self) {
+            if (t->comms[c].is_self)
+                continue;
+            if (!comms[c].known) {
                 comms[c].rank = ws_comm_rank_of(t, c, loc);
                 comms[c].known = 1;
             }
-            if (t->comms[c].is_self || comms[c].rank == WS_NONE32)
+            if (comms[c].rank == WS_NONE32)
                 continue;
+            local_members[c]++;
             uint64_t cnt = comms[c].count;
-            if (cnt > coll_counts[c])
-                coll_counts[c] = cnt;
-            if (UINT64_MAX - cnt > coll_counts[t->n_comms + c])
-                coll_counts[t->n_comms + c] = UINT64_MAX - cnt;
+            if (cnt > hi[c])
+                hi[c] = cnt;
+            if (cnt < lo[c])
+                lo[c] = cnt;
         }
     }
-    coll_counts[2 * (size_t)t->n_comms] = max_init;
-    coll_counts[2 * (size_t)t->n_comms + 1] = max_finalize;
-    if ((rc = tr->ops->allreduce_u64(tr, coll_counts, n_counts, 1, err)))
+    /* everything so far was local: agree before the collective steps */
+    if (tr->ops->agree(tr, rc != WS_OK, err)) {
+        rc = rc ? rc : err->code;
+        goto fail;
+    }
+    if ((rc = tr->ops->allreduce_u64(tr, hi, n_half, WS_MAX, err)) ||
+        (rc = tr->ops->allreduce_u64(tr, lo, n_half, WS_MIN, err)))
         goto fail;
     for (uint32_t c = 0; c < t->n_comms; c++) {
-        uint64_t hi = coll_counts[c], lo = UINT64_MAX - coll_counts[t->n_comms + c];
-        if (coll_counts[t->n_comms + c] != 0 && hi != lo) {
+        if (lo[c] != none && hi[c] != lo[c]) {
             rc = ws_error_set(err, WS_ERR_MATCH,
                               "communicator '%s': its members take part in different numbers of collective "
                               "operations (%llu and %llu): the trace is incomplete or inconsistent",
-                              ws_trace_string(t, t->comms[c].name), (unsigned long long)lo, (unsigned long long)hi);
+                              ws_trace_string(t, t->comms[c].name), (unsigned long long)lo[c],
+                              (unsigned long long)hi[c]);
             goto fail;
         }
     }
-    max_init = coll_counts[2 * (size_t)t->n_comms];
-    max_finalize = coll_counts[2 * (size_t)t->n_comms + 1];
-
-    /* how many locations take part in each implicit Init/Finalize instance */
-    size_t n_implicit = (size_t)(max_init + max_finalize);
-    if (n_implicit) {
-        uint64_t *present = ws_calloc(n_implicit, sizeof *present);
-        if (!present) {
-            rc = ws_error_nomem(err, "synchronization data");
-            goto fail;
-        }
-        for (uint32_t i = 0; i < n; i++) {
-            const ws_loc_sync *ls = &s->locs[locs[i]];
-            for (uint32_t k = 0; k < ls->n_sites; k++) {
-                uint64_t seq = ls->site_instance[k] & ((1ULL << 40) - 1);
-                if (ls->site_class[k] == WS_SITE_INIT)
-                    present[seq]++;
-                else if (ls->site_class[k] == WS_SITE_FINALIZE)
-                    present[max_init + seq]++;
+    /* MPI_Init and MPI_Finalize synchronize all locations only when every
+     * location has the same number of them */
+    int init_ok = *init_hi == *init_lo, fin_ok = *fin_hi == *fin_lo;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t loc = locs[i];
+        ws_loc_sync *ls = &s->locs[loc];
+        if (!init_ok)
+            drop_sites(ls, WS_SITE_INIT);
+        if (!fin_ok)
+            drop_sites(ls, WS_SITE_FINALIZE);
+        for (uint32_t k = 0; k < ls->n_sites; k++) {
+            if (ls->site_class[k] == WS_SITE_INIT || ls->site_class[k] == WS_SITE_FINALIZE) {
+                ls->site_expected[k] = t->n_locations;
+                ls->site_expected_local[k] = n;
+            } else {
+                ls->site_expected_local[k] = local_members[ls->site_instance[k] >> 40];
             }
         }
-        rc = tr->ops->allreduce_u64(tr, present, n_implicit, 0, err);
-        if (rc == WS_OK)
-            for (uint32_t i = 0; i < n; i++) {
-                ws_loc_sync *ls = &s->locs[locs[i]];
-                for (uint32_t k = 0; k < ls->n_sites; k++) {
-                    uint64_t seq = ls->site_instance[k] & ((1ULL << 40) - 1);
-                    if (ls->site_class[k] == WS_SITE_INIT)
-                        ls->site_expected[k] = (uint32_t)present[seq];
-                    else if (ls->site_class[k] == WS_SITE_FINALIZE)
-                        ls->site_expected[k] = (uint32_t)present[max_init + seq];
-                }
-            }
-        free(present);
-        if (rc)
-            goto fail;
     }
     if ((rc = match_messages(t, s, locs, n, tr, err)))
         goto fail;
     free(comms);
-    free(coll_counts);
+    free(counts);
+    free(local);
+    free(local_members);
     *out = s;
     return WS_OK;
 fail:
     free(comms);
-    free(coll_counts);
+    free(counts);
+    free(local);
+    free(local_members);
     ws_sync_free(s);
     return rc;
 }

@@ -69,6 +69,7 @@ typedef struct ws_loc_sync {
     uint32_t *site_member;
     uint32_t *site_n_members;
     uint32_t *site_expected;
+    uint32_t *site_expected_local; /* members owned by this process */
     uint32_t *site_root;    /* member index of the root or WS_NONE32 */
     uint8_t *site_class;
     uint8_t *site_op;       /* OTF2 collective op (for explicit sites) */

@@ -49,6 +49,8 @@ typedef struct ws_coll_view {
 
 typedef struct ws_transport ws_transport;
 
+enum ws_reduce_op { WS_SUM = 0, WS_MAX = 1, WS_MIN = 2 };
+
 /* Called by a transport when data a location waits for has arrived. */
 typedef void (*ws_wake_fn)(void *scheduler, uint32_t location);
 
@@ -66,8 +68,9 @@ typedef struct ws_transport_ops {
     /* Contributes to a collective instance.  `expected` members of an
      * index space of `n_members` take part; `member` is this location's
      * index in it. */
-    int (*coll_post)(ws_transport *t, uint64_t instance, uint32_t n_members, uint32_t expected, uint32_t member,
-                     uint32_t loc, const void *data, size_t size, size_t cache_size, ws_error *err);
+    int (*coll_post)(ws_transport *t, uint64_t instance, uint32_t n_members, uint32_t expected,
+                     uint32_t expected_local, uint32_t member, uint32_t loc, const void *data, size_t size,
+                     size_t cache_size, ws_error *err);
     /* Returns WS_OK with the complete view, or WS_BLOCKED. */
     int (*coll_take)(ws_transport *t, uint64_t instance, uint32_t loc, ws_coll_view **view, ws_error *err);
     /* A member is done with the view; the last member frees it. */
@@ -83,11 +86,21 @@ typedef struct ws_transport_ops {
      * done with the replay. */
     int (*finish)(ws_transport *t, ws_error *err);
 
-    /* Element-wise sum/max over all processes (for counts and checks). */
-    int (*allreduce_u64)(ws_transport *t, uint64_t *values, size_t n, int op_max, ws_error *err);
-    /* Element-wise sum (op_max == 0) or max of doubles over all
-     * processes, result on all. */
-    int (*allreduce_f64)(ws_transport *t, double *values, size_t n, int op_max, ws_error *err);
+    /* Collective over all processes: returns nonzero if any process
+     * passes failed != 0; a process that did not fail gets the failing
+     * process's message in err. */
+    int (*agree)(ws_transport *t, int failed, ws_error *err);
+    /* Tells the other processes that this one failed (err), so that they
+     * stop waiting for it. */
+    void (*fail)(ws_transport *t, const ws_error *err);
+
+    /* Element-wise WS_SUM, WS_MAX or WS_MIN over all processes (for counts
+     * and checks).  Values must stay below 2^63: some MPI libraries
+     * compare unsigned 64-bit integers as signed ones. */
+    int (*allreduce_u64)(ws_transport *t, uint64_t *values, size_t n, int op, ws_error *err);
+    /* Element-wise WS_SUM, WS_MAX or WS_MIN of doubles over all processes,
+     * result on all. */
+    int (*allreduce_f64)(ws_transport *t, double *values, size_t n, int op, ws_error *err);
 
     /* Sends records to the process owning location dest[i]; returns the
      * records addressed to this process's locations (malloc'ed). */
@@ -102,9 +115,10 @@ struct ws_transport {
     uint32_t n_locations;    /* locations of the whole trace */
     uint32_t process;        /* this process (0 in-process) */
     uint32_t n_processes;
-    /* set by the engine before a replay */
+    /* set by the engine before and during a replay */
     ws_wake_fn wake;
     void *scheduler;
+    uint32_t unfinished; /* local locations that have not finished */
 };
 
 /* The in-process transport: every location lives here. */

@@ -24,6 +24,7 @@ typedef struct channel_maps {
 typedef struct instance {
     uint32_t n_members;
     uint32_t expected;
+    uint32_t expected_local; /* members that take and release it here */
     uint32_t count;
     uint32_t released;
     size_t *offset;   /* per member, SIZE_MAX if absent */
@@ -168,8 +169,9 @@ static void free_instance(instance *in)
     free(in);
 }
 
-static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, uint32_t expected, uint32_t member,
-                           uint32_t loc, const void *data, size_t size, size_t cache_size, ws_error *err)
+static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, uint32_t expected,
+                           uint32_t expected_local, uint32_t member, uint32_t loc, const void *data, size_t size,
+                           size_t cache_size, ws_error *err)
 {
     (void)loc;
     local_transport *lt = (local_transport *)t;
@@ -211,6 +213,9 @@ static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, ui
         if (ws_map64_put(&lt->instances, key, index) != 0)
             return ws_error_nomem(err, "collective instances");
     }
+    /* contributions forwarded from other processes carry no local count */
+    if (expected_local > in->expected_local)
+        in->expected_local = expected_local;
     if (in->n_members != n_members || in->expected != expected)
         return ws_error_set(err, WS_ERR_MATCH, "collective instance %llu: members disagree on its size",
                             (unsigned long long)(key & ((1ULL << 60) - 1)));
@@ -271,7 +276,8 @@ static void local_coll_release(ws_transport *t, uint64_t key, uint32_t loc)
     if (!ws_map64_get(&lt->instances, key, &index))
         return;
     instance *in = lt->inst[index - 1];
-    if (++in->released < in->expected)
+    uint32_t takers = in->expected_local ? in->expected_local : in->expected;
+    if (++in->released < takers)
         return;
     ws_map64_remove(&lt->instances, key);
     free_instance(in);
@@ -295,22 +301,35 @@ static int local_finish(ws_transport *t, ws_error *err)
     return WS_OK;
 }
 
-static int local_allreduce_u64(ws_transport *t, uint64_t *values, size_t n, int op_max, ws_error *err)
+static int local_agree(ws_transport *t, int failed, ws_error *err)
+{
+    (void)t;
+    (void)err;
+    return failed != 0;
+}
+
+static void local_fail(ws_transport *t, const ws_error *err)
+{
+    (void)t;
+    (void)err;
+}
+
+static int local_allreduce_u64(ws_transport *t, uint64_t *values, size_t n, int op, ws_error *err)
 {
     (void)t;
     (void)values;
     (void)n;
-    (void)op_max;
+    (void)op;
     (void)err;
     return WS_OK;
 }
 
-static int local_allreduce_f64(ws_transport *t, double *values, size_t n, int op_max, ws_error *err)
+static int local_allreduce_f64(ws_transport *t, double *values, size_t n, int op, ws_error *err)
 {
     (void)t;
     (void)values;
     (void)n;
-    (void)op_max;
+    (void)op;
     (void)err;
     return WS_OK;
 }
@@ -361,6 +380,8 @@ static const ws_transport_ops local_ops = {
     .coll_release = local_coll_release,
     .progress = local_progress,
     .finish = local_finish,
+    .agree = local_agree,
+    .fail = local_fail,
     .allreduce_u64 = local_allreduce_u64,
     .allreduce_f64 = local_allreduce_f64,
     .exchange = local_exchange,

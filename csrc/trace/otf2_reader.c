@@ -609,18 +609,98 @@ int ws_otf2_open(const char *path, ws_trace **out, ws_error *err)
 
 /* ---- events ------------------------------------------------------------- */
 
+/* The side tables (messages, requests, collectives) of the location being
+ * read are collected in these rows, which one ws_otf2_load_events call
+ * reuses for all its locations; when a location is complete they are
+ * copied into columns of exactly the right size.  So the store's arrays
+ * are never grown or shrunk (no realloc copies, no heap holes), and the
+ * rows stay allocated (and their pages resident) from one location to the
+ * next. */
+typedef struct side_rows {
+    size_t cap_msg, cap_req, cap_coll;
+    uint32_t *msg_event;
+    uint32_t *msg_peer;
+    uint32_t *msg_comm;
+    uint32_t *msg_tag;
+    uint64_t *msg_bytes;
+    uint32_t *req_event;
+    uint64_t *req_id;
+    uint32_t *coll_event;
+    uint32_t *coll_comm;
+    uint32_t *coll_root;
+    uint8_t *coll_op;
+    uint64_t *coll_sent;
+    uint64_t *coll_received;
+} side_rows;
+
+/* A direct-mapped memo of Enter lookups (parent call path, OTF2 region
+ * id) -> call path in front of lookup_region and ws_callpath_child: an
+ * Enter costs one probe instead of a region lookup plus a sibling scan or
+ * a hash-map lookup.  Call paths are never removed and only defined
+ * regions are memoized, so entries stay valid for the whole load. */
+#define CP_MEMO_SIZE 1024u /* power of two */
+/* never a call path index (ws_callpath_child stops at WS_NONE32 - 1) nor
+ * WS_NONE32 (the parent of roots): marks empty entries */
+#define CP_MEMO_EMPTY (WS_NONE32 - 1u)
+
+typedef struct cp_memo_entry {
+    uint32_t parent;     /* CP_MEMO_EMPTY: empty entry */
+    OTF2_RegionRef region;
+    uint32_t cp;
+} cp_memo_entry;
+
+/* Working memory of one ws_otf2_load_events call. */
+typedef struct load_scratch {
+    side_rows side;
+    uint32_t *stack;          /* call paths of the open regions */
+    OTF2_RegionRef *stack_id; /* and their OTF2 region ids */
+    size_t stack_cap;
+    cp_memo_entry memo[CP_MEMO_SIZE];
+} load_scratch;
+
+static load_scratch *scratch_new(void)
+{
+    load_scratch *s = calloc(1, sizeof *s);
+    if (s)
+        for (size_t i = 0; i < CP_MEMO_SIZE; i++)
+            s->memo[i].parent = CP_MEMO_EMPTY;
+    return s;
+}
+
+static void scratch_free(load_scratch *s)
+{
+    if (!s)
+        return;
+    side_rows *r = &s->side;
+    free(r->msg_event);
+    free(r->msg_peer);
+    free(r->msg_comm);
+    free(r->msg_tag);
+    free(r->msg_bytes);
+    free(r->req_event);
+    free(r->req_id);
+    free(r->coll_event);
+    free(r->coll_comm);
+    free(r->coll_root);
+    free(r->coll_op);
+    free(r->coll_sent);
+    free(r->coll_received);
+    free(s->stack);
+    free(s->stack_id);
+    free(s);
+}
+
 typedef struct evt_ctx {
     ws_trace *t;
-    ws_location *loc;
     ws_events *ev;
-    uint64_t cap;
-    size_t cap_msg, cap_req, cap_coll;
-    uint32_t *stack;
-    size_t stack_cap;
+    load_scratch *s;
+    uint64_t cap; /* capacity of ev->time, kind, ref */
     uint32_t depth;
     double inv_resolution;
     uint64_t offset;
     uint64_t last_ticks;
+    uint64_t last_comm_id; /* OTF2 id of the last communicator looked up (UINT64_MAX: none) */
+    uint32_t last_comm;    /* its index */
     int failed;
     ws_error *err;
 } evt_ctx;
@@ -659,14 +739,21 @@ static inline int64_t push_event(evt_ctx *c, OTF2_TimeStamp time, uint8_t kind, 
         c->cap = cap;
     }
     c->last_ticks = time;
-    uint64_t i = ev->n++;
-    ev->time[i] = (double)(int64_t)(time - c->offset) * c->inv_resolution;
-    ev->kind[i] = kind;
-    ev->ref[i] = ref;
+    /* load everything before the first store: the uint8_t store may alias
+     * anything and would make the compiler reload the other pointers */
+    uint64_t i = ev->n;
+    double *tm = ev->time;
+    uint32_t *rf = ev->ref;
+    uint8_t *kd = ev->kind;
+    double seconds = (double)(int64_t)(time - c->offset) * c->inv_resolution;
+    ev->n = i + 1;
+    tm[i] = seconds;
+    rf[i] = ref;
+    kd[i] = kind;
     return (int64_t)i;
 }
 
-static int lookup_region(evt_ctx *c, OTF2_RegionRef region, uint32_t *out)
+static inline int lookup_region(evt_ctx *c, OTF2_RegionRef region, uint32_t *out)
 {
     const ws_trace *t = c->t;
     if (t->region_lut) {
@@ -694,16 +781,33 @@ static OTF2_CallbackCode on_enter(OTF2_LocationRef location, OTF2_TimeStamp time
     (void)pos;
     (void)attributes;
     evt_ctx *c = user;
-    uint32_t r;
-    if (lookup_region(c, region, &r))
-        return OTF2_CALLBACK_INTERRUPT;
-    uint32_t parent = c->depth ? c->stack[c->depth - 1] : WS_NONE32;
-    uint32_t cp = ws_callpath_child(&c->t->callpaths, parent, r);
-    if (cp == WS_NONE32)
-        EVT_FAIL(c, WS_ERR_NOMEM, "out of memory in the call-path tree");
-    if (ws_grow((void **)&c->stack, &c->stack_cap, (size_t)c->depth + 1, sizeof *c->stack) != 0)
-        EVT_FAIL(c, WS_ERR_NOMEM, "out of memory for the call stack");
-    c->stack[c->depth++] = cp;
+    load_scratch *s = c->s;
+    uint32_t parent = c->depth ? s->stack[c->depth - 1] : WS_NONE32;
+    cp_memo_entry *m = &s->memo[(parent * 33u + region) & (CP_MEMO_SIZE - 1)];
+    uint32_t cp;
+    if (m->region == region && m->parent == parent) {
+        cp = m->cp;
+    } else {
+        uint32_t r;
+        if (lookup_region(c, region, &r))
+            return OTF2_CALLBACK_INTERRUPT;
+        cp = ws_callpath_child(&c->t->callpaths, parent, r);
+        if (cp == WS_NONE32)
+            EVT_FAIL(c, WS_ERR_NOMEM, "out of memory in the call-path tree");
+        m->parent = parent;
+        m->region = region;
+        m->cp = cp;
+    }
+    if (c->depth == s->stack_cap) {
+        size_t cap = s->stack_cap;
+        if (ws_grow((void **)&s->stack, &cap, (size_t)c->depth + 1, sizeof *s->stack) != 0 ||
+            (cap = s->stack_cap,
+             ws_grow((void **)&s->stack_id, &cap, (size_t)c->depth + 1, sizeof *s->stack_id) != 0))
+            EVT_FAIL(c, WS_ERR_NOMEM, "out of memory for the call stack");
+        s->stack_cap = cap;
+    }
+    s->stack_id[c->depth] = region;
+    s->stack[c->depth++] = cp;
     return push_event(c, time, WS_EV_ENTER, cp) < 0 ? OTF2_CALLBACK_INTERRUPT : OTF2_CALLBACK_SUCCESS;
 }
 
@@ -714,23 +818,31 @@ static OTF2_CallbackCode on_leave(OTF2_LocationRef location, OTF2_TimeStamp time
     (void)pos;
     (void)attributes;
     evt_ctx *c = user;
-    uint32_t r;
-    if (lookup_region(c, region, &r))
-        return OTF2_CALLBACK_INTERRUPT;
-    if (c->depth == 0)
-        EVT_FAIL(c, WS_ERR_FORMAT, "event %llu leaves region '%s' that was never entered",
-                 (unsigned long long)c->ev->n, ws_trace_string(c->t, c->t->regions[r].name));
-    uint32_t cp = c->stack[c->depth - 1];
-    if (c->t->callpaths.region[cp] != r)
+    const ws_trace *t = c->t;
+    uint32_t cp = c->depth ? c->s->stack[c->depth - 1] : WS_NONE32;
+    /* the usual case: the record leaves the innermost open region, which
+     * is a defined one; compare OTF2 ids without a region lookup */
+    if (cp == WS_NONE32 || c->s->stack_id[c->depth - 1] != region) {
+        uint32_t r;
+        if (lookup_region(c, region, &r))
+            return OTF2_CALLBACK_INTERRUPT;
+        if (cp == WS_NONE32)
+            EVT_FAIL(c, WS_ERR_FORMAT, "event %llu leaves region '%s' that was never entered",
+                     (unsigned long long)c->ev->n, ws_trace_string(t, t->regions[r].name));
         EVT_FAIL(c, WS_ERR_FORMAT, "event %llu leaves region '%s' but '%s' is the innermost open region",
-                 (unsigned long long)c->ev->n, ws_trace_string(c->t, c->t->regions[r].name),
-                 ws_trace_string(c->t, c->t->regions[c->t->callpaths.region[cp]].name));
+                 (unsigned long long)c->ev->n, ws_trace_string(t, t->regions[r].name),
+                 ws_trace_string(t, t->regions[t->callpaths.region[cp]].name));
+    }
     c->depth--;
     return push_event(c, time, WS_EV_LEAVE, cp) < 0 ? OTF2_CALLBACK_INTERRUPT : OTF2_CALLBACK_SUCCESS;
 }
 
 static int map_comm(evt_ctx *c, OTF2_CommRef comm, uint32_t *out)
 {
+    if (comm == c->last_comm_id) {
+        *out = c->last_comm;
+        return 0;
+    }
     uint64_t index;
     if (!ws_map64_get(&c->t->comm_ids, comm, &index)) {
         ws_error_set(c->err, WS_ERR_FORMAT, "event %llu refers to undefined communicator %u",
@@ -738,9 +850,56 @@ static int map_comm(evt_ctx *c, OTF2_CommRef comm, uint32_t *out)
         c->failed = 1;
         return -1;
     }
+    c->last_comm_id = comm;
+    c->last_comm = (uint32_t)index;
     *out = (uint32_t)index;
     return 0;
 }
+
+/* Grows each of the given side-table arrays to `cap` rows (their common
+ * capacity is `old`).  Returns 0 or -1; arrays grown before a failure stay
+ * valid. */
+#define GROW_ROWS(arr, old, cap)                                          \
+    do {                                                                  \
+        size_t k__ = (old);                                               \
+        if (ws_grow((void **)&(arr), &k__, (cap), sizeof *(arr)) != 0)    \
+            return -1;                                                    \
+    } while (0)
+
+static int grow_messages(side_rows *r)
+{
+    size_t cap = r->cap_msg ? r->cap_msg * 2 : 256;
+    GROW_ROWS(r->msg_event, r->cap_msg, cap);
+    GROW_ROWS(r->msg_peer, r->cap_msg, cap);
+    GROW_ROWS(r->msg_comm, r->cap_msg, cap);
+    GROW_ROWS(r->msg_tag, r->cap_msg, cap);
+    GROW_ROWS(r->msg_bytes, r->cap_msg, cap);
+    r->cap_msg = cap;
+    return 0;
+}
+
+static int grow_requests(side_rows *r)
+{
+    size_t cap = r->cap_req ? r->cap_req * 2 : 256;
+    GROW_ROWS(r->req_event, r->cap_req, cap);
+    GROW_ROWS(r->req_id, r->cap_req, cap);
+    r->cap_req = cap;
+    return 0;
+}
+
+static int grow_collectives(side_rows *r)
+{
+    size_t cap = r->cap_coll ? r->cap_coll * 2 : 64;
+    GROW_ROWS(r->coll_event, r->cap_coll, cap);
+    GROW_ROWS(r->coll_comm, r->cap_coll, cap);
+    GROW_ROWS(r->coll_root, r->cap_coll, cap);
+    GROW_ROWS(r->coll_op, r->cap_coll, cap);
+    GROW_ROWS(r->coll_sent, r->cap_coll, cap);
+    GROW_ROWS(r->coll_received, r->cap_coll, cap);
+    r->cap_coll = cap;
+    return 0;
+}
+#undef GROW_ROWS
 
 static OTF2_CallbackCode push_message(evt_ctx *c, OTF2_TimeStamp time, uint8_t kind, uint32_t peer,
                                       OTF2_CommRef comm, uint32_t tag, uint64_t bytes)
@@ -756,26 +915,18 @@ static OTF2_CallbackCode push_message(evt_ctx *c, OTF2_TimeStamp time, uint8_t k
         EVT_FAIL(c, WS_ERR_FORMAT, "event %llu: partner rank %u on a self communicator",
                  (unsigned long long)c->ev->n, (unsigned)peer);
     ws_events *ev = c->ev;
+    side_rows *rows = &c->s->side;
     uint64_t i = ev->n_messages;
-    if (i + 1 > c->cap_msg) {
-        size_t cap = c->cap_msg ? c->cap_msg * 2 : 256;
-        size_t k = c->cap_msg;
-        if (ws_grow((void **)&ev->msg_event, &k, cap, sizeof *ev->msg_event) ||
-            (k = c->cap_msg, ws_grow((void **)&ev->msg_peer, &k, cap, sizeof *ev->msg_peer)) ||
-            (k = c->cap_msg, ws_grow((void **)&ev->msg_comm, &k, cap, sizeof *ev->msg_comm)) ||
-            (k = c->cap_msg, ws_grow((void **)&ev->msg_tag, &k, cap, sizeof *ev->msg_tag)) ||
-            (k = c->cap_msg, ws_grow((void **)&ev->msg_bytes, &k, cap, sizeof *ev->msg_bytes)))
-            EVT_FAIL(c, WS_ERR_NOMEM, "out of memory for message records");
-        c->cap_msg = cap;
-    }
+    if (i + 1 > rows->cap_msg && grow_messages(rows) != 0)
+        EVT_FAIL(c, WS_ERR_NOMEM, "out of memory for message records");
     int64_t e = push_event(c, time, kind, (uint32_t)i);
     if (e < 0)
         return OTF2_CALLBACK_INTERRUPT;
-    ev->msg_event[i] = (uint32_t)e;
-    ev->msg_peer[i] = peer;
-    ev->msg_comm[i] = m;
-    ev->msg_tag[i] = tag;
-    ev->msg_bytes[i] = bytes;
+    rows->msg_event[i] = (uint32_t)e;
+    rows->msg_peer[i] = peer;
+    rows->msg_comm[i] = m;
+    rows->msg_tag[i] = tag;
+    rows->msg_bytes[i] = bytes;
     ev->n_messages++;
     return OTF2_CALLBACK_SUCCESS;
 }
@@ -786,22 +937,17 @@ static OTF2_CallbackCode push_request(evt_ctx *c, OTF2_TimeStamp time, uint8_t k
                                       int64_t event)
 {
     ws_events *ev = c->ev;
+    side_rows *rows = &c->s->side;
     uint64_t i = ev->n_requests;
-    if (i + 1 > c->cap_req) {
-        size_t cap = c->cap_req ? c->cap_req * 2 : 256;
-        size_t k = c->cap_req;
-        if (ws_grow((void **)&ev->req_event, &k, cap, sizeof *ev->req_event) ||
-            (k = c->cap_req, ws_grow((void **)&ev->req_id, &k, cap, sizeof *ev->req_id)))
-            EVT_FAIL(c, WS_ERR_NOMEM, "out of memory for request records");
-        c->cap_req = cap;
-    }
+    if (i + 1 > rows->cap_req && grow_requests(rows) != 0)
+        EVT_FAIL(c, WS_ERR_NOMEM, "out of memory for request records");
     if (event < 0) {
         event = push_event(c, time, kind, (uint32_t)i);
         if (event < 0)
             return OTF2_CALLBACK_INTERRUPT;
     }
-    ev->req_event[i] = (uint32_t)event;
-    ev->req_id[i] = request;
+    rows->req_event[i] = (uint32_t)event;
+    rows->req_id[i] = request;
     ev->n_requests++;
     return OTF2_CALLBACK_SUCCESS;
 }
@@ -895,28 +1041,19 @@ static OTF2_CallbackCode on_coll_end(OTF2_LocationRef l, OTF2_TimeStamp time, ui
         EVT_FAIL(c, WS_ERR_FORMAT, "event %llu: collective root %u is outside communicator '%s' of size %u",
                  (unsigned long long)c->ev->n, (unsigned)root, ws_trace_string(c->t, cm->name), (unsigned)cm->size);
     ws_events *ev = c->ev;
+    side_rows *rows = &c->s->side;
     uint64_t i = ev->n_collectives;
-    if (i + 1 > c->cap_coll) {
-        size_t cap = c->cap_coll ? c->cap_coll * 2 : 64;
-        size_t k = c->cap_coll;
-        if (ws_grow((void **)&ev->coll_event, &k, cap, sizeof *ev->coll_event) ||
-            (k = c->cap_coll, ws_grow((void **)&ev->coll_comm, &k, cap, sizeof *ev->coll_comm)) ||
-            (k = c->cap_coll, ws_grow((void **)&ev->coll_root, &k, cap, sizeof *ev->coll_root)) ||
-            (k = c->cap_coll, ws_grow((void **)&ev->coll_op, &k, cap, sizeof *ev->coll_op)) ||
-            (k = c->cap_coll, ws_grow((void **)&ev->coll_sent, &k, cap, sizeof *ev->coll_sent)) ||
-            (k = c->cap_coll, ws_grow((void **)&ev->coll_received, &k, cap, sizeof *ev->coll_received)))
-            EVT_FAIL(c, WS_ERR_NOMEM, "out of memory for collective records");
-        c->cap_coll = cap;
-    }
+    if (i + 1 > rows->cap_coll && grow_collectives(rows) != 0)
+        EVT_FAIL(c, WS_ERR_NOMEM, "out of memory for collective records");
     int64_t e = push_event(c, time, WS_EV_COLL_END, (uint32_t)i);
     if (e < 0)
         return OTF2_CALLBACK_INTERRUPT;
-    ev->coll_event[i] = (uint32_t)e;
-    ev->coll_comm[i] = m;
-    ev->coll_root[i] = (root == OTF2_UNDEFINED_UINT32) ? WS_NONE32 : root;
-    ev->coll_op[i] = op;
-    ev->coll_sent[i] = sent;
-    ev->coll_received[i] = received;
+    rows->coll_event[i] = (uint32_t)e;
+    rows->coll_comm[i] = m;
+    rows->coll_root[i] = (root == OTF2_UNDEFINED_UINT32) ? WS_NONE32 : root;
+    rows->coll_op[i] = op;
+    rows->coll_sent[i] = sent;
+    rows->coll_received[i] = received;
     ev->n_collectives++;
     return OTF2_CALLBACK_SUCCESS;
 }
@@ -977,82 +1114,77 @@ static OTF2_EvtReaderCallbacks *new_event_callbacks(void)
     return cbs;
 }
 
-/* Shrinks the arrays of a finished location to their exact size. */
-static void shrink_events(ws_events *ev)
+/* Copies `n` rows of `size` bytes into a new array of exactly that size
+ * (of one zeroed element when n == 0, so that every column is a valid
+ * pointer). */
+static void *exact_copy(const void *rows, uint64_t n, size_t size)
 {
-#define SHRINK(field, n)                                                       \
-    do {                                                                       \
-        if (ev->field) {                                                       \
-            void *p__ = realloc(ev->field, (size_t)(n) * sizeof *ev->field + 1); \
-            if (p__)                                                           \
-                ev->field = p__;                                               \
-        }                                                                      \
-    } while (0)
-    SHRINK(time, ev->n);
-    SHRINK(kind, ev->n);
-    SHRINK(ref, ev->n);
-    SHRINK(msg_event, ev->n_messages);
-    SHRINK(msg_peer, ev->n_messages);
-    SHRINK(msg_comm, ev->n_messages);
-    SHRINK(msg_tag, ev->n_messages);
-    SHRINK(msg_bytes, ev->n_messages);
-    SHRINK(req_event, ev->n_requests);
-    SHRINK(req_id, ev->n_requests);
-    SHRINK(coll_event, ev->n_collectives);
-    SHRINK(coll_comm, ev->n_collectives);
-    SHRINK(coll_root, ev->n_collectives);
-    SHRINK(coll_op, ev->n_collectives);
-    SHRINK(coll_sent, ev->n_collectives);
-    SHRINK(coll_received, ev->n_collectives);
-#undef SHRINK
-}
-
-/* Makes sure every column of an empty location is a valid pointer. */
-static int ensure_columns(ws_events *ev)
-{
-#define ENSURE(field)                          \
-    do {                                       \
-        if (!ev->field) {                      \
-            ev->field = calloc(1, sizeof *ev->field); \
-            if (!ev->field)                    \
-                return -1;                     \
-        }                                      \
-    } while (0)
-    ENSURE(time);
-    ENSURE(kind);
-    ENSURE(ref);
-    ENSURE(msg_event);
-    ENSURE(msg_peer);
-    ENSURE(msg_comm);
-    ENSURE(msg_tag);
-    ENSURE(msg_bytes);
-    ENSURE(req_event);
-    ENSURE(req_id);
-    ENSURE(coll_event);
-    ENSURE(coll_comm);
-    ENSURE(coll_root);
-    ENSURE(coll_op);
-    ENSURE(coll_sent);
-    ENSURE(coll_received);
-#undef ENSURE
-    return 0;
-}
-
-static char *location_file(const ws_trace *t, const ws_location *l, const char *suffix)
-{
-    size_t n = strlen(t->directory) + 48;
-    char *p = malloc(n);
+    if (n == 0)
+        return calloc(1, size);
+    if (n > SIZE_MAX / size)
+        return NULL;
+    void *p = malloc((size_t)n * size);
     if (p)
-        snprintf(p, n, "%s/%llu.%s", t->directory, (unsigned long long)l->otf2_id, suffix);
+        memcpy(p, rows, (size_t)n * size);
     return p;
 }
 
-static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbacks *cbs, uint32_t index,
-                         const ws_progress *progress, uint64_t *done, uint64_t total, ws_error *err)
+/* Completes the columns of a finished location: time, kind and ref were
+ * reserved for the announced number of records and are shrunk only if
+ * some records were skipped; the side tables are copied from the rows. */
+static int finish_columns(ws_events *ev, uint64_t cap, const side_rows *r)
+{
+#define SHRINK(field)                                                           \
+    do {                                                                        \
+        void *p__ = realloc(ev->field, (size_t)ev->n * sizeof *ev->field + 1);  \
+        if (p__)                                                                \
+            ev->field = p__;                                                    \
+    } while (0)
+    if (cap != ev->n) {
+        SHRINK(time);
+        SHRINK(kind);
+        SHRINK(ref);
+    }
+#undef SHRINK
+#define COPY(field, n)                                           \
+    do {                                                         \
+        ev->field = exact_copy(r->field, (n), sizeof *ev->field); \
+        if (!ev->field)                                          \
+            return -1;                                           \
+    } while (0)
+    COPY(msg_event, ev->n_messages);
+    COPY(msg_peer, ev->n_messages);
+    COPY(msg_comm, ev->n_messages);
+    COPY(msg_tag, ev->n_messages);
+    COPY(msg_bytes, ev->n_messages);
+    COPY(req_event, ev->n_requests);
+    COPY(req_id, ev->n_requests);
+    COPY(coll_event, ev->n_collectives);
+    COPY(coll_comm, ev->n_collectives);
+    COPY(coll_root, ev->n_collectives);
+    COPY(coll_op, ev->n_collectives);
+    COPY(coll_sent, ev->n_collectives);
+    COPY(coll_received, ev->n_collectives);
+#undef COPY
+    return 0;
+}
+
+static char *location_file(const char *directory, uint64_t location, const char *suffix)
+{
+    size_t n = strlen(directory) + 48;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%llu.%s", directory, (unsigned long long)location, suffix);
+    return p;
+}
+
+static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbacks *cbs, load_scratch *scratch,
+                         uint32_t index, const ws_progress *progress, uint64_t *done, uint64_t total,
+                         ws_error *err)
 {
     ws_location *loc = &t->locations[index];
-    char *evt_path = location_file(t, loc, "evt");
-    char *def_path = location_file(t, loc, "def");
+    char *evt_path = location_file(t->directory, loc->otf2_id, "evt");
+    char *def_path = location_file(t->directory, loc->otf2_id, "def");
     if (!evt_path || !def_path) {
         free(evt_path);
         free(def_path);
@@ -1091,12 +1223,16 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
         goto done;
     }
     c.t = t;
-    c.loc = loc;
     c.ev = &loc->events;
+    c.s = scratch;
     c.err = err;
     c.inv_resolution = 1.0 / (double)t->clock.resolution;
     c.offset = t->clock.offset;
     c.last_ticks = 0;
+    c.last_comm_id = UINT64_MAX;
+    c.depth = 0;
+    /* the definitions announce the number of records: reserve them at
+     * once (records of kinds the store skips make this an upper bound) */
     uint64_t initial = loc->n_events_defined;
     if (initial > (1u << 24))
         initial = 1u << 24;
@@ -1148,8 +1284,7 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
         goto done;
     }
     c.ev->n_skipped = records - c.ev->n;
-    shrink_events(c.ev);
-    if (ensure_columns(c.ev) != 0) {
+    if (finish_columns(c.ev, c.cap, &scratch->side) != 0) {
         rc = ws_error_nomem(err, "events");
         goto done;
     }
@@ -1159,7 +1294,6 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
 done:
     if (rc != WS_OK)
         ws_events_free(&loc->events);
-    free(c.stack);
     free(evt_path);
     free(def_path);
     return rc;
@@ -1214,7 +1348,13 @@ int ws_otf2_load_events(ws_trace *t, const uint32_t *locations, uint32_t n, cons
                             OTF2_Error_GetDescription(s));
     }
     OTF2_EvtReaderCallbacks *cbs = new_event_callbacks();
-    if (!cbs) {
+    load_scratch *scratch = scratch_new();
+    if (!cbs || !scratch) {
+        if (cbs)
+            OTF2_EvtReaderCallbacks_Delete(cbs);
+        scratch_free(scratch);
+        OTF2_Reader_CloseEvtFiles(reader);
+        OTF2_Reader_CloseDefFiles(reader);
         OTF2_Reader_Close(reader);
         free(all);
         return ws_error_nomem(err, "event callbacks");
@@ -1223,11 +1363,12 @@ int ws_otf2_load_events(ws_trace *t, const uint32_t *locations, uint32_t n, cons
     for (uint32_t i = 0; i < n && rc == WS_OK; i++) {
         if (t->locations[locations[i]].loaded)
             continue;
-        rc = read_location(t, reader, cbs, locations[i], progress, &done, total, err);
+        rc = read_location(t, reader, cbs, scratch, locations[i], progress, &done, total, err);
         if (rc == WS_OK && progress && progress->callback &&
             progress->callback(progress->context, "load", done, total))
             rc = ws_error_set(err, WS_ERR_INTERRUPTED, "loading interrupted");
     }
+    scratch_free(scratch);
     OTF2_EvtReaderCallbacks_Delete(cbs);
     OTF2_Reader_CloseEvtFiles(reader);
     OTF2_Reader_CloseDefFiles(reader);
@@ -1238,6 +1379,30 @@ int ws_otf2_load_events(ws_trace *t, const uint32_t *locations, uint32_t n, cons
 
 /* ---- bare read (benchmark baseline) ------------------------------------- */
 
+/* Collects the location ids while the global definitions are decoded; no
+ * other definition record has a callback. */
+typedef struct bare_defs {
+    uint64_t *ids;
+    size_t n, cap;
+} bare_defs;
+
+static OTF2_CallbackCode bare_on_location(void *user, OTF2_LocationRef self, OTF2_StringRef name,
+                                          OTF2_LocationType type, uint64_t n_events, OTF2_LocationGroupRef group)
+{
+    (void)name;
+    (void)type;
+    (void)n_events;
+    (void)group;
+    bare_defs *d = user;
+    if (ws_grow((void **)&d->ids, &d->cap, d->n + 1, sizeof *d->ids) != 0)
+        return OTF2_CALLBACK_INTERRUPT;
+    d->ids[d->n++] = self;
+    return OTF2_CALLBACK_SUCCESS;
+}
+
+/* The file work of ws_otf2_open + ws_otf2_load_events (anchor, global
+ * definitions once, then per location its local definitions and events),
+ * decoded by OTF2 with callbacks that do nothing. */
 int ws_otf2_bare_read(const char *path, uint64_t *n_records, ws_error *err)
 {
     ws_otf2_silence();
@@ -1246,54 +1411,94 @@ int ws_otf2_bare_read(const char *path, uint64_t *n_records, ws_error *err)
     int rc = resolve_anchor(path, &anchor, err);
     if (rc)
         return rc;
+    if ((rc = check_anchor_magic(anchor, err))) {
+        free(anchor);
+        return rc;
+    }
+    char *directory = archive_directory(anchor);
+    if (!directory) {
+        free(anchor);
+        return ws_error_nomem(err, "path");
+    }
     OTF2_Reader *reader = OTF2_Reader_Open(anchor);
     if (!reader) {
         rc = ws_error_set(err, WS_ERR_FORMAT, "%s: not a readable OTF2 anchor file", anchor);
+        free(directory);
         free(anchor);
         return rc;
     }
     OTF2_Reader_SetSerialCollectiveCallbacks(reader);
-    uint64_t n_locations = 0;
-    OTF2_Reader_GetNumberOfLocations(reader, &n_locations);
-    /* location ids come from the definitions: read them with a minimal
-     * callback set */
-    ws_trace *t = NULL;
-    rc = ws_otf2_open(anchor, &t, err);
-    if (rc) {
-        OTF2_Reader_Close(reader);
-        free(anchor);
-        return rc;
+
+    bare_defs d = {NULL, 0, 0};
+    OTF2_ErrorCode s = OTF2_ERROR_MEM_ALLOC_FAILED;
+    OTF2_GlobalDefReader *defs = OTF2_Reader_GetGlobalDefReader(reader);
+    OTF2_GlobalDefReaderCallbacks *gcbs = OTF2_GlobalDefReaderCallbacks_New();
+    if (defs && gcbs) {
+        OTF2_GlobalDefReaderCallbacks_SetLocationCallback(gcbs, bare_on_location);
+        s = OTF2_Reader_RegisterGlobalDefCallbacks(reader, defs, gcbs, &d);
+        uint64_t n_defs = 0;
+        if (s == OTF2_SUCCESS)
+            s = OTF2_Reader_ReadAllGlobalDefinitions(reader, defs, &n_defs);
     }
-    for (uint32_t i = 0; i < t->n_locations; i++)
-        OTF2_Reader_SelectLocation(reader, t->locations[i].otf2_id);
-    OTF2_Reader_OpenDefFiles(reader);
-    OTF2_Reader_OpenEvtFiles(reader);
-    OTF2_EvtReaderCallbacks *cbs = OTF2_EvtReaderCallbacks_New();
-    for (uint32_t i = 0; i < t->n_locations && rc == WS_OK; i++) {
-        OTF2_DefReader *dr = OTF2_Reader_GetDefReader(reader, t->locations[i].otf2_id);
-        if (dr) {
-            uint64_t nd;
-            OTF2_Reader_ReadAllLocalDefinitions(reader, dr, &nd);
-            OTF2_Reader_CloseDefReader(reader, dr);
-        }
-        OTF2_EvtReader *er = OTF2_Reader_GetEvtReader(reader, t->locations[i].otf2_id);
-        if (!er) {
-            rc = ws_error_set(err, WS_ERR_FORMAT, "cannot open events of location %u", (unsigned)i);
-            break;
-        }
-        OTF2_EvtReader_SetCallbacks(er, cbs, NULL);
-        uint64_t n = 0;
-        OTF2_ErrorCode s = OTF2_EvtReader_ReadEvents(er, OTF2_UNDEFINED_UINT64, &n);
-        if (s != OTF2_SUCCESS)
-            rc = ws_error_set(err, WS_ERR_FORMAT, "reading events failed: %s", OTF2_Error_GetDescription(s));
-        *n_records += n;
-        OTF2_Reader_CloseEvtReader(reader, er);
+    if (gcbs)
+        OTF2_GlobalDefReaderCallbacks_Delete(gcbs);
+    if (defs)
+        OTF2_Reader_CloseGlobalDefReader(reader, defs);
+    if (s != OTF2_SUCCESS)
+        rc = ws_error_set(err, WS_ERR_FORMAT, "%s.def (global definitions): %s", directory,
+                          OTF2_Error_GetDescription(s));
+
+    for (size_t i = 0; i < d.n && rc == WS_OK; i++)
+        if (OTF2_Reader_SelectLocation(reader, d.ids[i]) != OTF2_SUCCESS)
+            rc = ws_error_set(err, WS_ERR_FORMAT, "cannot select location %llu", (unsigned long long)d.ids[i]);
+    if (rc == WS_OK) {
+        OTF2_Reader_OpenDefFiles(reader);
+        if (OTF2_Reader_OpenEvtFiles(reader) != OTF2_SUCCESS)
+            rc = ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open event files", anchor);
     }
-    OTF2_EvtReaderCallbacks_Delete(cbs);
+    OTF2_EvtReaderCallbacks *cbs = rc == WS_OK ? OTF2_EvtReaderCallbacks_New() : NULL;
+    if (rc == WS_OK && !cbs)
+        rc = ws_error_nomem(err, "event callbacks");
+    for (size_t i = 0; i < d.n && rc == WS_OK; i++) {
+        char *evt_path = location_file(directory, d.ids[i], "evt");
+        char *def_path = location_file(directory, d.ids[i], "def");
+        if (!evt_path || !def_path) {
+            rc = ws_error_nomem(err, "path");
+        } else if (!is_regular_file(evt_path)) {
+            rc = ws_error_set(err, WS_ERR_IO, "%s: event file is missing", evt_path);
+        } else {
+            if (is_regular_file(def_path)) {
+                OTF2_DefReader *dr = OTF2_Reader_GetDefReader(reader, d.ids[i]);
+                if (dr) {
+                    uint64_t nd = 0;
+                    OTF2_Reader_ReadAllLocalDefinitions(reader, dr, &nd);
+                    OTF2_Reader_CloseDefReader(reader, dr);
+                }
+            }
+            OTF2_EvtReader *er = OTF2_Reader_GetEvtReader(reader, d.ids[i]);
+            if (!er) {
+                rc = ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open the event file", evt_path);
+            } else {
+                OTF2_EvtReader_SetCallbacks(er, cbs, NULL);
+                uint64_t n = 0;
+                s = OTF2_EvtReader_ReadEvents(er, OTF2_UNDEFINED_UINT64, &n);
+                if (s != OTF2_SUCCESS)
+                    rc = ws_error_set(err, WS_ERR_FORMAT, "%s: reading events failed: %s", evt_path,
+                                      OTF2_Error_GetDescription(s));
+                *n_records += n;
+                OTF2_Reader_CloseEvtReader(reader, er);
+            }
+        }
+        free(evt_path);
+        free(def_path);
+    }
+    if (cbs)
+        OTF2_EvtReaderCallbacks_Delete(cbs);
     OTF2_Reader_CloseEvtFiles(reader);
     OTF2_Reader_CloseDefFiles(reader);
     OTF2_Reader_Close(reader);
-    ws_trace_free(t);
+    free(d.ids);
+    free(directory);
     free(anchor);
     return rc;
 }

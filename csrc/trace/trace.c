@@ -126,16 +126,20 @@ const char *ws_trace_string(const ws_trace *t, uint32_t index)
 
 uint32_t ws_callpath_child(ws_callpaths *cp, uint32_t parent, uint32_t region)
 {
-    /* siblings are short lists in practice: scan them first */
-    uint32_t c = (parent == WS_NONE32) ? WS_NONE32 : cp->first_child[parent];
+    /* siblings are short lists in practice: scan them first; a complete
+     * scan that does not meet the region proves that the child is new,
+     * and only longer lists and roots need the index */
+    int scanned_all = 0;
     if (parent != WS_NONE32) {
+        uint32_t c = cp->first_child[parent];
         for (uint32_t k = 0; c != WS_NONE32 && k < 32; k++, c = cp->next_sibling[c])
             if (cp->region[c] == region)
                 return c;
+        scanned_all = (c == WS_NONE32);
     }
     uint64_t key = ((uint64_t)(parent + 1u) << 32) | region;
     uint64_t found;
-    if (ws_map64_get(&cp->index, key, &found))
+    if (!scanned_all && ws_map64_get(&cp->index, key, &found))
         return (uint32_t)found;
     if (cp->n == WS_NONE32 - 1)
         return WS_NONE32;

@@ -20,6 +20,45 @@ if TYPE_CHECKING:  # pragma: no cover
 
 CallpathKey = Union[int, str]
 
+WAIT_CLASSES = ("none", "latesender", "latereceiver", "barrier", "n2n", "12n", "n21", "scan", "finalize")
+"""Names of wait-state classes in delay records (index = the C core's code)."""
+
+DELAY_SHORT = ("delay_latesender", "delay_latereceiver", "delay_barrier", "delay_n2n", "delay_12n", "delay_n21")
+DELAY_LONG = tuple(m + "_longterm" for m in DELAY_SHORT)
+HANDLED_WAITS = ("mpi_latesender", "mpi_latereceiver", "mpi_barrier_wait", "mpi_wait_nxn",
+                 "mpi_latebroadcast", "mpi_earlyreduce")
+"""The wait states whose cost the delay analysis accounts."""
+
+
+@dataclass(frozen=True)
+class CriticalPath:
+    """The critical path (seed 001): segments, profile and indicators.
+
+    ``segments`` is a structured array (location, rank, callpath, start,
+    end) ordered in time; callpath is -1 where the path runs outside any
+    region (before ``main`` is entered or after it is left).
+    """
+
+    segments: np.ndarray
+    start: float
+    end: float
+    profile: np.ndarray
+    """Time on the path per [call path, location]."""
+    imbalance: np.ndarray
+    """Critical-path imbalance per call path (seconds)."""
+    partitions: np.ndarray
+    """Partition of every location used for the imbalance costs."""
+
+    @property
+    def length(self) -> float:
+        """Summed duration of the segments (equals end - start)."""
+        return float(np.sum(self.segments["end"] - self.segments["start"]))
+
+    @property
+    def by_callpath(self) -> np.ndarray:
+        """Time on the path per call path."""
+        return self.profile.sum(axis=1)
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -62,6 +101,8 @@ class AnalysisResult:
         self.clock_violations: np.ndarray = raw["clock_violations"]
         """Receives per location that end before their send starts."""
         self.delay_model: str | None = raw["delay_model"]
+        self.undistributed: float = float(raw.get("undistributed", 0.0))
+        """Waiting time whose cost could not be charged to any activity."""
 
     # ---- labels ------------------------------------------------------------
 
@@ -161,6 +202,101 @@ class AnalysisResult:
         if not frames:
             return pd.DataFrame(columns=["metric", "callpath", "location", "rank", "value"])
         return pd.concat(frames, ignore_index=True)
+
+    # ---- delay analysis --------------------------------------------------
+
+    def _require(self, metric: str, option: str) -> None:
+        if metric not in self._metric_index:
+            raise ValueError(f"this result has no {metric!r}: analyze with {option}")
+
+    @property
+    def delay_short(self) -> np.ndarray:
+        """Short-term delay costs charged per [call path, location] (all wait-state classes)."""
+        self._require("delay_latesender", 'delay_model="proportional" or "wait-first"')
+        return sum(self.get(m) for m in DELAY_SHORT)  # type: ignore[return-value]
+
+    @property
+    def delay_long(self) -> np.ndarray:
+        """Long-term delay costs charged per [call path, location] (all wait-state classes)."""
+        self._require("delay_latesender", 'delay_model="proportional" or "wait-first"')
+        return sum(self.get(m) for m in DELAY_LONG)  # type: ignore[return-value]
+
+    def delay_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per-rank delay vectors: (short, long) costs as [call path, rank] arrays.
+
+        Locations of the same rank (threads) are summed.
+        """
+        ranks = self.location_ranks
+        n_ranks = int(ranks.max()) + 1 if len(ranks) else 0
+        out = []
+        for values in (self.delay_short, self.delay_long):
+            per_rank = np.zeros((values.shape[0], n_ranks))
+            for loc, rank in enumerate(ranks):
+                if rank >= 0:
+                    per_rank[:, rank] += values[:, loc]
+            out.append(per_rank)
+        return out[0], out[1]
+
+    def handled_waiting(self) -> float:
+        """Total waiting time of the wait states the delay analysis accounts."""
+        return sum(self.total(m) for m in HANDLED_WAITS)
+
+    @property
+    def delay_records(self) -> np.ndarray:
+        """One record per delay calculation (``delay_records=True`` when analyzing).
+
+        Fields: delayer, delayer_rank, waiter, waiter_rank, pattern, sync_event,
+        sync_time, wait, longterm_in, short_cost, long_cost, propagated,
+        vector_offset, vector_length.  :meth:`delay_vector` gives the non-zero
+        entries of a record's delay vector d = t_s - w_s - t_r (seed 000).
+        """
+        rec = self._raw["records"]
+        n = len(rec["delayer"])
+        dtype = np.dtype([
+            ("delayer", np.int64), ("delayer_rank", np.int64), ("waiter", np.int64), ("waiter_rank", np.int64),
+            ("pattern", "U16"), ("sync_event", np.int64), ("sync_time", np.float64), ("wait", np.float64),
+            ("longterm_in", np.float64), ("short_cost", np.float64), ("long_cost", np.float64),
+            ("propagated", np.float64), ("vector_offset", np.int64), ("vector_length", np.int64),
+        ])
+        out = np.zeros(n, dtype=dtype)
+        for key in ("delayer", "waiter", "sync_event", "sync_time", "wait", "longterm_in", "short_cost",
+                    "long_cost", "propagated", "vector_offset", "vector_length"):
+            out[key] = rec[key]
+        out["delayer_rank"] = self.location_ranks[rec["delayer"]] if n else []
+        out["waiter_rank"] = self.location_ranks[rec["waiter"]] if n else []
+        out["pattern"] = [WAIT_CLASSES[int(k)] for k in rec["kind"]]
+        return out
+
+    def delay_vector(self, record: int) -> tuple[list[str], np.ndarray]:
+        """Call paths and values of the non-zero entries of one record's delay vector."""
+        rec = self._raw["records"]
+        off, n = int(rec["vector_offset"][record]), int(rec["vector_length"][record])
+        cps = rec["vector_callpath"][off:off + n]
+        return [self.callpath_names[int(c)] for c in cps], rec["vector_value"][off:off + n].copy()
+
+    # ---- critical path -------------------------------------------------------
+
+    @property
+    def critical_path(self) -> CriticalPath:
+        """The critical path, its profile and indicators (``critical_path=True``)."""
+        self._require("critical_path", "critical_path=True")
+        raw = self._raw["path"]
+        n = len(raw["location"])
+        seg = np.zeros(n, dtype=[("location", np.int64), ("rank", np.int64), ("callpath", np.int64),
+                                 ("start", np.float64), ("end", np.float64)])
+        seg["location"] = raw["location"]
+        seg["rank"] = self.location_ranks[raw["location"]] if n else []
+        seg["callpath"] = raw["callpath"]
+        seg["start"] = raw["start"]
+        seg["end"] = raw["end"]
+        return CriticalPath(
+            segments=seg,
+            start=float(self._raw["path_start"]),
+            end=float(self._raw["path_end"]),
+            profile=self.get("critical_path"),
+            imbalance=self.by_callpath("critical_path_imbalance"),
+            partitions=self._raw["partition"],
+        )
 
     # ---- text --------------------------------------------------------------
 

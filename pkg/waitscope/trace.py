@@ -133,10 +133,22 @@ class Events:
 class Trace:
     """An OTF2 trace: definitions, the call-path tree and event columns."""
 
-    def __init__(self, core: Any):
+    def __init__(self, core: Any, comm: Any = None, owner: np.ndarray | None = None):
         self._core = core
+        self._comm = comm
+        self._owner = owner
         self._defs = core.definitions()
         self._refresh_callpaths()
+
+    @property
+    def comm(self) -> Any:
+        """The mpi4py communicator of the parallel mode (None in one process)."""
+        return self._comm
+
+    @property
+    def owner(self) -> np.ndarray | None:
+        """Parallel mode: the process (rank in ``comm``) that holds each location."""
+        return self._owner
 
     # ---- definitions -----------------------------------------------------
 
@@ -463,7 +475,8 @@ class Trace:
         partition: Sequence[int] | np.ndarray | None = None,
         progress: Any = None,
         schedule_seed: int = 0,
-    ) -> "AnalysisResult":
+        keep_share: bool = False,
+    ) -> "AnalysisResult | None":
         """Replays the trace and returns the wait-state analysis.
 
         ``delay_model`` ("proportional" or "wait-first") adds the delay
@@ -471,10 +484,23 @@ class Trace:
         The C core releases the GIL while it runs; Ctrl-C stops it.
         ``schedule_seed`` permutes the order in which the in-process
         scheduler visits locations (the results do not depend on it).
+
+        In the parallel mode (``open(..., comm=...)``) every process of the
+        communicator must call this; the complete result is returned on
+        rank 0 and None elsewhere, unless ``keep_share=True``: then every
+        process returns its own share (the metrics of its locations, its
+        pieces of the critical path and delay records).
         """
         from .result import AnalysisResult
 
         part = None if partition is None else np.asarray(partition, dtype=np.int32)
+        if self._comm is not None:
+            from . import _mpi
+
+            raw = _mpi.analyze(self._core, self._comm, self._owner, delay_model=delay_model,
+                               critical_path=critical_path, records=delay_records, partition=part,
+                               progress=progress, keep_share=keep_share)
+            return None if raw is None else AnalysisResult(self, raw)
         raw = _core.analyze(self._core, delay_model=delay_model, critical_path=critical_path,
                             records=delay_records, partition=part, progress=progress,
                             schedule_seed=int(schedule_seed))
@@ -490,18 +516,62 @@ class Trace:
         return f"<waitscope.Trace {self.path!r}: {self.n_locations} locations, {self.n_events} events>"
 
 
+def block_owners(n_locations: int, n_processes: int) -> np.ndarray:
+    """The process holding each location: contiguous blocks of (nearly) equal size."""
+    locs = np.arange(n_locations, dtype=np.int64)
+    return ((locs * n_processes) // max(n_locations, 1)).astype(np.uint32)
+
+
+def _agree(comm: Any, message: str | None) -> None:
+    """Raises the same TraceError on every process if any of them failed."""
+    messages = comm.allgather(message)
+    for rank, text in enumerate(messages):
+        if text is not None:
+            raise _core.TraceError(text if rank == comm.Get_rank() else f"analysis process {rank}: {text}")
+
+
+def _open_parallel(path: str, comm: Any, progress: Any) -> Trace:
+    try:
+        from . import _mpi  # noqa: F401  (needs MPI and mpi4py)
+    except ImportError as exc:
+        raise ImportError(
+            "the parallel mode needs waitscope built with an MPI compiler (mpicc) and mpi4py; "
+            f"importing waitscope._mpi failed: {exc}"
+        ) from exc
+    core, error = None, None
+    try:
+        core = _core.open(path)
+    except _core.TraceError as exc:
+        error = str(exc)
+    _agree(comm, error)
+    owner = block_owners(core.n_locations, comm.Get_size())
+    mine = np.flatnonzero(owner == comm.Get_rank())
+    try:
+        if len(mine):
+            core.load(mine.astype(np.int64), progress)
+    except _core.TraceError as exc:
+        error = str(exc)
+    _agree(comm, error)
+    _mpi.unify_callpaths(core, comm)
+    return Trace(core, comm=comm, owner=owner)
+
+
 def open(path: str | os.PathLike[str], locations: Iterable[int] | None = None, comm: Any = None,
          load: bool = True, progress: Any = None) -> Trace:
     """Opens an OTF2 trace (anchor file ``traces.otf2`` or experiment directory).
 
     Reads the definitions and, unless ``load=False``, the events of the
-    given locations (all by default).  ``comm`` is reserved for the
-    parallel mode (an mpi4py communicator).
+    given locations (all by default).
+
+    With ``comm`` (an mpi4py communicator, e.g. ``MPI.COMM_WORLD``) every
+    process of the communicator reads the definitions and the events of
+    its own block of locations only; :meth:`Trace.analyze` then replays
+    with MPI messages between the processes.
 
     Raises :class:`waitscope.TraceError` naming the file and the problem.
     """
     if comm is not None:
-        raise NotImplementedError("opening a trace on an MPI communicator is not available yet")
+        return _open_parallel(os.fspath(path), comm, progress)
     core = _core.open(os.fspath(path))
     trace = Trace(core)
     if load:

@@ -1,0 +1,274 @@
+"""Delay analysis: seed 004's worked examples (Tables 3.1-3.3) as kernel
+calls and as whole generated traces, conservation on random programs."""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+
+import waitscope
+from waitscope import _core, synth
+from waitscope.result import HANDLED_WAITS
+
+MODELS = ("proportional", "wait-first")
+
+
+def kernel(model, gamma_s, gamma_l, delta, waits):
+    short, long_, prop_s, prop_l = _core.delay_kernel(model, gamma_s, gamma_l, delta, waits)
+    return short, long_, prop_s + prop_l
+
+
+def close(values, expected):
+    np.testing.assert_allclose(values, [float(x) for x in expected], rtol=0, atol=1e-12)
+
+
+# ---- the kernel of one synchronization interval (seed 004 section 3.4) ----
+
+def test_table_3_1_case_1():
+    # B: difference profile {R2: 1} (f cancels against C), wait state R2 = 2,
+    # incoming gamma_s = 1 from C, gamma_l = 0.
+    s, l, p = kernel("proportional", 1.0, 0.0, [1.0], [2.0])
+    close(s, [F(1, 3)]), close(l, [0]), close(p, [F(2, 3)])
+    s, l, p = kernel("wait-first", 1.0, 0.0, [1.0], [2.0])
+    close(s, [0]), close(p, [1])
+    # A: profile {f: 3, g: 2} against B's {f: 2}: delta {f: 1, g: 2}, gamma_s = 2
+    s, l, p = kernel("proportional", 2.0, 2 / 3, [1.0, 2.0], [])
+    close(s, [F(2, 3), F(4, 3)]), close(l, [F(2, 9), F(4, 9)])
+    s, l, p = kernel("wait-first", 2.0, 1.0, [1.0, 2.0], [])
+    close(s, [F(2, 3), F(4, 3)]), close(l, [F(1, 3), F(2, 3)])
+
+
+def test_table_3_2_case_2_1():
+    for model in MODELS:
+        s, l, p = kernel(model, 3.0, 0.0, [1.0], [2.0])
+        close(s, [1]), close(p, [2])
+        s, l, p = kernel(model, 2.0, 2.0, [1.0, 2.0], [])
+        close(s, [F(2, 3), F(4, 3)]), close(l, [F(2, 3), F(4, 3)])
+
+
+def test_table_3_3_case_2_2():
+    s, l, p = kernel("proportional", 3.0, 0.0, [1.0, 2.0], [2.0])
+    close(s, [F(3, 5), F(6, 5)]), close(p, [F(6, 5)])
+    s, l, p = kernel("proportional", 2.0, 1.2, [1.0, 2.0], [])
+    close(l, [F(2, 5), F(4, 5)])
+    s, l, p = kernel("wait-first", 3.0, 0.0, [1.0, 2.0], [2.0])
+    close(s, [F(1, 3), F(2, 3)]), close(p, [2])
+    s, l, p = kernel("wait-first", 2.0, 2.0, [1.0, 2.0], [])
+    close(l, [F(2, 3), F(4, 3)])
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_kernel_distributes_everything(model):
+    rng = random.Random(7)
+    for _ in range(500):
+        n, m = rng.randint(1, 6), rng.randint(0, 4)
+        delta = [rng.random() * 3 for _ in range(n)]
+        waits = [rng.random() * 2 for _ in range(m)]
+        gs = rng.random() * (sum(delta) + sum(waits))
+        gl = rng.random() * 5
+        s, l, p = kernel(model, gs, gl, delta, waits)
+        assert (s >= 0).all() and (l >= 0).all() and (p >= 0).all()
+        assert abs(s.sum() + l.sum() + p.sum() - (gs + gl)) < 1e-12 * (1 + gs + gl)
+
+
+def test_kernel_without_carrier():
+    with pytest.raises(ValueError):
+        _core.delay_kernel("proportional", 1.0, 0.0, [0.0], [])
+
+
+# ---- the same three timelines as generated traces --------------------------
+#
+# A = rank 0, B = rank 1, C = rank 2; latency 0, bandwidth 1e6 B/s so that a
+# 1e6-byte message needs 1 s after its send starts; all ranks enter MPI_Init
+# at 0 and leave it at 0, which is the first common synchronization point.
+
+def chain(case: str):
+    prog = synth.Program(3)
+    a, b, c = prog.rank(0), prog.rank(1), prog.rank(2)
+    # A: f 3, g 2, then the send to B at t=5
+    a.compute("f", 3).compute("g", 2).send(1, tag=1, size=10**6)
+    if case == "3.1":
+        # B: f 2, x 1, receive at 3: waits 2 until A's send at 5; the
+        # message arrives at 6 (R2 holds 1 s that is not waiting); send at 6
+        b.compute("f", 2).compute("x", 1).recv(0, tag=1).send(2, tag=2, size=0)
+        # C: f 2, g 2, x 1, receive at 5: waits 1 until B's send at 6
+        c.compute("f", 2).compute("g", 2).compute("x", 1).recv(1, tag=2)
+        return prog.run(latency=0.0, bandwidth=1e6)
+    if case == "3.2":
+        # B: f 2, x 1, receive at 3 (waits 2, message at 5 with no
+        # transfer time), f 1 more, send at 6; C waits 3 (from 3 to 6)
+        b.compute("f", 2).compute("x", 1).recv(0, tag=1).compute("f", 1).send(2, tag=2, size=0)
+        c.compute("f", 2).compute("x", 1).recv(1, tag=2)
+        return prog.run(latency=0.0, bandwidth=None)
+    # 3.3: B: f 2, x 1, receive at 3 (waits 2, message at 6: R2 holds 1),
+    # g 2, send at 8; C: f 2, x 1, z 2, receive at 5, waits 3
+    b.compute("f", 2).compute("x", 1).recv(0, tag=1).compute("g", 2).send(2, tag=2, size=0)
+    c.compute("f", 2).compute("x", 1).compute("z", 2).recv(1, tag=2)
+    return prog.run(latency=0.0, bandwidth=1e6)
+
+
+def costs(r, metric, rank):
+    values = r.get(metric)[:, rank]
+    return {r.callpath_names[i]: float(v) for i, v in enumerate(values) if v != 0}
+
+
+EXPECTED = {
+    # case: model: (B short, A short, A long) as {call path: value}
+    "3.1": {
+        "proportional": ({"main/MPI_Recv": F(1, 3)}, {"main/f": F(2, 3), "main/g": F(4, 3)},
+                         {"main/f": F(2, 9), "main/g": F(4, 9)}),
+        "wait-first": ({}, {"main/f": F(2, 3), "main/g": F(4, 3)}, {"main/f": F(1, 3), "main/g": F(2, 3)}),
+    },
+    "3.2": {
+        model: ({"main/f": F(1)}, {"main/f": F(2, 3), "main/g": F(4, 3)}, {"main/f": F(2, 3), "main/g": F(4, 3)})
+        for model in MODELS
+    },
+    "3.3": {
+        "proportional": ({"main/MPI_Recv": F(3, 5), "main/g": F(6, 5)}, {"main/f": F(2, 3), "main/g": F(4, 3)},
+                         {"main/f": F(2, 5), "main/g": F(4, 5)}),
+        "wait-first": ({"main/MPI_Recv": F(1, 3), "main/g": F(2, 3)}, {"main/f": F(2, 3), "main/g": F(4, 3)},
+                       {"main/f": F(2, 3), "main/g": F(4, 3)}),
+    },
+}
+
+
+def assert_costs(got, expected):
+    assert set(got) == set(expected), (got, expected)
+    for key, value in expected.items():
+        assert got[key] == pytest.approx(float(value), abs=1e-9), key
+
+
+@pytest.mark.parametrize("case", ["3.1", "3.2", "3.3"])
+@pytest.mark.parametrize("model", MODELS)
+def test_chain_of_late_senders(case, model):
+    r = chain(case).analyze(delay_model=model)
+    b_short, a_short, a_long = EXPECTED[case][model]
+    assert_costs(costs(r, "delay_latesender", 1), b_short)
+    assert_costs(costs(r, "delay_latesender", 0), a_short)
+    assert_costs(costs(r, "delay_latesender_longterm", 0), a_long)
+    assert costs(r, "delay_latesender_longterm", 1) == {}
+    assert costs(r, "delay_latesender", 2) == {} and costs(r, "delay_latesender_longterm", 2) == {}
+    # everything waited (2 at B, plus C's wait) is charged somewhere
+    assert r.total("delay") == pytest.approx(r.handled_waiting(), rel=1e-12)
+
+
+def test_chain_through_an_archive(tmp_path):
+    """The same numbers when the trace goes through an OTF2 file."""
+    trace = chain("3.3")
+    path = trace.write(tmp_path / "chain")
+    r = waitscope.open(path).analyze(delay_model="proportional")
+    assert_costs(costs(r, "delay_latesender", 1), EXPECTED["3.3"]["proportional"][0])
+    assert_costs(costs(r, "delay_latesender_longterm", 0), EXPECTED["3.3"]["proportional"][2])
+
+
+def test_classification_of_the_chain():
+    # B's wait (2) is direct and propagates to C; C's wait (3, case 2.1) is
+    # partly indirect: the part charged to B's wait state R2, i.e. 2.
+    r = chain("3.2").analyze(delay_model="proportional")
+    ls = r.by_location("mpi_latesender")
+    assert ls == pytest.approx([0, 2, 3])
+    assert r.by_location("mpi_wait_indirect_latesender") == pytest.approx([0, 0, 2])
+    assert r.by_location("mpi_wait_direct_latesender") == pytest.approx([0, 2, 1])
+    assert r.by_location("mpi_wait_propagating_ls") == pytest.approx([0, 2, 0])
+    assert r.by_location("mpi_wait_terminal_ls") == pytest.approx([0, 0, 3])
+    for m in ("mpi_latesender",):
+        total = r.get(m)
+        np.testing.assert_allclose(r.get("mpi_wait_direct_latesender") + r.get("mpi_wait_indirect_latesender"),
+                                   total, atol=1e-12)
+        np.testing.assert_allclose(r.get("mpi_wait_propagating_ls") + r.get("mpi_wait_terminal_ls"), total,
+                                   atol=1e-12)
+
+
+def test_delay_records_follow_the_chain():
+    r = chain("3.1").analyze(delay_model="proportional", delay_records=True)
+    rec = r.delay_records
+    assert len(rec) == 2
+    # backward order: first C -> B, then B -> A
+    assert list(rec["waiter_rank"]) == [2, 1] and list(rec["delayer_rank"]) == [1, 0]
+    assert list(rec["pattern"]) == ["latesender", "latesender"]
+    assert rec["wait"] == pytest.approx([1, 2])
+    assert rec["short_cost"] == pytest.approx([1 / 3, 2])
+    assert rec["propagated"] == pytest.approx([2 / 3, 0])
+    assert rec["longterm_in"] == pytest.approx([0, 2 / 3])
+    assert rec["long_cost"] == pytest.approx([0, 2 / 3])
+    names, values = r.delay_vector(1)
+    assert dict(zip(names, values)) == pytest.approx({"main/f": 1.0, "main/g": 2.0})
+    short, long_ = r.delay_vectors()
+    assert short.sum(axis=0) == pytest.approx([2, 1 / 3, 0])
+    assert long_.sum(axis=0) == pytest.approx([2 / 3, 0, 0])
+
+
+# ---- conservation on random programs ----------------------------------------
+
+def random_program(rng: random.Random) -> synth.Program:
+    n = rng.randint(2, 6)
+    prog = synth.Program(n)
+    subs = [prog.comm(sorted(rng.sample(range(n), k=rng.randint(2, n)))) for _ in range(2)]
+    regions = ["a", "b", "c"]
+    for rnd in range(rng.randint(3, 10)):
+        for r in range(n):
+            prog.rank(r).compute(rng.choice(regions), rng.choice([0, 0.5, 1, 2, 3]) * rng.random())
+        kind = rng.choice(["pair", "ssend", "nonblocking", "collective", "subcollective"])
+        if kind in ("pair", "ssend"):
+            a, b = rng.sample(range(n), 2)
+            builder = prog.rank(a).ssend if kind == "ssend" else prog.rank(a).send
+            builder(b, tag=rnd, size=rng.choice([8, 100_000]))
+            prog.rank(b).recv(a, tag=rnd)
+        elif kind == "nonblocking":
+            for r in range(n):
+                q1 = prog.rank(r).isend((r + 1) % n, tag=1000 + rnd, size=rng.choice([8, 100_000]))
+                q2 = prog.rank(r).irecv((r - 1) % n, tag=1000 + rnd)
+                prog.rank(r).waitall([q1, q2])
+        else:
+            comm = rng.choice(subs) if kind == "subcollective" else None
+            members = comm.ranks if comm is not None else list(range(n))
+            op = rng.choice(["barrier", "bcast", "reduce", "allreduce", "alltoall", "gather", "scatter", "scan"])
+            root = rng.randrange(len(members))
+            for r in members:
+                b = prog.rank(r)
+                if op in ("bcast", "reduce", "gather", "scatter"):
+                    getattr(b, op)(root, 8, comm=comm)
+                elif op == "barrier":
+                    b.barrier(comm=comm)
+                else:
+                    getattr(b, op)(8, comm=comm)
+    return prog
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_conservation_on_random_programs(model):
+    rng = random.Random(2026 if model == "proportional" else 2027)
+    checked = 0
+    for _ in range(150):
+        prog = random_program(rng)
+        trace = prog.run(latency=rng.choice([0.0, 1e-3]), bandwidth=rng.choice([None, 1e6]))
+        r = trace.analyze(delay_model=model)
+        waited = r.handled_waiting()
+        charged = r.total("delay")
+        assert r.undistributed == 0.0
+        assert abs(charged - waited) <= 1e-9 * max(waited, 1e-300), (waited, charged)
+        delay_ids = [m for m in r.metric_ids if m.startswith("delay") or m.startswith("mpi_wait_")]
+        for m in delay_ids:
+            assert (r.get(m) >= -1e-12).all(), m
+        # short + long per class sum up to the class aggregates and the root
+        for cls in ("latesender", "latereceiver", "barrier", "n2n", "12n", "n21"):
+            np.testing.assert_allclose(
+                r.get(f"delay_{cls}") + r.get(f"delay_{cls}_longterm"), r.get(f"delay_{cls}_aggregate"), atol=1e-12)
+        checked += waited > 0
+    assert checked > 100
+
+
+def test_models_agree_when_nothing_propagates():
+    # a single late sender: nothing to propagate, both models charge the
+    # sender's excess computation alike
+    prog = synth.Program(2)
+    prog.rank(0).compute("work", 3).send(1, tag=0, size=8)
+    prog.rank(1).compute("work", 1).recv(0, tag=0)
+    trace = prog.run()
+    for model in MODELS:
+        r = trace.analyze(delay_model=model)
+        assert costs(r, "delay_latesender", 0) == {"main/work": pytest.approx(2.0)}
+        assert r.total("delay_latesender_longterm") == 0.0
