@@ -942,6 +942,9 @@ void ws_causes_handlers(ws_causes *c, int pass, ws_handler *h)
     memset(h, 0, sizeof *h);
     h->state = c;
     h->msg_channels = p4_channels;
+    /* the critical path follows every event; the delay costs only need
+     * the synchronization events */
+    h->sparse = pass != 4 || !c->cp;
     if (pass == 4) {
         h->begin = p4_begin;
         h->event = p4_event;

@@ -198,50 +198,32 @@ static void flush_multi(ws_analysis *a, uint32_t loc)
     d->multi_max = 0.0;
 }
 
-static int p1_event(void *state, const ws_replay_env *env, uint32_t loc, uint64_t ev, ws_error *err)
+/* Exclusive time and visits per call path: the time between two events
+ * belongs to the innermost open region. */
+static void time_profile(const ws_trace *t, uint32_t loc, ws_loc_data *d)
 {
-    (void)err;
-    ws_analysis *a = state;
-    ws_loc_data *d = data_of(a, loc);
-    const ws_events *e = &env->trace->locations[loc].events;
-    double t = e->time[ev];
-    if (d->cur_callpath != WS_NONE32)
-        d->time[d->cur_callpath] += t - d->last_time;
-    d->last_time = t;
-    switch (e->kind[ev]) {
-    case WS_EV_ENTER:
-        d->cur_callpath = e->ref[ev];
-        d->visits[e->ref[ev]] += 1.0;
-        break;
-    case WS_EV_LEAVE: {
-        uint32_t cp = e->ref[ev];
-        if (d->multi_call != WS_NONE32) {
-            const ws_loc_sync *ls = &env->sync->locs[loc];
-            if (cp == ls->msg_callpath[d->multi_row] && t == ls->msg_leave[d->multi_row])
-                flush_multi(a, loc);
+    const ws_events *e = &t->locations[loc].events;
+    const uint32_t *parent = t->callpaths.parent;
+    uint32_t cur = WS_NONE32;
+    double last = 0.0;
+    for (uint64_t i = 0; i < e->n; i++) {
+        double now = e->time[i];
+        if (cur != WS_NONE32)
+            d->time[cur] += now - last;
+        last = now;
+        uint8_t kind = e->kind[i];
+        if (kind == WS_EV_ENTER) {
+            cur = e->ref[i];
+            d->visits[cur] += 1.0;
+        } else if (kind == WS_EV_LEAVE) {
+            cur = parent[e->ref[i]];
         }
-        d->cur_callpath = env->trace->callpaths.parent[cp];
-        break;
     }
-    case WS_EV_SEND:
-    case WS_EV_ISEND: {
-        uint32_t row = e->ref[ev];
-        const ws_loc_sync *ls = &env->sync->locs[loc];
-        uint64_t bytes = e->msg_bytes[row];
-        add(a, bytes == 0 ? M_SYNCS_SEND : M_COMMS_SEND, ls->msg_callpath[row], loc, 1.0);
-        add(a, M_BYTES_SENT, ls->msg_callpath[row], loc, (double)bytes);
-        break;
-    }
-    default:
-        break;
-    }
-    return WS_OK;
 }
 
 static int p1_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel, ws_buffer *out,
                       ws_error *err)
 {
-    (void)state;
     (void)channel;
     const ws_loc_sync *ls = &env->sync->locs[loc];
     send_info p;
@@ -253,6 +235,9 @@ static int p1_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
     p.flags = ls->msg_flags[row];
     if (ws_buffer_append(out, &p, sizeof p) != 0)
         return ws_error_nomem(err, "payload");
+    /* the send is counted where it happens */
+    add(state, p.bytes == 0 ? M_SYNCS_SEND : M_COMMS_SEND, ls->msg_callpath[row], loc, 1.0);
+    add(state, M_BYTES_SENT, ls->msg_callpath[row], loc, (double)p.bytes);
     return WS_OK;
 }
 
@@ -734,9 +719,9 @@ void ws_waitstates_handlers(ws_analysis *a, int pass, ws_handler *h)
     h->state = a;
     switch (pass) {
     case 1:
+        h->sparse = 1;
         h->coll_cache_size = sizeof(coll_cache);
         h->begin = p1_begin;
-        h->event = p1_event;
         h->end = p1_end;
         h->msg_produce = p1_produce;
         h->msg_consume = p1_consume;
@@ -744,11 +729,13 @@ void ws_waitstates_handlers(ws_analysis *a, int pass, ws_handler *h)
         h->coll_consume = p1_coll_consume;
         break;
     case 2:
+        h->sparse = 1;
         h->msg_produce = p2_produce;
         h->msg_consume = p2_consume;
         h->end = p2_end;
         break;
     case 3:
+        h->sparse = 1;
         h->msg_channels = p3_channels;
         h->msg_produce = p3_produce;
         h->msg_consume = p3_consume;
@@ -775,6 +762,7 @@ int ws_waitstates_finish(ws_analysis *a, ws_error *err)
     for (uint32_t i = 0; i < a->n_local; i++) {
         uint32_t loc = a->local[i];
         ws_loc_data *d = data_of(a, loc);
+        time_profile(t, loc, d);
         for (uint32_t cp = 0; cp < t->callpaths.n; cp++) {
             double v = d->time[cp];
             add(a, M_VISITS, cp, loc, d->visits[cp]);

@@ -327,7 +327,7 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
         Py_BEGIN_ALLOW_THREADS
         rc = st->capi->analyze(t, locs, n, tr, &opt, progress, &r, &err);
         if (rc != WS_OK)
-            tr->ops->fail(tr, &err);
+            ws_transport_mpi_fail(tr, &err);
         Py_END_ALLOW_THREADS
     }
     if (tr)

@@ -19,6 +19,7 @@ typedef struct loc_state {
 
 typedef struct scheduler {
     const ws_replay_env *env;
+    int sparse; /* visit only the synchronization events */
     ws_transport *tr;
     const ws_handler *handlers;
     uint32_t n_handlers;
@@ -63,7 +64,8 @@ static uint64_t handler_key(uint64_t instance, uint32_t h)
  * this event (`at_record`: the message record itself, else the channel-1
  * point of a non-blocking call).  Returns WS_OK when all payloads were
  * consumed, WS_BLOCKED when one is missing. */
-static int message_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t row, int at_record, ws_error *err)
+static int message_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t row, int at_record, uint64_t ev,
+                         ws_error *err)
 {
     const ws_replay_env *env = s->env;
     const ws_loc_sync *ls = &env->sync->locs[loc];
@@ -71,7 +73,7 @@ static int message_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t row
     if ((flags & WS_MSG_CANCELLED) || (ls->msg_match[row] == WS_NONE64 && !(flags & WS_MSG_SEND)))
         return WS_OK;
     int is_send = (flags & WS_MSG_SEND) != 0;
-    int ch1_here = at_record ? (ls->msg_ch1_event[row] == (uint32_t)st->cursor) : 1;
+    int ch1_here = at_record ? (ls->msg_ch1_event[row] == (uint32_t)ev) : 1;
     /* which side produces on each channel */
     int produces[2];
     produces[0] = env->backward ? !is_send : is_send;
@@ -183,27 +185,52 @@ static int run_location(scheduler *s, uint32_t local, ws_error *err)
             if (s->handlers[h].begin && (rc = s->handlers[h].begin(s->handlers[h].state, env, loc, err)))
                 return rc;
     }
+    const int64_t limit = s->sparse ? (int64_t)ls->n_sync_events : n;
     for (;;) {
-        if (st->cursor < 0 || st->cursor >= n) {
+        if (st->cursor < 0 || st->cursor >= limit) {
             for (uint32_t h = 0; h < s->n_handlers; h++)
                 if (s->handlers[h].end && (rc = s->handlers[h].end(s->handlers[h].state, env, loc, err)))
                     return rc;
             st->done = 1;
             return WS_OK;
         }
-        uint64_t ev = (uint64_t)st->cursor;
-        uint8_t kind = e->kind[ev];
+        uint64_t ev;
         rc = WS_OK;
-        if (ws_is_message_kind(kind)) {
-            rc = message_event(s, loc, st, e->ref[ev], 1, err);
-        } else if (st->ch1 >= 0 && st->ch1 < (int64_t)ls->n_ch1 && ls->ch1_event[st->ch1] == ev) {
-            rc = message_event(s, loc, st, ls->ch1_row[st->ch1], 0, err);
-            if (rc == WS_OK)
-                st->ch1 += backward ? -1 : 1;
-        } else if (st->site >= 0 && st->site < (int64_t)ls->n_sites && ls->site_event[st->site] == ev) {
-            rc = site_event(s, loc, st, (uint32_t)st->site, err);
-            if (rc == WS_OK)
-                st->site += backward ? -1 : 1;
+        if (s->sparse) {
+            /* what happens here is known without reading the event */
+            ev = ls->sync_events[st->cursor];
+            uint32_t what = ls->sync_what[st->cursor], index = what & WS_SYNC_INDEX;
+            switch (what & ~(uint32_t)WS_SYNC_INDEX) {
+            case WS_SYNC_RECORD:
+                rc = message_event(s, loc, st, index, 1, ev, err);
+                break;
+            case WS_SYNC_CH1:
+                rc = message_event(s, loc, st, index, 0, ev, err);
+                if (rc == WS_OK)
+                    st->ch1 += backward ? -1 : 1;
+                break;
+            default:
+                rc = site_event(s, loc, st, index, err);
+                if (rc == WS_OK)
+                    st->site += backward ? -1 : 1;
+                break;
+            }
+        } else {
+            ev = (uint64_t)st->cursor;
+            uint8_t kind = e->kind[ev];
+            /* a message record or a channel-1 point; both at one event is
+             * impossible (records are MpiSend/Recv, points Isend/IrecvRequest) */
+            if (ws_is_message_kind(kind)) {
+                rc = message_event(s, loc, st, e->ref[ev], 1, ev, err);
+            } else if (st->ch1 >= 0 && st->ch1 < (int64_t)ls->n_ch1 && ls->ch1_event[st->ch1] == ev) {
+                rc = message_event(s, loc, st, ls->ch1_row[st->ch1], 0, ev, err);
+                if (rc == WS_OK)
+                    st->ch1 += backward ? -1 : 1;
+            } else if (st->site >= 0 && st->site < (int64_t)ls->n_sites && ls->site_event[st->site] == ev) {
+                rc = site_event(s, loc, st, (uint32_t)st->site, err);
+                if (rc == WS_OK)
+                    st->site += backward ? -1 : 1;
+            }
         }
         if (rc == WS_BLOCKED)
             return WS_BLOCKED;
@@ -233,7 +260,7 @@ static int report_deadlock(scheduler *s, ws_error *err)
             continue;
         uint32_t loc = env->locations[i];
         const ws_events *e = &env->trace->locations[loc].events;
-        uint64_t ev = (uint64_t)st->cursor;
+        uint64_t ev = s->sparse ? env->sync->locs[loc].sync_events[st->cursor] : (uint64_t)st->cursor;
         const char *what = ws_is_message_kind(e->kind[ev]) ? "a message" : "the other members of a collective";
         return ws_error_set(err, WS_ERR_MATCH,
                             "the %s replay cannot continue: location %u waits at event %llu (t=%.9f s) for %s that "
@@ -269,14 +296,18 @@ int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *
     }
     for (uint32_t l = 0; l < env->trace->n_locations; l++)
         s.local_index[l] = WS_NONE32;
+    s.sparse = 1;
+    for (size_t h = 0; h < n_handlers; h++)
+        s.sparse &= handlers[h].sparse != 0;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t loc = env->locations[i];
         const ws_events *e = &env->trace->locations[loc].events;
+        uint64_t steps = s.sparse ? env->sync->locs[loc].n_sync_events : e->n;
         s.local_index[loc] = i;
-        s.states[i].cursor = env->backward ? (int64_t)e->n - 1 : 0;
+        s.states[i].cursor = env->backward ? (int64_t)steps - 1 : 0;
         s.states[i].site = env->backward ? (int64_t)env->sync->locs[loc].n_sites - 1 : 0;
         s.states[i].ch1 = env->backward ? (int64_t)env->sync->locs[loc].n_ch1 - 1 : 0;
-        s.total += e->n;
+        s.total += steps;
     }
     tr->wake = wake;
     tr->scheduler = &s;

@@ -33,6 +33,10 @@ typedef struct ws_replay_env {
 
 typedef struct ws_handler {
     void *state;
+    /* Nonzero if the handler needs no event but the synchronization
+     * events: when every handler of a replay says so, the replay visits
+     * only those (and calls `event` only for them). */
+    int sparse;
     /* bytes of per-instance scratch the collective view offers */
     size_t coll_cache_size;
 

@@ -78,85 +78,6 @@ static uint8_t classify_region(const ws_trace *t, const ws_region *r)
     return WS_MPIFN_OTHER;
 }
 
-/* ---- a map from tuples of u32 to u64 values --------------------------- */
-
-typedef struct tuple_map {
-    ws_map64 heads;    /* hash -> first entry + 1 */
-    uint32_t (*keys)[5];
-    uint64_t *values;
-    uint64_t *next;    /* next entry with the same hash + 1, 0 = none */
-    size_t n, cap;
-} tuple_map;
-
-static uint64_t tuple_hash(const uint32_t k[5])
-{
-    uint64_t h = 0x9e3779b97f4a7c15ULL;
-    for (int i = 0; i < 5; i++)
-        h = ws_hash64(h ^ (k[i] + 0x9e3779b97f4a7c15ULL + (h << 6)));
-    return h == UINT64_MAX ? 0 : h;
-}
-
-static void tuple_map_init(tuple_map *m)
-{
-    memset(m, 0, sizeof *m);
-    ws_map64_init(&m->heads);
-}
-
-static void tuple_map_free(tuple_map *m)
-{
-    ws_map64_free(&m->heads);
-    free(m->keys);
-    free(m->values);
-    free(m->next);
-    memset(m, 0, sizeof *m);
-}
-
-/* Returns a pointer to the value of key, inserting `initial` if absent
- * (NULL on allocation failure). */
-static uint64_t *tuple_map_slot(tuple_map *m, const uint32_t k[5], uint64_t initial)
-{
-    uint64_t h = tuple_hash(k), head = 0;
-    if (ws_map64_get(&m->heads, h, &head)) {
-        for (uint64_t e = head; e; e = m->next[e - 1])
-            if (memcmp(m->keys[e - 1], k, sizeof m->keys[0]) == 0)
-                return &m->values[e - 1];
-    }
-    if (m->n == m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 256;
-        void *a = realloc(m->keys, cap * sizeof *m->keys);
-        if (!a)
-            return NULL;
-        m->keys = a;
-        if (!(a = realloc(m->values, cap * sizeof *m->values)))
-            return NULL;
-        m->values = a;
-        if (!(a = realloc(m->next, cap * sizeof *m->next)))
-            return NULL;
-        m->next = a;
-        m->cap = cap;
-    }
-    size_t e = m->n++;
-    memcpy(m->keys[e], k, sizeof m->keys[0]);
-    m->values[e] = initial;
-    m->next[e] = head;
-    if (ws_map64_put(&m->heads, h, e + 1) != 0) {
-        m->n--;
-        return NULL;
-    }
-    return &m->values[e];
-}
-
-static uint64_t *tuple_map_find(tuple_map *m, const uint32_t k[5])
-{
-    uint64_t h = tuple_hash(k), head = 0;
-    if (!ws_map64_get(&m->heads, h, &head))
-        return NULL;
-    for (uint64_t e = head; e; e = m->next[e - 1])
-        if (memcmp(m->keys[e - 1], k, sizeof m->keys[0]) == 0)
-            return &m->values[e - 1];
-    return NULL;
-}
-
 /* ---- per-location pass ---------------------------------------------------- */
 
 static void free_loc(ws_loc_sync *s)
@@ -176,6 +97,8 @@ static void free_loc(ws_loc_sync *s)
     free(s->msg_flags);
     free(s->ch1_event);
     free(s->ch1_row);
+    free(s->sync_events);
+    free(s->sync_what);
     free(s->site_event);
     free(s->site_instance);
     free(s->site_member);
@@ -598,6 +521,36 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
         rc = ws_error_nomem(err, "request table");
         goto done;
     }
+    if (e->n_messages > WS_SYNC_INDEX || s->n_sites > WS_SYNC_INDEX) {
+        rc = ws_error_set(err, WS_ERR_ARGUMENT, "location %u: more than 2^30 messages or collectives",
+                          (unsigned)loc);
+        goto done;
+    }
+    /* merge the three ascending lists of exchange events */
+    s->sync_events = ws_malloc_array(e->n_messages + s->n_ch1 + s->n_sites + 1, sizeof *s->sync_events);
+    s->sync_what = ws_malloc_array(e->n_messages + s->n_ch1 + s->n_sites + 1, sizeof *s->sync_what);
+    if (!s->sync_events || !s->sync_what) {
+        rc = ws_error_nomem(err, "synchronization events");
+        goto done;
+    }
+    {
+        uint64_t i = 0, j = 0, k = 0, n = 0;
+        while (i < e->n_messages || j < s->n_ch1 || k < s->n_sites) {
+            uint32_t a = i < e->n_messages ? e->msg_event[i] : UINT32_MAX;
+            uint32_t b = j < s->n_ch1 ? s->ch1_event[j] : UINT32_MAX;
+            uint32_t c = k < s->n_sites ? s->site_event[k] : UINT32_MAX;
+            uint32_t m = a < b ? (a < c ? a : c) : (b < c ? b : c);
+            /* one event is at most one of them */
+            if (a == m)
+                s->sync_what[n] = WS_SYNC_RECORD | (uint32_t)i++;
+            else if (b == m)
+                s->sync_what[n] = WS_SYNC_CH1 | s->ch1_row[j++];
+            else
+                s->sync_what[n] = WS_SYNC_SITE | (uint32_t)k++;
+            s->sync_events[n++] = m;
+        }
+        s->n_sync_events = n;
+    }
     *init_count = n_init;
     *finalize_count = n_finalize;
 done:
@@ -611,13 +564,81 @@ done:
 
 /* A send as announced to the receiver's process for matching. */
 typedef struct send_record {
-    uint32_t dst;   /* receiving location */
-    uint32_t src;   /* sending location */
+    uint32_t dst;  /* receiving location */
+    uint32_t src;  /* sending location */
     uint32_t comm;
     uint32_t tag;
-    uint32_t seq;   /* position among the sends of this channel */
-    uint32_t row;   /* message row at the sender */
+    uint32_t row;  /* message row at the sender */
 } send_record;
+
+/* A message end as sorted for matching: within one (source, comm, tag)
+ * group the rows are in program order, which is MPI's matching order. */
+typedef struct match_key {
+    uint32_t src;
+    uint32_t comm;
+    uint32_t tag;
+    uint32_t row; /* send: row at the sender; receive: row at the receiver */
+} match_key;
+
+static int cmp_match_key(const void *x, const void *y)
+{
+    const match_key *a = x, *b = y;
+    if (a->src != b->src)
+        return a->src < b->src ? -1 : 1;
+    if (a->comm != b->comm)
+        return a->comm < b->comm ? -1 : 1;
+    if (a->tag != b->tag)
+        return a->tag < b->tag ? -1 : 1;
+    return (a->row > b->row) - (a->row < b->row);
+}
+
+static int same_channel(const match_key *a, const match_key *b)
+{
+    return a->src == b->src && a->comm == b->comm && a->tag == b->tag;
+}
+
+/* Matches the receives of one location to the sends addressed to it. */
+static int match_location(const ws_trace *t, ws_loc_sync *ls, uint32_t loc, match_key *sends, size_t n_sends,
+                          match_key *recvs, ws_error *err)
+{
+    const ws_events *e = &t->locations[loc].events;
+    size_t n_recvs = 0;
+    for (uint64_t m = 0; m < e->n_messages; m++) {
+        if (ls->msg_flags[m] & WS_MSG_SEND)
+            continue;
+        match_key *k = &recvs[n_recvs++];
+        k->src = ls->msg_partner[m];
+        k->comm = e->msg_comm[m];
+        k->tag = e->msg_tag[m];
+        k->row = (uint32_t)m;
+    }
+    qsort(sends, n_sends, sizeof *sends, cmp_match_key);
+    qsort(recvs, n_recvs, sizeof *recvs, cmp_match_key);
+    size_t i = 0, j = 0;
+    while (i < n_sends || j < n_recvs) {
+        if (i < n_sends && j < n_recvs && same_channel(&sends[i], &recvs[j])) {
+            ls->msg_match[recvs[j].row] = ws_message_id(sends[i].src, sends[i].row);
+            i++;
+            j++;
+            continue;
+        }
+        /* the groups differ: the smaller key has no partner */
+        int recv_first = i == n_sends || (j < n_recvs && cmp_match_key(&recvs[j], &sends[i]) < 0);
+        if (recv_first) {
+            uint32_t m = recvs[j].row;
+            return ws_error_set(err, WS_ERR_MATCH,
+                                "location %u: receive from rank %u (tag %u, communicator '%s') at t=%.9f s has no "
+                                "matching send",
+                                (unsigned)loc, (unsigned)e->msg_peer[m], (unsigned)e->msg_tag[m],
+                                ws_trace_string(t, t->comms[e->msg_comm[m]].name), e->time[e->msg_event[m]]);
+        }
+        return ws_error_set(err, WS_ERR_MATCH,
+                            "location %u: send %u to location %u (tag %u, communicator '%s') is never received",
+                            (unsigned)sends[i].src, (unsigned)sends[i].row, (unsigned)loc, (unsigned)sends[i].tag,
+                            ws_trace_string(t, t->comms[sends[i].comm].name));
+    }
+    return WS_OK;
+}
 
 static int match_messages(const ws_trace *t, ws_sync *s, const uint32_t *locs, uint32_t n, ws_transport *tr,
                           ws_error *err)
@@ -625,104 +646,89 @@ static int match_messages(const ws_trace *t, ws_sync *s, const uint32_t *locs, u
     int rc = WS_OK;
     send_record *records = NULL;
     uint32_t *dest = NULL;
-    size_t n_records = 0, cap = 0;
+    size_t n_records = 0;
     void *received = NULL;
     size_t n_received = 0;
-    tuple_map channels, sends;
-    tuple_map_init(&channels);
-    tuple_map_init(&sends);
-    uint8_t *used = NULL;
+    match_key *keys = NULL, *recvs = NULL;
+    uint64_t *start = NULL;
 
     for (uint32_t i = 0; i < n; i++) {
+        const ws_loc_sync *ls = &s->locs[locs[i]];
+        for (uint64_t m = 0; m < ls->n_messages; m++)
+            n_records += (ls->msg_flags[m] & WS_MSG_SEND) && !(ls->msg_flags[m] & WS_MSG_CANCELLED);
+    }
+    records = ws_malloc_array(n_records ? n_records : 1, sizeof *records);
+    dest = ws_malloc_array(n_records ? n_records : 1, sizeof *dest);
+    if (!records || !dest)
+        rc = ws_error_nomem(err, "send records");
+    size_t k = 0;
+    for (uint32_t i = 0; rc == WS_OK && i < n; i++) {
         uint32_t loc = locs[i];
         const ws_events *e = &t->locations[loc].events;
-        ws_loc_sync *ls = &s->locs[loc];
-        tuple_map_free(&channels);
-        tuple_map_init(&channels);
+        const ws_loc_sync *ls = &s->locs[loc];
         for (uint64_t m = 0; m < e->n_messages; m++) {
             if (!(ls->msg_flags[m] & WS_MSG_SEND) || (ls->msg_flags[m] & WS_MSG_CANCELLED))
                 continue;
-            uint32_t key[5] = {ls->msg_partner[m], e->msg_comm[m], e->msg_tag[m], 0, 0};
-            uint64_t *count = tuple_map_slot(&channels, key, 0);
-            if (!count || ws_grow((void **)&records, &cap, n_records + 1, sizeof *records) != 0) {
-                rc = ws_error_nomem(err, "send records");
-                goto done;
-            }
-            send_record *r = &records[n_records++];
+            send_record *r = &records[k];
             r->dst = ls->msg_partner[m];
             r->src = loc;
             r->comm = e->msg_comm[m];
             r->tag = e->msg_tag[m];
-            r->seq = (uint32_t)(*count)++;
             r->row = (uint32_t)m;
+            dest[k++] = r->dst;
         }
     }
-    dest = ws_malloc_array(n_records ? n_records : 1, sizeof *dest);
-    if (!dest)
-        rc = ws_error_nomem(err, "send records");
-    for (size_t k = 0; dest && k < n_records; k++)
-        dest[k] = records[k].dst;
     if (tr->ops->agree(tr, rc != WS_OK, err)) {
         rc = rc ? rc : err->code;
         goto done;
     }
     if ((rc = tr->ops->exchange(tr, records, sizeof *records, dest, n_records, &received, &n_received, err)))
         goto done;
+    free(records);
+    records = NULL;
+    free(dest);
+    dest = NULL;
 
-    /* index the sends addressed to local locations */
+    /* bucket the sends by receiving location (a counting sort) */
     const send_record *in = received;
-    for (size_t k = 0; k < n_received; k++) {
-        uint32_t key[5] = {in[k].dst, in[k].src, in[k].comm, in[k].tag, in[k].seq};
-        uint64_t *slot = tuple_map_slot(&sends, key, WS_NONE64);
-        if (!slot) {
-            rc = ws_error_nomem(err, "matching table");
-            goto done;
-        }
-        *slot = k;
-    }
-    used = ws_calloc(n_received ? n_received : 1, 1);
-    if (!used) {
+    uint64_t max_recvs = 0;
+    start = ws_calloc((size_t)t->n_locations + 1, sizeof *start);
+    keys = ws_malloc_array(n_received ? n_received : 1, sizeof *keys);
+    if (!start || !keys) {
         rc = ws_error_nomem(err, "matching table");
         goto done;
     }
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t loc = locs[i];
-        const ws_events *e = &t->locations[loc].events;
-        ws_loc_sync *ls = &s->locs[loc];
-        tuple_map_free(&channels);
-        tuple_map_init(&channels);
-        for (uint64_t m = 0; m < e->n_messages; m++) {
-            if (ls->msg_flags[m] & WS_MSG_SEND)
-                continue;
-            uint32_t ckey[5] = {ls->msg_partner[m], e->msg_comm[m], e->msg_tag[m], 0, 0};
-            uint64_t *count = tuple_map_slot(&channels, ckey, 0);
-            if (!count) {
-                rc = ws_error_nomem(err, "matching table");
-                goto done;
-            }
-            uint32_t key[5] = {loc, ls->msg_partner[m], e->msg_comm[m], e->msg_tag[m], (uint32_t)(*count)++};
-            uint64_t *found = tuple_map_find(&sends, key);
-            if (!found || *found == WS_NONE64) {
-                rc = ws_error_set(err, WS_ERR_MATCH,
-                                  "location %u: receive %u from rank %u (tag %u, communicator '%s') at t=%.9f s has "
-                                  "no matching send",
-                                  (unsigned)loc, (unsigned)key[4], (unsigned)e->msg_peer[m], (unsigned)e->msg_tag[m],
-                                  ws_trace_string(t, t->comms[e->msg_comm[m]].name), e->time[e->msg_event[m]]);
-                goto done;
-            }
-            const send_record *r = &in[*found];
-            used[*found] = 1;
-            ls->msg_match[m] = ws_message_id(r->src, r->row);
-        }
-    }
-    for (size_t k = 0; k < n_received; k++)
-        if (!used[k]) {
-            rc = ws_error_set(err, WS_ERR_MATCH,
-                              "location %u: send %u to location %u (tag %u, communicator '%s') is never received",
-                              (unsigned)in[k].src, (unsigned)in[k].row, (unsigned)in[k].dst, (unsigned)in[k].tag,
-                              ws_trace_string(t, t->comms[in[k].comm].name));
+    for (size_t r = 0; r < n_received; r++) {
+        if (in[r].dst >= t->n_locations) {
+            rc = ws_error_set(err, WS_ERR_INTERNAL, "send record for unknown location %u", (unsigned)in[r].dst);
             goto done;
         }
+        start[in[r].dst + 1]++;
+    }
+    for (uint32_t l = 0; l < t->n_locations; l++)
+        start[l + 1] += start[l];
+    for (size_t r = 0; r < n_received; r++) {
+        match_key *key = &keys[start[in[r].dst]++];
+        key->src = in[r].src;
+        key->comm = in[r].comm;
+        key->tag = in[r].tag;
+        key->row = in[r].row;
+    }
+    for (uint32_t l = t->n_locations; l > 0; l--)
+        start[l] = start[l - 1];
+    start[0] = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (s->locs[locs[i]].n_messages > max_recvs)
+            max_recvs = s->locs[locs[i]].n_messages;
+    recvs = ws_malloc_array(max_recvs ? max_recvs : 1, sizeof *recvs);
+    if (!recvs) {
+        rc = ws_error_nomem(err, "matching table");
+        goto done;
+    }
+    for (uint32_t i = 0; i < n && rc == WS_OK; i++) {
+        uint32_t loc = locs[i];
+        rc = match_location(t, &s->locs[loc], loc, keys + start[loc], start[loc + 1] - start[loc], recvs, err);
+    }
 done:
     if (received) {
         /* after the exchange every process must learn about a failure */
@@ -733,9 +739,9 @@ done:
     free(records);
     free(dest);
     free(received);
-    free(used);
-    tuple_map_free(&channels);
-    tuple_map_free(&sends);
+    free(keys);
+    free(recvs);
+    free(start);
     return rc;
 }
 

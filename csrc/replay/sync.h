@@ -30,6 +30,8 @@ enum {
  * calls both points are the message record itself; for non-blocking ones
  * channel 1 is exchanged at MpiIsendComplete / MpiIrecvRequest. */
 
+enum { WS_SYNC_RECORD = 1u << 30, WS_SYNC_CH1 = 2u << 30, WS_SYNC_SITE = 3u << 30, WS_SYNC_INDEX = (1u << 30) - 1 };
+
 /* classes of synchronization sites */
 enum ws_site_class {
     WS_SITE_BARRIER = 1,  /* MPI_Barrier                                  */
@@ -62,6 +64,14 @@ typedef struct ws_loc_sync {
     uint64_t n_ch1;
     uint32_t *ch1_event;
     uint32_t *ch1_row;
+
+    /* every event where something is exchanged (message records, channel-1
+     * points, sites), ascending: a sparse replay visits only these.
+     * sync_what tells what happens there without touching the event
+     * arrays: WS_SYNC_* in the top 2 bits, the message row or site below. */
+    uint64_t n_sync_events;
+    uint32_t *sync_events;
+    uint32_t *sync_what;
 
     uint32_t n_sites;
     uint32_t *site_event;   /* event replayed as the site (MpiCollectiveEnd, or Leave of Init/Finalize) */

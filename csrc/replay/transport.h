@@ -107,6 +107,11 @@ typedef struct ws_transport_ops {
     int (*exchange)(ws_transport *t, const void *records, size_t record_size, const uint32_t *dest, size_t n,
                     void **out, size_t *n_out, ws_error *err);
 
+    /* Optional (may be NULL): the number of message records of every
+     * location of the trace, so that payloads can be kept in dense
+     * arrays indexed by message instead of hash maps. */
+    int (*set_layout)(ws_transport *t, const uint64_t *counts, uint32_t n_locations, ws_error *err);
+
     void (*destroy)(ws_transport *t);
 } ws_transport_ops;
 

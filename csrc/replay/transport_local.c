@@ -19,7 +19,10 @@ typedef struct slot {
 typedef struct channel_maps {
     ws_map64 mail;    /* message id -> slot */
     ws_map64 waiters; /* message id -> waiting location */
+    uint32_t *dense;  /* with a layout: per message 0 (empty), WAITING, or slot + 1 */
 } channel_maps;
+
+#define WAITING UINT32_MAX
 
 typedef struct instance {
     uint32_t n_members;
@@ -49,7 +52,33 @@ typedef struct local_transport {
     instance **inst;
     size_t n_inst, cap_inst;
     uint64_t free_inst; /* index + 1 */
+    /* optional dense layout: message (location, row) -> offset[location] + row */
+    uint64_t *offset;
+    uint32_t n_layout;
+    uint64_t total;
 } local_transport;
+
+/* Dense index of a message id, or WS_NONE64 without a layout. */
+static uint64_t dense_index(const local_transport *lt, uint64_t id, ws_error *err, int *bad)
+{
+    *bad = 0;
+    if (!lt->offset)
+        return WS_NONE64;
+    uint32_t loc = ws_message_location(id), row = ws_message_row(id);
+    if (loc >= lt->n_layout || (uint64_t)row >= lt->offset[loc + 1] - lt->offset[loc]) {
+        *bad = 1;
+        ws_error_set(err, WS_ERR_INTERNAL, "message %u/%u outside the message layout", (unsigned)loc, (unsigned)row);
+        return WS_NONE64;
+    }
+    return lt->offset[loc] + row;
+}
+
+static uint32_t *dense_channel(local_transport *lt, channel_maps *cm)
+{
+    if (!cm->dense)
+        cm->dense = ws_calloc(lt->total ? lt->total : 1, sizeof *cm->dense);
+    return cm->dense;
+}
 
 static channel_maps *channel_of(local_transport *lt, int channel)
 {
@@ -63,6 +92,7 @@ static channel_maps *channel_of(local_transport *lt, int channel)
         for (size_t i = lt->n_channels; i < n; i++) {
             ws_map64_init(&c[i].mail);
             ws_map64_init(&c[i].waiters);
+            c[i].dense = NULL;
         }
         lt->channels = c;
         lt->n_channels = n;
@@ -89,7 +119,14 @@ static int local_post(ws_transport *t, uint32_t dst, uint64_t id, int channel, c
     channel_maps *cm = channel_of(lt, channel);
     if (!cm)
         return ws_error_nomem(err, "transport channels");
-    if (ws_map64_get(&cm->mail, id, NULL))
+    int bad;
+    uint64_t di = dense_index(lt, id, err, &bad);
+    if (bad)
+        return err->code;
+    uint32_t *dense = di == WS_NONE64 ? NULL : dense_channel(lt, cm);
+    if (di != WS_NONE64 && !dense)
+        return ws_error_nomem(err, "transport mailbox");
+    if (dense ? (dense[di] != 0 && dense[di] != WAITING) : ws_map64_get(&cm->mail, id, NULL))
         return ws_error_set(err, WS_ERR_MATCH, "message %u/%u posted twice on channel %d",
                             (unsigned)ws_message_location(id), (unsigned)ws_message_row(id), channel);
     uint64_t k = new_slot(lt);
@@ -105,6 +142,13 @@ static int local_post(ws_transport *t, uint32_t dst, uint64_t id, int channel, c
         memcpy(s->heap, data, size);
     } else if (size) {
         memcpy(s->inline_data, data, size);
+    }
+    if (dense) {
+        int waiting = dense[di] == WAITING;
+        dense[di] = (uint32_t)(k + 1);
+        if (waiting && t->wake)
+            t->wake(t->scheduler, dst);
+        return WS_OK;
     }
     if (ws_map64_put(&cm->mail, id, k) != 0)
         return ws_error_nomem(err, "transport mailbox");
@@ -126,6 +170,23 @@ static int local_take(ws_transport *t, uint32_t loc, uint64_t id, int channel, c
     if (!cm)
         return ws_error_nomem(err, "transport channels");
     uint64_t k;
+    int bad;
+    uint64_t di = dense_index(lt, id, err, &bad);
+    if (bad)
+        return err->code;
+    if (di != WS_NONE64) {
+        uint32_t *dense = dense_channel(lt, cm);
+        if (!dense)
+            return ws_error_nomem(err, "transport mailbox");
+        if (dense[di] == 0 || dense[di] == WAITING) {
+            dense[di] = WAITING;
+            return WS_BLOCKED;
+        }
+        slot *s = &lt->slots[dense[di] - 1];
+        *data = s->heap ? s->heap : s->inline_data;
+        *size = s->size;
+        return WS_OK;
+    }
     if (!ws_map64_get(&cm->mail, id, &k)) {
         if (ws_map64_put(&cm->waiters, id, loc) != 0)
             return ws_error_nomem(err, "transport waiters");
@@ -145,9 +206,21 @@ static void local_release(ws_transport *t, uint32_t loc, uint64_t id, int channe
         return;
     channel_maps *cm = &lt->channels[channel];
     uint64_t k;
-    if (!ws_map64_get(&cm->mail, id, &k))
+    ws_error ignored;
+    int bad;
+    uint64_t di = dense_index(lt, id, &ignored, &bad);
+    if (bad)
         return;
-    ws_map64_remove(&cm->mail, id);
+    if (di != WS_NONE64) {
+        if (!cm->dense || cm->dense[di] == 0 || cm->dense[di] == WAITING)
+            return;
+        k = cm->dense[di] - 1;
+        cm->dense[di] = 0;
+    } else {
+        if (!ws_map64_get(&cm->mail, id, &k))
+            return;
+        ws_map64_remove(&cm->mail, id);
+    }
     slot *s = &lt->slots[k];
     free(s->heap);
     s->heap = NULL;
@@ -294,10 +367,48 @@ static int local_progress(ws_transport *t, int wait, int *woken, ws_error *err)
     return WS_OK;
 }
 
+/* Payloads nobody took (e.g. of a message the other side does not use)
+ * must not leak into the next replay. */
 static int local_finish(ws_transport *t, ws_error *err)
 {
-    (void)t;
     (void)err;
+    local_transport *lt = (local_transport *)t;
+    for (size_t c = 0; c < lt->n_channels; c++) {
+        channel_maps *cm = &lt->channels[c];
+        if (cm->dense) {
+            for (uint64_t i = 0; i < lt->total; i++) {
+                uint32_t e = cm->dense[i];
+                if (e != 0 && e != WAITING) {
+                    slot *s = &lt->slots[e - 1];
+                    free(s->heap);
+                    s->heap = NULL;
+                    s->next_free = lt->free_slot;
+                    lt->free_slot = e;
+                }
+                cm->dense[i] = 0;
+            }
+        }
+    }
+    return WS_OK;
+}
+
+static int local_set_layout(ws_transport *t, const uint64_t *counts, uint32_t n_locations, ws_error *err)
+{
+    local_transport *lt = (local_transport *)t;
+    uint64_t *offset = ws_malloc_array((size_t)n_locations + 1, sizeof *offset);
+    if (!offset)
+        return ws_error_nomem(err, "message layout");
+    offset[0] = 0;
+    for (uint32_t l = 0; l < n_locations; l++)
+        offset[l + 1] = offset[l] + counts[l];
+    for (size_t c = 0; c < lt->n_channels; c++) {
+        free(lt->channels[c].dense);
+        lt->channels[c].dense = NULL;
+    }
+    free(lt->offset);
+    lt->offset = offset;
+    lt->n_layout = n_locations;
+    lt->total = offset[n_locations];
     return WS_OK;
 }
 
@@ -357,8 +468,10 @@ static void local_destroy(ws_transport *t)
     for (size_t c = 0; c < lt->n_channels; c++) {
         ws_map64_free(&lt->channels[c].mail);
         ws_map64_free(&lt->channels[c].waiters);
+        free(lt->channels[c].dense);
     }
     free(lt->channels);
+    free(lt->offset);
     for (size_t k = 0; k < lt->n_slots; k++)
         free(lt->slots[k].heap);
     free(lt->slots);
@@ -385,6 +498,7 @@ static const ws_transport_ops local_ops = {
     .allreduce_u64 = local_allreduce_u64,
     .allreduce_f64 = local_allreduce_f64,
     .exchange = local_exchange,
+    .set_layout = local_set_layout,
     .destroy = local_destroy,
 };
 

@@ -17,7 +17,10 @@
  *   (Mattern's four-counter method).  Records carry the replay epoch so
  *   that early messages of the next replay are counted there.
  * - An error on one process is broadcast as an abort message; the others
- *   stop waiting and report it.
+ *   stop waiting and report it.  Failures that every process learns at
+ *   the same step (an agreement, or a stalled replay seen by the same
+ *   quiescence round everywhere) send no abort messages: nobody would
+ *   receive them.
  */
 #include "transport_mpi.h"
 
@@ -65,6 +68,11 @@ typedef struct mpi_transport {
     int have_last;
     /* abort received from another process */
     int aborted;
+    /* failures every process learnt at the same step: an agreement on a
+     * failure, or a stalled replay (the same quiescence round everywhere) */
+    int agreed_failure;
+    int stalled;
+    int stalled_here; /* locations of this process were waiting then */
     char abort_message[1024];
 } mpi_transport;
 
@@ -381,6 +389,8 @@ static int quiescence_round(mpi_transport *m, int *all_done, ws_error *err)
     if (!quiet)
         return 0;
     *all_done = m->round_result[3] == 0;
+    if (!*all_done)
+        m->stalled = 1; /* every process fails in this round */
     return 1;
 }
 
@@ -421,6 +431,7 @@ static int t_progress(ws_transport *t, int wait, int *woken, ws_error *err)
             return err->code;
         if (rc == 1) {
             /* quiet while locations here still wait: nobody can progress */
+            m->stalled_here = 1;
             return WS_OK;
         }
     }
@@ -458,6 +469,7 @@ static int t_agree(ws_transport *t, int failed, ws_error *err)
     MPI_Allreduce(&flag, &any, 1, MPI_INT, MPI_MAX, m->comm);
     if (!any)
         return 0;
+    m->agreed_failure = 1;
     /* the lowest failing process tells its message */
     int mine = failed ? m->rank : m->size, first = 0;
     MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, m->comm);
@@ -474,7 +486,7 @@ static int t_agree(ws_transport *t, int failed, ws_error *err)
 static void t_fail(ws_transport *t, const ws_error *err)
 {
     mpi_transport *m = self_of(t);
-    if (m->aborted)
+    if (m->aborted || m->agreed_failure || m->stalled)
         return; /* the others already know */
     char text[sizeof err->message];
     snprintf(text, sizeof text, "%s", err->message);
@@ -483,6 +495,31 @@ static void t_fail(ws_transport *t, const ws_error *err)
         if (p != m->rank)
             MPI_Send(text, n, MPI_CHAR, p, TAG_ABORT, m->comm);
     m->aborted = 1;
+}
+
+void ws_transport_mpi_fail(ws_transport *t, ws_error *err)
+{
+    mpi_transport *m = self_of(t);
+    if (!m->stalled) {
+        t_fail(t, err);
+        return;
+    }
+    /* Every process failed in the same quiescence round: those whose
+     * locations wait describe the deadlock, the others only know that
+     * the replay stopped elsewhere.  All report the description of the
+     * lowest process with waiting locations, which is the one the
+     * embedded mode gives (the first waiting location). */
+    int mine = m->stalled_here ? m->rank : m->size, first = m->size;
+    if (MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, m->comm) != MPI_SUCCESS || first == m->size)
+        return;
+    char text[sizeof err->message];
+    memset(text, 0, sizeof text);
+    if (m->rank == first)
+        snprintf(text, sizeof text, "%s", err->message);
+    if (MPI_Bcast(text, (int)sizeof text, MPI_CHAR, first, m->comm) != MPI_SUCCESS)
+        return;
+    if (m->rank != first)
+        ws_error_set(err, WS_ERR_MATCH, "%s", text);
 }
 
 static MPI_Op op_of(int op)
@@ -564,6 +601,12 @@ done:
     return rc;
 }
 
+static int t_set_layout(ws_transport *t, const uint64_t *counts, uint32_t n_locations, ws_error *err)
+{
+    mpi_transport *m = self_of(t);
+    return m->local->ops->set_layout(m->local, counts, n_locations, err);
+}
+
 static void t_destroy(ws_transport *t)
 {
     mpi_transport *m = self_of(t);
@@ -610,6 +653,7 @@ static const ws_transport_ops mpi_ops = {
     .allreduce_u64 = t_allreduce_u64,
     .allreduce_f64 = t_allreduce_f64,
     .exchange = t_exchange,
+    .set_layout = t_set_layout,
     .destroy = t_destroy,
 };
 

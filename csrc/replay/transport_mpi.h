@@ -12,4 +12,10 @@
 int ws_transport_mpi_new(MPI_Comm comm, const ws_trace *t, const uint32_t *owner, ws_transport **out,
                          ws_error *err);
 
+/* Called by every process whose analysis failed (in place of ops->fail):
+ * tells the other processes unless they learnt about the failure at the
+ * same step, and when the replay stalled on all processes at once, gives
+ * every process the same message (collective in that case). */
+void ws_transport_mpi_fail(ws_transport *t, ws_error *err);
+
 #endif

@@ -1262,25 +1262,28 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
     }
     OTF2_Reader_CloseEvtReader(reader, er);
     if (c.failed) {
-        rc = ws_error_prefix(err, "%s", evt_path);
+        rc = ws_error_prefix(err, "%s: location %llu", evt_path, (unsigned long long)loc->otf2_id);
         goto done;
     }
     if (s != OTF2_SUCCESS) {
-        rc = ws_error_set(err, WS_ERR_FORMAT, "%s: corrupted or truncated event file (%s: %s)", evt_path,
-                          OTF2_Error_GetName(s), OTF2_Error_GetDescription(s));
+        rc = ws_error_set(err, WS_ERR_FORMAT, "%s: corrupted or truncated event file of location %llu (%s: %s)",
+                          evt_path, (unsigned long long)loc->otf2_id, OTF2_Error_GetName(s),
+                          OTF2_Error_GetDescription(s));
         goto done;
     }
     if (c.depth != 0) {
         rc = ws_error_set(err, WS_ERR_FORMAT,
-                          "%s: %u region(s) are still open at the end of the events: the file is truncated",
-                          evt_path, (unsigned)c.depth);
+                          "%s: location %llu: %u region(s) are still open at the end of the events: the file is "
+                          "truncated",
+                          evt_path, (unsigned long long)loc->otf2_id, (unsigned)c.depth);
         goto done;
     }
     if (records != loc->n_events_defined) {
         rc = ws_error_set(err, WS_ERR_FORMAT,
-                          "%s: %llu event records read but the definitions announce %llu: the file is truncated "
-                          "or does not belong to this archive",
-                          evt_path, (unsigned long long)records, (unsigned long long)loc->n_events_defined);
+                          "%s: location %llu: %llu event records read but the definitions announce %llu: the file "
+                          "is truncated or does not belong to this archive",
+                          evt_path, (unsigned long long)loc->otf2_id, (unsigned long long)records,
+                          (unsigned long long)loc->n_events_defined);
         goto done;
     }
     c.ev->n_skipped = records - c.ev->n;
