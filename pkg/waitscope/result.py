@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Sequence, Union
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
+    import os
+
     import pandas
 
     from .trace import Trace
@@ -297,6 +299,18 @@ class AnalysisResult:
             imbalance=self.by_callpath("critical_path_imbalance"),
             partitions=self._raw["partition"],
         )
+
+    # ---- reports -----------------------------------------------------------
+
+    def to_cube(self, path: str | os.PathLike[str]) -> str:
+        """Writes a Cube4 report (``.cubex``) for CubeGUI and pycubexr; returns its path.
+
+        ".cubex" is appended unless `path` ends with it.  See
+        :mod:`waitscope.cube` for the format and its semantics.
+        """
+        from .cube import write_cube
+
+        return write_cube(self, path)
 
     # ---- text --------------------------------------------------------------
 
