@@ -569,6 +569,26 @@ def test_wait_twice_and_foreign_request():
         prog.run()
 
 
+
+def test_request_left_open_at_finalize():
+    # MPI requires all requests completed before MPI_Finalize; an isend
+    # never waited for would leave its message without a completion
+    prog = synth.Program(2)
+    prog.rank(0).compute("x", 1.0)
+    prog.rank(0).isend(1, tag=3)
+    prog.rank(1).recv(0, tag=3)
+    with pytest.raises(TraceError, match=r"rank 0, MPI_Finalize: request 1 of rank 0, operation 1 "
+                       r"\(MPI_Isend to rank 1, tag 3.*never completed"):
+        prog.run()
+    prog = synth.Program(2)
+    q = prog.rank(1).irecv(0)
+    prog.rank(1).irecv(0, tag=1)
+    prog.rank(1).wait(q)
+    prog.rank(0).send(1).send(1, tag=1)
+    with pytest.raises(TraceError, match=r"rank 1, MPI_Finalize: request 2 of rank 1, operation 1 "
+                       r"\(MPI_Irecv from rank 0, tag 1"):
+        prog.run()
+
 def test_deadlock_is_reported_not_hung():
     prog = synth.Program(2)
     prog.rank(0).ssend(1).recv(1)

@@ -1366,6 +1366,19 @@ static int step(synth *s, uint32_t r, int *blocked)
         uint64_t i = init ? s->comm[0].inst_base : s->comm[0].inst_base + s->comm[0].n_inst - 1;
         uint32_t region = s->mpi_region[init ? F_INIT : F_FINALIZE];
         if (st->phase == 0) {
+            if (!init) {
+                /* MPI requires every request to be completed before
+                 * MPI_Finalize; an open one would leave a message unmatched */
+                uint64_t base = s->req_base[r];
+                for (uint64_t k = 0; k < s->req_base[r + 1] - base; k++)
+                    if (s->req_state[base + k] != REQ_DONE) {
+                        char what[300];
+                        describe(s, r, s->req_op[base + k] - (uint64_t)s->p->rank_ptr[r] + 1, what, sizeof what);
+                        return MATCH_FAIL("rank %u, MPI_Finalize: request %llu of %s was never completed by "
+                                          "MPI_Wait/MPI_Waitall",
+                                          (unsigned)r, (unsigned long long)(k + 1), what);
+                    }
+            }
             if (init) {
                 emit(s, ev, st->t, WS_EV_PROGRAM_BEGIN, 0);
                 emit(s, ev, st->t, WS_EV_ENTER, 0); /* main */
