@@ -39,7 +39,8 @@ typedef struct sync_point {
 typedef struct cause_loc {
     sync_point *sp;
     uint32_t n_sp;
-    uint32_t *msg_sp;   /* message row -> point (WS_NONE32) */
+    uint32_t *msg_sp;   /* message row -> its Late Sender point (WS_NONE32) */
+    uint32_t *msg_lr;   /* message row -> its Late Receiver point (WS_NONE32) */
     uint32_t *site_sp;  /* site -> point (WS_NONE32) */
     double *gl;         /* per point and final class: long-term cost carried by its waiting */
     double *prop_max;   /* per point: largest share of its waiting that propagated */
@@ -157,12 +158,13 @@ static int build_points(ws_causes *c, uint32_t loc, ws_error *err)
     sync_point *sp = NULL;
     size_t nm = ls->n_messages ? ls->n_messages : 1, ns = ls->n_sites ? ls->n_sites : 1;
     cl->msg_sp = ws_malloc_array(nm, sizeof *cl->msg_sp);
+    cl->msg_lr = ws_malloc_array(nm, sizeof *cl->msg_lr);
     cl->site_sp = ws_malloc_array(ns, sizeof *cl->site_sp);
     cl->indirect = ws_calloc(nm, sizeof *cl->indirect);
-    if (!cl->msg_sp || !cl->site_sp || !cl->indirect)
+    if (!cl->msg_sp || !cl->msg_lr || !cl->site_sp || !cl->indirect)
         return ws_error_nomem(err, "synchronization points");
     for (size_t k = 0; k < nm; k++)
-        cl->msg_sp[k] = WS_NONE32;
+        cl->msg_sp[k] = cl->msg_lr[k] = WS_NONE32;
     for (size_t k = 0; k < ns; k++)
         cl->site_sp[k] = WS_NONE32;
 
@@ -267,8 +269,8 @@ static int build_points(ws_causes *c, uint32_t loc, ws_error *err)
         sorted[k] = sp[order[k].k];
         if (sorted[k].type == SP_SITE)
             cl->site_sp[sorted[k].index] = (uint32_t)k;
-        else if (cl->msg_sp[sorted[k].index] == WS_NONE32 || sorted[k].type == SP_LS)
-            cl->msg_sp[sorted[k].index] = (uint32_t)k;
+        else
+            (sorted[k].type == SP_LS ? cl->msg_sp : cl->msg_lr)[sorted[k].index] = (uint32_t)k;
     }
     free(order);
     free(sp);
@@ -284,17 +286,7 @@ static int build_points(ws_causes *c, uint32_t loc, ws_error *err)
 /* Point of message `row` of the given kind at `loc`. */
 static uint32_t point_of_message(const cause_loc *cl, uint32_t row, uint8_t type)
 {
-    uint32_t k = cl->msg_sp[row];
-    if (k == WS_NONE32)
-        return k;
-    if (cl->sp[k].type == type)
-        return k;
-    /* a message can be both a Late Sender and a Late Receiver point only
-     * in theory; look at the neighbours */
-    for (uint32_t j = 0; j < cl->n_sp; j++)
-        if (cl->sp[j].type == type && cl->sp[j].index == row)
-            return j;
-    return WS_NONE32;
+    return (type == SP_LS ? cl->msg_sp : cl->msg_lr)[row];
 }
 
 /* Does point k of `loc` synchronize it with location q? */
@@ -380,6 +372,21 @@ static uint64_t first_after(const ws_events *e, double x)
 
 /* Adds to the accumulator the time per call path of `loc` within
  * (from, to], minus its handled waiting inside that interval. */
+/* The first synchronization point of cl later than `from` (points are
+ * sorted by time). */
+static uint32_t first_point_after(const cause_loc *cl, double from)
+{
+    uint32_t lo = 0, hi = cl->n_sp;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (cl->sp[mid].time > from)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
 static void window_profile(ws_causes *c, uint32_t loc, double from, double to)
 {
     const ws_trace *t = c->a->trace;
@@ -401,13 +408,12 @@ static void window_profile(ws_causes *c, uint32_t loc, double from, double to)
     }
     if (i < e->n && to > start)
         acc_add(c, cp, to - start);
-    /* own waiting inside the interval is not activity */
+    /* own waiting inside the interval is not activity (the points are
+     * sorted by time: find the first after `from`) */
     const cause_loc *cl = &c->locs[loc];
-    for (uint32_t k = 0; k < cl->n_sp; k++) {
-        const sync_point *p = &cl->sp[k];
-        if (p->time > from && p->time <= to && p->wait > 0.0)
-            acc_add(c, p->callpath, -p->wait);
-    }
+    for (uint32_t k = first_point_after(cl, from); k < cl->n_sp && cl->sp[k].time <= to; k++)
+        if (cl->sp[k].wait > 0.0)
+            acc_add(c, cl->sp[k].callpath, -cl->sp[k].wait);
 }
 
 /* Appends the accumulator as entries (value > 0) to out. */
@@ -540,9 +546,9 @@ static int charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, con
     acc_reset(c);
     /* the delayer's own handled waiting within the interval */
     size_t m = 0;
-    for (uint32_t j = 0; j < k; j++) {
+    for (uint32_t j = first_point_after(cl, from); j < k; j++) {
         const sync_point *q = &cl->sp[j];
-        if (q->time > from && q->time <= p->time && q->wait > 0.0) {
+        if (q->time <= p->time && q->wait > 0.0) {
             s->waits[m] = q->wait;
             s->wait_points[m++] = j;
         }
@@ -968,6 +974,7 @@ void ws_causes_free(ws_causes *c)
             cause_loc *cl = &c->locs[i];
             free(cl->sp);
             free(cl->msg_sp);
+            free(cl->msg_lr);
             free(cl->site_sp);
             free(cl->gl);
             free(cl->prop_max);
