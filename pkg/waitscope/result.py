@@ -109,6 +109,11 @@ class AnalysisResult:
     # ---- labels ------------------------------------------------------------
 
     @property
+    def trace(self) -> "Trace":
+        """The trace this result was computed from (definitions, topology, events)."""
+        return self._trace
+
+    @property
     def n_locations(self) -> int:
         return self.cube.shape[2]
 
