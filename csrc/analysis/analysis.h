@@ -174,10 +174,15 @@ void ws_causes_handlers(ws_causes *c, int pass, ws_handler *h);
 int ws_causes_finish(ws_causes *c, ws_error *err);
 void ws_causes_free(ws_causes *c);
 double ws_causes_path_first(const ws_causes *c);
-double ws_causes_undistributed(const ws_causes *c);
+/* fills per_location[loc] for the local locations */
+void ws_causes_undistributed(const ws_causes *c, double *per_location);
 
 /* derived.c */
 void ws_derive_delay(ws_analysis *a);
 int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err);
+/* Sums per-location rows ([n_locations x width], local rows filled, zero
+ * elsewhere) in location order: the same on every process and with every
+ * transport.  out[width] receives the sums; rows are reduced in place. */
+int ws_ordered_sum(ws_analysis *a, double *rows, size_t width, double *out, ws_error *err);
 
 #endif

@@ -169,15 +169,19 @@ int ws_analyze(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_tran
         if (rc == WS_OK)
             rc = ws_causes_finish(causes, err);
         double path_first = ws_causes_path_first(causes);
-        r->undistributed = ws_causes_undistributed(causes);
+        double *undistributed = ws_calloc(t->n_locations ? t->n_locations : 1, sizeof *undistributed);
+        if (undistributed)
+            ws_causes_undistributed(causes, undistributed);
+        else if (rc == WS_OK)
+            rc = ws_error_nomem(err, "analysis");
         ws_causes_free(causes);
+        if (rc == WS_OK && options->delay_model != WS_DELAY_NONE) {
+            ws_derive_delay(&a);
+            rc = ws_ordered_sum(&a, undistributed, 1, &r->undistributed, err);
+        }
+        free(undistributed);
         if (rc)
             goto fail;
-        if (options->delay_model != WS_DELAY_NONE) {
-            ws_derive_delay(&a);
-            if ((rc = tr->ops->allreduce_f64(tr, &r->undistributed, 1, WS_SUM, err)))
-                goto fail;
-        }
         if (options->critical_path && (rc = ws_derive_critical_path(&a, path_first, err)))
             goto fail;
     }

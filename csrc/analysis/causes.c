@@ -50,6 +50,7 @@ typedef struct cause_loc {
     double top, bottom;
     uint32_t cur_cp;
     int at_start; /* still owned the path at its first event */
+    double undistributed; /* waiting whose cost found no activity here */
 } cause_loc;
 
 typedef struct charge_scratch {
@@ -76,7 +77,6 @@ struct ws_causes {
     /* the path's end */
     uint32_t end_loc;
     double t_end;
-    double undistributed;
 };
 
 typedef struct entry {
@@ -558,7 +558,7 @@ static int charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, con
         gl += note->gl[x];
     if (ws_delay_kernel(c->model, note->wait, gl, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
                         s->prop_l) != 0) {
-        c->undistributed += note->wait + gl;
+        cl->undistributed += note->wait + gl;
         return WS_OK;
     }
     uint32_t w = note->wclass;
@@ -1012,9 +1012,10 @@ double ws_causes_path_first(const ws_causes *c)
     return first;
 }
 
-double ws_causes_undistributed(const ws_causes *c)
+void ws_causes_undistributed(const ws_causes *c, double *per_location)
 {
-    return c->undistributed;
+    for (uint32_t i = 0; i < c->a->n_local; i++)
+        per_location[c->a->local[i]] = c->locs[c->a->local[i]].undistributed;
 }
 
 /* Propagating share of the Late Sender / Late Receiver waits. */

@@ -208,6 +208,22 @@ static int derive_partitions(ws_analysis *a, ws_error *err)
     return WS_OK;
 }
 
+/* The reduction over processes adds only zeros to each value (exact);
+ * then every process adds the rows in location order. */
+int ws_ordered_sum(ws_analysis *a, double *rows, size_t width, double *out, ws_error *err)
+{
+    uint32_t L = a->trace->n_locations;
+    int rc = a->transport->ops->allreduce_f64(a->transport, rows, (size_t)L * width, WS_SUM, err);
+    if (rc)
+        return rc;
+    for (size_t j = 0; j < width; j++)
+        out[j] = 0.0;
+    for (uint32_t l = 0; l < L; l++)
+        for (size_t j = 0; j < width; j++)
+            out[j] += rows[(size_t)l * width + j];
+    return WS_OK;
+}
+
 int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
 {
     const ws_trace *t = a->trace;
@@ -216,7 +232,8 @@ int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
     int rc = close_path_start(a, path_first, err);
     if (rc)
         return rc;
-    qsort(r->path, r->n_path, sizeof *r->path, cmp_segment);
+    if (r->n_path)
+        qsort(r->path, r->n_path, sizeof *r->path, cmp_segment);
     /* merge contiguous pieces of one call path on one location; add_segment
      * merges only pieces appended one after the other, which depends on the
      * order in which the replay visits the locations */
@@ -239,31 +256,35 @@ int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
         if (r->partition[l] > max_part)
             max_part = r->partition[l];
     size_t P = (size_t)max_part + 1;
-    double *gcp = ws_calloc(2 * (size_t)C + 2 * (size_t)C + 1, sizeof *gcp);
+    /* per location: critical path per call path, activity per call
+     * path, 1 if it ran; later the imbalance costs (intra, inter) */
+    size_t W = 2 * (size_t)C + 1;
+    double *sums = ws_calloc(W, sizeof *sums);
+    double *rows = ws_calloc((L ? L : 1) * W, sizeof *rows);
     uint64_t *occurs = ws_calloc(P * (C ? C : 1), sizeof *occurs);
-    if (!gcp || !occurs) {
-        free(gcp);
-        free(occurs);
-        return ws_error_nomem(err, "critical-path indicators");
+    double *delta = ws_calloc(C ? C : 1, sizeof *delta);
+    double *costs = ws_calloc(2 * (size_t)C + 1, sizeof *costs); /* intra, inter per call path */
+    if (!sums || !rows || !occurs || !delta || !costs) {
+        rc = ws_error_nomem(err, "critical-path indicators");
+        goto done;
     }
-    double *avg = gcp + C, *s_intra = gcp + 2 * C, *s_inter = gcp + 3 * C;
-    double *n_procs = gcp + 4 * C;
     for (uint32_t i = 0; i < a->n_local; i++) {
         uint32_t loc = a->local[i];
-        if (t->locations[loc].events.n)
-            *n_procs += 1.0;
+        double *row = rows + (size_t)loc * W;
         for (uint32_t cp = 0; cp < C; cp++) {
-            gcp[cp] += cell(r, M_CRITICAL_PATH, cp, loc);
-            avg[cp] += activity(a, cp, loc);
+            row[cp] = cell(r, M_CRITICAL_PATH, cp, loc);
+            row[C + cp] = activity(a, cp, loc);
             if (cell(r, M_VISITS, cp, loc) > 0.0 && r->partition[loc] >= 0)
                 occurs[(size_t)r->partition[loc] * C + cp] = 1;
         }
+        row[2 * C] = t->locations[loc].events.n ? 1.0 : 0.0;
     }
-    if ((rc = a->transport->ops->allreduce_f64(a->transport, gcp, 2 * (size_t)C, WS_SUM, err)) ||
-        (rc = a->transport->ops->allreduce_f64(a->transport, n_procs, 1, WS_SUM, err)) ||
+    if ((rc = ws_ordered_sum(a, rows, W, sums, err)) ||
         (rc = a->transport->ops->allreduce_u64(a->transport, occurs, P * C, WS_MAX, err)))
         goto done;
-    double procs = *n_procs > 0.0 ? *n_procs : 1.0;
+    /* gcp(c): time on the path; avg(c): average activity per process */
+    double *gcp = sums, *avg = sums + C;
+    double procs = sums[2 * C] > 0.0 ? sums[2 * C] : 1.0;
     for (uint32_t cp = 0; cp < C; cp++)
         avg[cp] /= procs;
 
@@ -271,11 +292,7 @@ int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
      * spread over the critical activities p runs shorter than the path,
      * in proportion to the excess delta(i) (seed 001 section II-D.3) */
     double length = r->path_end - r->path_start;
-    double *delta = ws_calloc(C ? C : 1, sizeof *delta);
-    if (!delta) {
-        rc = ws_error_nomem(err, "critical-path indicators");
-        goto done;
-    }
+    memset(rows, 0, (size_t)L * W * sizeof *rows);
     for (uint32_t i = 0; i < a->n_local; i++) {
         uint32_t loc = a->local[i];
         if (!t->locations[loc].events.n)
@@ -292,16 +309,17 @@ int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
             continue;
         double alpha = headroom / sum_delta;
         int32_t part = r->partition[loc];
+        double *row = rows + (size_t)loc * 2 * C; /* intra, inter */
         for (uint32_t cp = 0; cp < C; cp++) {
             if (delta[cp] <= 0.0)
                 continue;
             int occurs_here = part >= 0 && occurs[(size_t)part * C + cp];
-            (occurs_here ? s_intra : s_inter)[cp] += alpha * delta[cp];
+            row[(occurs_here ? 0 : C) + cp] = alpha * delta[cp];
         }
     }
-    free(delta);
-    if ((rc = a->transport->ops->allreduce_f64(a->transport, s_intra, 2 * (size_t)C, WS_SUM, err)))
+    if ((rc = ws_ordered_sum(a, rows, 2 * (size_t)C, costs, err)))
         goto done;
+    const double *s_intra = costs, *s_inter = costs + C;
 
     for (uint32_t i = 0; i < a->n_local; i++) {
         uint32_t loc = a->local[i];
@@ -331,7 +349,10 @@ int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
         }
     }
 done:
-    free(gcp);
+    free(sums);
+    free(rows);
     free(occurs);
+    free(delta);
+    free(costs);
     return rc;
 }

@@ -6,7 +6,7 @@
  *   embedded here.
  * - Point-to-point payloads for remote locations are appended as records
  *   to a buffer per destination process and sent in batches (when a
- *   buffer is large or the local scheduler runs out of work).
+ *   buffer holds FLUSH_BYTES or the local scheduler runs out of work).
  * - A contribution to a collective instance is sent as a record to every
  *   other process owning members of the instance; every process folds
  *   the complete set of contributions in member order, so all processes
@@ -16,6 +16,9 @@
  *   consecutive rounds with equal, balanced counts and no progress
  *   (Mattern's four-counter method).  Records carry the replay epoch so
  *   that early messages of the next replay are counted there.
+ * - A process that waits polls MPI, but yields the core between polls
+ *   (sched_yield): processes sharing cores (more processes than cores,
+ *   or other programs) then get on with their work.
  * - An error on one process is broadcast as an abort message; the others
  *   stop waiting and report it.  Failures that every process learns at
  *   the same step (an agreement, or a stalled replay seen by the same
@@ -25,6 +28,7 @@
 #include "transport_mpi.h"
 
 #include <mpi.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +37,13 @@
 
 enum { TAG_DATA = 7001, TAG_ABORT = 7002 };
 enum { RECORD_P2P = 1, RECORD_COLL = 2 };
-enum { FLUSH_BYTES = 1 << 18 };
+/* Small batches: a process that waits for data gets it while the sender
+ * goes on with its other locations.  With large batches (256 KiB) a
+ * sender kept everything until all its own locations were blocked, and
+ * the processes of a wavefront took turns instead of working at the same
+ * time (1024-rank stencil, 2 processes: 45 % of the time waiting, slower
+ * than 1 process; with 1 KiB about 10 %). */
+enum { FLUSH_BYTES = 1 << 10 };
 
 typedef struct pending_send {
     MPI_Request request;
@@ -434,6 +444,7 @@ static int t_progress(ws_transport *t, int wait, int *woken, ws_error *err)
             m->stalled_here = 1;
             return WS_OK;
         }
+        sched_yield(); /* 4 processes on 2 cores: 2.7-4 s instead of 10 s (1024-rank stencil) */
     }
 }
 
@@ -459,6 +470,7 @@ static int t_finish(ws_transport *t, ws_error *err)
             next_epoch(m);
             return WS_OK;
         }
+        sched_yield();
     }
 }
 

@@ -1,8 +1,14 @@
 """Command line: ``waitscope info|analyze|demo``.
 
     waitscope info TRACE             locations, regions, call paths, events
-    waitscope analyze TRACE          wait-state report (add --delay, --critical-path)
+    waitscope analyze TRACE          wait-state report (add --delay, --critical-path, -o report.cubex)
     waitscope demo                   the main job on the bundled Score-P trace
+
+Started by ``mpiexec -n N`` (N > 1), ``analyze`` runs in the parallel mode
+(``comm=MPI.COMM_WORLD``: every process loads and replays its block of
+locations) when mpi4py and waitscope._mpi are available; only rank 0
+prints.  Other commands, or ``analyze`` without the parallel mode, run on
+rank 0 alone.
 """
 
 from __future__ import annotations
@@ -12,12 +18,59 @@ import json
 import os
 import sys
 import time
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from . import __version__, open as open_trace
 from .trace import Trace
 
 BUNDLED_TRACE = os.path.join(os.path.dirname(__file__), "data", "scorep-ping-pong", "traces.otf2")
+
+# Number of processes and rank of an MPI launch, as the process managers
+# tell them: MPICH's hydra (and Intel MPI), Open MPI, MVAPICH.
+MPI_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
+MPI_RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK")
+
+
+def _first_int(names: Sequence[str], environ: Mapping[str, str]) -> int | None:
+    for name in names:
+        value = environ.get(name, "").strip()
+        if value.isdigit():
+            return int(value)
+    return None
+
+
+def mpi_launch_size(environ: Mapping[str, str] | None = None) -> int:
+    """Processes of the MPI launch that started this process (1 without one)."""
+    return _first_int(MPI_SIZE_VARIABLES, os.environ if environ is None else environ) or 1
+
+
+def mpi_launch_rank(environ: Mapping[str, str] | None = None) -> int:
+    """This process's rank in its MPI launch (0 without one)."""
+    return _first_int(MPI_RANK_VARIABLES, os.environ if environ is None else environ) or 0
+
+
+def world_comm(environ: Mapping[str, str] | None = None) -> Any:
+    """``MPI.COMM_WORLD`` under an MPI launch of more than one process when
+    the parallel mode is available (mpi4py and waitscope._mpi), else None."""
+    size = mpi_launch_size(environ)
+    if size <= 1:
+        return None
+    try:
+        from mpi4py import MPI
+
+        from . import _mpi  # noqa: F401
+    except ImportError as exc:
+        if mpi_launch_rank(environ) == 0:
+            print(f"waitscope: note: started with {size} MPI processes, but the parallel mode is unavailable "
+                  f"({exc}); rank 0 works alone", file=sys.stderr)
+        return None
+    return MPI.COMM_WORLD
+
+
+def _rank(args: argparse.Namespace) -> int:
+    """Rank of this process in the parallel mode (0 in one process)."""
+    comm = getattr(args, "comm", None)
+    return 0 if comm is None else int(comm.Get_rank())
 
 
 class Progress:
@@ -42,7 +95,7 @@ class Progress:
 
 def _progress(args: argparse.Namespace) -> Progress:
     quiet = getattr(args, "quiet", False) or getattr(args, "json", False)
-    return Progress(enabled=not quiet and sys.stderr.isatty())
+    return Progress(enabled=not quiet and _rank(args) == 0 and sys.stderr.isatty())
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -83,17 +136,32 @@ def _analysis_json(trace: Trace, result: Any) -> dict[str, Any]:
     }
 
 
+def _total_events(trace: Trace) -> int:
+    """Events of the whole trace (collective in the parallel mode)."""
+    return trace.n_events if trace.comm is None else int(trace.comm.allreduce(trace.n_events))
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     progress = _progress(args)
-    trace = open_trace(args.trace, progress=progress)
+    trace = open_trace(args.trace, comm=getattr(args, "comm", None), progress=progress)
     result = trace.analyze(delay_model=args.delay, critical_path=args.critical_path, progress=progress)
+    n_events = _total_events(trace)
     progress.close()
+    if result is None:  # parallel mode: rank 0 has the result and reports
+        return 0
     if args.json:
         print(json.dumps(_analysis_json(trace, result), indent=2))
     else:
         print(f"waitscope {__version__}: {trace.path}")
-        print(f"{trace.n_locations} locations, {trace.n_events} events, {len(trace.callpath_names)} call paths")
+        print(f"{trace.n_locations} locations, {n_events} events, {len(trace.callpath_names)} call paths")
         print(result.summary(top=args.top))
+    if getattr(args, "output", None) and result is not None:
+        try:
+            written = result.to_cube(args.output)
+        except OSError as exc:
+            print(f"waitscope: error: cannot write {args.output}: {exc}", file=sys.stderr)
+            return 2
+        print(f"Cube report written to {written}", file=sys.stderr if args.json else sys.stdout)
     return 0
 
 
@@ -125,6 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--json", action="store_true", help="machine-readable output")
     analyze.add_argument("--top", type=int, default=5, help="how many call paths and locations to list")
     analyze.add_argument("--quiet", action="store_true", help="no progress output")
+    analyze.add_argument("-o", "--output", metavar="REPORT.cubex",
+                         help="also write the result as a Cube4 report (for CubeGUI, pycubexr)")
     analyze.set_defaults(func=cmd_analyze)
 
     demo = sub.add_parser("demo", help="run the main job on the bundled Score-P trace")
@@ -136,10 +206,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from . import TraceError
 
     args = build_parser().parse_args(argv)
+    args.comm = world_comm() if args.func is cmd_analyze else None
+    if args.comm is None and mpi_launch_rank() != 0:
+        return 0  # one of several processes started by mpiexec: rank 0 works alone
     try:
         return int(args.func(args))
     except TraceError as exc:
-        print(f"waitscope: error: {exc}", file=sys.stderr)
+        if _rank(args) == 0:  # every process raises the same error
+            print(f"waitscope: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("waitscope: interrupted", file=sys.stderr)

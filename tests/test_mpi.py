@@ -1,0 +1,447 @@
+"""The parallel mode under mpiexec: the same results as the embedded mode.
+
+Every test launches ``mpiexec -n N python ...`` as a subprocess with a
+timeout (a hang fails the test instead of blocking the suite).  The
+parallel side is tests/mpi_worker.py: rank 0 writes its results with
+np.savez and the test compares them here with ``waitscope.open(path)
+.analyze(...)`` in this process.
+
+Equality: identical metric ids, call-path names, critical-path segments
+and delay records (compared as sorted rows with their delay vectors), and
+every cube value bitwise equal (sums over locations are formed in
+location order in both modes, see ws_ordered_sum in csrc/analysis).
+
+The machine may have fewer cores than N: MPICH busy-polls, so runs with 3
+and 4 processes use few, small traces.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import pytest
+
+import waitscope
+from waitscope import cli, synth
+from waitscope.trace import block_owners
+
+
+def _importable(name: str) -> bool:
+    """Whether a module is installed, without importing it (mpi4py.MPI would start MPI here)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+MPIEXEC = shutil.which("mpiexec")
+if MPIEXEC is None or not _importable("mpi4py") or not _importable("waitscope._mpi"):
+    pytest.skip("the parallel mode needs mpiexec, mpi4py and waitscope._mpi", allow_module_level=True)
+
+from mpi_worker import CONFIGS, records_as_rows, result_arrays  # noqa: E402  (tests/ is on sys.path)
+
+HERE = Path(__file__).resolve().parent
+WORKER = HERE / "mpi_worker.py"
+TIMEOUT = 120.0
+"""Seconds any mpiexec run may take before the test fails as a hang."""
+QUICK = 30.0
+"""Seconds within which a failing parallel run must have ended."""
+
+HANG_SIGNS = re.compile(r"unexpected tag-receive|not matched|bad termination|killed|timed? ?out|\bhang", re.I)
+"""Output that suggests a hang or an unclean end (UCX's unmatched messages at MPI_Finalize, hydra's kills)."""
+
+
+# ---- running mpiexec -----------------------------------------------------------
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+def _env() -> dict[str, str]:
+    """The environment of the subprocesses: this process's waitscope first, one thread per BLAS."""
+    env = dict(os.environ)
+    package_root = str(Path(waitscope.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+def run(command: list[str], timeout: float = TIMEOUT, env: dict[str, str] | None = None) -> Run:
+    """Runs a command in its own session; kills the whole session when it takes too long."""
+    started = time.monotonic()
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env or _env(), start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"{' '.join(command)} did not end within {timeout} s (a hang?)\n"
+                    f"stdout:\n{out}\nstderr:\n{err}")
+    return Run(proc.returncode, out, err, time.monotonic() - started)
+
+
+def mpiexec(n: int, *command: str, timeout: float = TIMEOUT) -> Run:
+    return run([MPIEXEC, "-n", str(n), *command], timeout=timeout)
+
+
+def worker(n: int, mode: str, out: Path, traces: Iterable[Path]) -> Run:
+    out.mkdir(parents=True, exist_ok=True)
+    r = mpiexec(n, sys.executable, str(WORKER), mode, str(out), *(str(t) for t in traces))
+    if mode != "error":
+        assert r.returncode == 0, f"mpiexec -n {n} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}"
+    return r
+
+
+# ---- traces ----------------------------------------------------------------------
+
+
+def mpi_program(rng: random.Random, n: int, rounds: int) -> synth.Program:
+    """A random deadlock-free program: disjoint pairs (send or ssend), rings of
+    isend/irecv, fan-ins of blocking receives and collectives on the world
+    and on two sub-communicators, with eager and rendezvous sizes."""
+    prog = synth.Program(n)
+    subs = [prog.comm(sorted(rng.sample(range(n), k=rng.randint(2, n)))) for _ in range(2)]
+    for rnd in range(rounds):
+        for r in range(n):
+            prog.rank(r).compute(rng.choice("abc"), rng.choice([0, 0.5, 1, 2, 3]) * rng.random())
+        kind = rng.choice(["pairs", "ssend", "ring", "fan-in", "collective", "subcollective"])
+        size = rng.choice([8, 100_000])
+        if kind in ("pairs", "ssend"):
+            perm = rng.sample(range(n), n)
+            for a, b in zip(perm[0::2], perm[1::2]):
+                (prog.rank(a).ssend if kind == "ssend" else prog.rank(a).send)(b, tag=rnd, size=size)
+                prog.rank(b).recv(a, tag=rnd)
+        elif kind == "ring":
+            k = rng.randrange(1, n)
+            for r in range(n):
+                recv = prog.rank(r).irecv((r - k) % n, tag=rnd)
+                send = prog.rank(r).isend((r + k) % n, tag=rnd, size=size)
+                prog.rank(r).waitall([recv, send] if rng.random() < 0.5 else [send, recv])
+        elif kind == "fan-in":
+            root = rng.randrange(n)
+            for s in rng.sample([r for r in range(n) if r != root], k=min(n - 1, rng.randint(1, 8))):
+                prog.rank(s).send(root, tag=rnd, size=size)
+                prog.rank(root).recv(s, tag=rnd)
+        else:
+            comm = rng.choice(subs) if kind == "subcollective" else None
+            members = comm.ranks if comm is not None else range(n)
+            op = rng.choice(["barrier", "bcast", "reduce", "allreduce", "alltoall", "allgather", "gather",
+                             "scatter", "scan"])
+            root = rng.randrange(len(members))
+            for r in members:
+                b = prog.rank(r)
+                if op == "barrier":
+                    b.barrier(comm=comm)
+                elif op in ("bcast", "reduce", "gather", "scatter"):
+                    getattr(b, op)(root, 8, comm=comm)
+                else:
+                    getattr(b, op)(8, comm=comm)
+    return prog
+
+
+def write_program(directory: Path, n: int, seed: int, rounds: int = 30) -> Path:
+    rng = random.Random(seed)
+    prog = mpi_program(rng, n, rounds)
+    return Path(prog.write(directory, latency=rng.choice([0.0, 1e-3]), bandwidth=rng.choice([None, 1e6])))
+
+
+SIZES = (4, 7, 13, 100, 256)
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory: pytest.TempPathFactory, pingpong_dir: Path) -> dict[str, Path]:
+    """Generated traces by name ('r13': 13 ranks, ...) and the real one ('pingpong')."""
+    root = tmp_path_factory.mktemp("mpi-traces")
+    out = {f"r{n}": write_program(root / f"r{n}", n, seed=1000 + n) for n in SIZES}
+    for n, seed in ((5, 1), (9, 2), (17, 3), (31, 4), (64, 5), (150, 6)):
+        out[f"r{n}-s{seed}"] = write_program(root / f"r{n}-s{seed}", n, seed=seed, rounds=20)
+    out["pingpong"] = pingpong_dir / "traces.otf2"
+    return out
+
+
+_EMBEDDED: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+
+
+def embedded(path: Path, config: str) -> dict[str, np.ndarray]:
+    """The embedded mode's result of a trace and configuration (cached)."""
+    key = (str(path), config)
+    if key not in _EMBEDDED:
+        _EMBEDDED[key] = result_arrays(waitscope.open(path).analyze(**CONFIGS[config]))
+    return _EMBEDDED[key]
+
+
+# ---- comparisons -----------------------------------------------------------------
+
+
+def assert_values_equal(expected: np.ndarray, got: np.ndarray, metric_ids: list[str], what: str) -> None:
+    """Every value bitwise equal."""
+    assert got.shape == expected.shape, what
+    for m, metric in enumerate(metric_ids):
+        if not np.array_equal(expected[m], got[m]):
+            diff = np.abs(expected[m] - got[m])
+            scale = np.maximum(np.abs(expected[m]), np.abs(got[m]))
+            rel = float(np.max(np.divide(diff, scale, out=np.zeros_like(diff), where=scale > 0)))
+            pytest.fail(f"{what}: {metric} is not bitwise equal (largest relative difference {rel:.3g})")
+
+
+def assert_same_result(expected: dict[str, Any], got: dict[str, Any], what: str) -> None:
+    assert list(got) == list(expected), what
+    metric_ids = [str(m) for m in expected["metric_ids"]]
+    assert [str(m) for m in got["metric_ids"]] == metric_ids, what
+    assert [str(c) for c in got["callpath_names"]] == [str(c) for c in expected["callpath_names"]], what
+    assert_values_equal(expected["cube"], got["cube"], metric_ids, what)
+    assert np.array_equal(got["clock_violations"], expected["clock_violations"]), what
+    if "segments" in expected:
+        assert np.array_equal(got["segments"], expected["segments"]), f"{what}: critical-path segments"
+        assert np.array_equal(got["path_bounds"], expected["path_bounds"]), f"{what}: critical-path bounds"
+    if "records" in expected:
+        assert len(got["records"]) == len(expected["records"]), f"{what}: number of delay records"
+        assert records_as_rows(got) == records_as_rows(expected), f"{what}: delay records"
+
+
+# ---- results equal the embedded mode's ------------------------------------------
+
+RUNS = {
+    1: ["r4", "r7", "r13", "r100", "r256", "pingpong"],
+    2: ["r4", "r7", "r13", "r100", "r256", "pingpong", "r5-s1", "r9-s2", "r17-s3", "r31-s4", "r64-s5",
+        "r150-s6"],
+    3: ["r7", "r100", "r256", "pingpong"],  # pingpong's 2 locations leave process 2 without any
+    4: ["r4", "r13", "r256", "pingpong"],
+}
+
+
+@pytest.mark.parametrize("n", sorted(RUNS))
+def test_results_equal_the_embedded_mode(n, traces, tmp_path):
+    names = RUNS[n]
+    worker(n, "compare", tmp_path, [traces[name] for name in names])
+    for i, name in enumerate(names):
+        for config in CONFIGS:
+            got = dict(np.load(tmp_path / f"{i}-{config}.npz"))
+            assert_same_result(embedded(traces[name], config), got, f"{name}, {config}, {n} processes")
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_every_process_keeps_its_share(n, traces, tmp_path):
+    names = ["r13", "pingpong"]
+    worker(n, "share", tmp_path, [traces[name] for name in names])
+    for i, name in enumerate(names):
+        for config in CONFIGS:
+            what = f"{name}, {config}, {n} processes"
+            expected = embedded(traces[name], config)
+            shares = [dict(np.load(tmp_path / f"{i}-{config}-r{rank}.npz")) for rank in range(n)]
+            n_locations = expected["cube"].shape[2]
+            owner = block_owners(n_locations, n)
+            metric_ids = [str(m) for m in expected["metric_ids"]]
+            for rank, share in enumerate(shares):
+                mine = owner == rank
+                assert np.array_equal(share["owner"], owner), what
+                assert list(share["loaded"]) == list(np.flatnonzero(mine)), what
+                assert_values_equal(expected["cube"][:, :, mine], share["cube"][:, :, mine], metric_ids,
+                                    f"{what}: process {rank}'s own locations")
+                assert not share["cube"][:, :, ~mine].any(), f"{what}: process {rank} has values of others"
+                assert not share["clock_violations"][~mine].any(), what
+            total = sum(share["cube"] for share in shares)
+            assert_values_equal(expected["cube"], total, metric_ids, f"{what}: sum of the shares")
+            assert np.array_equal(sum(s["clock_violations"] for s in shares), expected["clock_violations"]), what
+            if "segments" in expected:
+                pieces = np.sort(np.concatenate([s["segments"] for s in shares]), order=["start", "end"])
+                assert np.array_equal(pieces, expected["segments"]), f"{what}: critical-path pieces"
+                for rank, share in enumerate(shares):
+                    assert (owner[share["segments"]["location"]] == rank).all(), what
+            if "records" in expected:
+                rows = sorted(row for s in shares for row in records_as_rows(s))
+                assert rows == records_as_rows(expected), f"{what}: delay records"
+
+
+# ---- errors: every process raises, all exit at once -------------------------------
+
+
+def _messages(r: Run, out: Path, n: int) -> dict[int, str]:
+    """rank -> 'ok' or the TraceError message, from the worker's error mode (one trace)."""
+    messages: dict[int, str] = {}
+    for rank in range(n):
+        report = out / f"error-r{rank}.txt"
+        assert report.exists(), f"process {rank} did not report:\n{r.stdout}\n{r.stderr}"
+        messages[rank] = report.read_text().rstrip("\n")
+    return messages
+
+
+def assert_failed_cleanly(r: Run, out: Path, n: int) -> dict[int, str]:
+    """Every process raised TraceError, mpiexec ended soon with a non-zero status, nothing hints at a hang."""
+    messages = _messages(r, out, n)
+    for rank, text in messages.items():
+        assert text.startswith("TraceError: "), f"process {rank}: {text}"
+    assert r.returncode != 0
+    assert r.seconds < QUICK, f"the failing run took {r.seconds:.1f} s"
+    sign = HANG_SIGNS.search(r.stdout + r.stderr)
+    assert sign is None, f"{sign.group(0)!r} in the output:\n{r.stdout}\n{r.stderr}"
+    return {rank: text[len("TraceError: "):] for rank, text in messages.items()}
+
+
+def _six_ranks(bad_tag: int = 1, send_late: bool = False) -> synth.Program:
+    """6 ranks: 0, 2 and 4 send a message to 1, 3 and 5, then all do an allreduce and a barrier.
+
+    bad_tag: the tag of the message 2 -> 3; send_late: 2 -> 3 after the allreduce."""
+    p = synth.Program(6)
+    for r in range(6):
+        p.rank(r).compute("work", 0.1 * (r + 1))
+    for a in (0, 2, 4):
+        tag = bad_tag if a == 2 else 1
+        if not (a == 2 and send_late):
+            p.rank(a).send(a + 1, tag=tag, size=8)
+            p.rank(a + 1).recv(a, tag=tag)
+    for r in range(6):
+        p.rank(r).allreduce(size=8)
+    if send_late:
+        p.rank(2).send(3, tag=bad_tag, size=8)
+        p.rank(3).recv(2, tag=bad_tag)
+    for r in range(6):
+        p.rank(r).barrier()
+    return p
+
+
+def splice(out: Path, base: synth.Program, other: synth.Program, location: int) -> Path:
+    """An archive of `base` whose location's files come from `other` (same definitions, valid OTF2)."""
+    a = Path(base.write(out.parent / f"{out.name}-a")).parent
+    b = Path(other.write(out.parent / f"{out.name}-b")).parent
+    shutil.copytree(a, out)
+    for ext in ("evt", "def"):
+        shutil.copyfile(b / "traces" / f"{location}.{ext}", out / "traces" / f"{location}.{ext}")
+    return out
+
+
+def embedded_error(path: Path) -> str:
+    with pytest.raises(waitscope.TraceError) as info:
+        waitscope.open(path).analyze(**CONFIGS["proportional"])
+    return str(info.value)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_corrupted_event_file_of_another_process(n, tmp_path):
+    path = Path(_six_ranks().write(tmp_path / "trace")).parent
+    evt = path / "traces" / "3.evt"
+    evt.write_bytes(evt.read_bytes()[: evt.stat().st_size // 2])
+    assert block_owners(6, n)[3] != 0  # the file belongs to another process than rank 0
+    messages = assert_failed_cleanly(worker(n, "error", tmp_path / "out", [path]), tmp_path / "out", n)
+    # (which error OTF2 meets in a cut file may vary between runs: only the file and location are certain)
+    for text in messages.values():
+        assert "traces/3.evt" in text and "location 3" in text, text
+    assert messages[0].startswith(f"analysis process {block_owners(6, n)[3]}: "), messages[0]
+
+
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("case", ["missing send", "stalled replay"])
+def test_inconsistent_trace(n, case, tmp_path):
+    # Location 3 (of process 1) from a run where it receives the message
+    # 2 -> 3 with another tag: neither the send nor the receive has a
+    # match, which the process of location 3 finds.  Or location 2 from a
+    # run where it sends the message after the allreduce, while location 3
+    # receives it before: the forward replay stalls on every process
+    # (location 3 waits for the message, the others in the allreduce).
+    assert block_owners(6, n)[3] == 1
+    if case == "missing send":
+        path = splice(tmp_path / "trace", _six_ranks(), _six_ranks(bad_tag=99), 3)
+    else:
+        path = splice(tmp_path / "trace", _six_ranks(), _six_ranks(send_late=True), 2)
+    expected = embedded_error(path)
+    messages = assert_failed_cleanly(worker(n, "error", tmp_path / "out", [path]), tmp_path / "out", n)
+    assert messages[0] == expected
+    if case == "stalled replay":
+        assert set(messages.values()) == {expected}  # every process reports the same deadlock
+
+
+# ---- the command line under mpiexec ----------------------------------------------
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "waitscope", *args]
+
+
+def _embedded_cli(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    assert cli.main(list(args)) == 0
+    return capsys.readouterr().out
+
+
+def test_command_line_under_mpiexec(traces, capsys, tmp_path):
+    path = str(traces["r13"])
+    options = ["analyze", "--delay", "proportional", "--critical-path", path]
+    text = mpiexec(2, *_cli(*options))
+    assert text.returncode == 0, text.stderr
+    assert text.stdout == _embedded_cli(capsys, *options)  # printed once, by rank 0
+    assert text.stderr == ""
+
+    report = tmp_path / "report.cubex"
+    js = mpiexec(2, *_cli(*options, "--json", "-o", str(report)))
+    assert js.returncode == 0, js.stderr
+    assert report.is_file() and js.stderr == f"Cube report written to {report}\n"  # by rank 0
+    got, expected = json.loads(js.stdout), json.loads(_embedded_cli(capsys, *options, "--json"))
+    assert set(got["metrics"]) == set(expected["metrics"])
+    assert got == expected
+
+
+def test_console_script_under_mpiexec(traces, capsys):
+    script = shutil.which("waitscope", path=os.path.dirname(sys.executable))
+    if script is None:
+        pytest.skip("the waitscope console script is not installed next to this Python")
+    path = str(traces["pingpong"])
+    r = mpiexec(2, script, "analyze", path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == _embedded_cli(capsys, "analyze", path)
+
+
+def test_command_line_error_under_mpiexec(tmp_path):
+    path = Path(_six_ranks().write(tmp_path / "trace")).parent
+    evt = path / "traces" / "4.evt"
+    evt.write_bytes(evt.read_bytes()[:40])
+    r = mpiexec(2, *_cli("analyze", str(path)))
+    assert r.returncode == 2
+    assert r.seconds < QUICK
+    assert r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("waitscope: error: "), r.stderr  # rank 0 only
+    assert "traces/4.evt" in lines[0] and "location 4" in lines[0]
+
+
+def test_mpi_launch_detection():
+    assert cli.mpi_launch_size({}) == 1 and cli.mpi_launch_rank({}) == 0
+    assert cli.mpi_launch_size({"PMI_SIZE": "4", "PMI_RANK": "3"}) == 4
+    assert cli.mpi_launch_rank({"PMI_SIZE": "4", "PMI_RANK": "3"}) == 3
+    assert cli.mpi_launch_size({"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "1"}) == 2
+    assert cli.mpi_launch_rank({"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "1"}) == 1
+    assert cli.world_comm({"PMI_SIZE": "1", "PMI_RANK": "0"}) is None  # one process: as without MPI
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_command_line_without_the_parallel_mode(rank, pingpong_dir, capsys):
+    """Started by mpiexec, but mpi4py cannot be imported: rank 0 works alone."""
+    path = str(pingpong_dir)
+    code = ("import sys; sys.modules['mpi4py'] = None; from waitscope.cli import main; "
+            f"sys.exit(main(['analyze', {path!r}]))")
+    env = _env()
+    env.update(PMI_SIZE="2", PMI_RANK=str(rank))
+    r = run([sys.executable, "-c", code], env=env)
+    assert r.returncode == 0, r.stderr
+    if rank == 0:
+        assert r.stdout == _embedded_cli(capsys, "analyze", path)
+        assert "parallel mode is unavailable" in r.stderr
+    else:
+        assert r.stdout == "" and r.stderr == ""
