@@ -8,6 +8,7 @@
   and mesh partitions; where the critical path runs and the
   inter-partition imbalance costs while work moves between them).
 
+The programs come from waitscope.examples (the notebooks use them too).
 Each test states the numbers it expects and how they follow from the
 timing model of waitscope/synth.py.
 """
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 
 import waitscope
-from waitscope import synth
+from waitscope import examples
 
 MODELS = ("proportional", "wait-first")
 
@@ -49,24 +50,9 @@ OTHER = (P * BASE - PEAK) / (P - 1)
 ADDED = ITERATIONS * (PEAK - BASE)  # 4 s
 
 
-def work_time(scenario: str, iteration: int, rank: int) -> float:
-    if scenario == "balanced":
-        return BASE
-    if scenario == "static":
-        return BASE + (PEAK - BASE) * (2 * rank / (P - 1) - 1)
-    if scenario == "dynamic":
-        return PEAK if rank == iteration % P else OTHER
-    overloaded = 0 if iteration < ITERATIONS // 2 else 1  # mixed
-    return PEAK if rank == overloaded else OTHER
-
-
 @functools.lru_cache(maxsize=None)
 def benchmark(scenario: str) -> waitscope.AnalysisResult:
-    prog = synth.Program(P)
-    for rank in range(P):
-        b = prog.rank(rank)
-        for it in range(ITERATIONS):
-            b.compute("work", work_time(scenario, it, rank)).barrier()
+    prog = examples.imbalance_benchmark(scenario, P, ITERATIONS, BASE, PEAK)
     return prog.run(latency=0.0).analyze(critical_path=True)
 
 
@@ -136,35 +122,10 @@ def test_load_imbalance_benchmark(scenario):
 # originate on the vertical borders, and they grow with the grid.
 
 SWEEP_BASE, SWEEP_EXTRA = 1e-3, 0.3e-3
-OCTANTS = ((1, 1), (-1, -1), (1, -1), (-1, 1))  # (row step, column step): NW, SE, NE, SW
 
 
-def sweep3d(px: int, py: int, repeats: int = 2, blocks: int = 4) -> synth.Program:
-    prog = synth.Program(px * py)
-    prog.cart((py, px))
-
-    def rank(row: int, col: int) -> int:
-        return row * px + col
-
-    tag = 0
-    for _ in range(repeats):
-        for dr, dc in OCTANTS:
-            for _ in range(blocks):
-                tag += 1
-                for row in range(py):
-                    for col in range(px):
-                        b = prog.rank(rank(row, col))
-                        if 0 <= col - dc < px:
-                            b.recv(rank(row, col - dc), tag=tag)
-                        if 0 <= row - dr < py:
-                            b.recv(rank(row - dr, col), tag=tag)
-                        border = row in (0, py - 1) or col in (0, px - 1)
-                        b.compute("sweep", SWEEP_BASE + (SWEEP_EXTRA if border else 0.0))
-                        if 0 <= col + dc < px:
-                            b.send(rank(row, col + dc), tag=tag, size=8)
-                        if 0 <= row + dr < py:
-                            b.send(rank(row + dr, col), tag=tag, size=8)
-    return prog
+def sweep3d(px: int, py: int):
+    return examples.sweep3d(px, py, repeats=2, blocks=4, work=SWEEP_BASE, border_extra=SWEEP_EXTRA)
 
 
 @functools.lru_cache(maxsize=None)
@@ -257,20 +218,8 @@ MPMD_LATENCY = 1e-6
 
 
 def mpmd(mesh_work: float) -> tuple:
-    particle_work = (TOTAL_WORK - N_MESH * mesh_work) / N_PARTICLE
-    per_mesh = N_PARTICLE // N_MESH
-    prog = synth.Program(N_PARTICLE + N_MESH)
-    for step in range(STEPS):
-        for m in range(N_MESH):
-            b = prog.rank(N_PARTICLE + m)
-            b.compute("mesh", mesh_work)
-            for k in range(per_mesh):
-                b.send(m * per_mesh + k, tag=step, size=64)
-        for p in range(N_PARTICLE):
-            prog.rank(p).compute("particle", particle_work).recv(N_PARTICLE + p // per_mesh, tag=step)
-        for rank in range(N_PARTICLE + N_MESH):
-            prog.rank(rank).allreduce(size=8)
-    return prog.run(latency=MPMD_LATENCY), particle_work
+    prog = examples.mpmd(mesh_work, N_PARTICLE, N_MESH, STEPS, TOTAL_WORK)
+    return prog.run(latency=MPMD_LATENCY), examples.mpmd_particle_work(mesh_work, N_PARTICLE, N_MESH, TOTAL_WORK)
 
 
 @functools.lru_cache(maxsize=None)

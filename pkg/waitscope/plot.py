@@ -486,16 +486,26 @@ def heatmap(result: AnalysisResult, metric: str, callpath: CallpathKey | None = 
 
 
 def _region_colors(trace: "Trace") -> np.ndarray:
-    """An RGBA colour per region: MPI reddish, the others from a palette without red."""
+    """An RGBA colour per region: MPI reddish, the others from a palette without red.
+
+    Colours go to the regions that occur in the call-path tree (a Score-P
+    trace defines hundreds of MPI regions it never enters), in the order
+    of their first call path, so a region keeps its colour in every window.
+    """
     regions = trace.regions
     out = np.zeros((len(regions), 4))
+    out[:] = mcolors.to_rgba("lightgrey")
     n_mpi = n_other = 0
-    for r in regions:
-        if r.is_mpi:
-            out[r.index] = mcolors.to_rgba(MPI_COLORS[n_mpi % len(MPI_COLORS)])
+    seen: set[int] = set()
+    for region in (int(x) for x in trace.callpath_region):
+        if region in seen or not 0 <= region < len(regions):
+            continue
+        seen.add(region)
+        if regions[region].is_mpi:
+            out[region] = mcolors.to_rgba(MPI_COLORS[n_mpi % len(MPI_COLORS)])
             n_mpi += 1
         else:
-            out[r.index] = mcolors.to_rgba(OTHER_COLORS[n_other % len(OTHER_COLORS)])
+            out[region] = mcolors.to_rgba(OTHER_COLORS[n_other % len(OTHER_COLORS)])
             n_other += 1
     return out
 
@@ -540,7 +550,8 @@ def _rects(x0: np.ndarray, x1: np.ndarray, row: np.ndarray, half: float) -> np.n
 
 def timeline(trace: "Trace", result: AnalysisResult | None = None, *, window: tuple[float, float] | None = None,
              locations: Sequence[int] | None = None, ax: Axes | None = None, max_locations: int = 64,
-             messages: bool = True, waits: bool = True, legend: int = 8) -> Figure:
+             messages: bool = True, waits: bool = True, legend: int = 8,
+             figsize: tuple[float, float] | None = None) -> Figure:
     """A time-line diagram: one bar per location, coloured by region, over `window` = (t0, t1) seconds.
 
     Drawn from the events inside the window (default: the whole run of the
@@ -569,7 +580,8 @@ def timeline(trace: "Trace", result: AnalysisResult | None = None, *, window: tu
     ``"regions"``, a :class:`~matplotlib.collections.LineCollection` with
     gid ``"messages"``): a window of 100,000 events on 64 locations
     (14,000 messages, 5,000 wait states) takes about 1 s to build and 1 s
-    to render as PNG.  Returns the Figure.
+    to render as PNG.  `figsize` (inches) applies when no `ax` is given;
+    the default grows with the number of locations.  Returns the Figure.
     """
     locs = [int(x) for x in (trace.loaded_locations if locations is None else locations)][:max(int(max_locations), 1)]
     if not locs:
@@ -585,7 +597,7 @@ def timeline(trace: "Trace", result: AnalysisResult | None = None, *, window: tu
     t0, t1 = float(window[0]), float(window[1])
     if not t1 > t0:
         raise ValueError(f"window must be (t0, t1) with t1 > t0, not {window!r}")
-    fig, ax = _single_axes(ax, (11.0, 1.2 + 0.32 * len(locs)))
+    fig, ax = _single_axes(ax, figsize or (11.0, max(2.6, 1.2 + 0.32 * len(locs))))
     row_of = {loc: i for i, loc in enumerate(locs)}
     parent = np.asarray(trace.callpath_parent, dtype=np.int64)
     cp_region = np.asarray(trace.callpath_region, dtype=np.int64)

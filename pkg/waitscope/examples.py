@@ -1,0 +1,238 @@
+"""Example programs from the seeds, as :mod:`waitscope.synth` programs.
+
+The notebooks in ``notebooks/`` and the scenario tests build their traces
+with these functions.  They return a :class:`waitscope.synth.Program`
+(:func:`chain` together with its run parameters);
+``program.run(latency=...)`` executes it and gives the in-memory
+:class:`waitscope.Trace`.  Durations are seconds.
+
+* :func:`chain` -- seed 004, Tables 3.1-3.3: a chain of two Late Senders
+  A -> B -> C whose delay costs the seed works out by hand;
+* :func:`sweep3d` -- seed 000, section V-A: a Sweep3D-like pipelined
+  wavefront on a 2D process grid, with extra work on the border ranks;
+* :func:`imbalance_benchmark` -- seed 001, section IV-A: the synthetic
+  load-imbalance benchmark (work() + barrier; balanced, static, dynamic
+  and mixed imbalance with the same total work);
+* :func:`mpmd` -- seed 001, section IV-D: an MPMD program in the style of
+  ddcMD, a large "particle" and a small "mesh" partition exchanging data
+  every step.
+"""
+
+from __future__ import annotations
+
+from typing import Tuple
+
+from . import synth
+
+__all__ = [
+    "chain",
+    "CHAIN_CASES",
+    "sweep3d",
+    "SWEEP_OCTANTS",
+    "imbalance_benchmark",
+    "imbalance_work_time",
+    "IMBALANCE_SCENARIOS",
+    "mpmd",
+    "mpmd_particle_work",
+]
+
+
+# ---- seed 004: the worked examples ----------------------------------------------------
+
+CHAIN_CASES = ("3.1", "3.2", "3.3")
+"""The cases of seed 004's worked examples (Tables 3.1, 3.2 and 3.3)."""
+
+
+def chain(case: str) -> Tuple[synth.Program, dict]:
+    """Seed 004's worked example `case` ("3.1", "3.2" or "3.3") as a program of 3 ranks.
+
+    A = rank 0, B = rank 1, C = rank 2; times are in units of seconds.  A
+    computes f for 3 and g for 2 and sends to B at t = 5.  B computes f
+    for 2 and x for 1, then receives from A (a Late Sender of 2), works on
+    and sends to C, which waits for it too (a second Late Sender that B's
+    waiting propagates).  The message from A carries 10**6 bytes; the
+    returned run parameters (bandwidth 10**6 B/s in cases 3.1 and 3.3)
+    make its transfer take 1 s, which B spends in MPI_Recv without
+    waiting: the seed's "R2" entry of B's profile.
+
+    * 3.1: B sends to C right after the receive; C computes f 2, g 2, x 1.
+    * 3.2: no transfer time; B computes f for 1 more; C computes f 2, x 1.
+    * 3.3: B computes g for 2 after the receive; C computes f 2, x 1, z 2.
+
+    Returns ``(program, run_parameters)``: ``program.run(**run_parameters)``
+    gives the trace.
+    """
+    if case not in CHAIN_CASES:
+        raise ValueError(f"case must be one of {CHAIN_CASES}, not {case!r}")
+    prog = synth.Program(3)
+    a, b, c = prog.rank(0), prog.rank(1), prog.rank(2)
+    a.compute("f", 3).compute("g", 2).send(1, tag=1, size=10**6)
+    if case == "3.1":
+        b.compute("f", 2).compute("x", 1).recv(0, tag=1).send(2, tag=2, size=0)
+        c.compute("f", 2).compute("g", 2).compute("x", 1).recv(1, tag=2)
+        return prog, {"latency": 0.0, "bandwidth": 1e6}
+    if case == "3.2":
+        b.compute("f", 2).compute("x", 1).recv(0, tag=1).compute("f", 1).send(2, tag=2, size=0)
+        c.compute("f", 2).compute("x", 1).recv(1, tag=2)
+        return prog, {"latency": 0.0, "bandwidth": None}
+    b.compute("f", 2).compute("x", 1).recv(0, tag=1).compute("g", 2).send(2, tag=2, size=0)
+    c.compute("f", 2).compute("x", 1).compute("z", 2).recv(1, tag=2)
+    return prog, {"latency": 0.0, "bandwidth": 1e6}
+
+
+# ---- seed 000 V-A: Sweep3D-like wavefront -----------------------------------------------
+
+SWEEP_OCTANTS = ((1, 1), (-1, -1), (1, -1), (-1, 1))
+"""(row step, column step) of the sweeps: from the NW, SE, NE and SW corners."""
+
+
+def sweep3d(px: int, py: int, repeats: int = 2, blocks: int = 4, work: float = 1e-3,
+            border_extra: float = 0.3e-3, region: str = "sweep") -> synth.Program:
+    """A Sweep3D-like wavefront on a `py` x `px` process grid (seed 000, section V-A).
+
+    Rank ``row * px + col`` sits at (row, col); the program defines the
+    Cartesian topology ``cart((py, px))``, so coordinate 0 is the row and
+    coordinate 1 the column (as MPI_Cart_create with row-major ranks).
+    Draw it with ``plot.heatmap(..., transpose=True)`` to get rows
+    vertically and columns horizontally.
+
+    Each sweep starts at a corner and runs towards the opposite one,
+    pipelined over `blocks` blocks.  Per block every rank (Listing 1 of the
+    seed) receives from its upstream east/west neighbour, then from its
+    upstream north/south neighbour (blocking MPI_Recv), computes `region`
+    for `work` seconds (`work + border_extra` on the outer ring of the
+    grid), then sends downstream east/west and north/south (8 bytes,
+    eager).  The sweeps come from the four corners in turn
+    (:data:`SWEEP_OCTANTS`), `repeats` times.
+    """
+    prog = synth.Program(px * py)
+    prog.cart((py, px))
+
+    def rank(row: int, col: int) -> int:
+        return row * px + col
+
+    tag = 0
+    for _ in range(repeats):
+        for dr, dc in SWEEP_OCTANTS:
+            for _ in range(blocks):
+                tag += 1
+                for row in range(py):
+                    for col in range(px):
+                        b = prog.rank(rank(row, col))
+                        if 0 <= col - dc < px:
+                            b.recv(rank(row, col - dc), tag=tag)
+                        if 0 <= row - dr < py:
+                            b.recv(rank(row - dr, col), tag=tag)
+                        border = row in (0, py - 1) or col in (0, px - 1)
+                        b.compute(region, work + (border_extra if border else 0.0))
+                        if 0 <= col + dc < px:
+                            b.send(rank(row, col + dc), tag=tag, size=8)
+                        if 0 <= row + dr < py:
+                            b.send(rank(row + dr, col), tag=tag, size=8)
+    return prog
+
+
+# ---- seed 001 IV-A: the synthetic load-imbalance benchmark ------------------------------
+
+IMBALANCE_SCENARIOS = ("balanced", "static", "dynamic", "mixed")
+"""The scenarios of seed 001's benchmark (section IV-A, Fig. 5)."""
+
+
+def imbalance_work_time(scenario: str, iteration: int, rank: int, ranks: int = 32, iterations: int = 320,
+                        work: float = 50e-3, peak: float = 62.5e-3) -> float:
+    """Duration of work() of `rank` in `iteration` of :func:`imbalance_benchmark`.
+
+    * balanced: `work` everywhere;
+    * static: rank p always works ``work + (peak - work) * (2p / (ranks - 1) - 1)``
+      (from ``2 work - peak`` on rank 0 to `peak` on the last rank);
+    * dynamic: in iteration i rank ``i mod ranks`` works `peak`, the others
+      share the rest equally, ``(ranks * work - peak) / (ranks - 1)``;
+    * mixed: as dynamic, but rank 0 is the overloaded one in the first
+      half of the iterations and rank 1 in the second half.
+
+    Every iteration has the same total work ``ranks * work``, and in the
+    imbalanced scenarios its slowest rank needs `peak`.
+    """
+    other = (ranks * work - peak) / (ranks - 1)
+    if scenario == "balanced":
+        return work
+    if scenario == "static":
+        return work + (peak - work) * (2 * rank / (ranks - 1) - 1)
+    if scenario == "dynamic":
+        return peak if rank == iteration % ranks else other
+    if scenario == "mixed":
+        overloaded = 0 if iteration < iterations // 2 else 1
+        return peak if rank == overloaded else other
+    raise ValueError(f"scenario must be one of {IMBALANCE_SCENARIOS}, not {scenario!r}")
+
+
+def imbalance_benchmark(scenario: str, ranks: int = 32, iterations: int = 320, work: float = 50e-3,
+                        peak: float = 62.5e-3) -> synth.Program:
+    """Seed 001's synthetic load-imbalance benchmark (section IV-A).
+
+    `ranks` ranks run `iterations` iterations of ``work()`` (region
+    "work", durations from :func:`imbalance_work_time`) followed by
+    MPI_Barrier.  With the defaults and ``run(latency=0.0)`` the balanced
+    scenario takes 320 x 50 ms = 16 s and the imbalanced ones 320 x
+    62.5 ms = 20 s, 25 % longer with the same total work (32 x 16 s of
+    work()), as in the seed.
+    """
+    if scenario not in IMBALANCE_SCENARIOS:
+        raise ValueError(f"scenario must be one of {IMBALANCE_SCENARIOS}, not {scenario!r}")
+    prog = synth.Program(ranks)
+    for rank in range(ranks):
+        b = prog.rank(rank)
+        for it in range(iterations):
+            b.compute("work", imbalance_work_time(scenario, it, rank, ranks, iterations, work, peak)).barrier()
+    return prog
+
+
+# ---- seed 001 IV-D: MPMD partitions (ddcMD) ----------------------------------------------
+
+def mpmd_particle_work(mesh_work: float, n_particle: int = 12, n_mesh: int = 4,
+                       work_per_step: float = 48e-3) -> float:
+    """The average particle work per step that keeps the total at `work_per_step`:
+    ``(work_per_step - n_mesh * mesh_work) / n_particle``."""
+    particle = (work_per_step - n_mesh * mesh_work) / n_particle
+    if particle < 0:
+        raise ValueError(f"mesh_work {mesh_work} leaves no work for the particle ranks")
+    return particle
+
+
+def mpmd(mesh_work: float, n_particle: int = 12, n_mesh: int = 4, steps: int = 20, work_per_step: float = 48e-3,
+         particle_spread: float = 0.0) -> synth.Program:
+    """An MPMD program in the style of ddcMD (seed 001, section IV-D).
+
+    Ranks ``0 .. n_particle-1`` form the "particle" partition, the next
+    `n_mesh` ranks the "mesh" partition; every mesh rank serves
+    ``n_particle // n_mesh`` consecutive particle ranks (`n_particle` must
+    be a multiple of `n_mesh`).  Per step every
+    mesh rank computes "mesh" for `mesh_work` and sends 64 bytes to each of
+    its particle ranks; every particle rank computes "particle", receives
+    from its mesh rank, and all ranks meet in an MPI_Allreduce.
+
+    The work per step over all ranks is `work_per_step`: the particle
+    ranks work :func:`mpmd_particle_work` on average.  `particle_spread`
+    imbalances the particle partition statically: particle rank k works
+    ``p * (1 + particle_spread * (2k / (n_particle - 1) - 1))``, from
+    ``p (1 - spread)`` to ``p (1 + spread)`` with the same average ``p``.
+    Moving `mesh_work` up moves work from the particle to the mesh
+    partition, as ddcMD's mesh size and screening length do.
+    """
+    if n_mesh < 1 or n_particle < n_mesh or n_particle % n_mesh:
+        raise ValueError(f"n_particle ({n_particle}) must be a positive multiple of n_mesh ({n_mesh})")
+    p = mpmd_particle_work(mesh_work, n_particle, n_mesh, work_per_step)
+    per_mesh = n_particle // n_mesh
+    prog = synth.Program(n_particle + n_mesh)
+    spread = [particle_spread * (2 * k / max(n_particle - 1, 1) - 1) for k in range(n_particle)]
+    for step in range(steps):
+        for m in range(n_mesh):
+            b = prog.rank(n_particle + m)
+            b.compute("mesh", mesh_work)
+            for k in range(per_mesh):
+                b.send(m * per_mesh + k, tag=step, size=64)
+        for k in range(n_particle):
+            prog.rank(k).compute("particle", p * (1 + spread[k])).recv(n_particle + k // per_mesh, tag=step)
+        for rank in range(n_particle + n_mesh):
+            prog.rank(rank).allreduce(size=8)
+    return prog
