@@ -79,8 +79,8 @@ static void free_analysis(ws_analysis *a)
     free(a->region_category);
 }
 
-static int replay(ws_analysis *a, int backward, ws_handler *handlers, size_t n, const ws_progress *progress,
-                  ws_error *err)
+static int replay(ws_analysis *a, const char *name, int backward, ws_handler *handlers, size_t n,
+                  const ws_progress *progress, ws_error *err)
 {
     ws_replay_env env;
     env.trace = a->trace;
@@ -88,6 +88,7 @@ static int replay(ws_analysis *a, int backward, ws_handler *handlers, size_t n, 
     env.locations = a->local;
     env.n_locations = a->n_local;
     env.backward = backward;
+    env.name = name;
     env.schedule_seed = a->options.schedule_seed;
     return ws_replay_run(&env, a->transport, handlers, n, progress, err);
 }
@@ -145,26 +146,26 @@ int ws_analyze(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_tran
     }
     ws_handler h;
     ws_waitstates_handlers(&a, 1, &h);
-    if ((rc = replay(&a, 0, &h, 1, progress, err)))
+    if ((rc = replay(&a, "wait states 1/2", 0, &h, 1, progress, err)))
         goto fail;
     ws_waitstates_handlers(&a, 2, &h);
-    if ((rc = replay(&a, 1, &h, 1, progress, err)))
+    if ((rc = replay(&a, "wait states 2/2", 1, &h, 1, progress, err)))
         goto fail;
     if ((rc = ws_waitstates_finish(&a, err)))
         goto fail;
     if (options->delay_model != WS_DELAY_NONE || options->critical_path) {
         /* the receivers learn which Late Receivers count */
         ws_waitstates_handlers(&a, 3, &h);
-        if ((rc = replay(&a, 0, &h, 1, progress, err)))
+        if ((rc = replay(&a, "sync points", 0, &h, 1, progress, err)))
             goto fail;
         ws_causes *causes = NULL;
         if ((rc = ws_causes_prepare(&a, &causes, err)))
             goto fail;
         ws_causes_handlers(causes, 4, &h);
-        rc = replay(&a, 1, &h, 1, progress, err);
+        rc = replay(&a, "causes (backward)", 1, &h, 1, progress, err);
         if (rc == WS_OK && options->delay_model != WS_DELAY_NONE) {
             ws_causes_handlers(causes, 5, &h);
-            rc = replay(&a, 0, &h, 1, progress, err);
+            rc = replay(&a, "delay (forward)", 0, &h, 1, progress, err);
         }
         if (rc == WS_OK)
             rc = ws_causes_finish(causes, err);

@@ -168,6 +168,12 @@ static int site_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t site, 
 }
 
 /* Runs one location until it blocks or finishes. */
+/* what the replay computes, for progress reports */
+static const char *stage_name(const ws_replay_env *env)
+{
+    return env->name ? env->name : env->backward ? "backward replay" : "forward replay";
+}
+
 static int run_location(scheduler *s, uint32_t local, ws_error *err)
 {
     const ws_replay_env *env = s->env;
@@ -244,7 +250,7 @@ static int run_location(scheduler *s, uint32_t local, ws_error *err)
         if (++s->processed >= s->next_report) {
             s->next_report = s->processed + (1u << 20);
             if (s->progress && s->progress->callback &&
-                s->progress->callback(s->progress->context, backward ? "backward replay" : "forward replay",
+                s->progress->callback(s->progress->context, stage_name(env),
                                       s->processed, s->total))
                 return ws_error_set(err, WS_ERR_INTERRUPTED, "replay interrupted");
         }
@@ -374,6 +380,9 @@ int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *
     }
     tr->unfinished = 0;
     rc = tr->ops->finish(tr, err);
+    if (rc == WS_OK && s.progress && s.progress->callback &&
+        s.progress->callback(s.progress->context, stage_name(env), s.total, s.total))
+        rc = ws_error_set(err, WS_ERR_INTERRUPTED, "replay interrupted");
 done:
     tr->wake = NULL;
     tr->scheduler = NULL;

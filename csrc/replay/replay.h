@@ -26,6 +26,9 @@ typedef struct ws_replay_env {
     const uint32_t *locations; /* the locations replayed here */
     uint32_t n_locations;
     int backward;
+    /* what the replay computes, for progress reports (NULL: "forward
+     * replay" / "backward replay") */
+    const char *name;
     /* Nonzero: visit locations in a pseudo-random order derived from this
      * seed (results must not depend on it; used by the tests). */
     uint64_t schedule_seed;

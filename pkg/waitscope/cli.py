@@ -84,7 +84,7 @@ class Progress:
         if not self.enabled:
             return
         share = f"{100.0 * done / total:5.1f}%" if total else ""
-        sys.stderr.write(f"\r{stage:<16} {done:>12,d} events {share} {time.monotonic() - self.started:6.1f} s")
+        sys.stderr.write(f"\r{stage:<18} {done:>12,d} events {share} {time.monotonic() - self.started:6.1f} s")
         sys.stderr.flush()
 
     def close(self) -> None:
@@ -166,12 +166,34 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """The main job on the bundled trace: analysis, Cube report, heatmap and timeline images."""
+    out = os.path.abspath(args.output_dir)
     print(f"waitscope demo on the bundled Score-P trace {BUNDLED_TRACE}\n")
     trace = open_trace(BUNDLED_TRACE)
     print(trace.summary())
     print()
-    result = trace.analyze()
+    result = trace.analyze(delay_model="proportional", critical_path=True)
     print(result.summary())
+    os.makedirs(out, exist_ok=True)
+    written = [("Cube report (CubeGUI, pycubexr)", result.to_cube(os.path.join(out, "report.cubex")))]
+    try:
+        from . import plot
+    except ImportError:
+        print("\nThe pictures need matplotlib: pip install 'waitscope[plot]'", file=sys.stderr)
+    else:
+        ranks = len(trace.locations)
+        fig = plot.heatmaps(result, ["mpi_latesender", "mpi_latereceiver", "delay_short", "delay_long"],
+                            dims=(ranks, 1))
+        fig.suptitle("waiting time and the delay costs that caused it, per rank")
+        path = os.path.join(out, "heatmap.png")
+        fig.savefig(path, dpi=100)
+        written.append(("heatmap of waiting time and delay costs", path))
+        path = os.path.join(out, "timeline.png")
+        plot.timeline(trace, result).savefig(path, dpi=100)
+        written.append(("timeline with wait states and the critical path", path))
+    print("\nwritten:")
+    for what, path in written:
+        print(f"  {path}  ({what})")
     return 0
 
 
@@ -198,6 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.set_defaults(func=cmd_analyze)
 
     demo = sub.add_parser("demo", help="run the main job on the bundled Score-P trace")
+    demo.add_argument("-d", "--output-dir", default="waitscope-demo",
+                      help="where to write the report and the pictures (default: ./waitscope-demo)")
     demo.set_defaults(func=cmd_demo)
     return parser
 

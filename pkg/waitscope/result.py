@@ -335,7 +335,8 @@ class AnalysisResult:
     )
 
     def summary(self, top: int = 5) -> str:
-        """A short report: time, waiting per pattern, worst call paths and locations."""
+        """A short report: time, waiting per pattern, worst call paths and locations;
+        the largest delay costs and the critical path when the result has them."""
         total = self.total("time")
         lines = [f"total time (all locations): {total:.6f} s over {self.n_locations} locations"]
         for mid in ("execution", "comp", "mpi"):
@@ -359,6 +360,26 @@ class AnalysisResult:
             for loc in np.argsort(-per_loc)[:top]:
                 if per_loc[loc] > 0:
                     lines.append(f"  {per_loc[loc]:14.6f} s  location {loc} (rank {self.location_ranks[loc]})")
+        if "delay" in self._metric_index:
+            short, long_ = self.delay_short, self.delay_long
+            handled = self.handled_waiting()
+            lines.append(f"delay costs ({self.delay_model} model): {short.sum():.6f} s short-term + "
+                         f"{long_.sum():.6f} s long-term = handled waiting {handled:.6f} s")
+            lines.append("call paths and locations whose delay caused the most waiting:")
+            cost = short + long_
+            for flat in np.argsort(-cost, axis=None)[:top]:
+                cp, loc = np.unravel_index(flat, cost.shape)
+                if cost[cp, loc] > 0:
+                    lines.append(f"  {cost[cp, loc]:14.6f} s  {self.callpath_names[cp]} on location {loc} "
+                                 f"(rank {self.location_ranks[loc]}; long-term {long_[cp, loc]:.6f} s)")
+        if "critical_path" in self._metric_index:
+            path = self.critical_path
+            lines.append(f"critical path: {path.length:.6f} s in {len(path.segments)} segments")
+            on_path = path.by_callpath
+            lines.append("call paths on the critical path (time on the path, imbalance):")
+            for cp in np.argsort(-on_path)[:top]:
+                if on_path[cp] > 0:
+                    lines.append(f"  {on_path[cp]:14.6f} s  {path.imbalance[cp]:10.6f} s  {self.callpath_names[cp]}")
         violations = int(np.sum(self.clock_violations))
         if violations:
             lines.append(f"clock condition violations: {violations} receive(s) end before their send starts")
