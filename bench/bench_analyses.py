@@ -6,6 +6,8 @@ configuration, interleaved over --repeat runs (best and median wall
 time), on one loaded trace:
 
 * wait states only: ``trace.analyze()`` (the baseline of this comparison);
+* wait states + records: ``trace.analyze(wait_records=True)``, one record
+  per wait-state instance (``AnalysisResult.wait_states``);
 * + delay costs, proportional model;
 * + delay costs, wait-first model;
 * + critical path;
@@ -13,9 +15,11 @@ time), on one loaded trace:
 * load (``waitscope.open``), for scale.
 
 Prints each time and its ratio to the wait-state analysis; also checks
-the conservation law (delay == handled waiting) and the path length
-(== wall-clock time) on the results, so the figures are of runs that
-computed the right thing.  No assertions.
+the conservation law (delay == handled waiting), the path length
+(== wall-clock time) and the sum of the wait-state records (== the
+wait-state metrics) on the results, so the figures are of runs that
+computed the right thing, and the number and memory of the wait-state
+records.  No assertions.
 
     python bench/bench_analyses.py [--dir DIR] [--side S] [--iters N] [--repeat R]
 """
@@ -33,6 +37,7 @@ from bench_load import DEFAULT_DIR, ensure_trace, warm_page_cache  # noqa: E402
 
 CONFIGS = [
     ("wait states only", {}),
+    ("wait states + records", {"wait_records": True}),
     ("+ delay (proportional)", {"delay_model": "proportional"}),
     ("+ delay (wait-first)", {"delay_model": "wait-first"}),
     ("+ critical path", {"critical_path": True}),
@@ -70,6 +75,15 @@ def main() -> None:
                 handled = r.handled_waiting()
                 notes.append(f"delay {r.total('delay'):.6g} s = handled waiting {handled:.6g} s "
                              f"(rel. diff {abs(r.total('delay') - handled) / max(handled, 1e-300):.1e})")
+            if opts.get("wait_records"):
+                raw = r._raw["wait_records"]
+                n_rec = len(raw["location"])
+                columns = sum(v.nbytes for v in raw.values() if hasattr(v, "nbytes"))
+                metrics = sorted(set(raw["metrics"]))
+                in_cube = sum(r.total(m) for m in metrics)
+                notes.append(f"{n_rec:,} wait-state records ({n_rec * 48 / 1e6:.1f} MB in the core at 48 B each, "
+                             f"{columns / 1e6:.1f} MB as columns, {n_rec * r.wait_states.itemsize / 1e6:.1f} MB "
+                             f"as wait_states); sum {float(raw['wait'].sum()):.6g} s = metrics {in_cube:.6g} s")
             if opts.get("critical_path"):
                 cp = r.critical_path
                 notes.append(f"path length {cp.length:.6f} s = wall clock {cp.end - cp.start:.6f} s")

@@ -29,7 +29,8 @@ import numpy as np
 CONFIGS: dict[str, dict[str, Any]] = {
     "waitstates": {},
     "proportional": {"delay_model": "proportional", "critical_path": True, "delay_records": True},
-    "wait-first": {"delay_model": "wait-first", "critical_path": True, "delay_records": True},
+    "wait-first": {"delay_model": "wait-first", "critical_path": True, "delay_records": True,
+                   "wait_records": True},
 }
 
 
@@ -51,6 +52,8 @@ def result_arrays(result: Any) -> dict[str, np.ndarray]:
         raw = result._raw["records"]
         out["vector_callpath"] = np.asarray(raw["vector_callpath"])
         out["vector_value"] = np.asarray(raw["vector_value"])
+    if result.has_wait_states:
+        out["wait_states"] = result.wait_states
     return out
 
 

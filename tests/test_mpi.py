@@ -6,10 +6,12 @@ parallel side is tests/mpi_worker.py: rank 0 writes its results with
 np.savez and the test compares them here with ``waitscope.open(path)
 .analyze(...)`` in this process.
 
-Equality: identical metric ids, call-path names, critical-path segments
-and delay records (compared as sorted rows with their delay vectors), and
-every cube value bitwise equal (sums over locations are formed in
-location order in both modes, see ws_ordered_sum in csrc/analysis).
+Equality: identical metric ids, call-path names, critical-path segments,
+delay records (compared as sorted rows with their delay vectors) and
+wait-state records (identical arrays: both modes sort them by location,
+event and metric), and every cube value bitwise equal (sums over
+locations are formed in location order in both modes, see ws_ordered_sum
+in csrc/analysis).
 
 The machine may have fewer cores than N: MPICH busy-polls, so runs with 3
 and 4 processes use few, small traces.
@@ -216,6 +218,9 @@ def assert_same_result(expected: dict[str, Any], got: dict[str, Any], what: str)
     if "records" in expected:
         assert len(got["records"]) == len(expected["records"]), f"{what}: number of delay records"
         assert records_as_rows(got) == records_as_rows(expected), f"{what}: delay records"
+    if "wait_states" in expected:
+        assert len(expected["wait_states"]) > 0, what
+        assert np.array_equal(got["wait_states"], expected["wait_states"]), f"{what}: wait-state records"
 
 
 # ---- results equal the embedded mode's ------------------------------------------
@@ -270,6 +275,12 @@ def test_every_process_keeps_its_share(n, traces, tmp_path):
             if "records" in expected:
                 rows = sorted(row for s in shares for row in records_as_rows(s))
                 assert rows == records_as_rows(expected), f"{what}: delay records"
+            if "wait_states" in expected:
+                # each process has the records of its own locations; in process order they are all
+                for rank, share in enumerate(shares):
+                    assert (owner[share["wait_states"]["location"]] == rank).all(), what
+                pieces = np.concatenate([s["wait_states"] for s in shares])
+                assert np.array_equal(pieces, expected["wait_states"]), f"{what}: wait-state records"
 
 
 # ---- errors: every process raises, all exit at once -------------------------------

@@ -7,7 +7,6 @@ also saved as a PNG and read back to check that it is not blank.
 """
 from __future__ import annotations
 
-import random
 import subprocess
 import sys
 
@@ -324,12 +323,12 @@ def test_timeline_hatches_each_late_sender(three, tmp_path):
     trace, r = three
     fig = plot.timeline(trace, r)
     ax = fig.axes[0]
-    ls = collection(ax, "waits:latesender")
+    ls = collection(ax, "waits:mpi_latesender")
     assert r.total("mpi_sls_count") == 2  # the core counts 2 Late Sender instances
     assert boxes(ls) == [(0.0, 1.0, 1.0), (1.25, 2.0, 1.0)]
     assert ls.get_hatch() == "////"
-    assert boxes(collection(ax, "waits:finalize")) == [(1.0, 2.0, 0.0)]
-    assert collection(ax, "waits:latereceiver") is None
+    assert boxes(collection(ax, "waits:mpi_finalize_wait")) == [(1.0, 2.0, 0.0)]
+    assert collection(ax, "waits:mpi_latereceiver") is None
     # messages from send to receive: (1, rank 0) -> (1, rank 1), (2, rank 2) -> (2, rank 1)
     msgs = collection(ax, "messages")
     assert isinstance(msgs, LineCollection)
@@ -355,17 +354,17 @@ def test_timeline_window_and_locations(three):
     trace, r = three
     ax = plot.timeline(trace, r, window=(0.5, 1.5)).axes[0]
     assert ax.get_xlim() == (0.5, 1.5)
-    assert boxes(collection(ax, "waits:latesender")) == [(0.5, 1.0, 1.0), (1.25, 1.5, 1.0)]
+    assert boxes(collection(ax, "waits:mpi_latesender")) == [(0.5, 1.0, 1.0), (1.25, 1.5, 1.0)]
     for path in collection(ax, "regions").get_paths():
         assert 0.5 <= path.vertices[:, 0].min() and path.vertices[:, 0].max() <= 1.5
     ax = plot.timeline(trace, window=(1.05, 1.2)).axes[0]
-    assert collection(ax, "waits:latesender") is None
+    assert collection(ax, "waits:mpi_latesender") is None
     assert not [ln for ln in ax.lines if ln.get_gid() == "critical_path"]  # no result given
     # ranks 2 and 1, top to bottom; the message 2 -> 1 only
     ax = plot.timeline(trace, r, locations=[2, 1]).axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["2", "1"]
     assert [tuple(map(tuple, s)) for s in collection(ax, "messages").get_segments()] == [((2.0, 0.0), (2.0, 1.0))]
-    assert boxes(collection(ax, "waits:latesender")) == [(0.0, 1.0, 1.0), (1.25, 2.0, 1.0)]
+    assert boxes(collection(ax, "waits:mpi_latesender")) == [(0.0, 1.0, 1.0), (1.25, 2.0, 1.0)]
     ax = plot.timeline(trace, max_locations=2).axes[0]
     assert len(ax.get_yticks()) == 2
     with pytest.raises(ValueError, match="t1 > t0"):
@@ -379,29 +378,37 @@ def test_timeline_into_given_axes(three):
     assert plot.timeline(trace, r, ax=ax) is fig
 
 
-def test_wait_intervals_add_up_to_the_metrics():
-    # random programs (blocking, non-blocking with Waitall, rendezvous,
-    # collectives on sub-communicators): the instances summed per pattern,
-    # call path and location are the core's metrics
-    from test_waitstates import _Builder, random_run_params
+def test_timeline_takes_the_wait_states_of_the_result(three, tmp_path):
+    trace, _ = three
+    r = trace.analyze(wait_records=True)
+    ax = plot.timeline(trace, r).axes[0]
+    assert boxes(collection(ax, "waits:mpi_latesender")) == [(0.0, 1.0, 1.0), (1.25, 2.0, 1.0)]
+    # a partly loaded trace without such a result: no hatching (no analysis possible)
+    part = waitscope.open(trace.write(tmp_path / "three"), load=False).load([0, 1])
+    ax = plot.timeline(part).axes[0]
+    assert not [p for p in ax.patches if str(p.get_gid()).startswith("waits:")]
+    assert [t.get_text() for t in ax.get_legend().get_texts()].count("message") == 1  # 0 -> 1 still drawn
+    with pytest.raises(ValueError, match="wait_records=True"):
+        plot.wait_intervals(part)
+    # the same trace, but a result with the records: hatched
+    ax = plot.timeline(part, r, locations=[0, 1]).axes[0]
+    assert boxes(collection(ax, "waits:mpi_latesender")) == [(0.0, 1.0, 1.0), (1.25, 2.0, 1.0)]
 
-    rng = random.Random(5)
-    for i in range(60):
-        builder = _Builder(rng)
-        prog = builder.build()
-        params = random_run_params(rng, builder.eager)
-        trace = prog.run(**params)
-        r = trace.analyze()
-        w = plot.wait_intervals(trace)
-        assert np.all(w["end"] > w["start"])
-        for pattern, metric in plot.PATTERN_METRICS.items():
-            if metric is None:
-                continue
-            sel = w[w["pattern"] == pattern]
-            got = np.zeros((len(r.callpath_names), r.n_locations))
-            np.add.at(got, (sel["callpath"], sel["location"]), sel["end"] - sel["start"])
-            np.testing.assert_allclose(got, r.get(metric), rtol=0, atol=1e-12,
-                                       err_msg=f"program {i}, {pattern}, {params}")
+
+def test_wait_intervals_select_locations_and_window(three):
+    # the instances of the fixture (see above): rank 1's Late Senders [0, 1]
+    # and [1.25, 2] (partners 0 and 2), rank 0's Wait at Finalize [1, 2]
+    # (partner: the last to enter, rank 1, the first of ranks 1 and 2)
+    trace, r = three
+    w = plot.wait_intervals(trace)
+    got = sorted((int(x["location"]), str(x["metric"]), float(x["start"]), float(x["end"]), int(x["partner"]))
+                 for x in w)
+    assert got == [(0, "mpi_finalize_wait", 1.0, 2.0, 1), (1, "mpi_latesender", 0.0, 1.0, 0),
+                   (1, "mpi_latesender", 1.25, 2.0, 2)]
+    assert np.array_equal(w, trace.analyze(wait_records=True).wait_states)
+    w = plot.wait_intervals(trace, locations=[1], window=(1.1, 1.3))
+    assert [(float(x["start"]), float(x["end"])) for x in w] == [(1.25, 2.0)]
+    assert len(plot.wait_intervals(trace, window=(2.0, 3.0))) == 0  # touching the window is not overlapping
 
 
 # ---- profiles ---------------------------------------------------------------------------

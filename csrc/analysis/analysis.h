@@ -24,6 +24,7 @@ typedef struct ws_analysis_options {
     int delay_model;          /* enum ws_delay_model */
     int critical_path;        /* extract the critical path */
     int keep_delay_records;   /* keep one record per delay calculation */
+    int wait_records;         /* keep one record per wait-state instance */
     const int32_t *partition; /* per location partition id (NULL: derived) */
     uint64_t schedule_seed;   /* see ws_replay_env */
 } ws_analysis_options;
@@ -52,6 +53,50 @@ typedef struct ws_path_segment {
     double start;
     double end;
 } ws_path_segment;
+
+/* Patterns of wait-state records: one per time metric that is charged
+ * per instance (ws_wait_pattern_metric gives the metric). */
+enum ws_wait_pattern {
+    WS_WP_LATESENDER = 0,         /* mpi_latesender */
+    WS_WP_LATERECEIVER = 1,       /* mpi_latereceiver */
+    WS_WP_BARRIER = 2,            /* mpi_barrier_wait */
+    WS_WP_BARRIER_COMPLETION = 3, /* mpi_barrier_completion */
+    WS_WP_NXN = 4,                /* mpi_wait_nxn */
+    WS_WP_NXN_COMPLETION = 5,     /* mpi_nxn_completion */
+    WS_WP_LATEBROADCAST = 6,      /* mpi_latebroadcast */
+    WS_WP_EARLYREDUCE = 7,        /* mpi_earlyreduce */
+    WS_WP_EARLYSCAN = 8,          /* mpi_earlyscan */
+    WS_WP_FINALIZE = 9,           /* mpi_finalize_wait */
+    WS_WP_INIT_COMPLETION = 10,   /* mpi_init_completion */
+    WS_WP_COUNT = 11
+};
+
+/* The metric (enum ws_metric) of a wait-state pattern. */
+int ws_wait_pattern_metric(int pattern);
+
+/* Late Sender records: the instance is also in mpi_latesender_wo */
+enum { WS_WO_NONE = 0, WS_WO_SAME = 1, WS_WO_DIFFERENT = 2 };
+
+/* One wait-state instance (analysis option wait_records), made where its
+ * waiting time is added to the cube: `wait` is exactly that value, at
+ * (pattern's metric, callpath, location).  [start, end] is the waiting
+ * interval; end - start == wait. */
+typedef struct ws_wait_record {
+    double start;
+    double end;
+    double wait;
+    uint32_t location;   /* the waiting location */
+    uint32_t callpath;   /* of the waiting call (the one charged) */
+    uint32_t event;      /* on `location`: the message record, MpiIsendComplete,
+                            MpiCollectiveEnd, or the Leave of MPI_Init/MPI_Finalize */
+    uint32_t partner;    /* location waited for, or WS_NONE32 */
+    uint8_t pattern;     /* enum ws_wait_pattern */
+    uint8_t wrong_order; /* WS_WO_* (Late Sender only) */
+    uint8_t pad[6];
+} ws_wait_record;
+
+/* Sorts wait records by location, event and pattern (a total order). */
+void ws_wait_records_sort(ws_wait_record *records, size_t n);
 
 /* wait-state classes (also the delay-cost classes) */
 enum ws_wait_class {
@@ -88,6 +133,13 @@ typedef struct ws_result {
     uint32_t *record_cp;    /* delay vector entries: call path */
     double *record_value;   /* delay vector entries: value */
     uint64_t n_entries, cap_entries;
+
+    /* wait-state records (option wait_records), sorted by
+     * ws_wait_records_sort once the analysis is done */
+    int has_wait_records;
+    ws_wait_record *wait_records;
+    uint64_t n_wait_records;
+    size_t cap_wait_records;
 
     /* per location partition used for the imbalance costs */
     int32_t *partition;

@@ -14,6 +14,7 @@ void ws_result_free(ws_result *r)
     free(r->records);
     free(r->record_cp);
     free(r->record_value);
+    free(r->wait_records);
     free(r->partition);
     free(r);
 }
@@ -112,6 +113,7 @@ int ws_analyze(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_tran
         return err->code;
     }
     r->delay_model = options->delay_model;
+    r->has_wait_records = options->wait_records != 0;
     ws_analysis a;
     memset(&a, 0, sizeof a);
     a.trace = t;
@@ -153,6 +155,15 @@ int ws_analyze(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_tran
         goto fail;
     if ((rc = ws_waitstates_finish(&a, err)))
         goto fail;
+    /* every wait record is made in passes 1-2, in scheduling order */
+    ws_wait_records_sort(r->wait_records, r->n_wait_records);
+    if (r->n_wait_records && r->cap_wait_records > r->n_wait_records) {
+        void *fit = realloc(r->wait_records, r->n_wait_records * sizeof *r->wait_records);
+        if (fit) { /* else the larger block stays */
+            r->wait_records = fit;
+            r->cap_wait_records = r->n_wait_records;
+        }
+    }
     if (options->delay_model != WS_DELAY_NONE || options->critical_path) {
         /* the receivers learn which Late Receivers count */
         ws_waitstates_handlers(&a, 3, &h);

@@ -99,6 +99,82 @@ static void add(ws_analysis *a, int metric, uint32_t callpath, uint32_t loc, dou
     ws_cube_add(a->result, metric, callpath, loc, v);
 }
 
+/* ---- wait-state records ------------------------------------------------- */
+
+static const int pattern_metric[WS_WP_COUNT] = {
+    [WS_WP_LATESENDER] = M_MPI_LATESENDER,
+    [WS_WP_LATERECEIVER] = M_MPI_LATERECEIVER,
+    [WS_WP_BARRIER] = M_MPI_BARRIER_WAIT,
+    [WS_WP_BARRIER_COMPLETION] = M_MPI_BARRIER_COMPLETION,
+    [WS_WP_NXN] = M_MPI_WAIT_NXN,
+    [WS_WP_NXN_COMPLETION] = M_MPI_NXN_COMPLETION,
+    [WS_WP_LATEBROADCAST] = M_MPI_LATEBROADCAST,
+    [WS_WP_EARLYREDUCE] = M_MPI_EARLYREDUCE,
+    [WS_WP_EARLYSCAN] = M_MPI_EARLYSCAN,
+    [WS_WP_FINALIZE] = M_MPI_FINALIZE_WAIT,
+    [WS_WP_INIT_COMPLETION] = M_MPI_INIT_COMPLETION,
+};
+
+int ws_wait_pattern_metric(int pattern)
+{
+    return pattern >= 0 && pattern < WS_WP_COUNT ? pattern_metric[pattern] : -1;
+}
+
+/* What a wait record holds besides its pattern, location, call path and value. */
+typedef struct wait_instance {
+    double start;        /* the waiting interval */
+    double end;
+    uint32_t event;      /* see ws_wait_record */
+    uint32_t partner;
+    uint8_t wrong_order;
+} wait_instance;
+
+/* Adds the waiting time `wait` of a pattern to the cube at (its metric,
+ * callpath, loc) and, with the option wait_records, records the instance
+ * when it is one: a positive value that the cube received. */
+static int add_wait(ws_analysis *a, int pattern, uint32_t callpath, uint32_t loc, double wait,
+                    const wait_instance *w, ws_error *err)
+{
+    ws_result *r = a->result;
+    int metric = pattern_metric[pattern];
+    add(a, metric, callpath, loc, wait);
+    if (!a->options.wait_records || !(wait > 0.0) || r->slot[metric] < 0 || callpath >= r->n_callpaths)
+        return WS_OK;
+    if (ws_grow((void **)&r->wait_records, &r->cap_wait_records, r->n_wait_records + 1, sizeof *r->wait_records))
+        return ws_error_nomem(err, "wait-state records");
+    ws_wait_record *rec = &r->wait_records[r->n_wait_records++];
+    memset(rec, 0, sizeof *rec);
+    rec->start = w->start;
+    rec->end = w->end;
+    rec->wait = wait;
+    rec->location = loc;
+    rec->callpath = callpath;
+    rec->event = w->event;
+    rec->partner = w->partner;
+    rec->pattern = (uint8_t)pattern;
+    rec->wrong_order = w->wrong_order;
+    return WS_OK;
+}
+
+static int cmp_wait_record(const void *x, const void *y)
+{
+    const ws_wait_record *p = x, *q = y;
+    if (p->location != q->location)
+        return p->location < q->location ? -1 : 1;
+    if (p->event != q->event)
+        return p->event < q->event ? -1 : 1;
+    return (p->pattern > q->pattern) - (p->pattern < q->pattern);
+}
+
+void ws_wait_records_sort(ws_wait_record *records, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (cmp_wait_record(&records[i - 1], &records[i]) > 0) {
+            qsort(records, n, sizeof *records, cmp_wait_record);
+            return;
+        }
+}
+
 int ws_waitstates_prepare(ws_analysis *a, ws_error *err)
 {
     const ws_trace *t = a->trace;
@@ -323,8 +399,10 @@ static coll_info member_info(const ws_coll_view *v, uint32_t member)
     return c;
 }
 
-/* The wait of one member, given the instance's reductions. */
-static double member_wait(uint8_t cls, const coll_cache *k, uint32_t member, uint32_t root, const coll_info *c)
+/* The wait of one member, given the instance's reductions; *until (if
+ * given) receives the end of the waiting interval when there is one. */
+static double member_wait(uint8_t cls, const coll_cache *k, uint32_t member, uint32_t root, const coll_info *c,
+                          double *until_out)
 {
     double ref;
     switch (cls) {
@@ -349,6 +427,8 @@ static double member_wait(uint8_t cls, const coll_cache *k, uint32_t member, uin
     }
     double until = ref < c->leave ? ref : c->leave;
     double w = until - c->enter;
+    if (until_out)
+        *until_out = until;
     return w > 0.0 ? w : 0.0;
 }
 
@@ -390,7 +470,7 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
         for (uint32_t i = 0; i < v->n_present && !k->mismatch; i++) {
             uint32_t m = v->present[i];
             coll_info c = member_info(v, m);
-            if (member_wait(cls, k, m, root, &c) > 0.0)
+            if (member_wait(cls, k, m, root, &c, NULL) > 0.0)
                 k->any_wait = 1;
         }
         if (cls == WS_SITE_SCAN) {
@@ -416,32 +496,45 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
     uint32_t me = ls->site_member[site];
     coll_info own = member_info(v, me);
     uint32_t cp = ls->site_callpath[site];
-    double wait = member_wait(cls, k, me, root, &own);
+    double until = own.enter;
+    double wait = member_wait(cls, k, me, root, &own, &until);
     double b = own.enter, e = own.leave;
     double latest_clamped = k->latest < e ? k->latest : e;
     double completion_from = k->first_leave > latest_clamped ? k->first_leave : latest_clamped;
     double completion = e - completion_from;
     if (completion < 0.0)
         completion = 0.0;
+    /* the instances: waiting [enter, until] for the last to enter (or the
+     * root), completion [completion_from, leave] */
+    uint32_t ev = ls->site_event[site];
+    uint32_t last = k->latest_member != WS_NONE32 ? member_info(v, k->latest_member).location : WS_NONE32;
+    wait_instance wi = {b, until, ev, last, WS_WO_NONE};
+    wait_instance ci = {completion_from, e, ev, WS_NONE32, WS_WO_NONE};
+    int rc = WS_OK;
 
     uint8_t kind = WS_WAIT_NONE;
     switch (cls) {
     case WS_SITE_BARRIER:
-        add(a, M_MPI_BARRIER_WAIT, cp, loc, wait);
-        add(a, M_MPI_BARRIER_COMPLETION, cp, loc, completion);
+        if ((rc = add_wait(a, WS_WP_BARRIER, cp, loc, wait, &wi, err)) ||
+            (rc = add_wait(a, WS_WP_BARRIER_COMPLETION, cp, loc, completion, &ci, err)))
+            return rc;
         kind = WS_WAIT_BARRIER;
         break;
     case WS_SITE_NXN:
-        add(a, M_MPI_WAIT_NXN, cp, loc, wait);
-        add(a, M_MPI_NXN_COMPLETION, cp, loc, completion);
+        if ((rc = add_wait(a, WS_WP_NXN, cp, loc, wait, &wi, err)) ||
+            (rc = add_wait(a, WS_WP_NXN_COMPLETION, cp, loc, completion, &ci, err)))
+            return rc;
         kind = WS_WAIT_NXN;
         break;
     case WS_SITE_1TON:
-        add(a, M_MPI_LATEBROADCAST, cp, loc, wait);
+        wi.partner = member_info(v, root).location;
+        if ((rc = add_wait(a, WS_WP_LATEBROADCAST, cp, loc, wait, &wi, err)))
+            return rc;
         kind = WS_WAIT_12N;
         break;
     case WS_SITE_NTO1:
-        add(a, M_MPI_EARLYREDUCE, cp, loc, wait);
+        if ((rc = add_wait(a, WS_WP_EARLYREDUCE, cp, loc, wait, &wi, err)))
+            return rc;
         kind = WS_WAIT_N21;
         break;
     case WS_SITE_SCAN: {
@@ -455,23 +548,28 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
                 latest_member = v->present[i];
             }
         }
-        double until = latest < e ? latest : e;
+        until = latest < e ? latest : e;
         wait = until - b > 0.0 ? until - b : 0.0;
-        add(a, M_MPI_EARLYSCAN, cp, loc, wait);
+        wi.end = until;
+        wi.partner = member_info(v, latest_member).location;
+        if ((rc = add_wait(a, WS_WP_EARLYSCAN, cp, loc, wait, &wi, err)))
+            return rc;
         kind = WS_WAIT_SCAN;
         d->site_sync_time[site] = until;
-        d->site_delayer[site] = member_info(v, latest_member).location;
+        d->site_delayer[site] = wi.partner;
         break;
     }
     case WS_SITE_INIT:
-        add(a, M_MPI_INIT_COMPLETION, cp, loc, completion);
+        if ((rc = add_wait(a, WS_WP_INIT_COMPLETION, cp, loc, completion, &ci, err)))
+            return rc;
         /* waiting for the last process to enter MPI_Init is no metric (no
          * delay cost may land on MPI_Init), but the critical path and the
          * imbalance indicators must not count it as activity */
         d->init_wait[cp] += wait;
         break;
     case WS_SITE_FINALIZE:
-        add(a, M_MPI_FINALIZE_WAIT, cp, loc, wait);
+        if ((rc = add_wait(a, WS_WP_FINALIZE, cp, loc, wait, &wi, err)))
+            return rc;
         kind = WS_WAIT_FINALIZE;
         break;
     default:
@@ -529,8 +627,9 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
 /* Wrong-order Late Senders: a Late Sender instance is in wrong order
  * when the location later receives a message whose send started before
  * the send of the message it waited for.  The nearest such later receive
- * decides between "same" and "different" source. */
-static int wrong_order(ws_analysis *a, uint32_t loc, ws_error *err)
+ * decides between "same" and "different" source.  With `wo`, the class of
+ * every receive row (WS_WO_*) is stored there for its wait record. */
+static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
 {
     const ws_loc_sync *ls = &a->sync->locs[loc];
     ws_loc_data *d = data_of(a, loc);
@@ -549,9 +648,11 @@ static int wrong_order(ws_analysis *a, uint32_t loc, ws_error *err)
         if (d->ls[k] > 0.0 && !d->ls_cancelled[k] && depth) {
             uint32_t j = stack[depth - 1];
             uint32_t cp = ls->msg_callpath[k];
+            int same = ls->msg_partner[j] == ls->msg_partner[k];
             add(a, M_MPI_LATESENDER_WO, cp, loc, d->ls[k]);
-            add(a, ls->msg_partner[j] == ls->msg_partner[k] ? M_MPI_LSWO_SAME : M_MPI_LSWO_DIFFERENT, cp, loc,
-                d->ls[k]);
+            add(a, same ? M_MPI_LSWO_SAME : M_MPI_LSWO_DIFFERENT, cp, loc, d->ls[k]);
+            if (wo)
+                wo[k] = same ? WS_WO_SAME : WS_WO_DIFFERENT;
             add(a, d->send_bytes[k] == 0 ? M_MPI_SLSWO_COUNT : M_MPI_CLSWO_COUNT, cp, loc, 1.0);
         }
         stack[depth++] = (uint32_t)k;
@@ -649,20 +750,33 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
     }
     ws_map64_free(&best_lr);
     ws_map64_free(&late_sender);
-    for (uint64_t k = 0; k < ls->n_messages; k++) {
+    /* the wrong-order class of each Late Sender, for its record */
+    uint8_t *wo = NULL;
+    if (a->options.wait_records && !(wo = ws_calloc(ls->n_messages ? ls->n_messages : 1, sizeof *wo)))
+        return ws_error_nomem(err, "wait-state records");
+    int rc = wrong_order(a, loc, wo, err);
+    for (uint64_t k = 0; k < ls->n_messages && rc == WS_OK; k++) {
         if (ls->msg_flags[k] & WS_MSG_SEND) {
             if (d->lr[k] <= 0.0)
                 continue;
+            /* from the enter of the call completing the send to the post */
             uint32_t cp = ls->msg_done_callpath[k];
-            add(a, M_MPI_LATERECEIVER, cp, loc, d->lr[k]);
+            wait_instance w = {ls->msg_done_enter[k], d->post_time[k], ls->msg_ch1_event[k], ls->msg_partner[k],
+                               WS_WO_NONE};
+            rc = add_wait(a, WS_WP_LATERECEIVER, cp, loc, d->lr[k], &w, err);
             add(a, e->msg_bytes[k] == 0 ? M_MPI_SLR_COUNT : M_MPI_CLR_COUNT, cp, loc, 1.0);
         } else if (d->ls[k] > 0.0 && !d->ls_cancelled[k]) {
+            /* from the enter of the receiving call to min(send's enter, leave) (as pass 1) */
             uint32_t cp = ls->msg_callpath[k];
-            add(a, M_MPI_LATESENDER, cp, loc, d->ls[k]);
+            double leave = ls->msg_leave[k], until = d->send_enter[k] < leave ? d->send_enter[k] : leave;
+            wait_instance w = {ls->msg_enter[k], until, e->msg_event[k], ls->msg_partner[k],
+                               wo ? wo[k] : WS_WO_NONE};
+            rc = add_wait(a, WS_WP_LATESENDER, cp, loc, d->ls[k], &w, err);
             add(a, d->send_bytes[k] == 0 ? M_MPI_SLS_COUNT : M_MPI_CLS_COUNT, cp, loc, 1.0);
         }
     }
-    return wrong_order(a, loc, err);
+    free(wo);
+    return rc;
 nomem:
     ws_map64_free(&best_lr);
     ws_map64_free(&late_sender);

@@ -8,7 +8,7 @@
 
 #include "../analysis/analysis.h"
 
-#define WS_CAPI_VERSION 1u
+#define WS_CAPI_VERSION 2u /* 2: ws_analysis_options.wait_records, ws_result.wait_records */
 
 typedef struct ws_core_capi {
     unsigned version;
@@ -28,6 +28,8 @@ typedef struct ws_core_capi {
      * callable; `storage` must hold capi->progress_size bytes */
     size_t progress_size;
     const ws_progress *(*progress_init)(void *storage, PyObject *callback);
+    /* sorts wait-state records gathered from several processes */
+    void (*wait_records_sort)(ws_wait_record *records, size_t n);
 } ws_core_capi;
 
 #endif

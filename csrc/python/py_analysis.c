@@ -43,59 +43,76 @@ static PyObject *view_of(PyObject *owner, void *data, int nd, npy_intp *shape, i
     return arr;
 }
 
+/* Adds a zeroed 1-D column `name` of n values (NPY_INT64 or NPY_FLOAT64)
+ * to dict d; returns its data, or NULL with a Python error set. */
+static void *column(PyObject *d, const char *name, npy_intp n, int type)
+{
+    PyObject *a = PyArray_ZEROS(1, &n, type, 0);
+    if (!a)
+        return NULL;
+    int rc = PyDict_SetItemString(d, name, a);
+    Py_DECREF(a); /* the dict holds it */
+    return rc == 0 ? PyArray_DATA((PyArrayObject *)a) : NULL;
+}
+
+static int64_t id_or_minus_one(uint32_t x)
+{
+    return x == WS_NONE32 ? -1 : (int64_t)x;
+}
+
+/* The critical path's segments as columns. */
 static PyObject *path_arrays(const ws_result *r)
 {
     npy_intp n = (npy_intp)r->n_path;
-    PyObject *loc = PyArray_ZEROS(1, &n, NPY_INT64, 0), *cp = PyArray_ZEROS(1, &n, NPY_INT64, 0),
-             *start = PyArray_ZEROS(1, &n, NPY_FLOAT64, 0), *end = PyArray_ZEROS(1, &n, NPY_FLOAT64, 0);
-    if (!loc || !cp || !start || !end) {
-        Py_XDECREF(loc);
-        Py_XDECREF(cp);
-        Py_XDECREF(start);
-        Py_XDECREF(end);
+    PyObject *d = PyDict_New();
+    if (!d)
+        return NULL;
+    int64_t *loc = column(d, "location", n, NPY_INT64), *cp = loc ? column(d, "callpath", n, NPY_INT64) : NULL;
+    double *start = cp ? column(d, "start", n, NPY_FLOAT64) : NULL;
+    double *end = start ? column(d, "end", n, NPY_FLOAT64) : NULL;
+    if (!end) {
+        Py_DECREF(d);
         return NULL;
     }
     for (npy_intp i = 0; i < n; i++) {
-        ((int64_t *)PyArray_DATA((PyArrayObject *)loc))[i] = r->path[i].location;
-        ((int64_t *)PyArray_DATA((PyArrayObject *)cp))[i] =
-            r->path[i].callpath == WS_NONE32 ? -1 : (int64_t)r->path[i].callpath;
-        ((double *)PyArray_DATA((PyArrayObject *)start))[i] = r->path[i].start;
-        ((double *)PyArray_DATA((PyArrayObject *)end))[i] = r->path[i].end;
+        loc[i] = r->path[i].location;
+        cp[i] = id_or_minus_one(r->path[i].callpath);
+        start[i] = r->path[i].start;
+        end[i] = r->path[i].end;
     }
-    return Py_BuildValue("{s:N,s:N,s:N,s:N}", "location", loc, "callpath", cp, "start", start, "end", end);
+    return d;
 }
 
+/* The delay records as columns, with their delay vectors (entries
+ * vector_offset .. + vector_length of vector_callpath/vector_value). */
 static PyObject *record_arrays(const ws_result *r)
 {
     npy_intp n = (npy_intp)r->n_records, m = (npy_intp)r->n_entries;
     PyObject *d = PyDict_New();
     if (!d)
         return NULL;
-    static const char *const ucols[] = {"delayer", "waiter", "kind", "sync_event", NULL};
+    static const char *const icols[] = {"delayer", "waiter", "kind", "sync_event", "vector_offset",
+                                        "vector_length", NULL};
     static const char *const fcols[] = {"sync_time", "wait", "longterm_in", "short_cost", "long_cost",
                                         "propagated", NULL};
-    for (int c = 0; ucols[c]; c++) {
-        PyObject *a = PyArray_ZEROS(1, &n, NPY_INT64, 0);
-        if (!a || PyDict_SetItemString(d, ucols[c], a) != 0) {
-            Py_XDECREF(a);
-            Py_DECREF(d);
-            return NULL;
-        }
-        int64_t *v = PyArray_DATA((PyArrayObject *)a);
+    for (int c = 0; icols[c]; c++) {
+        int64_t *v = column(d, icols[c], n, NPY_INT64);
+        if (!v)
+            goto fail;
         for (npy_intp i = 0; i < n; i++) {
             const ws_delay_record *rec = &r->records[i];
-            v[i] = c == 0 ? rec->delayer : c == 1 ? rec->waiter : c == 2 ? rec->kind : rec->sync_event;
+            v[i] = c == 0   ? rec->delayer
+                   : c == 1 ? rec->waiter
+                   : c == 2 ? rec->kind
+                   : c == 3 ? rec->sync_event
+                   : c == 4 ? (int64_t)rec->vector_offset
+                            : rec->vector_length;
         }
-        Py_DECREF(a);
     }
     for (int c = 0; fcols[c]; c++) {
-        PyObject *a = PyArray_ZEROS(1, &n, NPY_FLOAT64, 0);
-        if (!a || PyDict_SetItemString(d, fcols[c], a) != 0) {
-            Py_XDECREF(a);
-            Py_DECREF(d);
-            return NULL;
-        }
-        double *v = PyArray_DATA((PyArrayObject *)a);
+        double *v = column(d, fcols[c], n, NPY_FLOAT64);
+        if (!v)
+            goto fail;
         for (npy_intp i = 0; i < n; i++) {
             const ws_delay_record *rec = &r->records[i];
             v[i] = c == 0   ? rec->sync_time
@@ -105,40 +122,80 @@ static PyObject *record_arrays(const ws_result *r)
                    : c == 4 ? rec->long_cost
                             : rec->propagated;
         }
-        Py_DECREF(a);
     }
-    PyObject *off = PyArray_ZEROS(1, &n, NPY_INT64, 0), *len = PyArray_ZEROS(1, &n, NPY_INT64, 0);
-    PyObject *vcp = PyArray_ZEROS(1, &m, NPY_INT64, 0), *vval = PyArray_ZEROS(1, &m, NPY_FLOAT64, 0);
-    if (!off || !len || !vcp || !vval) {
-        Py_XDECREF(off);
-        Py_XDECREF(len);
-        Py_XDECREF(vcp);
-        Py_XDECREF(vval);
-        Py_DECREF(d);
-        return NULL;
-    }
-    for (npy_intp i = 0; i < n; i++) {
-        ((int64_t *)PyArray_DATA((PyArrayObject *)off))[i] = (int64_t)r->records[i].vector_offset;
-        ((int64_t *)PyArray_DATA((PyArrayObject *)len))[i] = r->records[i].vector_length;
-    }
+    int64_t *vcp = column(d, "vector_callpath", m, NPY_INT64);
+    double *vval = vcp ? column(d, "vector_value", m, NPY_FLOAT64) : NULL;
+    if (!vval)
+        goto fail;
     for (npy_intp i = 0; i < m; i++) {
-        ((int64_t *)PyArray_DATA((PyArrayObject *)vcp))[i] = r->record_cp[i];
-        ((double *)PyArray_DATA((PyArrayObject *)vval))[i] = r->record_value[i];
+        vcp[i] = r->record_cp[i];
+        vval[i] = r->record_value[i];
     }
-    if (PyDict_SetItemString(d, "vector_offset", off) || PyDict_SetItemString(d, "vector_length", len) ||
-        PyDict_SetItemString(d, "vector_callpath", vcp) || PyDict_SetItemString(d, "vector_value", vval)) {
-        Py_DECREF(off);
-        Py_DECREF(len);
-        Py_DECREF(vcp);
-        Py_DECREF(vval);
-        Py_DECREF(d);
-        return NULL;
-    }
-    Py_DECREF(off);
-    Py_DECREF(len);
-    Py_DECREF(vcp);
-    Py_DECREF(vval);
     return d;
+fail:
+    Py_DECREF(d);
+    return NULL;
+}
+
+/* The wait-state records as columns (None without the option wait_records):
+ * location, callpath, pattern, wrong_order, event, partner (int64, -1 for
+ * WS_NONE32), start, end, wait (float64), and "metrics", the metric id of
+ * each pattern code.  The C records are freed once copied. */
+static PyObject *wait_record_arrays(ws_result *r)
+{
+    if (!r->has_wait_records)
+        Py_RETURN_NONE;
+    npy_intp n = (npy_intp)r->n_wait_records;
+    static const char *const icols[] = {"location", "callpath", "pattern", "wrong_order", "event", "partner", NULL};
+    static const char *const fcols[] = {"start", "end", "wait", NULL};
+    PyObject *d = PyDict_New();
+    if (!d)
+        return NULL;
+    for (int c = 0; icols[c]; c++) {
+        int64_t *v = column(d, icols[c], n, NPY_INT64);
+        if (!v)
+            goto fail;
+        for (npy_intp i = 0; i < n; i++) {
+            const ws_wait_record *w = &r->wait_records[i];
+            v[i] = id_or_minus_one(c == 0   ? w->location
+                                   : c == 1 ? w->callpath
+                                   : c == 2 ? w->pattern
+                                   : c == 3 ? w->wrong_order
+                                   : c == 4 ? w->event
+                                            : w->partner);
+        }
+    }
+    for (int c = 0; fcols[c]; c++) {
+        double *v = column(d, fcols[c], n, NPY_FLOAT64);
+        if (!v)
+            goto fail;
+        for (npy_intp i = 0; i < n; i++) {
+            const ws_wait_record *w = &r->wait_records[i];
+            v[i] = c == 0 ? w->start : c == 1 ? w->end : w->wait;
+        }
+    }
+    PyObject *metrics = PyTuple_New(WS_WP_COUNT);
+    if (!metrics)
+        goto fail;
+    for (int p = 0; p < WS_WP_COUNT; p++) {
+        PyObject *id = PyUnicode_FromString(ws_metric_table[ws_wait_pattern_metric(p)].id);
+        if (!id) {
+            Py_DECREF(metrics);
+            goto fail;
+        }
+        PyTuple_SET_ITEM(metrics, p, id);
+    }
+    int rc = PyDict_SetItemString(d, "metrics", metrics);
+    Py_DECREF(metrics);
+    if (rc != 0)
+        goto fail;
+    free(r->wait_records);
+    r->wait_records = NULL;
+    r->n_wait_records = r->cap_wait_records = 0;
+    return d;
+fail:
+    Py_DECREF(d);
+    return NULL;
 }
 
 /* Converts a finished result into the dict the Python layer wraps. */
@@ -164,11 +221,11 @@ PyObject *ws_py_result_to_python(ws_result *r)
     if (partition)
         for (npy_intp i = 0; i < nl; i++)
             ((int64_t *)PyArray_DATA((PyArrayObject *)partition))[i] = r->partition ? r->partition[i] : -1;
-    PyObject *out = Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:N,s:d,s:d,s:N,s:d}", "cube", cube, "metrics",
+    PyObject *out = Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:d,s:d,s:N,s:d}", "cube", cube, "metrics",
                                   metric_list(r), "clock_violations", violations, "delay_model", delay_model,
-                                  "path", path_arrays(r), "records", record_arrays(r), "path_start",
-                                  r->path_start, "path_end", r->path_end, "partition", partition, "undistributed",
-                                  r->undistributed);
+                                  "path", path_arrays(r), "records", record_arrays(r), "wait_records",
+                                  wait_record_arrays(r), "path_start", r->path_start, "path_end", r->path_end,
+                                  "partition", partition, "undistributed", r->undistributed);
     Py_DECREF(capsule);
     return out;
 }
@@ -197,12 +254,13 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     (void)module;
     static char *kwlist[] = {"trace",     "delay_model", "critical_path", "records",
-                             "partition", "progress",    "schedule_seed", NULL};
+                             "partition", "progress",    "schedule_seed", "wait_records", NULL};
     PyObject *trace_obj, *model_obj = Py_None, *partition_obj = Py_None, *callback = Py_None;
-    int critical_path = 0, records = 0;
+    int critical_path = 0, records = 0, wait_records = 0;
     unsigned long long seed = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|OppOOK", kwlist, ws_py_trace_type(), &trace_obj, &model_obj,
-                                     &critical_path, &records, &partition_obj, &callback, &seed))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|OppOOKp", kwlist, ws_py_trace_type(), &trace_obj,
+                                     &model_obj, &critical_path, &records, &partition_obj, &callback, &seed,
+                                     &wait_records))
         return NULL;
     ws_trace *t = ((ws_py_trace *)trace_obj)->trace;
     ws_analysis_options opt;
@@ -211,6 +269,7 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
         return NULL;
     opt.critical_path = critical_path;
     opt.keep_delay_records = records;
+    opt.wait_records = wait_records;
     opt.schedule_seed = seed;
     PyArrayObject *partition = NULL;
     if (partition_obj != Py_None) {
@@ -331,7 +390,8 @@ static PyObject *py_delay_kernel(PyObject *module, PyObject *args, PyObject *kwa
 
 static PyMethodDef functions[] = {
     {"analyze", (PyCFunction)(void (*)(void))py_analyze, METH_VARARGS | METH_KEYWORDS,
-     "analyze(trace, delay_model=None, critical_path=False, records=False, partition=None, progress=None)"},
+     "analyze(trace, delay_model=None, critical_path=False, records=False, partition=None, progress=None, "
+     "schedule_seed=0, wait_records=False)"},
     {"metric_table", (PyCFunction)py_metric_table, METH_NOARGS, "All metrics the core knows."},
     {"delay_kernel", (PyCFunction)(void (*)(void))py_delay_kernel, METH_VARARGS | METH_KEYWORDS,
      "delay_kernel(model, gamma_short, gamma_long, delta, waits) -> (short, long, propagated short, propagated "
@@ -361,6 +421,7 @@ static const ws_core_capi capi = {
     .raise_error = ws_py_raise,
     .progress_size = sizeof(ws_py_progress),
     .progress_init = progress_init,
+    .wait_records_sort = ws_wait_records_sort,
 };
 
 int ws_py_register_analysis(PyObject *module)

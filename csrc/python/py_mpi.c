@@ -200,8 +200,9 @@ static int cmp_segment(const void *x, const void *y)
 }
 
 /* Moves every process's share of the result to rank 0. */
-static int gather_result(ws_result *r, int rank, int nprocs, MPI_Comm comm)
+static int gather_result(const ws_core_capi *capi, ws_result *r, int rank, int nprocs, MPI_Comm comm)
 {
+    int failed = 0;
     size_t cells = (size_t)r->n_metrics * r->n_callpaths * r->n_locations;
     if (reduce_doubles(r->cube, cells, rank, comm) != 0)
         return -1;
@@ -246,22 +247,38 @@ static int gather_result(ws_result *r, int rank, int nprocs, MPI_Comm comm)
     }
     free(rec_counts);
     free(ent_counts);
+    /* wait-state records, each process's sorted; blocks of locations in
+     * process order usually leave them sorted */
+    if (r->has_wait_records) {
+        size_t n_wait = 0;
+        ws_wait_record *waits = gather_bytes(r->wait_records, r->n_wait_records, sizeof *r->wait_records, rank,
+                                             nprocs, comm, &n_wait, NULL);
+        if (rank == 0 && !waits) {
+            failed = 1; /* out of memory: reported after the collectives below */
+        } else if (rank == 0) {
+            capi->wait_records_sort(waits, n_wait);
+            free(r->wait_records);
+            r->wait_records = waits;
+            r->n_wait_records = r->cap_wait_records = n_wait;
+        }
+    }
     /* the path's start is known where the path began */
     double start = r->path_start;
     MPI_Allreduce(&r->path_start, &start, 1, MPI_DOUBLE, MPI_MIN, comm);
     r->path_start = start;
-    return 0;
+    return failed ? -1 : 0;
 }
 
 static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     module_state *st = state_of(module);
-    static char *kwlist[] = {"trace",     "comm",     "owner",        "delay_model", "critical_path", "records",
-                             "partition", "progress", "keep_share",   NULL};
+    static char *kwlist[] = {"trace",     "comm",     "owner",      "delay_model",  "critical_path", "records",
+                             "partition", "progress", "keep_share", "wait_records", NULL};
     PyObject *trace_obj, *comm_obj, *owner_obj, *model_obj = Py_None, *partition_obj = Py_None, *callback = Py_None;
-    int critical_path = 0, records = 0, keep_share = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|OppOOp", kwlist, &trace_obj, &comm_obj, &owner_obj,
-                                     &model_obj, &critical_path, &records, &partition_obj, &callback, &keep_share))
+    int critical_path = 0, records = 0, keep_share = 0, wait_records = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|OppOOpp", kwlist, &trace_obj, &comm_obj, &owner_obj,
+                                     &model_obj, &critical_path, &records, &partition_obj, &callback, &keep_share,
+                                     &wait_records))
         return NULL;
     ws_trace *t = get_trace(st, trace_obj);
     MPI_Comm comm;
@@ -285,6 +302,7 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     opt.critical_path = critical_path;
     opt.keep_delay_records = records;
+    opt.wait_records = wait_records;
     PyArrayObject *owner =
         (PyArrayObject *)PyArray_FROMANY(owner_obj, NPY_UINT32, 1, 1, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST);
     if (!owner)
@@ -341,7 +359,7 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
     if (!keep_share) {
         int grc;
         Py_BEGIN_ALLOW_THREADS
-        grc = gather_result(r, rank, nprocs, comm);
+        grc = gather_result(st->capi, r, rank, nprocs, comm);
         Py_END_ALLOW_THREADS
         if (grc != 0) {
             st->capi->result_free(r);

@@ -59,7 +59,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
     raise ImportError("waitscope.plot needs matplotlib: pip install waitscope[plot]") from exc
 
-from ._waits import PATTERN_METRICS, WAIT_DTYPE, WaitFinder, wait_intervals
+from ._messages import matched_messages
 from .result import AnalysisResult, CallpathKey, Metric
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -75,8 +75,6 @@ __all__ = [
     "critical_path_profile",
     "activity_average",
     "wait_intervals",
-    "PATTERN_METRICS",
-    "WAIT_DTYPE",
 ]
 
 Coords = Union[np.ndarray, Sequence[Sequence[int]], Callable[[int], Sequence[int]]]
@@ -98,11 +96,12 @@ MPI_COLORS = ("#d62728", "#fdae6b", "#7f0000", "#f768a1", "#fc8d59", "#fcbba1", 
               "#ef6548", "#67001f")  # neighbours differ in lightness or hue
 OTHER_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#17becf", "#bcbd22", "#aec7e8", "#98df8a", "#c5b0d5",
                 "#9edae5", "#7f7f7f", "#393b79", "#637939", "#5254a3", "#8ca252", "#6b6ecf", "#b5cf6b")
-WAIT_HATCHES = {"latesender": "////", "latereceiver": "\\\\\\\\", "barrier": "xxx", "n2n": "xxx", "12n": "xxx",
-                "n21": "xxx", "scan": "xxx", "finalize": "...", "init": "..."}
-WAIT_LABELS = {"latesender": "Late Sender", "latereceiver": "Late Receiver", "barrier": "Wait at Barrier",
-               "n2n": "Wait at N x N", "12n": "Late Broadcast", "n21": "Early Reduce", "scan": "Early Scan",
-               "finalize": "Wait at Finalize", "init": "Wait in MPI_Init"}
+WAIT_HATCHES = {"mpi_latesender": "////", "mpi_latereceiver": "\\\\\\\\", "mpi_barrier_wait": "xxx",
+                "mpi_barrier_completion": "++", "mpi_wait_nxn": "xxx", "mpi_nxn_completion": "++",
+                "mpi_latebroadcast": "xxx", "mpi_earlyreduce": "xxx", "mpi_earlyscan": "xxx",
+                "mpi_finalize_wait": "...", "mpi_init_completion": "++"}
+"""Hatch of each wait-state metric in :func:`timeline` (keys: the ``metric`` of
+:attr:`AnalysisResult.wait_states`), in drawing order."""
 
 
 # ---- figures -------------------------------------------------------------------
@@ -563,12 +562,19 @@ def timeline(trace: "Trace", result: AnalysisResult | None = None, *, window: tu
     * ``messages``: a line from every send record to its receive record
       (both locations shown);
     * ``waits``: every wait-state instance hatched over its interval
-      (Late Sender ``////``, Late Receiver ``\\\\``, collectives ``xxx``,
-      MPI_Init/Finalize ``...``), found on the events by
-      :func:`wait_intervals` with the rules of the analysis; each pattern is
-      one :class:`~matplotlib.patches.PathPatch` with gid
-      ``"waits:<pattern>"`` (in ``ax.patches``) whose compound path has one
-      closed rectangle per instance;
+      (Late Sender ``////``, Late Receiver ``\\\\``, collective waits
+      ``xxx``, completions ``++``, Wait at Finalize ``...``; see
+      :data:`WAIT_HATCHES`): the records of
+      :attr:`AnalysisResult.wait_states`, taken from `result` when it was
+      analyzed with ``wait_records=True``; otherwise the trace is analyzed
+      again with ``wait_records=True`` for them (the whole trace, a cost
+      like that of ``trace.analyze()``), which needs every location loaded
+      and one process: for a partly loaded trace or in the parallel mode
+      nothing is hatched (pass a result with wait records instead).  Each
+      metric is one :class:`~matplotlib.patches.PathPatch` with gid
+      ``"waits:<metric>"`` (e.g. ``"waits:mpi_latesender"``, in
+      ``ax.patches``) whose compound path has one closed rectangle per
+      instance;
     * the critical path, when `result` has one (``critical_path=True``): a
       thick black :class:`~matplotlib.lines.Line2D` (gid
       ``"critical_path"``) through its segments and the transfers between
@@ -579,8 +585,9 @@ def timeline(trace: "Trace", result: AnalysisResult | None = None, *, window: tu
     (a :class:`~matplotlib.collections.PolyCollection` with gid
     ``"regions"``, a :class:`~matplotlib.collections.LineCollection` with
     gid ``"messages"``): a window of 100,000 events on 64 locations
-    (14,000 messages, 5,000 wait states) takes about 1 s to build and 1 s
-    to render as PNG.  `figsize` (inches) applies when no `ax` is given;
+    (9,000 messages, 4,000 wait states) of a 10-million-event trace takes
+    about 1 s to build and 1 s to render as PNG, with a `result` that has
+    wait records; analyzing the trace for them adds about 1.7 s.  `figsize` (inches) applies when no `ax` is given;
     the default grows with the number of locations.  Returns the Figure.
     """
     locs = [int(x) for x in (trace.loaded_locations if locations is None else locations)][:max(int(max_locations), 1)]
@@ -626,23 +633,23 @@ def timeline(trace: "Trace", result: AnalysisResult | None = None, *, window: tu
             if per_region[r] > 0:
                 handles.append(Patch(facecolor=colors[r], label=names[r]))
 
-    finder = WaitFinder(trace)
-    if waits:
-        w = finder.waits(locs, (t0, t1))
-        for pattern in PATTERN_METRICS:
-            sel = w[w["pattern"] == pattern]
+    source = _wait_source(trace, result) if waits else None
+    if source is not None:
+        w = source._wait_states(locs, (t0, t1))
+        for metric, hatch in WAIT_HATCHES.items():
+            sel = w[w["metric"] == metric]
             if not len(sel):
                 continue
             rects = _rects(np.maximum(sel["start"], t0), np.minimum(sel["end"], t1),
                            np.array([row_of[int(x)] for x in sel["location"]], dtype=np.float64), half)
-            hatch = WAIT_HATCHES[pattern]
-            # one compound path per pattern: Agg hatches it at once (~10x faster than a collection)
+            # one compound path per metric: Agg hatches it at once (~10x faster than a collection)
             ax.add_patch(PathPatch(Path.make_compound_path_from_polys(rects), facecolor="none",
-                                   edgecolor="black", linewidth=0, hatch=hatch, gid=f"waits:{pattern}",
+                                   edgecolor="black", linewidth=0, hatch=hatch, gid=f"waits:{metric}",
                                    zorder=2))
-            handles.append(Patch(facecolor="white", edgecolor="black", hatch=hatch, label=WAIT_LABELS[pattern]))
+            label = source.metric(metric).name if metric in source.metric_ids else metric
+            handles.append(Patch(facecolor="white", edgecolor="black", hatch=hatch, label=label))
     if messages:
-        m = finder.messages(locs)
+        m = matched_messages(trace, locs)
         lo = np.minimum(m["send_time"], m["recv_time"])
         hi = np.maximum(m["send_time"], m["recv_time"])
         m = m[(hi >= t0) & (lo <= t1)]
@@ -677,6 +684,35 @@ def timeline(trace: "Trace", result: AnalysisResult | None = None, *, window: tu
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small",
                   frameon=False)
     return fig
+
+
+def _wait_source(trace: "Trace", result: AnalysisResult | None) -> AnalysisResult | None:
+    """A result with wait-state records: `result`, or a new analysis of the trace (None where not possible)."""
+    if result is not None and result.has_wait_states:
+        return result
+    if trace.comm is not None or len(trace.loaded_locations) != trace.n_locations:
+        return None
+    analyzed = trace.analyze(wait_records=True)
+    assert analyzed is not None  # one process
+    return analyzed
+
+
+def wait_intervals(trace: "Trace", locations: Sequence[int] | None = None,
+                   window: tuple[float, float] | None = None, result: AnalysisResult | None = None) -> np.ndarray:
+    """The wait-state instances :func:`timeline` hatches: :attr:`AnalysisResult.wait_states` of `locations`.
+
+    The records come from `result` when it has them (``wait_records=True``),
+    else from ``trace.analyze(wait_records=True)``, which needs every
+    location loaded and one process (ValueError otherwise).  `locations`
+    (default: all) selects the waiting locations; with `window` = (t0, t1)
+    only the intervals overlapping it are kept (not clipped).  The order is
+    that of ``wait_states``: by location, event and metric.
+    """
+    source = _wait_source(trace, result)
+    if source is None:
+        raise ValueError("wait intervals need a result of analyze(wait_records=True), or a trace with every "
+                         "location loaded in one process")
+    return source._wait_states(locations, window)
 
 
 def _critical_path_line(result: AnalysisResult, row_of: dict[int, int], t0: float, t1: float) -> Line2D | None:

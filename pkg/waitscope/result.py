@@ -25,6 +25,9 @@ CallpathKey = Union[int, str]
 WAIT_CLASSES = ("none", "latesender", "latereceiver", "barrier", "n2n", "12n", "n21", "scan", "finalize")
 """Names of wait-state classes in delay records (index = the C core's code)."""
 
+WRONG_ORDER = ("", "same", "different")
+"""Values of the ``wrong_order`` field of wait-state records (index = the C core's code)."""
+
 DELAY_SHORT = ("delay_latesender", "delay_latereceiver", "delay_barrier", "delay_n2n", "delay_12n", "delay_n21")
 DELAY_LONG = tuple(m + "_longterm" for m in DELAY_SHORT)
 HANDLED_WAITS = ("mpi_latesender", "mpi_latereceiver", "mpi_barrier_wait", "mpi_wait_nxn",
@@ -280,6 +283,90 @@ class AnalysisResult:
         off, n = int(rec["vector_offset"][record]), int(rec["vector_length"][record])
         cps = rec["vector_callpath"][off:off + n]
         return [self.callpath_names[int(c)] for c in cps], rec["vector_value"][off:off + n].copy()
+
+    # ---- wait-state instances ------------------------------------------------
+
+    @property
+    def has_wait_states(self) -> bool:
+        """Whether the result has its wait-state records (``wait_records=True`` when analyzing)."""
+        return self._raw.get("wait_records") is not None
+
+    @property
+    def wait_states(self) -> np.ndarray:
+        """Every wait-state instance, one record each (``wait_records=True`` when analyzing).
+
+        A structured array ordered by location, event and metric, made by the
+        C core where it adds the waiting time to the cube, so that summed per
+        (metric, callpath, location) the ``wait`` values are the cube's
+        values of these metrics: ``mpi_latesender``, ``mpi_latereceiver``,
+        ``mpi_barrier_wait``, ``mpi_barrier_completion``, ``mpi_wait_nxn``,
+        ``mpi_nxn_completion``, ``mpi_latebroadcast``, ``mpi_earlyreduce``,
+        ``mpi_earlyscan``, ``mpi_finalize_wait``, ``mpi_init_completion``.
+        Only instances with a positive waiting time are listed.
+
+        Fields:
+
+        * ``location``, ``rank``: the location that waited;
+        * ``callpath``: index of the waiting MPI call's call path (the one
+          the metric is charged to; for a Late Receiver the call completing
+          the send, e.g. ``MPI_Wait``);
+        * ``metric``: the metric id (above);
+        * ``wrong_order``: for Late Senders that also count in
+          ``mpi_latesender_wo``, ``"same"`` (``mpi_lswo_same``) or
+          ``"different"`` (``mpi_lswo_different``) source; ``""`` otherwise;
+        * ``start``, ``end``: the waiting interval in seconds, e.g. Late
+          Sender [enter of the receiving call, min(enter of the send, leave)],
+          Late Receiver [enter of the call completing the send, post of the
+          receive], completions [max(first leave, last enter), own leave]
+          (docs/metrics.md);
+        * ``wait``: the value added to the cube; ``end - start == wait``;
+        * ``event``: index, in the location's events, of the record that
+          waited: the receive's message record (Late Sender), the send's
+          message record or its ``MpiIsendComplete`` (Late Receiver), the
+          ``MpiCollectiveEnd`` (collectives), the Leave of ``MPI_Init`` /
+          ``MPI_Finalize``;
+        * ``partner``, ``partner_rank``: the location waited for: the sender
+          (Late Sender), the receiver (Late Receiver), the last member to
+          enter (barrier, N x N, Early Reduce, Finalize), the root (Late
+          Broadcast), the latest member up to the waiting one (Early Scan);
+          -1 for the completion metrics.
+
+        Builds a new array on each access; ``pandas.DataFrame(r.wait_states)``
+        makes a table of it.  Raises ValueError when the analysis ran
+        without ``wait_records=True``.
+        """
+        return self._wait_states()
+
+    def _wait_states(self, locations: Sequence[int] | None = None,
+                     window: tuple[float, float] | None = None) -> np.ndarray:
+        """:attr:`wait_states` of `locations` only, and of intervals overlapping `window` = (t0, t1)."""
+        raw = self._raw.get("wait_records")
+        if raw is None:
+            raise ValueError("this result has no wait-state records: analyze with wait_records=True")
+        keep = None
+        if locations is not None:
+            keep = np.isin(raw["location"], np.asarray(list(locations), dtype=np.int64))
+        if window is not None:
+            t0, t1 = float(window[0]), float(window[1])
+            inside = (raw["end"] > t0) & (raw["start"] < t1)
+            keep = inside if keep is None else keep & inside
+        cols = {k: (raw[k] if keep is None else raw[k][keep]) for k in
+                ("location", "callpath", "pattern", "wrong_order", "start", "end", "wait", "event", "partner")}
+        metrics = np.array(raw["metrics"])
+        n = len(cols["location"])
+        out = np.zeros(n, dtype=[
+            ("location", np.int64), ("rank", np.int64), ("callpath", np.int64), ("metric", metrics.dtype),
+            ("wrong_order", "U9"), ("start", np.float64), ("end", np.float64), ("wait", np.float64),
+            ("event", np.int64), ("partner", np.int64), ("partner_rank", np.int64),
+        ])
+        for key in ("location", "callpath", "start", "end", "wait", "event", "partner"):
+            out[key] = cols[key]
+        ranks = np.asarray(self.location_ranks, dtype=np.int64)
+        out["rank"] = ranks[cols["location"]]
+        out["partner_rank"] = np.where(cols["partner"] >= 0, ranks[np.maximum(cols["partner"], 0)], -1)
+        out["metric"] = metrics[cols["pattern"]]
+        out["wrong_order"] = np.array(WRONG_ORDER)[cols["wrong_order"]]
+        return out
 
     # ---- critical path -------------------------------------------------------
 

@@ -476,11 +476,15 @@ class Trace:
         progress: Any = None,
         schedule_seed: int = 0,
         keep_share: bool = False,
+        wait_records: bool = False,
     ) -> "AnalysisResult | None":
         """Replays the trace and returns the wait-state analysis.
 
         ``delay_model`` ("proportional" or "wait-first") adds the delay
         analysis; ``critical_path=True`` adds the critical-path analysis.
+        ``delay_records=True`` keeps every delay calculation
+        (:attr:`AnalysisResult.delay_records`), ``wait_records=True`` every
+        wait-state instance (:attr:`AnalysisResult.wait_states`).
         The C core releases the GIL while it runs; Ctrl-C stops it.
         ``schedule_seed`` permutes the order in which the in-process
         scheduler visits locations (the results do not depend on it).
@@ -489,7 +493,7 @@ class Trace:
         communicator must call this; the complete result is returned on
         rank 0 and None elsewhere, unless ``keep_share=True``: then every
         process returns its own share (the metrics of its locations, its
-        pieces of the critical path and delay records).
+        pieces of the critical path, delay records and wait-state records).
         """
         from .result import AnalysisResult
 
@@ -499,11 +503,11 @@ class Trace:
 
             raw = _mpi.analyze(self._core, self._comm, self._owner, delay_model=delay_model,
                                critical_path=critical_path, records=delay_records, partition=part,
-                               progress=progress, keep_share=keep_share)
+                               progress=progress, keep_share=keep_share, wait_records=wait_records)
             return None if raw is None else AnalysisResult(self, raw)
         raw = _core.analyze(self._core, delay_model=delay_model, critical_path=critical_path,
                             records=delay_records, partition=part, progress=progress,
-                            schedule_seed=int(schedule_seed))
+                            schedule_seed=int(schedule_seed), wait_records=wait_records)
         return AnalysisResult(self, raw)
 
     def write(self, path: str | os.PathLike[str], progress: Any = None) -> str:
