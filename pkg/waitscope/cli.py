@@ -165,6 +165,24 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _communication_window(trace: Trace) -> tuple[float, float] | None:
+    """From shortly before the first message to the end of the run (None: no messages).
+
+    MPI_Init often takes most of a short run; the timeline shows what follows."""
+    first, last = [], []
+    for loc in range(trace.n_locations):
+        times = trace.messages(loc)["time"]
+        events = trace.events(loc).time
+        if len(times):
+            first.append(float(times[0]))
+        if len(events):
+            last.append(float(events[-1]))
+    if not first or not last:
+        return None
+    t0, t1 = min(first), max(last)
+    return (t0 - 0.02 * (t1 - t0), t1)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """The main job on the bundled trace: analysis, Cube report, heatmap and timeline images."""
     out = os.path.abspath(args.output_dir)
@@ -189,7 +207,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         fig.savefig(path, dpi=100)
         written.append(("heatmap of waiting time and delay costs", path))
         path = os.path.join(out, "timeline.png")
-        plot.timeline(trace, result).savefig(path, dpi=100)
+        plot.timeline(trace, result, window=_communication_window(trace)).savefig(path, dpi=100)
         written.append(("timeline with wait states and the critical path", path))
     print("\nwritten:")
     for what, path in written:
