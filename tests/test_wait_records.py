@@ -24,7 +24,7 @@ import pytest
 
 import waitscope
 from waitscope import synth
-from test_waitstates import _Builder, _sync_program, random_run_params, spliced
+from test_waitstates import _Builder, _sync_program, random_run_params, random_spliced, spliced
 
 RES = 1000
 L = 0.5
@@ -444,16 +444,7 @@ def test_records_add_up_to_the_cube_on_random_spliced_archives(tmp_path):
     rng = random.Random(4711)
     seen: set[str] = set()
     for i in range(25):
-        builder = _Builder(rng)
-        prog = builder.build()
-        resolution = rng.choice([10**9, 10**6])
-        runs = []
-        for _ in range(2):
-            params = random_run_params(rng, builder.eager)
-            params["resolution"] = resolution
-            runs.append((prog, params))
-        pick = [rng.randrange(2) for _ in range(builder.n)]
-        trace = spliced(tmp_path, f"s{i}", runs, pick)
+        prog, runs, pick, trace = random_spliced(tmp_path, rng, f"s{i}")
         r = trace.analyze(wait_records=True)
         w = assert_records_add_up(trace, r, f"spliced program {i} ({prog!r}, {runs[0][1]}, {runs[1][1]}, {pick})")
         seen.update(str(m) for m in w["metric"])

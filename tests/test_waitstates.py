@@ -1458,22 +1458,30 @@ def test_invariants_on_random_programs(tmp_path):
     assert {m for m, k in n_patterns.items() if k == 0} == never
 
 
+def random_spliced(tmp_path, rng: random.Random, name: str):
+    """A random program run twice with different costs, its locations picked from either run.
+
+    Returns (program, runs, pick, trace); the trace has distinct leave
+    times in collectives and broken clocks."""
+    builder = _Builder(rng)
+    prog = builder.build()
+    resolution = rng.choice([10**9, 10**6])
+    runs = []
+    for _ in range(2):
+        params = random_run_params(rng, builder.eager)
+        params["resolution"] = resolution
+        runs.append((prog, params))
+    pick = [rng.randrange(2) for _ in range(builder.n)]
+    return prog, runs, pick, spliced(tmp_path, name, runs, pick)
+
+
 def test_invariants_on_random_spliced_archives(tmp_path):
     """Locations from runs of one program with different costs: broken clocks."""
     rng = random.Random(77)
     n_violations = 0
     n_patterns = dict.fromkeys(PATTERNS, 0)
     for i in range(40):
-        builder = _Builder(rng)
-        prog = builder.build()
-        resolution = rng.choice([10**9, 10**6])
-        runs = []
-        for _ in range(2):
-            params = random_run_params(rng, builder.eager)
-            params["resolution"] = resolution
-            runs.append((prog, params))
-        pick = [rng.randrange(2) for _ in range(builder.n)]
-        trace = spliced(tmp_path, f"s{i}", runs, pick)
+        prog, runs, pick, trace = random_spliced(tmp_path, rng, f"s{i}")
         r = trace.analyze()
         try:
             check_invariants(r)
