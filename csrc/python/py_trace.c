@@ -449,18 +449,31 @@ static PyObject *trace_callpaths(ws_py_trace *self, PyObject *unused)
     return Py_BuildValue("(NN)", parent, region);
 }
 
-static PyObject *trace_events(ws_py_trace *self, PyObject *args)
+/* The location given as the only argument, if its events are loaded;
+ * NULL with a Python error otherwise. */
+static ws_location *loaded_location(ws_py_trace *self, PyObject *args)
 {
     long long loc;
     if (!PyArg_ParseTuple(args, "L", &loc))
         return NULL;
     ws_trace *t = self->trace;
-    if (loc < 0 || loc >= (long long)t->n_locations)
-        return PyErr_Format(PyExc_IndexError, "location index %lld out of range (trace has %u locations)", loc,
-                            (unsigned)t->n_locations);
-    ws_location *l = &t->locations[loc];
-    if (!l->loaded)
-        return PyErr_Format(PyExc_ValueError, "the events of location %lld are not loaded", loc);
+    if (loc < 0 || loc >= (long long)t->n_locations) {
+        PyErr_Format(PyExc_IndexError, "location index %lld out of range (trace has %u locations)", loc,
+                     (unsigned)t->n_locations);
+        return NULL;
+    }
+    if (!t->locations[loc].loaded) {
+        PyErr_Format(PyExc_ValueError, "the events of location %lld are not loaded", loc);
+        return NULL;
+    }
+    return &t->locations[loc];
+}
+
+static PyObject *trace_events(ws_py_trace *self, PyObject *args)
+{
+    ws_location *l = loaded_location(self, args);
+    if (!l)
+        return NULL;
     ws_events *e = &l->events;
     PyObject *o = (PyObject *)self;
     PyObject *d = PyDict_New();
@@ -493,16 +506,10 @@ static PyObject *trace_events(ws_py_trace *self, PyObject *args)
 
 static PyObject *trace_event_callpaths(ws_py_trace *self, PyObject *args)
 {
-    long long loc;
-    if (!PyArg_ParseTuple(args, "L", &loc))
+    const ws_location *l = loaded_location(self, args);
+    if (!l)
         return NULL;
-    ws_trace *t = self->trace;
-    if (loc < 0 || loc >= (long long)t->n_locations)
-        return PyErr_Format(PyExc_IndexError, "location index %lld out of range (trace has %u locations)", loc,
-                            (unsigned)t->n_locations);
-    const ws_location *l = &t->locations[loc];
-    if (!l->loaded)
-        return PyErr_Format(PyExc_ValueError, "the events of location %lld are not loaded", loc);
+    const ws_trace *t = self->trace;
     const ws_events *e = &l->events;
     PyObject *out = new_array((npy_intp)e->n, NPY_INT64);
     if (!out)

@@ -1353,6 +1353,28 @@ static int request_error(synth *s, uint32_t r, int64_t entry, const char *proble
     return MATCH_FAIL("%s: request %lld %s", what, (long long)entry, problem);
 }
 
+/* Nonzero (and r blocked on it) when operation `partner` has not posted yet. */
+static int partner_not_posted(const synth *s, rank_state *st, uint64_t partner, int *blocked)
+{
+    if (s->post[partner] >= 0)
+        return 0;
+    st->wait_kind = WAIT_OP;
+    st->wait_id = partner;
+    *blocked = 1;
+    return 1;
+}
+
+/* When the message of send operation `send` arrives at a receive posted
+ * at `recv_post`: an eager send's data leaves at its post, a rendezvous
+ * send's when both sides are there. */
+static int64_t receive_arrival(const synth *s, uint64_t send, int64_t recv_post)
+{
+    const int64_t *sop = op_row(s, send);
+    uint64_t size = (uint64_t)sop[3];
+    int eager = sop[0] != WS_SYNTH_SSEND && size <= s->eager;
+    return (eager ? s->post[send] : max64(s->post[send], recv_post)) + s->L + xfer(s, size);
+}
+
 /* Executes the current operation of rank r as far as possible.  Sets
  * *blocked when it needs a time that is not known yet. */
 static int step(synth *s, uint32_t r, int *blocked)
@@ -1450,12 +1472,8 @@ static int step(synth *s, uint32_t r, int *blocked)
             st->phase = 1;
         }
         uint64_t partner = s->link[gi];
-        if (s->post[partner] < 0) {
-            st->wait_kind = WAIT_OP;
-            st->wait_id = partner;
-            *blocked = 1;
+        if (partner_not_posted(s, st, partner, blocked))
             return WS_OK;
-        }
         leave = max64(st->t_enter, s->post[partner]) + s->L + xfer(s, size) + s->o;
         break;
     }
@@ -1467,17 +1485,10 @@ static int step(synth *s, uint32_t r, int *blocked)
             st->phase = 1;
         }
         uint64_t partner = s->link[gi];
-        if (s->post[partner] < 0) {
-            st->wait_kind = WAIT_OP;
-            st->wait_id = partner;
-            *blocked = 1;
+        if (partner_not_posted(s, st, partner, blocked))
             return WS_OK;
-        }
-        const int64_t *sop = op_row(s, partner);
-        uint64_t size = (uint64_t)sop[3];
-        int eager = sop[0] != WS_SYNTH_SSEND && size <= s->eager;
-        int64_t arrival = (eager ? s->post[partner] : max64(s->post[partner], st->t_enter)) + s->L + xfer(s, size);
-        leave = max64(st->t_enter, arrival) + s->o;
+        uint64_t size = (uint64_t)op_row(s, partner)[3];
+        leave = max64(st->t_enter, receive_arrival(s, partner, st->t_enter)) + s->o;
         if ((rc = time_check(s, r, leave)))
             return rc;
         emit_message(s, ev, leave, WS_EV_RECV, (uint32_t)op[1], s->comm[op[4]].trace_comm, (uint32_t)op[2], size);
@@ -1534,25 +1545,14 @@ static int step(synth *s, uint32_t r, int *blocked)
                 if (size <= s->eager) {
                     done = s->post[q] + s->o;
                 } else {
-                    if (s->post[partner] < 0) {
-                        st->wait_kind = WAIT_OP;
-                        st->wait_id = partner;
-                        *blocked = 1;
+                    if (partner_not_posted(s, st, partner, blocked))
                         return WS_OK;
-                    }
                     done = max64(s->post[q], s->post[partner]) + s->L + xfer(s, size);
                 }
             } else {
-                if (s->post[partner] < 0) {
-                    st->wait_kind = WAIT_OP;
-                    st->wait_id = partner;
-                    *blocked = 1;
+                if (partner_not_posted(s, st, partner, blocked))
                     return WS_OK;
-                }
-                const int64_t *sop = op_row(s, partner);
-                uint64_t size = (uint64_t)sop[3];
-                int eager = sop[0] != WS_SYNTH_SSEND && size <= s->eager;
-                done = (eager ? s->post[partner] : max64(s->post[partner], s->post[q])) + s->L + xfer(s, size);
+                done = receive_arrival(s, partner, s->post[q]);
             }
             st->acc = max64(st->acc, done);
         }
