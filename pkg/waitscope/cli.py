@@ -21,9 +21,10 @@ import time
 from typing import Any, Mapping, Sequence
 
 from . import __version__, open as open_trace
+from .examples import PING_PONG
 from .trace import Trace
 
-BUNDLED_TRACE = os.path.join(os.path.dirname(__file__), "data", "scorep-ping-pong", "traces.otf2")
+BUNDLED_TRACE = PING_PONG
 
 # Number of processes and rank of an MPI launch, as the process managers
 # tell them: MPICH's hydra (and Intel MPI), Open MPI, MVAPICH.

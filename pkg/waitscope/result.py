@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Sequence, Union
 
 import numpy as np
 
+from . import _callpaths
+
 if TYPE_CHECKING:  # pragma: no cover
     import os
 
@@ -130,15 +132,23 @@ class AnalysisResult:
             raise KeyError(f"unknown metric {metric_id!r}; this result has: {', '.join(self.metric_ids)}") from None
 
     def callpath_index(self, callpath: CallpathKey) -> int:
-        """Index of a call path given by index or full name."""
-        if isinstance(callpath, (int, np.integer)):
+        """Index of a call path given by index, full name or a unique suffix.
+
+        ``"MPI_Recv"``, ``"main/MPI_Recv"`` and
+        ``"int main(int, char**)/MPI_Recv"`` all name the same call path of
+        a Score-P trace: whole path components are matched, and a component
+        matches a region by its name or by the function name inside a C/C++
+        signature (``main`` for ``int main(int, char**)``); see
+        :mod:`waitscope._callpaths`.  Raises KeyError naming the closest call
+        paths for an unknown key, ValueError naming the candidates for an
+        ambiguous one.
+        """
+        if isinstance(callpath, (int, np.integer)) and not isinstance(callpath, bool):
             if not 0 <= int(callpath) < len(self.callpath_names):
                 raise IndexError(f"call path {callpath} out of range ({len(self.callpath_names)} call paths)")
             return int(callpath)
-        try:
-            return self._callpath_index[callpath]
-        except KeyError:
-            raise KeyError(f"unknown call path {callpath!r}") from None
+        found = self._callpath_index.get(callpath) if isinstance(callpath, str) else None
+        return found if found is not None else _callpaths.resolve(self.callpath_names, callpath)
 
     def metric_children(self, metric_id: str) -> list[str]:
         return [m.id for m in self.metrics if m.parent == metric_id]
