@@ -58,7 +58,8 @@ def test_analyze_text_summary(pingpong_dir: Path, capsys: pytest.CaptureFixture[
     assert code == 0
     assert err == ""  # stderr is not a terminal here: no progress
     r = waitscope.open(pingpong_dir).analyze(delay_model="proportional", critical_path=True)
-    assert f"  {'mpi_latereceiver':<24}{r.total('mpi_latereceiver'):14.6f} s" in out
+    assert f"  mpi_latereceiver (Late Receiver): {r.total('mpi_latereceiver'):.6f} s" in out
+    assert out.count("\n") > 40  # the metric tree, MPI time, patterns, delay and critical path (tests/test_report.py)
     assert "delay costs (proportional model)" in out
     assert f"critical path: {r.critical_path.length:.6f} s" in out
 
