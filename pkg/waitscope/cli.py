@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from . import __version__, open as open_trace
 from .examples import PING_PONG
+from .export import analysis_document, trace_document
 from .trace import Trace
 
 BUNDLED_TRACE = PING_PONG
@@ -104,57 +105,38 @@ def cmd_info(args: argparse.Namespace) -> int:
     trace = open_trace(args.trace, progress=progress)
     progress.close()
     if args.json:
-        counts = trace.event_counts()
-        print(json.dumps({
-            "path": trace.path,
-            "locations": [
-                {"index": loc.index, "rank": loc.rank, "process": loc.process, "thread": loc.thread,
-                 "name": loc.name, "events": int(counts[loc.index])}
-                for loc in trace.locations
-            ],
-            "regions": trace.region_names,
-            "callpaths": trace.callpath_names,
-            "events": trace.n_events,
-        }, indent=2))
+        print(json.dumps(trace_document(trace), indent=1))
     else:
         print(trace.summary())
     return 0
 
 
-def _analysis_json(trace: Trace, result: Any) -> dict[str, Any]:
-    return {
-        "trace": trace.path,
-        "locations": int(trace.n_locations),
-        "metrics": {
-            m: {
-                "total": result.total(m),
-                "by_location": [float(x) for x in result.by_location(m)],
-            }
-            for m in result.metric_ids
-        },
-        "callpaths": result.callpath_names,
-        "clock_violations": int(result.clock_violations.sum()),
-    }
+def _event_counts(trace: Trace) -> Any:
+    """Events per location of the whole trace (collective in the parallel mode)."""
+    counts = trace.event_counts()
+    if trace.comm is None:
+        return counts
+    from mpi4py import MPI
 
-
-def _total_events(trace: Trace) -> int:
-    """Events of the whole trace (collective in the parallel mode)."""
-    return trace.n_events if trace.comm is None else int(trace.comm.allreduce(trace.n_events))
+    return trace.comm.allreduce(counts, op=MPI.SUM)
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     progress = _progress(args)
     trace = open_trace(args.trace, comm=getattr(args, "comm", None), progress=progress)
     result = trace.analyze(delay_model=args.delay, critical_path=args.critical_path, progress=progress)
-    n_events = _total_events(trace)
+    counts = _event_counts(trace)
     progress.close()
     if result is None:  # parallel mode: rank 0 has the result and reports
         return 0
     if args.json:
-        print(json.dumps(_analysis_json(trace, result), indent=2))
+        print(json.dumps(analysis_document(result, counts), indent=1))
     else:
+        clock = trace.clock
+        run = clock["length"] / clock["resolution"] if clock["resolution"] else 0.0
         print(f"waitscope {__version__}: {trace.path}")
-        print(f"{trace.n_locations} locations, {n_events} events, {len(trace.callpath_names)} call paths")
+        print(f"{trace.n_locations} locations, {int(counts.sum())} events, {len(trace.callpath_names)} call paths, "
+              f"run length {run:.6f} s (clock: {clock['resolution']} ticks/s)")
         print(result.summary(top=args.top))
     if getattr(args, "output", None) and result is not None:
         try:

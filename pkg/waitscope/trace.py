@@ -460,6 +460,9 @@ class Trace:
             )
         if self.n_locations > 16:
             lines.append(f"  ... {self.n_locations - 16} more locations")
+        for top in self.cart_topologies:
+            shape = " x ".join(f"{n} {name}" if name else str(n) for n, name in zip(top.dims, top.dim_names))
+            lines.append(f"  topology {top.name!r}: {shape}")
         lines.append("  call paths:")
         for name in self.callpath_names[:40]:
             lines.append(f"    {name}")
