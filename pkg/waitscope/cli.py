@@ -148,28 +148,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-def _communication_window(trace: Trace) -> tuple[float, float] | None:
-    """From shortly before the first message to the end of the run (None: no messages).
-
-    MPI_Init often takes most of a short run; the timeline shows what follows."""
-    first, last = [], []
-    for loc in range(trace.n_locations):
-        times = trace.messages(loc)["time"]
-        events = trace.events(loc).time
-        if len(times):
-            first.append(float(times[0]))
-        if len(events):
-            last.append(float(events[-1]))
-    if not first or not last:
-        return None
-    t0, t1 = min(first), max(last)
-    return (t0 - 0.02 * (t1 - t0), t1)
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
     """The main job on the bundled trace: analysis, Cube report, heatmap and timeline images."""
     out = os.path.abspath(args.output_dir)
-    print(f"waitscope demo on the bundled Score-P trace {BUNDLED_TRACE}\n")
+    print(f"waitscope demo on the bundled Score-P trace {BUNDLED_TRACE}")
+    print(f"writing into {out} (choose the directory with -o DIR)\n")
     trace = open_trace(BUNDLED_TRACE)
     print(trace.summary())
     print()
@@ -182,15 +165,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except ImportError:
         print("\nThe pictures need matplotlib: pip install 'waitscope[plot]'", file=sys.stderr)
     else:
-        ranks = len(trace.locations)
         fig = plot.heatmaps(result, ["mpi_latesender", "mpi_latereceiver", "delay_short", "delay_long"],
-                            dims=(ranks, 1))
-        fig.suptitle("waiting time and the delay costs that caused it, per rank")
+                            share=True)
+        fig.suptitle("waiting time and the delay costs that caused it, per process, as shares of the run time")
         path = os.path.join(out, "heatmap.png")
         fig.savefig(path, dpi=100)
         written.append(("heatmap of waiting time and delay costs", path))
         path = os.path.join(out, "timeline.png")
-        plot.timeline(trace, result, window=_communication_window(trace)).savefig(path, dpi=100)
+        plot.timeline(trace, result).savefig(path, dpi=100)
         written.append(("timeline with wait states and the critical path", path))
     print("\nwritten:")
     for what, path in written:
@@ -220,9 +202,11 @@ def build_parser() -> argparse.ArgumentParser:
                          help="also write the result as a Cube4 report (for CubeGUI, pycubexr)")
     analyze.set_defaults(func=cmd_analyze)
 
-    demo = sub.add_parser("demo", help="run the main job on the bundled Score-P trace")
-    demo.add_argument("-d", "--output-dir", default="waitscope-demo",
-                      help="where to write the report and the pictures (default: ./waitscope-demo)")
+    demo = sub.add_parser("demo", help="run the main job on the bundled Score-P trace; writes a report "
+                                       "and pictures into ./waitscope-demo (-o DIR)")
+    demo.add_argument("-o", "-d", "--output-dir", metavar="DIR", default="waitscope-demo",
+                      help="directory for the Cube report and the pictures; created if missing "
+                           "(default: ./waitscope-demo in the current directory)")
     demo.set_defaults(func=cmd_demo)
     return parser
 
