@@ -369,7 +369,7 @@ def _flat_axes(axes: Any, n: int, what: str) -> list[Axes]:
     return flat
 
 
-ANNOTATE_CELLS = 64
+ANNOTATE_CELLS = 32
 """Heatmap planes with at most this many cells write each cell's value into it by default."""
 
 

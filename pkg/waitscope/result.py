@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Sequence, Union
 import numpy as np
 
 from . import _callpaths
+from .report import WAIT_PATTERNS
 
 if TYPE_CHECKING:  # pragma: no cover
     import os
@@ -415,6 +416,9 @@ class AnalysisResult:
         return write_cube(self, path)
 
     # ---- text --------------------------------------------------------------
+
+    WAIT_PATTERNS = WAIT_PATTERNS
+    """The wait-state metrics the summary lists with their call paths (:data:`waitscope.report.WAIT_PATTERNS`)."""
 
     def summary(self, top: int = 5) -> str:
         """A readable report, as informative as ``cube_stat``: the metric tree
