@@ -98,8 +98,9 @@ def test_progress_on_a_terminal_only(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_demo_writes_report_and_pictures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out_dir = tmp_path / "demo"
-    code, out, _ = run_cli(capsys, "demo", "-d", str(out_dir))
+    code, out, _ = run_cli(capsys, "demo", "-o", str(out_dir))
     assert code == 0
+    assert f"writing into {out_dir} (choose the directory with -o DIR)" in out.splitlines()[1]
     report = out_dir / "report.cubex"
     assert f"  {report}  (" in out  # says where
     assert report.is_file()
@@ -128,3 +129,16 @@ def test_errors_exit_2_and_name_the_file(tmp_path: Path, capsys: pytest.CaptureF
     assert err.startswith("waitscope: error: ") and str(tmp_path / "nothing") in err
     code, _, err = run_cli(capsys, "analyze", str(cli.BUNDLED_TRACE), "-o", str(tmp_path / "no" / "dir" / "r"))
     assert code == 2 and "cannot write" in err
+
+
+def test_demo_says_where_it_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["demo", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "-o DIR" in help_text and "default: ./waitscope-demo in the current directory" in help_text
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_cli(capsys, "demo")
+    assert code == 0
+    assert f"writing into {tmp_path / 'waitscope-demo'} (choose the directory with -o DIR)" in out
+    assert (tmp_path / "waitscope-demo" / "report.cubex").is_file()
