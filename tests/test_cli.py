@@ -81,9 +81,15 @@ def test_progress_on_a_terminal_only(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr("sys.stderr", terminal)
     assert cli.main(["analyze", trace, "--critical-path"]) == 0
     shown = terminal.getvalue()
-    for stage in ("load", "wait states 1/2", "wait states 2/2", "sync points", "causes (backward)"):
-        assert f"\r{stage:<18}" in shown, stage
-    assert shown.endswith("\n")
+    stages = ("load", "wait states 1/2", "wait states 2/2", "sync points", "critical path (backward)")
+    lines = shown.split("\n")
+    assert lines[-1] == ""  # the last line is ended
+    # every stage updates a line of its own (carriage returns within it) and ends at 100 %
+    assert [line.split("\r")[-1][:36].strip() for line in lines[:-1]] == list(stages)
+    for line in lines[:-1]:
+        last = line.split("\r")[-1]
+        done, total = (int(x.replace(",", "")) for x in last[36:].split(" events")[0].split(" of "))
+        assert done == total > 0 and " 100.0 %" in last, last
     # quiet on request, and when stderr is no terminal
     terminal = _Terminal()
     monkeypatch.setattr("sys.stderr", terminal)

@@ -23,6 +23,7 @@ from typing import Any, Mapping, Sequence
 from . import __version__, open as open_trace
 from .examples import PING_PONG
 from .export import analysis_document, trace_document
+from .progress import Reporter, TextLine
 from .trace import Trace
 
 BUNDLED_TRACE = PING_PONG
@@ -75,35 +76,21 @@ def _rank(args: argparse.Namespace) -> int:
     return 0 if comm is None else int(comm.Get_rank())
 
 
-class Progress:
-    """Progress on stderr for long work, silent when not on a terminal."""
-
-    def __init__(self, enabled: bool):
-        self.enabled = enabled
-        self.started = time.monotonic()
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        share = f"{100.0 * done / total:5.1f}%" if total else ""
-        sys.stderr.write(f"\r{stage:<18} {done:>12,d} events {share} {time.monotonic() - self.started:6.1f} s")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-
-
-def _progress(args: argparse.Namespace) -> Progress:
+def _progress(args: argparse.Namespace) -> Reporter | None:
+    """A text line per stage on stderr (rank 0 reports for all processes), when stderr is a terminal."""
     quiet = getattr(args, "quiet", False) or getattr(args, "json", False)
-    return Progress(enabled=not quiet and _rank(args) == 0 and sys.stderr.isatty())
+    return TextLine(sys.stderr) if not quiet and _rank(args) == 0 and sys.stderr.isatty() else None
+
+
+def _close(progress: Reporter | None) -> None:
+    if progress is not None:
+        progress.close()
 
 
 def cmd_info(args: argparse.Namespace) -> int:
     progress = _progress(args)
     trace = open_trace(args.trace, progress=progress)
-    progress.close()
+    _close(progress)
     if args.json:
         print(json.dumps(trace_document(trace), indent=1))
     else:
@@ -126,7 +113,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     trace = open_trace(args.trace, comm=getattr(args, "comm", None), progress=progress)
     result = trace.analyze(delay_model=args.delay, critical_path=args.critical_path, progress=progress)
     counts = _event_counts(trace)
-    progress.close()
+    _close(progress)
     if result is None:  # parallel mode: rank 0 has the result and reports
         return 0
     if args.json:

@@ -21,6 +21,7 @@ from ._names import (
     REGION_ROLES,
     name_of,
 )
+from .progress import Reporting
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
@@ -303,13 +304,15 @@ class Trace:
 
     # ---- events ----------------------------------------------------------
 
-    def load(self, locations: Iterable[int] | None = None, progress: Any = None) -> "Trace":
+    def load(self, locations: Iterable[int] | None = None, progress: Any = "auto") -> "Trace":
         """Reads the events of the given locations (all by default).
 
-        Only those locations' event files are opened.
+        Only those locations' event files are opened.  `progress`: see
+        :mod:`waitscope.progress`.
         """
         locs = None if locations is None else np.asarray(list(locations), dtype=np.int64)
-        self._core.load(locs, progress)
+        with Reporting(progress) as callback:
+            self._core.load(locs, callback)
         self._defs = self._core.definitions()
         self._refresh_callpaths()
         return self
@@ -476,7 +479,7 @@ class Trace:
         critical_path: bool = False,
         delay_records: bool = False,
         partition: Sequence[int] | np.ndarray | None = None,
-        progress: Any = None,
+        progress: Any = "auto",
         schedule_seed: int = 0,
         keep_share: bool = False,
         wait_records: bool = False,
@@ -491,6 +494,10 @@ class Trace:
         The C core releases the GIL while it runs; Ctrl-C stops it.
         ``schedule_seed`` permutes the order in which the in-process
         scheduler visits locations (the results do not depend on it).
+        ``progress`` reports the replays: ``"auto"`` (a bar in Jupyter when
+        the work takes more than a second), ``True``/``"bar"``, ``"text"``,
+        ``False``/``None`` or a callable ``f(stage, done, total)``; see
+        :mod:`waitscope.progress` (in the parallel mode rank 0 reports for all).
 
         In the parallel mode (``open(..., comm=...)``) every process of the
         communicator must call this; the complete result is returned on
@@ -504,19 +511,22 @@ class Trace:
         if self._comm is not None:
             from . import _mpi
 
-            raw = _mpi.analyze(self._core, self._comm, self._owner, delay_model=delay_model,
-                               critical_path=critical_path, records=delay_records, partition=part,
-                               progress=progress, keep_share=keep_share, wait_records=wait_records)
+            with Reporting(progress, self._comm, self.n_events) as callback:
+                raw = _mpi.analyze(self._core, self._comm, self._owner, delay_model=delay_model,
+                                   critical_path=critical_path, records=delay_records, partition=part,
+                                   progress=callback, keep_share=keep_share, wait_records=wait_records)
             return None if raw is None else AnalysisResult(self, raw)
-        raw = _core.analyze(self._core, delay_model=delay_model, critical_path=critical_path,
-                            records=delay_records, partition=part, progress=progress,
-                            schedule_seed=int(schedule_seed), wait_records=wait_records)
+        with Reporting(progress) as callback:
+            raw = _core.analyze(self._core, delay_model=delay_model, critical_path=critical_path,
+                                records=delay_records, partition=part, progress=callback,
+                                schedule_seed=int(schedule_seed), wait_records=wait_records)
         return AnalysisResult(self, raw)
 
-    def write(self, path: str | os.PathLike[str], progress: Any = None) -> str:
+    def write(self, path: str | os.PathLike[str], progress: Any = "auto") -> str:
         """Writes the loaded trace as an OTF2 archive; returns the anchor path."""
         target = os.fspath(path)
-        self._core.write(target, progress)
+        with Reporting(progress) as callback:
+            self._core.write(target, callback)
         return target if target.endswith(".otf2") else os.path.join(target, "traces.otf2")
 
     def __repr__(self) -> str:
@@ -553,18 +563,20 @@ def _open_parallel(path: str, comm: Any, progress: Any) -> Trace:
     _agree(comm, error)
     owner = block_owners(core.n_locations, comm.Get_size())
     mine = np.flatnonzero(owner == comm.Get_rank())
-    try:
-        if len(mine):
-            core.load(mine.astype(np.int64), progress)
-    except _core.TraceError as exc:
-        error = str(exc)
+    records = int(np.sum(core.definitions()["locations"]["n_records"][mine]))
+    with Reporting(progress, comm, records) as callback:
+        try:
+            if len(mine):
+                core.load(mine.astype(np.int64), callback)
+        except _core.TraceError as exc:
+            error = str(exc)
     _agree(comm, error)
     _mpi.unify_callpaths(core, comm)
     return Trace(core, comm=comm, owner=owner)
 
 
 def open(path: str | os.PathLike[str], locations: Iterable[int] | None = None, comm: Any = None,
-         load: bool = True, progress: Any = None) -> Trace:
+         load: bool = True, progress: Any = "auto") -> Trace:
     """Opens an OTF2 trace (anchor file ``traces.otf2`` or experiment directory).
 
     Reads the definitions and, unless ``load=False``, the events of the
@@ -574,6 +586,8 @@ def open(path: str | os.PathLike[str], locations: Iterable[int] | None = None, c
     process of the communicator reads the definitions and the events of
     its own block of locations only; :meth:`Trace.analyze` then replays
     with MPI messages between the processes.
+
+    `progress` reports the loading (see :mod:`waitscope.progress`).
 
     Raises :class:`waitscope.TraceError` naming the file and the problem.
     """
