@@ -82,3 +82,11 @@ def test_get_with_a_suffix_equals_get_with_the_full_name(result):
     full = result.get("mpi_latesender", "main/solve/MPI_Recv")
     assert list(result.get("mpi_latesender", "solve/MPI_Recv")) == list(full)
     assert full[1] == pytest.approx(1.0)  # rank 1 waited for rank 0's 1 s of work
+
+
+def test_the_trace_resolves_call_paths_too(result):
+    trace = result.trace
+    for key in ("solve/MPI_Recv", "step", "main/solve/inner", 2):
+        assert trace.callpath_index(key) == result.callpath_index(key)
+    with pytest.raises(ValueError, match="ambiguous"):
+        trace.callpath_index("MPI_Recv")

@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from typing import Any, Mapping, Sequence
 
 from . import __version__, open as open_trace

@@ -302,6 +302,17 @@ class Trace:
         """Region names joined by '/' from the root, e.g. 'main/MPI_Recv'."""
         return self._cp_names
 
+    def callpath_index(self, callpath: int | str) -> int:
+        """Index of a call path given by index, full name or unique suffix such as
+        ``"main/MPI_Recv"`` (as :meth:`AnalysisResult.callpath_index`)."""
+        from . import _callpaths
+
+        if isinstance(callpath, (int, np.integer)) and not isinstance(callpath, bool):
+            if not 0 <= int(callpath) < len(self._cp_names):
+                raise IndexError(f"call path {callpath} out of range ({len(self._cp_names)} call paths)")
+            return int(callpath)
+        return _callpaths.resolve(self._cp_names, callpath)
+
     # ---- events ----------------------------------------------------------
 
     def load(self, locations: Iterable[int] | None = None, progress: Any = "auto") -> "Trace":
