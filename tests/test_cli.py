@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import waitscope
-from waitscope import cli, synth
+from waitscope import cli, progress, synth
 
 
 class _Terminal(io.StringIO):
@@ -85,10 +85,11 @@ def test_progress_on_a_terminal_only(tmp_path: Path, monkeypatch: pytest.MonkeyP
     lines = shown.split("\n")
     assert lines[-1] == ""  # the last line is ended
     # every stage updates a line of its own (carriage returns within it) and ends at 100 %
-    assert [line.split("\r")[-1][:36].strip() for line in lines[:-1]] == list(stages)
+    width = progress.STAGE_WIDTH
+    assert [line.split("\r")[-1][:width].strip() for line in lines[:-1]] == list(stages)
     for line in lines[:-1]:
         last = line.split("\r")[-1]
-        done, total = (int(x.replace(",", "")) for x in last[36:].split(" events")[0].split(" of "))
+        done, total = (int(x.replace(",", "")) for x in last[width:].split(" events")[0].split(" of "))
         assert done == total > 0 and " 100.0 %" in last, last
     # quiet on request, and when stderr is no terminal
     terminal = _Terminal()

@@ -71,8 +71,8 @@ def test_text_line_per_stage():
     _program().run().analyze(critical_path=True, progress=line)
     line.close()
     lines = pipe.getvalue().splitlines()  # not a terminal: one line per finished stage, no carriage returns
-    assert [x[:36].strip() for x in lines] == ["wait states 1/2", "wait states 2/2", "sync points",
-                                              "critical path (backward)"]
+    assert [x[:progress.STAGE_WIDTH].strip() for x in lines] == ["wait states 1/2", "wait states 2/2",
+                                                                 "sync points", "critical path (backward)"]
     assert "\r" not in pipe.getvalue() and all("100.0 %" in x for x in lines)
 
 
@@ -154,8 +154,8 @@ def test_notebook_shows_a_bar_after_a_second(tmp_path: Path):
             km.shutdown_kernel(now=True)
     assert nb.cells[1].outputs == [] and nb.cells[3].outputs == []
     lines = [o["data"]["text/plain"] for o in nb.cells[2].outputs]
-    assert [x[:36].strip() for x in lines] == ["wait states 1/2", "wait states 2/2", "sync points",
-                                              "critical path (backward)"]
+    assert [x[:progress.STAGE_WIDTH].strip() for x in lines] == ["wait states 1/2", "wait states 2/2",
+                                                                 "sync points", "critical path (backward)"]
     assert all("100.0 %" in x for x in lines)  # updated in place to the stage's end
     assert all(o["output_type"] == "display_data" for o in nb.cells[2].outputs)
 

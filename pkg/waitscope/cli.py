@@ -76,9 +76,14 @@ def _rank(args: argparse.Namespace) -> int:
 
 
 def _progress(args: argparse.Namespace) -> Reporter | None:
-    """A text line per stage on stderr (rank 0 reports for all processes), when stderr is a terminal."""
+    """A text line per stage on stderr, on rank 0, which reports for all processes.
+
+    Shown when stderr is a terminal, and always in the parallel mode: mpiexec
+    hands the processes pipes, not the terminal (a batch job's log then gets a
+    line per stage).  --quiet and --json turn it off."""
     quiet = getattr(args, "quiet", False) or getattr(args, "json", False)
-    return TextLine(sys.stderr) if not quiet and _rank(args) == 0 and sys.stderr.isatty() else None
+    parallel = getattr(args, "comm", None) is not None
+    return TextLine(sys.stderr) if not quiet and _rank(args) == 0 and (sys.stderr.isatty() or parallel) else None
 
 
 def _close(progress: Reporter | None) -> None:

@@ -56,9 +56,13 @@ def in_notebook() -> bool:
     return ip is not None and getattr(ip, "kernel", None) is not None
 
 
+STAGE_WIDTH = 40
+"""Columns of the stage's name in a text line."""
+
+
 def _line(stage: str, done: int, total: int, seconds: float) -> str:
     share = f"{100.0 * done / total:5.1f} %" if total else "       "
-    return f"{stage:<36} {done:>12,d} of {total:>12,d} events {share} {seconds:7.1f} s"
+    return f"{stage:<{STAGE_WIDTH}} {done:>12,d} of {total:>12,d} events {share} {seconds:7.1f} s"
 
 
 class Reporter:
@@ -79,13 +83,16 @@ class Reporter:
 
 class TextLine(Reporter):
     """One line per stage on a stream: updated in place on a terminal (carriage
-    return), written once at the end of the stage otherwise."""
+    return); otherwise (a pipe, a batch job's log) written at the end of the
+    stage, and every `interval` seconds while a long stage runs."""
 
-    def __init__(self, stream: TextIO | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, interval: float = 10.0) -> None:
         super().__init__()
         self.stream = stream if stream is not None else sys.stderr
+        self.interval = interval
         self.stage: str | None = None
         self.open_line = False
+        self.last_line = time.monotonic()
 
     def _tty(self) -> bool:
         try:
@@ -100,8 +107,9 @@ class TextLine(Reporter):
                 self.stream.write("\n")
             self.stream.write("\r" + text)
             self.open_line = True
-        elif done >= total:
+        elif done >= total or time.monotonic() - self.last_line >= self.interval:
             self.stream.write(text + "\n")
+            self.last_line = time.monotonic()
         self.stage = stage
         self.stream.flush()
 
@@ -261,7 +269,7 @@ class Reporting:
     have not been reported yet.
     """
 
-    def __init__(self, progress: Any, comm: Any = None, local_events: int = 0) -> None:
+    def __init__(self, progress: Any, comm: Any = None, local_events: int = 0, synchronized: bool = True) -> None:
         self.owned = not isinstance(progress, Reporter)
         self.reporter = reporter(progress)
         self.parallel: Parallel | None = None
@@ -270,7 +278,7 @@ class Reporting:
             wanted = comm.bcast(self.reporter is not None if root else None, root=0)
             if wanted:
                 events = comm.allgather(int(local_events))
-                self.parallel = Parallel(comm, self.reporter if root else None, events)
+                self.parallel = Parallel(comm, self.reporter if root else None, events, synchronized)
 
     def __enter__(self) -> Callback | None:
         return self.parallel if self.parallel is not None else self.reporter
@@ -291,17 +299,20 @@ class Parallel(Reporter):
     duplicate of the communicator); rank 0 shows per stage the sum of the
     work done and of the stage's work over all processes.  A process that
     has not reported on the stage yet counts with an estimate of its share
-    (its events, scaled like rank 0's).  When rank 0 ends a stage, every
-    process has ended it (the replays end together): rank 0 then waits up
-    to :attr:`END_WAIT` seconds for their last reports, so that the line
-    ends with the exact sums.  Every process must call :meth:`finish`.
+    (its events, scaled like rank 0's).  With `synchronized` stages (the
+    replays, which end together), every process has ended a stage when
+    rank 0 has: rank 0 then waits up to :attr:`END_WAIT` seconds for their
+    last reports, so that the line ends with the exact sums.  Otherwise
+    (loading) a stage counts as ended when every process said so, at the
+    latest in :meth:`finish`, which every process must call.
     """
 
     TAG = 1
     END_WAIT = 0.5
 
-    def __init__(self, comm: Any, inner: Reporter | None, events: list[int]) -> None:
+    def __init__(self, comm: Any, inner: Reporter | None, events: list[int], synchronized: bool = True) -> None:
         super().__init__()
+        self.synchronized = synchronized
         self.comm = comm.Dup()
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
@@ -311,6 +322,7 @@ class Parallel(Reporter):
         self.last_sent = 0.0
         self.stage: str | None = None
         self.reports: dict[str, dict[int, tuple[int, int]]] = {}
+        self.shown: tuple[str, int, int] | None = None
         self.finished = 0
 
     def __call__(self, stage: str, done: int, total: int) -> None:
@@ -323,16 +335,20 @@ class Parallel(Reporter):
         self.reports.setdefault(stage, {})[0] = (int(done), int(total))
         while self.comm.iprobe(tag=self.TAG):
             self._receive()
-        if done >= total:  # every process ended the stage: wait briefly for their last reports
+        if self.synchronized and done >= total:  # every process ended the stage: wait for their last reports
             deadline = time.monotonic() + self.END_WAIT
             while not self._ended(stage) and time.monotonic() < deadline:
                 if self.comm.iprobe(tag=self.TAG):
                     self._receive()
                 else:
                     time.sleep(0.0005)
+        self._show(stage)
+
+    def _show(self, stage: str) -> None:
         if self.inner is not None:
             self.inner.started = self.started
-            self.inner(stage, *self.summed(stage))
+            self.shown = (stage, *self.summed(stage))
+            self.inner(*self.shown)
 
     def _ended(self, stage: str) -> bool:
         got = self.reports.get(stage, {})
@@ -350,8 +366,8 @@ class Parallel(Reporter):
                 total += got[rank][1]
             else:
                 total += round(self.events[rank] * ratio)
-        if own_done >= own_total:  # rank 0 ended the stage: so did every process
-            done = total
+        if own_done >= own_total and (self.synchronized or self._ended(stage)):
+            done = total  # every process ended the stage
         return done, total
 
     def _receive(self) -> None:
@@ -376,5 +392,8 @@ class Parallel(Reporter):
             else:
                 while self.finished < self.size - 1:
                     self._receive()
+                last = next(reversed(self.reports), None) if self.reports else None
+                if last is not None and 0 in self.reports[last] and self.shown != (last, *self.summed(last)):
+                    self._show(last)  # with every report in
         finally:
             self.comm.Free()

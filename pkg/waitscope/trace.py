@@ -575,7 +575,7 @@ def _open_parallel(path: str, comm: Any, progress: Any) -> Trace:
     owner = block_owners(core.n_locations, comm.Get_size())
     mine = np.flatnonzero(owner == comm.Get_rank())
     records = int(np.sum(core.definitions()["locations"]["n_records"][mine]))
-    with Reporting(progress, comm, records) as callback:
+    with Reporting(progress, comm, records, synchronized=False) as callback:
         try:
             if len(mine):
                 core.load(mine.astype(np.int64), callback)
