@@ -74,7 +74,8 @@ def test_metric_tree_values_and_percentages(pingpong):
     # zero patterns are left out; MPI_Init's share of the MPI time is the rest of Init/Exit
     assert "mpi_barrier_wait" not in ids and "mpi_wait_nxn" not in ids
     assert "other Init/Exit" in ids
-    assert [d for d, label, *_ in rows if label == "mpi_latereceiver"] == [5]  # time > execution > mpi > communication > point2point
+    # time > execution > mpi > mpi_communication > mpi_point2point > mpi_latereceiver
+    assert [d for d, label, *_ in rows if label == "mpi_latereceiver"] == [5]
 
 
 def test_mpi_time_by_call_path_shows_mpi_init(pingpong):
