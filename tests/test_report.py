@@ -154,3 +154,37 @@ def test_top_zero_and_negative():
     assert "main/MPI_Recv" not in r.summary(top=0)
     with pytest.raises(ValueError, match="top must be 0 or more"):
         r.summary(top=-1)
+
+
+SCALASCA_REFS = ("ls_blocking", "ls_wrongorder", "late_receiver", "barrier_imbalance", "nxn", "bcast_lateroot",
+                 "reduce_early", "scan", "chain_longterm")
+
+
+@pytest.mark.parametrize("name", SCALASCA_REFS)
+def test_patterns_agree_with_scalasca(name: str):
+    """Each pattern's total, top call path, maximum over ranks and its rank as Scalasca 2.6 reports them
+    (scalasca.json of /work/shared/data/scalasca-refs; Scalasca's call paths start with the program region)."""
+    import json
+
+    from conftest import SHARED_DATA
+
+    ref_dir = SHARED_DATA / "scalasca-refs" / name
+    if not (ref_dir / "scalasca.json").exists():
+        pytest.skip("the Scalasca reference reports are not available")
+    ref = json.loads((ref_dir / "scalasca.json").read_text())["metrics"]
+    r = waitscope.open(ref_dir).analyze()
+    text = r.summary(top=1)
+    section = text.split("wait states (non-zero patterns)")[1].split("\n\n")[0]
+    shown = dict(re.findall(r"^  (mpi_\w+) \([^)]*\): (\d+\.\d+) s", section, re.M))
+    expected = {m: v for m, v in ref.items() if m in report.WAIT_PATTERNS and v["total"] > 5e-7}
+    assert set(shown) == set(expected), name
+    ranks = r.location_ranks.tolist()
+    for metric, value in shown.items():
+        paths = expected[metric]["paths"]
+        assert float(value) == pytest.approx(expected[metric]["total"], abs=6e-7)
+        top = max(paths, key=lambda p: sum(paths[p]))
+        line = section.split(f"  {metric} (")[1].splitlines()[1].split()
+        assert line[-1] == top.split("/", 1)[1], metric  # without the program region
+        per_location = paths[top]
+        assert float(line[6]) == pytest.approx(max(per_location), abs=6e-7)
+        assert int(line[7]) == ranks[int(np.argmax(per_location))]
