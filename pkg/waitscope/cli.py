@@ -123,11 +123,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(analysis_document(result, counts), indent=1))
     else:
-        clock = trace.clock
-        run = clock["length"] / clock["resolution"] if clock["resolution"] else 0.0
         print(f"waitscope {__version__}: {trace.path}")
         print(f"{trace.n_locations} locations, {int(counts.sum())} events, {len(trace.callpath_names)} call paths, "
-              f"run length {run:.6f} s (clock: {clock['resolution']} ticks/s)")
+              f"clock {trace.clock['resolution']} ticks/s")
         print(result.summary(top=args.top))
     if getattr(args, "output", None) and result is not None:
         try:

@@ -45,7 +45,7 @@ def trace_document(trace: "Trace", event_counts: Sequence[int] | None = None) ->
         "path": trace.path,
         "clock": {"resolution": resolution, "offset": int(clock["offset"]), "length": int(clock["length"]),
                   "realtime": None if int(clock["realtime"]) == UNDEFINED_TIMESTAMP else int(clock["realtime"])},
-        "run_length": int(clock["length"]) / resolution if resolution else 0.0,
+        "run_length": trace.run_length,
         "events": int(np.sum(counts)),
         "locations": [
             {"index": loc.index, "rank": loc.rank, "process": loc.process, "thread": loc.thread,

@@ -303,12 +303,8 @@ the run time (10 %), so that little waiting stays light instead of filling the s
 
 
 def run_length(trace: "Trace") -> float:
-    """Wall-clock length of the run in seconds: the trace's clock length, else its event span."""
-    clock = trace.clock
-    if clock.get("resolution") and clock.get("length"):
-        return float(clock["length"]) / float(clock["resolution"])
-    t0, t1 = _run_span(trace, trace.loaded_locations)
-    return t1 - t0
+    """Wall-clock length of the run in seconds (:attr:`waitscope.Trace.run_length`)."""
+    return trace.run_length
 
 
 def _share_norm(grids: Sequence[np.ma.MaskedArray], vmin: float | None, vmax: float | None) -> mcolors.Normalize:

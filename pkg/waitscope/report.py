@@ -139,9 +139,8 @@ def summary(result: "AnalysisResult", top: int = 5) -> str:
     ids = set(result.metric_ids)
     total = result.total("time") if "time" in ids else 0.0
     ranks = np.unique(result.location_ranks)
-    lines = [f"total time {total:.6f} s, summed over {result.n_locations} locations ({len(ranks)} ranks)"]
-    if "critical_path" in ids:
-        lines[0] += f"; run time (critical-path length) {result.critical_path.length:.6f} s"
+    lines = [f"total time {total:.6f} s, summed over {result.n_locations} locations ({len(ranks)} ranks); "
+             f"run length {result.trace.run_length:.6f} s"]
 
     lines.append("")
     lines.append(f"metric tree (inclusive values; non-zero metrics; % of total time):")

@@ -163,6 +163,16 @@ class Trace:
         return dict(self._defs["clock"])
 
     @property
+    def run_length(self) -> float:
+        """Wall-clock length of the run in seconds: the clock's length, else the span of the loaded events."""
+        clock = self._defs["clock"]
+        if clock["resolution"] and clock["length"]:
+            return float(clock["length"]) / float(clock["resolution"])
+        starts = [float(self.events(loc).time[0]) for loc in self.loaded_locations if len(self.events(loc).time)]
+        ends = [float(self.events(loc).time[-1]) for loc in self.loaded_locations if len(self.events(loc).time)]
+        return max(ends) - min(starts) if starts else 0.0
+
+    @property
     def strings(self) -> list[str]:
         return self._defs["strings"]
 
@@ -461,9 +471,7 @@ class Trace:
         """A short text summary: locations, regions, call paths, events."""
         lines = [f"trace {self.path}"]
         clock = self.clock
-        lines.append(
-            f"  clock: {clock['resolution']} ticks/s, length {clock['length'] / clock['resolution']:.6f} s"
-        )
+        lines.append(f"  clock: {clock['resolution']} ticks/s, length {self.run_length:.6f} s")
         lines.append(f"  locations: {self.n_locations}  regions: {len(self.region_names)}"
                      f"  call paths: {len(self.callpath_names)}  events: {self.n_events}")
         counts = self.event_counts()
