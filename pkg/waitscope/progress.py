@@ -165,7 +165,7 @@ class WidgetBar(Reporter):
 
             self.bar = self.widgets.IntProgress(min=0, max=max(int(total), 1), description="")
             self.label = self.widgets.Label()
-            display(self.widgets.HBox([self.widgets.Label(stage), self.bar, self.label]))
+            display(self.widgets.HBox([self.widgets.Label(value=stage), self.bar, self.label]))
             self.stage = stage
         self.bar.max = max(int(total), 1)
         self.bar.value = min(int(done), self.bar.max)
