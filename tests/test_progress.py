@@ -132,6 +132,8 @@ def test_notebook_shows_a_bar_after_a_second(tmp_path: Path):
 
     nb = nbformat.v4.new_notebook()
     setup = textwrap.dedent("""
+        import sys
+        sys.modules["ipywidgets"] = sys.modules["tqdm"] = None  # the fallback without the optional packages
         import waitscope
         from waitscope import progress, synth
         p = synth.Program(2)
