@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import waitscope
-from waitscope import cli, synth
+from waitscope import cli, progress, synth
 
 
 class _Terminal(io.StringIO):
@@ -34,7 +34,7 @@ def test_info_json(pingpong_dir: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert info["events"] == trace.n_events
     assert [loc["rank"] for loc in info["locations"]] == [0, 1]
     assert sum(loc["events"] for loc in info["locations"]) == trace.n_events
-    assert "int main(int, char**)/MPI_Send" in info["callpaths"]
+    assert "int main(int, char**)/MPI_Send" in [cp["name"] for cp in info["callpaths"]]  # schema: tests/test_json.py
 
 
 def test_analyze_json_equals_the_api(pingpong_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -58,7 +58,8 @@ def test_analyze_text_summary(pingpong_dir: Path, capsys: pytest.CaptureFixture[
     assert code == 0
     assert err == ""  # stderr is not a terminal here: no progress
     r = waitscope.open(pingpong_dir).analyze(delay_model="proportional", critical_path=True)
-    assert f"  {'mpi_latereceiver':<24}{r.total('mpi_latereceiver'):14.6f} s" in out
+    assert f"  mpi_latereceiver (Late Receiver): {r.total('mpi_latereceiver'):.6f} s" in out
+    assert out.count("\n") > 40  # the metric tree, MPI time, patterns, delay and critical path (tests/test_report.py)
     assert "delay costs (proportional model)" in out
     assert f"critical path: {r.critical_path.length:.6f} s" in out
 
@@ -80,9 +81,16 @@ def test_progress_on_a_terminal_only(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr("sys.stderr", terminal)
     assert cli.main(["analyze", trace, "--critical-path"]) == 0
     shown = terminal.getvalue()
-    for stage in ("load", "wait states 1/2", "wait states 2/2", "sync points", "causes (backward)"):
-        assert f"\r{stage:<18}" in shown, stage
-    assert shown.endswith("\n")
+    stages = ("load", "wait states 1/2", "wait states 2/2", "sync points", "critical path (backward)")
+    lines = shown.split("\n")
+    assert lines[-1] == ""  # the last line is ended
+    # every stage updates a line of its own (carriage returns within it) and ends at 100 %
+    width = progress.STAGE_WIDTH
+    assert [line.split("\r")[-1][:width].strip() for line in lines[:-1]] == list(stages)
+    for line in lines[:-1]:
+        last = line.split("\r")[-1]
+        done, total = (int(x.replace(",", "")) for x in last[width:].split(" events")[0].split(" of "))
+        assert done == total > 0 and " 100.0 %" in last, last
     # quiet on request, and when stderr is no terminal
     terminal = _Terminal()
     monkeypatch.setattr("sys.stderr", terminal)
@@ -97,8 +105,9 @@ def test_progress_on_a_terminal_only(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_demo_writes_report_and_pictures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out_dir = tmp_path / "demo"
-    code, out, _ = run_cli(capsys, "demo", "-d", str(out_dir))
+    code, out, _ = run_cli(capsys, "demo", "-o", str(out_dir))
     assert code == 0
+    assert f"writing into {out_dir} (choose the directory with -o DIR)" in out.splitlines()[1]
     report = out_dir / "report.cubex"
     assert f"  {report}  (" in out  # says where
     assert report.is_file()
@@ -127,3 +136,16 @@ def test_errors_exit_2_and_name_the_file(tmp_path: Path, capsys: pytest.CaptureF
     assert err.startswith("waitscope: error: ") and str(tmp_path / "nothing") in err
     code, _, err = run_cli(capsys, "analyze", str(cli.BUNDLED_TRACE), "-o", str(tmp_path / "no" / "dir" / "r"))
     assert code == 2 and "cannot write" in err
+
+
+def test_demo_says_where_it_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["demo", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "-o DIR" in help_text and "default: ./waitscope-demo in the current directory" in help_text
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_cli(capsys, "demo")
+    assert code == 0
+    assert f"writing into {tmp_path / 'waitscope-demo'} (choose the directory with -o DIR)" in out
+    assert (tmp_path / "waitscope-demo" / "report.cubex").is_file()

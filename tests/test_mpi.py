@@ -36,7 +36,7 @@ import numpy as np
 import pytest
 
 import waitscope
-from waitscope import cli, synth
+from waitscope import cli, progress, synth
 from waitscope.trace import block_owners
 
 
@@ -383,6 +383,11 @@ def test_inconsistent_trace(n, case, tmp_path):
 # ---- the command line under mpiexec ----------------------------------------------
 
 
+def progress_line(stage: str, events: int) -> str:
+    """A finished stage's progress line without its seconds."""
+    return f"{stage:<{progress.STAGE_WIDTH}} {events:>12,d} of {events:>12,d} events 100.0 %"
+
+
 def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "waitscope", *args]
 
@@ -398,7 +403,14 @@ def test_command_line_under_mpiexec(traces, capsys, tmp_path):
     text = mpiexec(2, *_cli(*options))
     assert text.returncode == 0, text.stderr
     assert text.stdout == _embedded_cli(capsys, *options)  # printed once, by rank 0
-    assert text.stderr == ""
+    # progress: mpiexec gives the processes pipes, not the terminal, so rank 0 writes a line
+    # per stage, with the events of all processes (those of one process's whole analysis)
+    one: list[tuple[str, int, int]] = []
+    waitscope.open(path, progress=lambda *r: one.append(r)).analyze(
+        delay_model="proportional", critical_path=True, progress=lambda *r: one.append(r))
+    expected = [progress_line(stage, n) for stage, done, n in one if done == n]
+    assert [re.sub(r" +[0-9.]+ s$", "", line) for line in text.stderr.splitlines()] == expected
+    assert mpiexec(2, *_cli(*options, "--quiet")).stderr == ""
 
     report = tmp_path / "report.cubex"
     js = mpiexec(2, *_cli(*options, "--json", "-o", str(report)))
@@ -429,6 +441,7 @@ def test_command_line_error_under_mpiexec(tmp_path):
     assert r.stdout == ""
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("waitscope: error: "), r.stderr  # rank 0 only
+    # (no progress line: loading did not end on every process)
     assert "traces/4.evt" in lines[0] and "location 4" in lines[0]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -38,6 +39,38 @@ def test_notebook_is_small(path):
     assert nb["nbformat"] == 4
     # stored with outputs, so that it renders on GitHub
     assert any(cell.get("outputs") for cell in nb["cells"] if cell["cell_type"] == "code"), path.name
+
+
+MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|root|home|tmp)/")
+"""Absolute paths of the machine a notebook ran on (e.g. /work/..., /home/user/..., /tmp/...)."""
+
+
+def machine_paths(nb: dict) -> list[str]:
+    """Excerpts of the outputs of notebook `nb` (as JSON) that hold a path of the machine."""
+    found = []
+    for index, cell in enumerate(nb["cells"]):
+        for output in cell.get("outputs", []):
+            texts = [output.get("text", ""), output.get("evalue", ""), *output.get("traceback", [])]
+            for kind, data in output.get("data", {}).items():
+                if not kind.startswith("image/"):
+                    texts.append(data)
+            for text in texts:
+                text = "".join(text) if isinstance(text, list) else str(text)
+                found += [f"cell {index}: {text[max(m.start() - 20, 0):m.end() + 40]!r}"
+                          for m in MACHINE_PATH.finditer(text)]
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_stored_outputs_hold_no_paths_of_the_machine(path):
+    found = machine_paths(json.loads(path.read_text()))
+    assert not found, f"{path.name} stores paths of the machine it ran on: {found}"
+
+
+def test_the_path_check_finds_paths():
+    assert MACHINE_PATH.search("trace /work/main/pkg/waitscope/data/x/traces.otf2")
+    assert MACHINE_PATH.search("'/home/user/x'") and MACHINE_PATH.search("at /tmp/tmpab12/report.cubex")
+    assert not MACHINE_PATH.search("trace <waitscope data>/scorep-ping-pong/traces.otf2, 1 ms/work unit")
 
 
 def _kernel_manager(workdir: Path):
@@ -88,5 +121,7 @@ def test_notebook_runs(path, tmp_path):
     print(f"{path.name}: {seconds:.1f} s")
     errors = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs if o.output_type == "error"]
     assert not errors, errors
+    # a fresh run shows no paths of this machine either (it runs in a temporary directory)
+    assert not machine_paths(json.loads(nbformat.writes(nb))), machine_paths(json.loads(nbformat.writes(nb)))
     # the notebook leaves nothing behind in its working directory
     assert sorted(p.name for p in work.iterdir()) == [path.name]

@@ -338,8 +338,9 @@ def test_timeline_hatches_each_late_sender(three, tmp_path):
     (line,) = [ln for ln in ax.lines if ln.get_gid() == "critical_path"]
     x, y = line.get_xdata(), line.get_ydata()
     assert x[0] == 0.0 and x[-1] == pytest.approx(r.critical_path.end)
-    assert any(y[i] == 2 and x[i] == 0.0 and y[i + 1] == 2 and x[i + 1] == 2.0 for i in range(len(x) - 1))
-    assert line.get_linewidth() >= 2.5
+    lane = 2 - plot.CRITICAL_PATH_OFFSET  # just above rank 2's bar, not over it
+    assert any(y[i] == lane and x[i] == 0.0 and y[i + 1] == lane and x[i + 1] == 2.0 for i in range(len(x) - 1))
+    assert line.get_linewidth() >= 2.0
     # regions: MPI reddish, computation not
     regions = collection(ax, "regions")
     assert isinstance(regions, PolyCollection)
@@ -485,3 +486,102 @@ def test_new_figures_stay_out_of_pyplot_and_render_for_jupyter(three):
     fig = plot.timeline(*three)
     assert plt.get_fignums() == before
     assert fig._repr_png_()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ---- the demo's pictures: window, title, colours, critical path, share of run time ----------
+
+
+@pytest.fixture(scope="module")
+def pingpong_result():
+    from waitscope.examples import PING_PONG
+
+    trace = waitscope.open(PING_PONG)
+    return trace, trace.analyze(delay_model="proportional", critical_path=True)
+
+
+def test_default_window_skips_a_dominating_mpi_init(pingpong_result, three):
+    trace, r = pingpong_result
+    init = r.callpath_index("MPI_Init")
+    leave = min(float(trace.events(loc).time[(trace.events(loc).kind == 2) & (trace.events(loc).callpath == init)][0])
+                for loc in range(trace.n_locations))
+    end = max(float(trace.events(loc).time[-1]) for loc in range(trace.n_locations))
+    assert leave > 0.9 * end  # MPI_Init takes 97 % of this run
+    t0, t1 = plot.default_window(trace)
+    assert t1 == end and leave - 0.03 * (end - leave) < t0 < leave
+    ax = plot.timeline(trace, r).axes[0]
+    assert ax.get_xlim() == (t0, t1)
+    assert ax.get_title() == (f"timeline of scorep-ping-pong: {t0:.4g} to {t1:.4g} s "
+                              f"(after MPI_Init; the run: 0 to {end:.4g} s)")
+    # the window shows every message
+    msgs = collection(ax, "messages").get_segments()
+    assert len(msgs) == r.total("comms_send") == 16
+    assert plot.timeline(trace, r, window="all").axes[0].get_xlim() == (0.0, end)
+    with pytest.raises(ValueError, match="'all'"):
+        plot.timeline(trace, window="most")
+    # MPI_Init short (synthetic program): the whole run, titled so
+    trace3, r3 = three
+    assert plot.default_window(trace3) == (0.0, 2.0)
+    assert "(the whole run)" in plot.timeline(trace3, r3).axes[0].get_title()
+    assert plot.timeline(trace3, r3, title="").axes[0].get_title() == ""
+
+
+def test_timeline_colours_mpi_calls_apart_and_keeps_the_bars_visible(pingpong_result):
+    trace, r = pingpong_result
+    ax = plot.timeline(trace, r).axes[0]
+    regions = collection(ax, "regions")
+    # one colour per region, MPI calls with clearly different colours
+    legend = {t.get_text(): h for t, h in zip(ax.get_legend().get_texts(), ax.get_legend().legend_handles)}
+    mpi = [name for name in legend if name.startswith("MPI_")]
+    assert {"MPI_Send", "MPI_Recv", "MPI_Init"} <= set(mpi)
+    rgb = np.array([matplotlib.colors.to_rgb(legend[name].get_facecolor()) for name in mpi])
+    palette = np.array([matplotlib.colors.to_rgb(c) for c in plot.MPI_COLORS])
+    assert min(np.abs(a - b).sum() for i, a in enumerate(palette) for b in palette[i + 1:]) > 0.4
+    for i in range(len(rgb)):
+        for j in range(i + 1, len(rgb)):
+            assert np.abs(rgb[i] - rgb[j]).sum() > 0.4, (mpi[i], mpi[j])
+    # the critical path runs outside every bar: above its row's bar, within the gap
+    (line,) = [ln for ln in ax.lines if ln.get_gid() == "critical_path"]
+    y = np.asarray(line.get_ydata(), dtype=float)
+    x = np.asarray(line.get_xdata(), dtype=float)
+    horizontal = [i for i in range(len(y) - 1) if y[i] == y[i + 1] and x[i + 1] > x[i]]
+    assert horizontal
+    for i in horizontal:
+        row = round(y[i] + plot.CRITICAL_PATH_OFFSET)
+        assert row - 0.5 < y[i] < row - plot.TIMELINE_BAR  # between the gap's middle and the bar's top
+    bars = regions.get_paths()
+    tops = {round(float(p.vertices[:, 1].min()), 6) for p in bars}
+    assert tops == {round(-plot.TIMELINE_BAR, 6), round(1 - plot.TIMELINE_BAR, 6)}
+
+
+def test_heatmap_as_share_of_run_time(pingpong_result, tmp_path):
+    trace, r = pingpong_result
+    run = trace.clock["length"] / trace.clock["resolution"]
+    assert plot.run_length(trace) == run
+    fig = plot.heatmaps(r, ["mpi_latesender", "mpi_latereceiver", "delay_short", "delay_long"], share=True)
+    ims = images(fig)
+    assert {(im.norm.vmin, im.norm.vmax) for im in ims} == {(0.0, plot.SHARE_VMAX)}  # 0.3 % stays pale
+    lr = ims[1].get_array()
+    np.testing.assert_allclose(lr[0], r.by_location("mpi_latereceiver") / run, rtol=1e-12)
+    assert lr.max() < 0.01
+    # the trace's topology names the axes; each cell shows its share
+    assert {ax.get_xlabel() for ax in fig.axes if ax.images} == {"Process"}
+    texts = [t.get_text() for t in fig.axes[1].texts if t.get_gid() == "value"]
+    assert texts == [plot.format_value(v / run, "sec", share=True) for v in r.by_location("mpi_latereceiver")]
+    assert texts[0] == "0.3 %"
+    (bar,) = colorbars(fig)
+    assert "% of the run time" in bar.get_ylabel()
+    assert png_colours(fig, tmp_path / "share.png") > 5
+    # a larger share raises the top of the scale; counts cannot be shares
+    single = plot.heatmap(r, "mpi", share=True)
+    top = r.by_location("mpi").max() / run
+    assert images(single)[0].norm.vmax == pytest.approx(top) and top > plot.SHARE_VMAX
+    with pytest.raises(ValueError, match="not times"):
+        plot.heatmap(r, "visits", share=True)
+
+
+@pytest.mark.parametrize("value,unit,share,text", [
+    (0.003, "sec", True, "0.3 %"), (0.00062, "sec", False, "620 \u00b5s"), (1.5, "sec", False, "1.5 s"),
+    (0.0, "sec", False, "0"), (16711680.0, "bytes", False, "16.7 MB"), (42.0, "occ", False, "42"),
+])
+def test_format_value(value, unit, share, text):
+    assert plot.format_value(value, unit, share) == text

@@ -173,7 +173,11 @@ int ws_analyze(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_tran
         if ((rc = ws_causes_prepare(&a, &causes, err)))
             goto fail;
         ws_causes_handlers(causes, 4, &h);
-        rc = replay(&a, "causes (backward)", 1, &h, 1, progress, err);
+        /* one backward replay serves both analyses; its stage says which ran */
+        const char *backward = options->delay_model == WS_DELAY_NONE ? "critical path (backward)"
+                               : options->critical_path             ? "delay causes + critical path (backward)"
+                                                                    : "delay causes (backward)";
+        rc = replay(&a, backward, 1, &h, 1, progress, err);
         if (rc == WS_OK && options->delay_model != WS_DELAY_NONE) {
             ws_causes_handlers(causes, 5, &h);
             rc = replay(&a, "delay (forward)", 0, &h, 1, progress, err);

@@ -17,13 +17,15 @@ import argparse
 import json
 import os
 import sys
-import time
 from typing import Any, Mapping, Sequence
 
 from . import __version__, open as open_trace
+from .examples import PING_PONG
+from .export import analysis_document, trace_document
+from .progress import Reporter, TextLine
 from .trace import Trace
 
-BUNDLED_TRACE = os.path.join(os.path.dirname(__file__), "data", "scorep-ping-pong", "traces.otf2")
+BUNDLED_TRACE = PING_PONG
 
 # Number of processes and rank of an MPI launch, as the process managers
 # tell them: MPICH's hydra (and Intel MPI), Open MPI, MVAPICH.
@@ -73,87 +75,57 @@ def _rank(args: argparse.Namespace) -> int:
     return 0 if comm is None else int(comm.Get_rank())
 
 
-class Progress:
-    """Progress on stderr for long work, silent when not on a terminal."""
+def _progress(args: argparse.Namespace) -> Reporter | None:
+    """A text line per stage on stderr, on rank 0, which reports for all processes.
 
-    def __init__(self, enabled: bool):
-        self.enabled = enabled
-        self.started = time.monotonic()
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        share = f"{100.0 * done / total:5.1f}%" if total else ""
-        sys.stderr.write(f"\r{stage:<18} {done:>12,d} events {share} {time.monotonic() - self.started:6.1f} s")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-
-
-def _progress(args: argparse.Namespace) -> Progress:
+    Shown when stderr is a terminal, and always in the parallel mode: mpiexec
+    hands the processes pipes, not the terminal (a batch job's log then gets a
+    line per stage).  --quiet and --json turn it off."""
     quiet = getattr(args, "quiet", False) or getattr(args, "json", False)
-    return Progress(enabled=not quiet and _rank(args) == 0 and sys.stderr.isatty())
+    parallel = getattr(args, "comm", None) is not None
+    return TextLine(sys.stderr) if not quiet and _rank(args) == 0 and (sys.stderr.isatty() or parallel) else None
+
+
+def _close(progress: Reporter | None) -> None:
+    if progress is not None:
+        progress.close()
 
 
 def cmd_info(args: argparse.Namespace) -> int:
     progress = _progress(args)
     trace = open_trace(args.trace, progress=progress)
-    progress.close()
+    _close(progress)
     if args.json:
-        counts = trace.event_counts()
-        print(json.dumps({
-            "path": trace.path,
-            "locations": [
-                {"index": loc.index, "rank": loc.rank, "process": loc.process, "thread": loc.thread,
-                 "name": loc.name, "events": int(counts[loc.index])}
-                for loc in trace.locations
-            ],
-            "regions": trace.region_names,
-            "callpaths": trace.callpath_names,
-            "events": trace.n_events,
-        }, indent=2))
+        print(json.dumps(trace_document(trace), indent=1))
     else:
         print(trace.summary())
     return 0
 
 
-def _analysis_json(trace: Trace, result: Any) -> dict[str, Any]:
-    return {
-        "trace": trace.path,
-        "locations": int(trace.n_locations),
-        "metrics": {
-            m: {
-                "total": result.total(m),
-                "by_location": [float(x) for x in result.by_location(m)],
-            }
-            for m in result.metric_ids
-        },
-        "callpaths": result.callpath_names,
-        "clock_violations": int(result.clock_violations.sum()),
-    }
+def _event_counts(trace: Trace) -> Any:
+    """Events per location of the whole trace (collective in the parallel mode)."""
+    counts = trace.event_counts()
+    if trace.comm is None:
+        return counts
+    from mpi4py import MPI
 
-
-def _total_events(trace: Trace) -> int:
-    """Events of the whole trace (collective in the parallel mode)."""
-    return trace.n_events if trace.comm is None else int(trace.comm.allreduce(trace.n_events))
+    return trace.comm.allreduce(counts, op=MPI.SUM)
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     progress = _progress(args)
     trace = open_trace(args.trace, comm=getattr(args, "comm", None), progress=progress)
     result = trace.analyze(delay_model=args.delay, critical_path=args.critical_path, progress=progress)
-    n_events = _total_events(trace)
-    progress.close()
+    counts = _event_counts(trace)
+    _close(progress)
     if result is None:  # parallel mode: rank 0 has the result and reports
         return 0
     if args.json:
-        print(json.dumps(_analysis_json(trace, result), indent=2))
+        print(json.dumps(analysis_document(result, counts), indent=1))
     else:
         print(f"waitscope {__version__}: {trace.path}")
-        print(f"{trace.n_locations} locations, {n_events} events, {len(trace.callpath_names)} call paths")
+        print(f"{trace.n_locations} locations, {int(counts.sum())} events, {len(trace.callpath_names)} call paths, "
+              f"clock {trace.clock['resolution']} ticks/s")
         print(result.summary(top=args.top))
     if getattr(args, "output", None) and result is not None:
         try:
@@ -165,28 +137,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-def _communication_window(trace: Trace) -> tuple[float, float] | None:
-    """From shortly before the first message to the end of the run (None: no messages).
-
-    MPI_Init often takes most of a short run; the timeline shows what follows."""
-    first, last = [], []
-    for loc in range(trace.n_locations):
-        times = trace.messages(loc)["time"]
-        events = trace.events(loc).time
-        if len(times):
-            first.append(float(times[0]))
-        if len(events):
-            last.append(float(events[-1]))
-    if not first or not last:
-        return None
-    t0, t1 = min(first), max(last)
-    return (t0 - 0.02 * (t1 - t0), t1)
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
     """The main job on the bundled trace: analysis, Cube report, heatmap and timeline images."""
     out = os.path.abspath(args.output_dir)
-    print(f"waitscope demo on the bundled Score-P trace {BUNDLED_TRACE}\n")
+    print(f"waitscope demo on the bundled Score-P trace {BUNDLED_TRACE}")
+    print(f"writing into {out} (choose the directory with -o DIR)\n")
     trace = open_trace(BUNDLED_TRACE)
     print(trace.summary())
     print()
@@ -199,15 +154,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except ImportError:
         print("\nThe pictures need matplotlib: pip install 'waitscope[plot]'", file=sys.stderr)
     else:
-        ranks = len(trace.locations)
         fig = plot.heatmaps(result, ["mpi_latesender", "mpi_latereceiver", "delay_short", "delay_long"],
-                            dims=(ranks, 1))
-        fig.suptitle("waiting time and the delay costs that caused it, per rank")
+                            share=True)
+        fig.suptitle("waiting time and the delay costs that caused it, per process, as shares of the run time")
         path = os.path.join(out, "heatmap.png")
         fig.savefig(path, dpi=100)
         written.append(("heatmap of waiting time and delay costs", path))
         path = os.path.join(out, "timeline.png")
-        plot.timeline(trace, result, window=_communication_window(trace)).savefig(path, dpi=100)
+        plot.timeline(trace, result).savefig(path, dpi=100)
         written.append(("timeline with wait states and the critical path", path))
     print("\nwritten:")
     for what, path in written:
@@ -237,9 +191,11 @@ def build_parser() -> argparse.ArgumentParser:
                          help="also write the result as a Cube4 report (for CubeGUI, pycubexr)")
     analyze.set_defaults(func=cmd_analyze)
 
-    demo = sub.add_parser("demo", help="run the main job on the bundled Score-P trace")
-    demo.add_argument("-d", "--output-dir", default="waitscope-demo",
-                      help="where to write the report and the pictures (default: ./waitscope-demo)")
+    demo = sub.add_parser("demo", help="run the main job on the bundled Score-P trace; writes a report "
+                                       "and pictures into ./waitscope-demo (-o DIR)")
+    demo.add_argument("-o", "-d", "--output-dir", metavar="DIR", default="waitscope-demo",
+                      help="directory for the Cube report and the pictures; created if missing "
+                           "(default: ./waitscope-demo in the current directory)")
     demo.set_defaults(func=cmd_demo)
     return parser
 

@@ -16,15 +16,19 @@ with these functions.  They return a :class:`waitscope.synth.Program`
 * :func:`mpmd` -- seed 001, section IV-D: an MPMD program in the style of
   ddcMD, a large "particle" and a small "mesh" partition exchanging data
   every step.
+
+:data:`PING_PONG` is the path of the bundled Score-P trace.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Tuple
 
 from . import synth
 
 __all__ = [
+    "PING_PONG",
     "chain",
     "CHAIN_CASES",
     "sweep3d",
@@ -35,6 +39,12 @@ __all__ = [
     "mpmd",
     "mpmd_particle_work",
 ]
+
+
+PING_PONG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "scorep-ping-pong", "traces.otf2")
+"""Anchor file of the bundled real Score-P trace: two ranks exchanging 1 MiB messages
+(from the pipit project's test data; see ``data/NOTICE.md``).  The examples in
+README.md and docs/ open it, so that they run as written."""
 
 
 # ---- seed 004: the worked examples ----------------------------------------------------

@@ -33,15 +33,18 @@ bottom, origin at the top left), and a third dimension gives one panel
 (matrix order, for (row, column) coordinates).  Cells without a location
 are grey.  Colours run from light (low) to dark red (high).
 
-Timelines colour MPI regions in shades of red and other regions in
-blues, greens and purples (a colour per region, stable for a trace);
-time runs left to right, location 0 is the top row.
+Timelines colour MPI regions in warm colours of clearly different hues
+(red, orange, magenta, brown, gold, ...) and other regions in blues,
+greens and purples (a colour per region, stable for a trace); time runs
+left to right, location 0 is the top row.  The critical path runs in the
+gap just above the bars.
 """
 
 from __future__ import annotations
 
 import io
 import math
+import os
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Tuple, Union
 
 import numpy as np
@@ -70,7 +73,9 @@ __all__ = [
     "heatmaps",
     "topology_grid",
     "location_values",
+    "run_length",
     "timeline",
+    "default_window",
     "delay_profile",
     "critical_path_profile",
     "activity_average",
@@ -91,11 +96,18 @@ DELAY_ALIASES = {
 GRID_BAD_COLOR = "#d0d0d0"
 DEFAULT_CMAP = "YlOrRd"  # light = low, dark red = high (the seed's "darker is higher")
 
-# timeline palettes: MPI regions reddish, everything else not red
-MPI_COLORS = ("#d62728", "#fdae6b", "#7f0000", "#f768a1", "#fc8d59", "#fcbba1", "#a50f15", "#e7298a",
-              "#ef6548", "#67001f")  # neighbours differ in lightness or hue
-OTHER_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#17becf", "#bcbd22", "#aec7e8", "#98df8a", "#c5b0d5",
-                "#9edae5", "#7f7f7f", "#393b79", "#637939", "#5254a3", "#8ca252", "#6b6ecf", "#b5cf6b")
+# timeline palettes: MPI regions in warm colours of clearly different hue and lightness
+# (red, orange, magenta, brown, gold, ...), everything else in cool ones
+MPI_COLORS = ("#d62728", "#ff7f00", "#c51b8a", "#8c510a", "#ffe119", "#fb9a99", "#67000d", "#f6e8c3",
+              "#7a0177", "#bf812d")  # any two differ by more than 0.4 in summed |R|+|G|+|B|
+OTHER_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#17becf", "#aec7e8", "#98df8a", "#c5b0d5", "#9edae5",
+                "#7f7f7f", "#393b79", "#637939", "#5254a3", "#8ca252", "#6b6ecf", "#b5cf6b", "#bcbd22")
+TIMELINE_BAR = 0.32
+"""Half the height of a location's bar in :func:`timeline` (rows are 1 apart)."""
+CRITICAL_PATH_OFFSET = TIMELINE_BAR + 0.045
+"""How far above its row's centre :func:`timeline` draws the critical path: in the gap
+just above the bar, so that it marks the bar without hiding it."""
+INIT_REGIONS = ("MPI_Init", "MPI_Init_thread")
 WAIT_HATCHES = {"mpi_latesender": "////", "mpi_latereceiver": "\\\\\\\\", "mpi_barrier_wait": "xxx",
                 "mpi_barrier_completion": "++", "mpi_wait_nxn": "xxx", "mpi_nxn_completion": "++",
                 "mpi_latebroadcast": "xxx", "mpi_earlyreduce": "xxx", "mpi_earlyscan": "xxx",
@@ -285,6 +297,38 @@ def _norm(grids: Sequence[np.ma.MaskedArray], vmin: float | None, vmax: float | 
     return mcolors.Normalize(vmin=lo if vmin is None else vmin, vmax=hi if vmax is None else vmax)
 
 
+SHARE_VMAX = 0.1
+"""With ``share=True`` the colour scale of the heatmaps runs from 0 to at least this share of
+the run time (10 %), so that little waiting stays light instead of filling the scale."""
+
+
+def run_length(trace: "Trace") -> float:
+    """Wall-clock length of the run in seconds (:attr:`waitscope.Trace.run_length`)."""
+    return trace.run_length
+
+
+def _share_norm(grids: Sequence[np.ma.MaskedArray], vmin: float | None, vmax: float | None) -> mcolors.Normalize:
+    data = [g.compressed() for g in grids if g.compressed().size]
+    hi = max((float(d.max()) for d in data), default=0.0)
+    return mcolors.Normalize(vmin=0.0 if vmin is None else vmin, vmax=max(hi, SHARE_VMAX) if vmax is None else vmax)
+
+
+def _share_colorbar(fig: Figure, norm: mcolors.Normalize, cmap: mcolors.Colormap, axes: Any, what: str,
+                    run: float) -> None:
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.ticker import PercentFormatter
+
+    bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=axes,
+                       label=f"{what}, % of the run time ({run:.3g} s)")
+    bar.ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=None))
+
+
+def _check_share(infos: Sequence[Metric]) -> None:
+    bad = [m.id for m in infos if m.unit != "sec"]
+    if bad:
+        raise ValueError(f"share=True shows times as shares of the run time; {', '.join(bad)} are not times")
+
+
 def _callpath_label(result: AnalysisResult, callpath: CallpathKey | None, inclusive: bool) -> str:
     if callpath is None:
         return "all call paths"
@@ -321,10 +365,44 @@ def _flat_axes(axes: Any, n: int, what: str) -> list[Axes]:
     return flat
 
 
+ANNOTATE_CELLS = 32
+"""Heatmap planes with at most this many cells write each cell's value into it by default."""
+
+
+def format_value(value: float, unit: str, share: bool = False) -> str:
+    """A short label for a value: ``0.31 %`` (shares), ``620 µs``, ``1.2 s``, ``42``, ``16.7 MB``."""
+    if share:
+        return f"{100 * value:.2g} %" if value else "0"
+    if unit == "sec":
+        magnitude = abs(value)
+        for scale, suffix in ((1.0, "s"), (1e-3, "ms"), (1e-6, "\u00b5s"), (1e-9, "ns")):
+            if magnitude >= scale or scale == 1e-9:
+                return f"{value / scale:.3g} {suffix}" if value else "0"
+    if unit == "bytes":
+        for scale, suffix in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+            if abs(value) >= scale:
+                return f"{value / scale:.3g} {suffix}"
+        return f"{value:.0f} B"
+    return f"{value:.3g}"
+
+
+def _annotate(ax: Axes, plane: np.ma.MaskedArray, cmap: mcolors.Colormap, norm: mcolors.Normalize, unit: str,
+              share: bool) -> None:
+    for (y, x), value in np.ndenumerate(plane.filled(np.nan)):
+        if math.isnan(value):
+            continue
+        r, g, b, _ = cmap(norm(value))
+        dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
+        ax.text(x, y, format_value(float(value), unit, share), ha="center", va="center", fontsize="small",
+                color="white" if dark else "black", gid="value")
+
+
 def _draw_plane(ax: Axes, plane: np.ma.MaskedArray, cmap: mcolors.Colormap, norm: mcolors.Normalize,
-                names: tuple[str, ...]) -> Any:
+                names: tuple[str, ...], annotate: bool | None = None, unit: str = "", share: bool = False) -> Any:
     im = ax.imshow(plane, origin="upper", cmap=cmap, norm=norm, interpolation="nearest", aspect="equal")
     ny, nx = plane.shape
+    if annotate or (annotate is None and ny * nx <= ANNOTATE_CELLS):
+        _annotate(ax, plane, cmap, norm, unit, share)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=min(nx, 8), integer=True))
     ax.yaxis.set_major_locator(MaxNLocator(nbins=min(ny, 8), integer=True))
     ax.set_xlabel(names[0])
@@ -338,7 +416,8 @@ def heatmaps(result: AnalysisResult | None = None, panels: Sequence[Panel] = (),
              topology: "CartTopology | None" = None, dims: Sequence[int] | None = None,
              coords: Coords | None = None, transpose: bool = False, axes: Any = None, vmin: float | None = None,
              vmax: float | None = None, cmap: str | mcolors.Colormap = DEFAULT_CMAP,
-             titles: Sequence[str] | None = None, shared_scale: bool = True) -> Figure:
+             titles: Sequence[str] | None = None, shared_scale: bool = True, share: bool = False,
+             annotate: bool | None = None) -> Figure:
     """Several topology heatmaps side by side, by default on ONE colour scale.
 
     `panels` lists what to show: ``metric``, ``(metric, callpath)`` (of
@@ -352,7 +431,7 @@ def heatmaps(result: AnalysisResult | None = None, panels: Sequence[Panel] = (),
     :class:`~matplotlib.colors.Normalize` from the smallest to the largest
     value of all of them (or `vmin`/`vmax`) and one colour bar; the panels
     must then have the same unit.  Otherwise each panel gets its own scale
-    and colour bar.  `transpose` as for :func:`heatmap`.
+    and colour bar.  `transpose`, `share` and `annotate` as for :func:`heatmap`.
 
     Panels are columns; a 3D topology adds one row per plane.  `axes`, if
     given, holds one Axes per panel and plane, panel by panel (for panel p
@@ -361,11 +440,18 @@ def heatmaps(result: AnalysisResult | None = None, panels: Sequence[Panel] = (),
     specs = _parse_panels(result, panels)
     grids, infos = [], []
     names: tuple[str, ...] = ()
+    runs = []
     for r, metric, cp in specs:
         infos.append(_metric_info(r, metric))
         xy, grid, n = _placement(r, topology, dims, coords, transpose)
         names = names or n
-        grids.append(_grid(location_values(r, metric, cp, inclusive), xy, grid))
+        values = location_values(r, metric, cp, inclusive)
+        if share:
+            runs.append(run_length(r.trace))
+            values = values / runs[-1]
+        grids.append(_grid(values, xy, grid))
+    if share:
+        _check_share(infos)
     shapes = {g.shape for g in grids}
     if len(shapes) != 1:
         raise ValueError(f"the panels lie on different grids: {sorted(shapes)}")
@@ -385,14 +471,15 @@ def heatmaps(result: AnalysisResult | None = None, panels: Sequence[Panel] = (),
         flat = _flat_axes(axes, n_panels * nz, "heatmaps")
         fig = _figure_of(flat[0])
     cm = _cmap(cmap)
-    shared = _norm(grids, vmin, vmax) if shared_scale else None
+    norm_of = _share_norm if share else _norm
+    shared = norm_of(grids, vmin, vmax) if shared_scale else None
     many_results = len({id(r) for r, _, _ in specs}) > 1
     for p, ((r, metric, cp), g, info) in enumerate(zip(specs, grids, infos)):
-        norm = shared if shared is not None else _norm([g], vmin, vmax)
+        norm = shared if shared is not None else norm_of([g], vmin, vmax)
         panel_axes = flat[p * nz:(p + 1) * nz]
         image = None
         for z, ax in enumerate(panel_axes):
-            image = _draw_plane(ax, g[z], cm, norm, names)
+            image = _draw_plane(ax, g[z], cm, norm, names, annotate, info.unit, share)
             if nz > 1:
                 ax.set_title(f"{names[2]} = {z}", fontsize="small")
         if titles is not None:
@@ -402,11 +489,17 @@ def heatmaps(result: AnalysisResult | None = None, panels: Sequence[Panel] = (),
             title = f"{_metric_title(r, info)}\n{model}{_callpath_label(r, cp, inclusive)}"
         panel_axes[0].set_title(title if nz == 1 else f"{title}\n{names[2]} = 0", fontsize="small")
         if shared is None and image is not None:
-            fig.colorbar(image, ax=panel_axes, label=info.unit)
+            if share:
+                _share_colorbar(fig, norm, cm, panel_axes, "time", runs[p])
+            else:
+                fig.colorbar(image, ax=panel_axes, label=info.unit)
     if shared is not None:
         from matplotlib.cm import ScalarMappable
 
-        fig.colorbar(ScalarMappable(norm=shared, cmap=cm), ax=flat, label=infos[0].unit)
+        if share:
+            _share_colorbar(fig, shared, cm, flat, "time", max(runs))
+        else:
+            fig.colorbar(ScalarMappable(norm=shared, cmap=cm), ax=flat, label=infos[0].unit)
     return fig
 
 
@@ -414,7 +507,7 @@ def heatmap(result: AnalysisResult, metric: str, callpath: CallpathKey | None = 
             topology: "CartTopology | None" = None, dims: Sequence[int] | None = None,
             coords: Coords | None = None, transpose: bool = False, ax: Axes | Sequence[Axes] | None = None,
             vmin: float | None = None, vmax: float | None = None, cmap: str | mcolors.Colormap = DEFAULT_CMAP,
-            title: str | None = None) -> Figure:
+            title: str | None = None, share: bool = False, annotate: bool | None = None) -> Figure:
     """A metric per location on the Cartesian process topology (Cube's topology view).
 
     The value of a location is `metric` in `callpath` (a name such as
@@ -442,13 +535,30 @@ def heatmap(result: AnalysisResult, metric: str, callpath: CallpathKey | None = 
     without a location are grey; the colour bar is labelled with the
     metric's unit.  Light colours are low values, dark high ones.
 
+    Colour scale: by default from the smallest to the largest value shown
+    (or `vmin`/`vmax`).  ``share=True`` (time metrics only) shows each
+    location's value as a share of the run's wall-clock time
+    (:func:`run_length`) on a scale from 0 to the largest share, but at
+    least :data:`SHARE_VMAX` (10 %), with a colour bar in percent: how
+    alarming a colour looks then says how much of the run the time is, so
+    0.6 ms of waiting in a 0.2 s run stays pale.
+
+    `annotate` writes each cell's value into it (text artists with gid
+    ``"value"``); by default when a plane has at most
+    :data:`ANNOTATE_CELLS` cells.
+
     `ax`: an Axes for a 1D/2D topology, one Axes per plane for a 3D one.
     Returns the Figure; ``fig.axes[i].images[0]`` holds the grid of
     plane i (array ``[y, x]``, see :func:`topology_grid`).
     """
     info = _metric_info(result, metric)
     xy, dims_used, names = _placement(result, topology, dims, coords, transpose)
-    grid = _grid(location_values(result, metric, callpath, inclusive), xy, dims_used)
+    values = location_values(result, metric, callpath, inclusive)
+    run = run_length(result.trace) if share else 1.0
+    if share:
+        _check_share([info])
+        values = values / run
+    grid = _grid(values, xy, dims_used)
     nz, ny, nx = grid.shape
     if ax is None:
         ncols = min(nz, 4)
@@ -464,9 +574,9 @@ def heatmap(result: AnalysisResult, metric: str, callpath: CallpathKey | None = 
         flat = _flat_axes(ax, nz, "heatmap")
         fig = _figure_of(flat[0])
     cm = _cmap(cmap)
-    norm = _norm([grid], vmin, vmax)
+    norm = _share_norm([grid], vmin, vmax) if share else _norm([grid], vmin, vmax)
     for z, a in enumerate(flat):
-        _draw_plane(a, grid[z], cm, norm, names)
+        _draw_plane(a, grid[z], cm, norm, names, annotate, info.unit, share)
         if nz > 1:
             a.set_title(f"{names[2]} = {z}", fontsize="small")
     name = _metric_title(result, info)
@@ -477,7 +587,10 @@ def heatmap(result: AnalysisResult, metric: str, callpath: CallpathKey | None = 
         fig.suptitle(text)
     from matplotlib.cm import ScalarMappable
 
-    fig.colorbar(ScalarMappable(norm=norm, cmap=cm), ax=flat, label=f"{name} ({info.unit})")
+    if share:
+        _share_colorbar(fig, norm, cm, flat, name, run)
+    else:
+        fig.colorbar(ScalarMappable(norm=norm, cmap=cm), ax=flat, label=f"{name} ({info.unit})")
     return fig
 
 
@@ -547,14 +660,54 @@ def _rects(x0: np.ndarray, x1: np.ndarray, row: np.ndarray, half: float) -> np.n
     return verts
 
 
-def timeline(trace: "Trace", result: AnalysisResult | None = None, *, window: tuple[float, float] | None = None,
-             locations: Sequence[int] | None = None, ax: Axes | None = None, max_locations: int = 64,
-             messages: bool = True, waits: bool = True, legend: int = 8,
-             figsize: tuple[float, float] | None = None) -> Figure:
+def _run_span(trace: "Trace", locs: Sequence[int]) -> tuple[float, float]:
+    starts, ends = [], []
+    for loc in locs:
+        t = trace.events(loc).time
+        if len(t):
+            starts.append(float(t[0]))
+            ends.append(float(t[-1]))
+    return min(starts, default=0.0), max(ends, default=1.0)
+
+
+def _init_end(trace: "Trace", locs: Sequence[int]) -> float | None:
+    """The earliest time a shown location leaves MPI_Init (None: no MPI_Init)."""
+    names = trace.region_names
+    init = {i for i, region in enumerate(trace.callpath_region) if names[int(region)] in INIT_REGIONS}
+    if not init:
+        return None
+    leaves = []
+    for loc in locs:
+        ev = trace.events(loc)
+        hit = (np.asarray(ev.kind) == 2) & np.isin(np.asarray(ev.callpath), list(init))
+        if hit.any():
+            leaves.append(float(np.asarray(ev.time)[hit][0]))
+    return min(leaves) if leaves else None
+
+
+def default_window(trace: "Trace", locations: Sequence[int] | None = None) -> tuple[float, float]:
+    """The window :func:`timeline` shows by default: the whole run of `locations`, or,
+    when MPI_Init takes more than half of it (as in short runs), from shortly
+    before the first location leaves MPI_Init to the end."""
+    locs = [int(x) for x in (trace.loaded_locations if locations is None else locations)]
+    t0, t1 = _run_span(trace, locs)
+    init = _init_end(trace, locs)
+    if init is not None and t0 < init < t1 and init - t0 > 0.5 * (t1 - t0):
+        return (init - 0.02 * (t1 - init), t1)
+    return (t0, t1)
+
+
+def timeline(trace: "Trace", result: AnalysisResult | None = None, *,
+             window: tuple[float, float] | str | None = None, locations: Sequence[int] | None = None,
+             ax: Axes | None = None, max_locations: int = 64, messages: bool = True, waits: bool = True,
+             legend: int = 8, figsize: tuple[float, float] | None = None, title: str | None = None) -> Figure:
     """A time-line diagram: one bar per location, coloured by region, over `window` = (t0, t1) seconds.
 
-    Drawn from the events inside the window (default: the whole run of the
-    shown locations):
+    `window` defaults to :func:`default_window`: the whole run of the shown
+    locations, or the part after MPI_Init when MPI_Init takes more than
+    half the run (a short Score-P run spends most of its time there);
+    ``window="all"`` shows the whole run.  Drawn from the events inside
+    the window:
 
     * a rectangle per interval of the innermost open region, coloured per
       region (MPI in reds, the rest in other colours); the legend names the
@@ -578,7 +731,12 @@ def timeline(trace: "Trace", result: AnalysisResult | None = None, *, window: tu
     * the critical path, when `result` has one (``critical_path=True``): a
       thick black :class:`~matplotlib.lines.Line2D` (gid
       ``"critical_path"``) through its segments and the transfers between
-      locations.
+      locations, drawn in the gap just above each bar
+      (:data:`CRITICAL_PATH_OFFSET` above the row's centre), so that it
+      marks the bar it runs along without hiding it.
+
+    The title (when no `ax` is given; `title` replaces it, ``""`` omits it)
+    names the trace and the window.
 
     `locations` (default: all loaded) are shown top to bottom, at most
     `max_locations` of them.  Regions and messages are bulk collections
@@ -593,23 +751,24 @@ def timeline(trace: "Trace", result: AnalysisResult | None = None, *, window: tu
     locs = [int(x) for x in (trace.loaded_locations if locations is None else locations)][:max(int(max_locations), 1)]
     if not locs:
         raise ValueError("no locations to show (none loaded?)")
+    whole = _run_span(trace, locs)
+    after_init = window is None and default_window(trace, locs) != whole
     if window is None:
-        starts, ends = [], []
-        for loc in locs:
-            t = trace.events(loc).time
-            if len(t):
-                starts.append(float(t[0]))
-                ends.append(float(t[-1]))
-        window = (min(starts, default=0.0), max(ends, default=1.0))
+        window = default_window(trace, locs)
+    elif isinstance(window, str):
+        if window != "all":
+            raise ValueError(f"window must be (t0, t1), None or 'all', not {window!r}")
+        window = whole
     t0, t1 = float(window[0]), float(window[1])
     if not t1 > t0:
         raise ValueError(f"window must be (t0, t1) with t1 > t0, not {window!r}")
-    fig, ax = _single_axes(ax, figsize or (11.0, max(2.6, 1.2 + 0.32 * len(locs))))
+    own_figure = ax is None
+    fig, ax = _single_axes(ax, figsize or (11.0, max(2.6, 1.4 + 0.32 * len(locs))))
     row_of = {loc: i for i, loc in enumerate(locs)}
     parent = np.asarray(trace.callpath_parent, dtype=np.int64)
     cp_region = np.asarray(trace.callpath_region, dtype=np.int64)
     colors = _region_colors(trace)
-    half = 0.4
+    half = TIMELINE_BAR
 
     # regions
     all_x0, all_x1, all_row, all_region = [], [], [], []
@@ -666,10 +825,10 @@ def timeline(trace: "Trace", result: AnalysisResult | None = None, *, window: tu
         line = _critical_path_line(result, row_of, t0, t1)
         if line is not None:
             ax.add_line(line)
-            handles.append(Line2D([], [], color="black", linewidth=3.0, label="critical path"))
+            handles.append(Line2D([], [], color="black", linewidth=2.0, label="critical path"))
 
     ax.set_xlim(t0, t1)
-    ax.set_ylim(len(locs) - 0.5, -0.5)
+    ax.set_ylim(len(locs) - 0.5, -0.6)
     ax.set_yticks(range(len(locs)))
     info = trace.locations
     threads = any(info[loc].thread != 0 for loc in locs)
@@ -678,11 +837,22 @@ def timeline(trace: "Trace", result: AnalysisResult | None = None, *, window: tu
     ax.set_xlabel("time (s)")
     shown = len(locs)
     total = len(trace.loaded_locations) if locations is None else len(locations)
-    if shown < total:
-        ax.set_title(f"first {shown} of {total} locations", fontsize="small")
+    subset = f", first {shown} of {total} locations" if shown < total else ""
+    if title is None and own_figure:
+        name = os.path.basename(os.path.dirname(os.path.abspath(trace.path))) or trace.path
+        part = "the whole run" if (t0, t1) == whole else f"the run: {whole[0]:.4g} to {whole[1]:.4g} s"
+        part = ("after MPI_Init; " if after_init else "") + part
+        ax.set_title(f"timeline of {name}: {t0:.4g} to {t1:.4g} s ({part}{subset})", fontsize="medium")
+    elif title:
+        ax.set_title(title)
+    elif subset and title is None:
+        ax.set_title(subset[2:], fontsize="small")
     if handles:
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small",
                   frameon=False)
+        if own_figure and figsize is None:  # room for every legend entry
+            width, height = fig.get_size_inches()
+            fig.set_size_inches(width, max(height, 0.6 + 0.2 * len(handles)))
     return fig
 
 
@@ -730,8 +900,8 @@ def _critical_path_line(result: AnalysisResult, row_of: dict[int, int], t0: floa
                 ys.append(math.nan)
             continue
         xs += [max(float(s["start"]), t0), min(float(s["end"]), t1)]
-        ys += [row, row]
-    return Line2D(xs, ys, color="black", linewidth=3.0, solid_capstyle="butt", solid_joinstyle="miter",
+        ys += [row - CRITICAL_PATH_OFFSET, row - CRITICAL_PATH_OFFSET]
+    return Line2D(xs, ys, color="black", linewidth=2.0, solid_capstyle="butt", solid_joinstyle="miter",
                   gid="critical_path", zorder=4)
 
 

@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Any, Sequence, Union
 
 import numpy as np
 
+from . import _callpaths
+from .report import WAIT_PATTERNS
+
 if TYPE_CHECKING:  # pragma: no cover
     import os
 
@@ -130,15 +133,23 @@ class AnalysisResult:
             raise KeyError(f"unknown metric {metric_id!r}; this result has: {', '.join(self.metric_ids)}") from None
 
     def callpath_index(self, callpath: CallpathKey) -> int:
-        """Index of a call path given by index or full name."""
-        if isinstance(callpath, (int, np.integer)):
+        """Index of a call path given by index, full name or a unique suffix.
+
+        ``"MPI_Recv"``, ``"main/MPI_Recv"`` and
+        ``"int main(int, char**)/MPI_Recv"`` all name the same call path of
+        a Score-P trace: whole path components are matched, and a component
+        matches a region by its name or by the function name inside a C/C++
+        signature (``main`` for ``int main(int, char**)``); see
+        :mod:`waitscope._callpaths`.  Raises KeyError naming the closest call
+        paths for an unknown key, ValueError naming the candidates for an
+        ambiguous one.
+        """
+        if isinstance(callpath, (int, np.integer)) and not isinstance(callpath, bool):
             if not 0 <= int(callpath) < len(self.callpath_names):
                 raise IndexError(f"call path {callpath} out of range ({len(self.callpath_names)} call paths)")
             return int(callpath)
-        try:
-            return self._callpath_index[callpath]
-        except KeyError:
-            raise KeyError(f"unknown call path {callpath!r}") from None
+        found = self._callpath_index.get(callpath) if isinstance(callpath, str) else None
+        return found if found is not None else _callpaths.resolve(self.callpath_names, callpath)
 
     def metric_children(self, metric_id: str) -> list[str]:
         return [m.id for m in self.metrics if m.parent == metric_id]
@@ -406,71 +417,19 @@ class AnalysisResult:
 
     # ---- text --------------------------------------------------------------
 
-    WAIT_PATTERNS = (
-        "mpi_latesender",
-        "mpi_latesender_wo",
-        "mpi_latereceiver",
-        "mpi_barrier_wait",
-        "mpi_barrier_completion",
-        "mpi_wait_nxn",
-        "mpi_nxn_completion",
-        "mpi_latebroadcast",
-        "mpi_earlyreduce",
-        "mpi_earlyscan",
-        "mpi_finalize_wait",
-        "mpi_init_completion",
-    )
+    WAIT_PATTERNS = WAIT_PATTERNS
+    """The wait-state metrics the summary lists with their call paths (:data:`waitscope.report.WAIT_PATTERNS`)."""
 
     def summary(self, top: int = 5) -> str:
-        """A short report: time, waiting per pattern, worst call paths and locations;
-        the largest delay costs and the critical path when the result has them."""
-        total = self.total("time")
-        lines = [f"total time (all locations): {total:.6f} s over {self.n_locations} locations"]
-        for mid in ("execution", "comp", "mpi"):
-            if mid in self._metric_index:
-                lines.append(f"  {mid:<24}{self.total(mid):14.6f} s {100 * self.fraction(mid):7.2f} %")
-        lines.append("waiting time per pattern:")
-        for mid in self.WAIT_PATTERNS:
-            if mid in self._metric_index:
-                value = self.total(mid)
-                lines.append(f"  {mid:<24}{value:14.6f} s {100 * self.fraction(mid):7.2f} %")
-        waits = [m for m in self.WAIT_PATTERNS if m in self._metric_index and m not in
-                 ("mpi_latesender_wo", "mpi_barrier_completion", "mpi_nxn_completion", "mpi_init_completion")]
-        if waits:
-            per_cp = sum(self.by_callpath(m) for m in waits)
-            per_loc = sum(self.by_location(m) for m in waits)
-            lines.append(f"call paths with the most waiting:")
-            for cp in np.argsort(-per_cp)[:top]:
-                if per_cp[cp] > 0:
-                    lines.append(f"  {per_cp[cp]:14.6f} s  {self.callpath_names[cp]}")
-            lines.append(f"locations with the most waiting:")
-            for loc in np.argsort(-per_loc)[:top]:
-                if per_loc[loc] > 0:
-                    lines.append(f"  {per_loc[loc]:14.6f} s  location {loc} (rank {self.location_ranks[loc]})")
-        if "delay" in self._metric_index:
-            short, long_ = self.delay_short, self.delay_long
-            handled = self.handled_waiting()
-            lines.append(f"delay costs ({self.delay_model} model): {short.sum():.6f} s short-term + "
-                         f"{long_.sum():.6f} s long-term = handled waiting {handled:.6f} s")
-            lines.append("call paths and locations whose delay caused the most waiting:")
-            cost = short + long_
-            for flat in np.argsort(-cost, axis=None)[:top]:
-                cp, loc = np.unravel_index(flat, cost.shape)
-                if cost[cp, loc] > 0:
-                    lines.append(f"  {cost[cp, loc]:14.6f} s  {self.callpath_names[cp]} on location {loc} "
-                                 f"(rank {self.location_ranks[loc]}; long-term {long_[cp, loc]:.6f} s)")
-        if "critical_path" in self._metric_index:
-            path = self.critical_path
-            lines.append(f"critical path: {path.length:.6f} s in {len(path.segments)} segments")
-            on_path = path.by_callpath
-            lines.append("call paths on the critical path (time on the path, imbalance):")
-            for cp in np.argsort(-on_path)[:top]:
-                if on_path[cp] > 0:
-                    lines.append(f"  {on_path[cp]:14.6f} s  {path.imbalance[cp]:10.6f} s  {self.callpath_names[cp]}")
-        violations = int(np.sum(self.clock_violations))
-        if violations:
-            lines.append(f"clock condition violations: {violations} receive(s) end before their send starts")
-        return "\n".join(lines)
+        """A readable report, as informative as ``cube_stat``: the metric tree
+        (inclusive values, display names, % of total time adding up per
+        level), the MPI time by call path, every non-zero wait-state pattern
+        with its top `top` call paths (min / mean / max over ranks and the
+        rank of the maximum), and the delay costs and critical path when the
+        result has them.  See :mod:`waitscope.report`."""
+        from .report import summary
+
+        return summary(self, top=top)
 
     def __repr__(self) -> str:
         return (f"<waitscope.AnalysisResult {len(self.metric_ids)} metrics x {len(self.callpath_names)} call paths"

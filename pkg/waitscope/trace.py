@@ -21,6 +21,7 @@ from ._names import (
     REGION_ROLES,
     name_of,
 )
+from .progress import Reporting
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
@@ -162,6 +163,16 @@ class Trace:
         return dict(self._defs["clock"])
 
     @property
+    def run_length(self) -> float:
+        """Wall-clock length of the run in seconds: the clock's length, else the span of the loaded events."""
+        clock = self._defs["clock"]
+        if clock["resolution"] and clock["length"]:
+            return float(clock["length"]) / float(clock["resolution"])
+        starts = [float(self.events(loc).time[0]) for loc in self.loaded_locations if len(self.events(loc).time)]
+        ends = [float(self.events(loc).time[-1]) for loc in self.loaded_locations if len(self.events(loc).time)]
+        return max(ends) - min(starts) if starts else 0.0
+
+    @property
     def strings(self) -> list[str]:
         return self._defs["strings"]
 
@@ -301,15 +312,28 @@ class Trace:
         """Region names joined by '/' from the root, e.g. 'main/MPI_Recv'."""
         return self._cp_names
 
+    def callpath_index(self, callpath: int | str) -> int:
+        """Index of a call path given by index, full name or unique suffix such as
+        ``"main/MPI_Recv"`` (as :meth:`AnalysisResult.callpath_index`)."""
+        from . import _callpaths
+
+        if isinstance(callpath, (int, np.integer)) and not isinstance(callpath, bool):
+            if not 0 <= int(callpath) < len(self._cp_names):
+                raise IndexError(f"call path {callpath} out of range ({len(self._cp_names)} call paths)")
+            return int(callpath)
+        return _callpaths.resolve(self._cp_names, callpath)
+
     # ---- events ----------------------------------------------------------
 
-    def load(self, locations: Iterable[int] | None = None, progress: Any = None) -> "Trace":
+    def load(self, locations: Iterable[int] | None = None, progress: Any = "auto") -> "Trace":
         """Reads the events of the given locations (all by default).
 
-        Only those locations' event files are opened.
+        Only those locations' event files are opened.  `progress`: see
+        :mod:`waitscope.progress`.
         """
         locs = None if locations is None else np.asarray(list(locations), dtype=np.int64)
-        self._core.load(locs, progress)
+        with Reporting(progress) as callback:
+            self._core.load(locs, callback)
         self._defs = self._core.definitions()
         self._refresh_callpaths()
         return self
@@ -447,9 +471,7 @@ class Trace:
         """A short text summary: locations, regions, call paths, events."""
         lines = [f"trace {self.path}"]
         clock = self.clock
-        lines.append(
-            f"  clock: {clock['resolution']} ticks/s, length {clock['length'] / clock['resolution']:.6f} s"
-        )
+        lines.append(f"  clock: {clock['resolution']} ticks/s, length {self.run_length:.6f} s")
         lines.append(f"  locations: {self.n_locations}  regions: {len(self.region_names)}"
                      f"  call paths: {len(self.callpath_names)}  events: {self.n_events}")
         counts = self.event_counts()
@@ -460,6 +482,9 @@ class Trace:
             )
         if self.n_locations > 16:
             lines.append(f"  ... {self.n_locations - 16} more locations")
+        for top in self.cart_topologies:
+            shape = " x ".join(f"{n} {name}" if name else str(n) for n, name in zip(top.dims, top.dim_names))
+            lines.append(f"  topology {top.name!r}: {shape}")
         lines.append("  call paths:")
         for name in self.callpath_names[:40]:
             lines.append(f"    {name}")
@@ -473,7 +498,7 @@ class Trace:
         critical_path: bool = False,
         delay_records: bool = False,
         partition: Sequence[int] | np.ndarray | None = None,
-        progress: Any = None,
+        progress: Any = "auto",
         schedule_seed: int = 0,
         keep_share: bool = False,
         wait_records: bool = False,
@@ -488,6 +513,10 @@ class Trace:
         The C core releases the GIL while it runs; Ctrl-C stops it.
         ``schedule_seed`` permutes the order in which the in-process
         scheduler visits locations (the results do not depend on it).
+        ``progress`` reports the replays: ``"auto"`` (a bar in Jupyter when
+        the work takes more than a second), ``True``/``"bar"``, ``"text"``,
+        ``False``/``None`` or a callable ``f(stage, done, total)``; see
+        :mod:`waitscope.progress` (in the parallel mode rank 0 reports for all).
 
         In the parallel mode (``open(..., comm=...)``) every process of the
         communicator must call this; the complete result is returned on
@@ -501,19 +530,22 @@ class Trace:
         if self._comm is not None:
             from . import _mpi
 
-            raw = _mpi.analyze(self._core, self._comm, self._owner, delay_model=delay_model,
-                               critical_path=critical_path, records=delay_records, partition=part,
-                               progress=progress, keep_share=keep_share, wait_records=wait_records)
+            with Reporting(progress, self._comm, self.n_events) as callback:
+                raw = _mpi.analyze(self._core, self._comm, self._owner, delay_model=delay_model,
+                                   critical_path=critical_path, records=delay_records, partition=part,
+                                   progress=callback, keep_share=keep_share, wait_records=wait_records)
             return None if raw is None else AnalysisResult(self, raw)
-        raw = _core.analyze(self._core, delay_model=delay_model, critical_path=critical_path,
-                            records=delay_records, partition=part, progress=progress,
-                            schedule_seed=int(schedule_seed), wait_records=wait_records)
+        with Reporting(progress) as callback:
+            raw = _core.analyze(self._core, delay_model=delay_model, critical_path=critical_path,
+                                records=delay_records, partition=part, progress=callback,
+                                schedule_seed=int(schedule_seed), wait_records=wait_records)
         return AnalysisResult(self, raw)
 
-    def write(self, path: str | os.PathLike[str], progress: Any = None) -> str:
+    def write(self, path: str | os.PathLike[str], progress: Any = "auto") -> str:
         """Writes the loaded trace as an OTF2 archive; returns the anchor path."""
         target = os.fspath(path)
-        self._core.write(target, progress)
+        with Reporting(progress) as callback:
+            self._core.write(target, callback)
         return target if target.endswith(".otf2") else os.path.join(target, "traces.otf2")
 
     def __repr__(self) -> str:
@@ -550,18 +582,20 @@ def _open_parallel(path: str, comm: Any, progress: Any) -> Trace:
     _agree(comm, error)
     owner = block_owners(core.n_locations, comm.Get_size())
     mine = np.flatnonzero(owner == comm.Get_rank())
-    try:
-        if len(mine):
-            core.load(mine.astype(np.int64), progress)
-    except _core.TraceError as exc:
-        error = str(exc)
+    records = int(np.sum(core.definitions()["locations"]["n_records"][mine]))
+    with Reporting(progress, comm, records, synchronized=False) as callback:
+        try:
+            if len(mine):
+                core.load(mine.astype(np.int64), callback)
+        except _core.TraceError as exc:
+            error = str(exc)
     _agree(comm, error)
     _mpi.unify_callpaths(core, comm)
     return Trace(core, comm=comm, owner=owner)
 
 
 def open(path: str | os.PathLike[str], locations: Iterable[int] | None = None, comm: Any = None,
-         load: bool = True, progress: Any = None) -> Trace:
+         load: bool = True, progress: Any = "auto") -> Trace:
     """Opens an OTF2 trace (anchor file ``traces.otf2`` or experiment directory).
 
     Reads the definitions and, unless ``load=False``, the events of the
@@ -571,6 +605,8 @@ def open(path: str | os.PathLike[str], locations: Iterable[int] | None = None, c
     process of the communicator reads the definitions and the events of
     its own block of locations only; :meth:`Trace.analyze` then replays
     with MPI messages between the processes.
+
+    `progress` reports the loading (see :mod:`waitscope.progress`).
 
     Raises :class:`waitscope.TraceError` naming the file and the problem.
     """

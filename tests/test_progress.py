@@ -1,0 +1,203 @@
+"""progress=: accepted values, a line per stage (the critical path's own), Jupyter's
+bar after a second, and rank 0 reporting for all processes under mpiexec."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import waitscope
+from waitscope import progress, synth
+
+
+def _program(n: int = 2) -> synth.Program:
+    p = synth.Program(n)
+    for r in range(n):
+        p.rank(r).compute("work", 1.0 + r).barrier()
+    p.rank(0).send(1)
+    p.rank(1).recv(0)
+    return p
+
+
+def test_accepted_values(monkeypatch: pytest.MonkeyPatch):
+    assert progress.reporter(None) is None and progress.reporter(False) is None
+    assert progress.reporter("auto") is None  # outside Jupyter: quiet
+    assert isinstance(progress.reporter(True), progress.TextLine)
+    assert isinstance(progress.reporter("bar"), progress.TextLine)
+    assert isinstance(progress.reporter("text"), progress.TextLine)
+    for bad in ("yes", 1, 0.5):
+        with pytest.raises(ValueError, match="progress must be \"auto\", True, \"bar\", \"text\", False, None"):
+            progress.reporter(bad)
+    trace = _program().run()
+    with pytest.raises(ValueError, match="progress must be"):
+        trace.analyze(progress="loud")
+
+
+@pytest.mark.parametrize("options,backward", [
+    ({"critical_path": True}, "critical path (backward)"),
+    ({"delay_model": "proportional"}, "delay causes (backward)"),
+    ({"delay_model": "wait-first", "critical_path": True}, "delay causes + critical path (backward)"),
+])
+def test_stages_name_what_they_compute(options, backward):
+    trace = _program(3).run()
+    seen: list[tuple[str, int, int]] = []
+    trace.analyze(progress=lambda *report: seen.append(report), **options)
+    stages = list(dict.fromkeys(stage for stage, _, _ in seen))
+    expected = ["wait states 1/2", "wait states 2/2", "sync points", backward]
+    if "delay_model" in options:
+        expected.append("delay (forward)")
+    assert stages == expected
+    finals = {stage: (done, total) for stage, done, total in seen if done == total}
+    assert set(finals) == set(stages)  # every stage reports its end
+    # done counts the events the replay visits: the synchronizing ones in sparse passes (here
+    # the barrier's and the messages' records, Init and Finalize), every event for the critical path
+    assert all(0 < total <= trace.n_events for _, total in finals.values())
+    assert 0 < finals["wait states 1/2"][1] < trace.n_events
+    if options.get("critical_path"):
+        assert finals[backward] == (trace.n_events, trace.n_events)
+
+
+def test_text_line_per_stage():
+    pipe = io.StringIO()
+    line = progress.TextLine(pipe)
+    _program().run().analyze(critical_path=True, progress=line)
+    line.close()
+    lines = pipe.getvalue().splitlines()  # not a terminal: one line per finished stage, no carriage returns
+    assert [x[:progress.STAGE_WIDTH].strip() for x in lines] == ["wait states 1/2", "wait states 2/2",
+                                                                 "sync points", "critical path (backward)"]
+    assert "\r" not in pipe.getvalue() and all("100.0 %" in x for x in lines)
+
+
+def test_delayed_reports_only_after_the_delay():
+    seen: list[tuple[str, int, int]] = []
+    inner = progress.FromCallable(lambda *r: seen.append(r))
+    late = progress.Delayed(inner, delay=3600.0)
+    late("load", 1, 2)
+    assert seen == []
+    late.started -= 3601.0
+    late("load", 2, 2)
+    assert seen == [("load", 2, 2)]
+
+
+def test_tqdm_and_widget_bars_when_installed(monkeypatch: pytest.MonkeyPatch):
+    """The optional bars, driven through stand-ins of tqdm and ipywidgets."""
+    made = []
+
+    class FakeTqdm:
+        def __init__(self, total, desc, **kw):
+            self.total, self.desc, self.n, self.closed = total, desc, 0, False
+            made.append(self)
+
+        def update(self, k):
+            self.n += k
+
+        def close(self):
+            self.closed = True
+
+    bar = progress.TqdmBar(FakeTqdm)
+    for report in (("a", 5, 10), ("a", 10, 10), ("b", 3, 4)):
+        bar(*report)
+    bar.close()
+    assert [(m.desc, m.n, m.total, m.closed) for m in made] == [("a", 10, 10, True), ("b", 3, 4, True)]
+
+    class Widget:
+        def __init__(self, *args, **kw):
+            self.__dict__.update(kw)
+            self.value = args[0] if args else kw.get("value")
+
+    widgets = type("widgets", (), {"IntProgress": Widget, "Label": Widget, "HBox": Widget})
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, **kw: shown.append(obj))
+    bar = progress.WidgetBar(widgets)
+    bar("wait states 1/2", 50, 200)
+    bar("wait states 1/2", 200, 200)
+    assert len(shown) == 1 and bar.bar.value == 200 and bar.bar.max == 200 and bar.bar.bar_style == "success"
+    assert bar.label.value.startswith("200 of 200 events 100 %")
+
+
+def test_notebook_shows_a_bar_after_a_second(tmp_path: Path):
+    """In a real Jupyter kernel: a line per stage that updates in place, only for work over the delay."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    from test_notebooks import KERNEL, _kernel_manager
+
+    nb = nbformat.v4.new_notebook()
+    setup = textwrap.dedent("""
+        import sys
+        sys.modules["ipywidgets"] = sys.modules["tqdm"] = None  # the fallback without the optional packages
+        import waitscope
+        from waitscope import progress, synth
+        p = synth.Program(2)
+        p.rank(0).compute("work", 2.0).send(1)
+        p.rank(1).recv(0)
+        trace = p.run()
+        assert progress.in_notebook()
+    """)
+    nb.cells = [nbformat.v4.new_code_cell(setup),
+                nbformat.v4.new_code_cell("r = trace.analyze(critical_path=True)   # quick: nothing shown"),
+                nbformat.v4.new_code_cell("progress.NOTEBOOK_DELAY = 0.0\nr = trace.analyze(critical_path=True)"),
+                nbformat.v4.new_code_cell("r = trace.analyze(progress=False)")]
+    km = _kernel_manager(tmp_path)
+    client = nbclient.NotebookClient(nb, km=km, kernel_name=KERNEL, timeout=120,
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    try:
+        client.execute()
+    finally:
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
+    assert nb.cells[1].outputs == [] and nb.cells[3].outputs == []
+    lines = [o["data"]["text/plain"] for o in nb.cells[2].outputs]
+    assert [x[:progress.STAGE_WIDTH].strip() for x in lines] == ["wait states 1/2", "wait states 2/2",
+                                                                 "sync points", "critical path (backward)"]
+    assert all("100.0 %" in x for x in lines)  # updated in place to the stage's end
+    assert all(o["output_type"] == "display_data" for o in nb.cells[2].outputs)
+
+
+MPI_SCRIPT = textwrap.dedent("""
+    import json, sys
+    from mpi4py import MPI
+    import waitscope
+    comm = MPI.COMM_WORLD
+    seen = []
+    record = (lambda *r: seen.append(r)) if comm.rank == 0 else None
+    trace = waitscope.open(sys.argv[1], comm=comm, progress=record)
+    local = trace.n_events
+    r = trace.analyze(delay_model="proportional", critical_path=True, progress=record)
+    if comm.rank == 0:
+        print(json.dumps({"seen": seen, "local": local}))
+""")
+
+
+def test_rank_0_reports_for_all_processes(tmp_path: Path):
+    pytest.importorskip("mpi4py")
+    pytest.importorskip("waitscope._mpi")
+    mpiexec = shutil.which("mpiexec.mpich")
+    if mpiexec is None:
+        pytest.skip("mpiexec.mpich not installed")
+    path = _program(4).write(tmp_path / "four")
+    total = waitscope.open(path).n_events
+    script = tmp_path / "script.py"
+    script.write_text(MPI_SCRIPT)
+    run = subprocess.run([mpiexec, "-n", "2", sys.executable, str(script), str(path)], capture_output=True,
+                         text=True, timeout=300, env=dict(os.environ))
+    assert run.returncode == 0, run.stderr
+    got = json.loads(run.stdout)
+    assert got["local"] < total  # rank 0 holds only its share ...
+    finals = {stage: (done, n) for stage, done, n in got["seen"] if done == n}
+    # ... but reports the work of all processes: that of the analysis in one process
+    one: list[tuple[str, int, int]] = []
+    waitscope.open(path, progress=lambda *r: one.append(r)).analyze(
+        delay_model="proportional", critical_path=True, progress=lambda *r: one.append(r))
+    expected = {stage: (done, n) for stage, done, n in one if done == n}
+    assert finals == expected
+    assert finals["load"] == (total, total)
+    assert list(dict.fromkeys(s for s, _, _ in got["seen"])) == list(dict.fromkeys(s for s, _, _ in one))
