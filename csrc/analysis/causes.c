@@ -50,6 +50,7 @@ typedef struct cause_loc {
     double top, bottom;
     uint32_t cur_cp;
     int at_start; /* still owned the path at its first event */
+    double floor; /* the path begins no earlier than MPI_Init's Enter */
     double undistributed; /* waiting whose cost found no activity here */
 } cause_loc;
 
@@ -629,6 +630,13 @@ static int p4_begin(void *state, const ws_replay_env *env, uint32_t loc, ws_erro
     const ws_events *e = &env->trace->locations[loc].events;
     cl->owner = 0;
     cl->at_start = 0;
+    cl->floor = -INFINITY;
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    for (uint32_t s = 0; s < ls->n_sites; s++)
+        if (ls->site_class[s] == WS_SITE_INIT) {
+            cl->floor = ls->site_enter[s];
+            break;
+        }
     cl->cur_cp = e->n ? callpath_after(env->trace, e, (int64_t)e->n - 1) : WS_NONE32;
     if (c->cp && loc == c->end_loc)
         take_token(cl, c->t_end);
@@ -646,6 +654,8 @@ static int p4_event(void *state, const ws_replay_env *env, uint32_t loc, uint64_
         double lo = e->time[ev], hi = e->time[ev + 1];
         if (lo < cl->bottom)
             lo = cl->bottom;
+        if (lo < cl->floor)
+            lo = cl->floor;
         if (hi > cl->top)
             hi = cl->top;
         int rc = add_segment(c, loc, cl->cur_cp, lo, hi, err);
@@ -776,7 +786,9 @@ static int p4_coll_active(void *state, const ws_replay_env *env, uint32_t loc, u
     if (!d->site_anywait[site])
         return 0;
     uint8_t cls = env->sync->locs[loc].site_class[site];
-    if (c->cp && cls != WS_SITE_OTHER)
+    /* the path stays where it is at scans (Scalasca 2.6) and MPI_Init (it
+     * begins at MPI_Init's Enter, all of MPI_Init on it) */
+    if (c->cp && cls != WS_SITE_OTHER && cls != WS_SITE_SCAN && cls != WS_SITE_INIT)
         return 1;
     return c->delay && (cls == WS_SITE_BARRIER || cls == WS_SITE_NXN || cls == WS_SITE_1TON || cls == WS_SITE_NTO1);
 }
@@ -915,23 +927,38 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
             ws_causes_free(c);
             return rc;
         }
-    /* the path ends where the program ends last (ties: lowest index) */
+    /* the path ends at the latest Enter of MPI_Finalize (ties: lowest
+     * index); MPI_Finalize is never on it.  Without MPI_Finalize a
+     * location ends at its last event. */
+    double *fin = ws_malloc_array(a->n_local ? a->n_local : 1, sizeof *fin);
+    if (!fin) {
+        ws_causes_free(c);
+        return ws_error_nomem(err, "critical path");
+    }
     double end[2] = {-INFINITY, 0.0};
     for (uint32_t i = 0; i < a->n_local; i++) {
-        const ws_events *e = &t->locations[a->local[i]].events;
-        if (e->n && e->time[e->n - 1] > end[0])
-            end[0] = e->time[e->n - 1];
+        uint32_t loc = a->local[i];
+        const ws_events *e = &t->locations[loc].events;
+        const ws_loc_sync *ls = &a->sync->locs[loc];
+        fin[i] = e->n ? e->time[e->n - 1] : -INFINITY;
+        for (uint32_t s = 0; s < ls->n_sites; s++)
+            if (ls->site_class[s] == WS_SITE_FINALIZE) {
+                fin[i] = ls->site_enter[s];
+                break;
+            }
+        if (fin[i] > end[0])
+            end[0] = fin[i];
     }
     if ((rc = a->transport->ops->allreduce_f64(a->transport, end, 1, WS_MAX, err))) {
+        free(fin);
         ws_causes_free(c);
         return rc;
     }
     uint64_t first = t->n_locations; /* none */
-    for (uint32_t i = 0; i < a->n_local; i++) {
-        const ws_events *e = &t->locations[a->local[i]].events;
-        if (e->n && e->time[e->n - 1] == end[0] && a->local[i] < first)
+    for (uint32_t i = 0; i < a->n_local; i++)
+        if (fin[i] == end[0] && a->local[i] < first)
             first = a->local[i];
-    }
+    free(fin);
     if ((rc = a->transport->ops->allreduce_u64(a->transport, &first, 1, WS_MIN, err))) {
         ws_causes_free(c);
         return rc;
@@ -999,7 +1026,8 @@ void ws_causes_free(ws_causes *c)
 }
 
 /* Time at which the path begins on the location that held it at its
- * first event (-infinity if that location lives elsewhere). */
+ * first event: MPI_Init's Enter, or the first event without MPI_Init
+ * (-infinity if that location lives elsewhere). */
 double ws_causes_path_first(const ws_causes *c)
 {
     double first = -INFINITY;
@@ -1007,7 +1035,7 @@ double ws_causes_path_first(const ws_causes *c)
         uint32_t loc = c->a->local[i];
         const ws_events *e = &c->a->trace->locations[loc].events;
         if (c->locs[loc].at_start && e->n)
-            first = e->time[0];
+            first = isinf(c->locs[loc].floor) ? e->time[0] : c->locs[loc].floor;
     }
     return first;
 }
