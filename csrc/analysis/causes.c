@@ -577,7 +577,9 @@ static int charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, con
         if (gl > 0.0)
             for (int x = 0; x < NCLS; x++)
                 target[x] += s->prop_l[j] * (note->gl[x] / gl);
-        if (s->prop_s[j] > cl->prop_max[q])
+        /* a wait state propagates when it delays a point-to-point wait
+         * (Scalasca 2.6: the largest such share, not their sum) */
+        if ((w == WS_WAIT_LATESENDER || w == WS_WAIT_LATERECEIVER) && s->prop_s[j] > cl->prop_max[q])
             cl->prop_max[q] = s->prop_s[j];
         *indirect += s->prop_s[j];
     }
