@@ -625,8 +625,8 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
 }
 
 /* Wrong-order Late Senders: a Late Sender instance is in wrong order
- * when the location later receives a message whose send started before
- * the send of the message it waited for.  The nearest such later receive
+ * when the location later receives (in another MPI call) a message whose
+ * send started before the send of the message it waited for.  The nearest such later receive
  * decides between "same" and "different" source.  With `wo`, the class of
  * every receive row (WS_WO_*) is stored there for its wait record. */
 static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
@@ -634,30 +634,63 @@ static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
     const ws_loc_sync *ls = &a->sync->locs[loc];
     ws_loc_data *d = data_of(a, loc);
     uint64_t n = ls->n_messages;
+    /* stack: later receives, send enters strictly increasing towards the
+     * top (a receive hides the later ones whose send started no earlier);
+     * group: the receives of the current call, pushed once the call is
+     * done, so that receives completed by one call (MPI_Waitall,
+     * MPI_Waitsome) are never in wrong order among themselves (Scalasca
+     * 2.6 records such a call's Late Sender at its Leave, after all of
+     * them) */
     uint32_t *stack = ws_malloc_array(n ? n : 1, sizeof *stack);
-    if (!stack)
+    uint32_t *group = ws_malloc_array(n ? n : 1, sizeof *group);
+    if (!stack || !group) {
+        free(stack);
+        free(group);
         return ws_error_nomem(err, "wrong-order analysis");
-    uint64_t depth = 0;
-    for (uint64_t k = n; k-- > 0;) {
-        uint8_t f = ls->msg_flags[k];
-        if ((f & WS_MSG_SEND) || ls->msg_match[k] == WS_NONE64)
+    }
+    uint64_t depth = 0, n_group = 0;
+    for (uint64_t k = n + 1; k-- > 0;) {
+        int is_recv = k < n && !(ls->msg_flags[k] & WS_MSG_SEND) && ls->msg_match[k] != WS_NONE64;
+        if (k < n && !is_recv)
             continue;
-        double ts = d->send_enter[k];
-        while (depth && d->send_enter[stack[depth - 1]] >= ts)
-            depth--;
-        if (d->ls[k] > 0.0 && !d->ls_cancelled[k] && depth) {
-            uint32_t j = stack[depth - 1];
-            uint32_t cp = ls->msg_callpath[k];
-            int same = ls->msg_partner[j] == ls->msg_partner[k];
-            add(a, M_MPI_LATESENDER_WO, cp, loc, d->ls[k]);
-            add(a, same ? M_MPI_LSWO_SAME : M_MPI_LSWO_DIFFERENT, cp, loc, d->ls[k]);
-            if (wo)
-                wo[k] = same ? WS_WO_SAME : WS_WO_DIFFERENT;
-            add(a, d->send_bytes[k] == 0 ? M_MPI_SLSWO_COUNT : M_MPI_CLSWO_COUNT, cp, loc, 1.0);
+        if (n_group && (k == n || ls->msg_call[k] != ls->msg_call[group[0]])) {
+            for (uint64_t g = 0; g < n_group; g++) {
+                double tg = d->send_enter[group[g]];
+                while (depth && d->send_enter[stack[depth - 1]] >= tg)
+                    depth--;
+                stack[depth++] = group[g];
+            }
+            n_group = 0;
         }
-        stack[depth++] = (uint32_t)k;
+        if (k == n)
+            continue;
+        group[n_group++] = (uint32_t)k;
+        if (!(d->ls[k] > 0.0) || d->ls_cancelled[k])
+            continue;
+        /* the nearest later receive whose send started earlier: the
+         * topmost stack entry with a send enter below ts */
+        double ts = d->send_enter[k];
+        uint64_t lo = 0, hi = depth;
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (d->send_enter[stack[mid]] < ts)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == 0)
+            continue;
+        uint32_t j = stack[lo - 1];
+        uint32_t cp = ls->msg_callpath[k];
+        int same = ls->msg_partner[j] == ls->msg_partner[k];
+        add(a, M_MPI_LATESENDER_WO, cp, loc, d->ls[k]);
+        add(a, same ? M_MPI_LSWO_SAME : M_MPI_LSWO_DIFFERENT, cp, loc, d->ls[k]);
+        if (wo)
+            wo[k] = same ? WS_WO_SAME : WS_WO_DIFFERENT;
+        add(a, d->send_bytes[k] == 0 ? M_MPI_SLSWO_COUNT : M_MPI_CLSWO_COUNT, cp, loc, 1.0);
     }
     free(stack);
+    free(group);
     return WS_OK;
 }
 
