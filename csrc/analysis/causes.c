@@ -24,6 +24,9 @@ enum { NCLS = WS_WAIT_CLASS_COUNT };
 typedef struct sync_point {
     double time;       /* synchronization time */
     double wait;       /* own handled waiting time here (0 if none) */
+    double completion; /* the part of its call that counts when it opens an interval */
+    uint32_t call_ev;  /* Enter event of the MPI call holding the point */
+    uint32_t call_cp;  /* call path of that call */
     uint32_t event;    /* event where the point is exchanged */
     uint32_t index;    /* message row or site */
     uint32_t callpath; /* call path of the own waiting */
@@ -132,7 +135,7 @@ static int is_member(const ws_causes *c, uint32_t comm, uint32_t loc)
 /* ---- synchronization points ------------------------------------------- */
 
 typedef struct sp_sort {
-    double time;
+    uint32_t call;
     uint32_t event;
     uint32_t k;
 } sp_sort;
@@ -140,11 +143,43 @@ typedef struct sp_sort {
 static int cmp_sp(const void *x, const void *y)
 {
     const sp_sort *a = x, *b = y;
-    if (a->time != b->time)
-        return a->time < b->time ? -1 : 1;
+    if (a->call != b->call)
+        return a->call < b->call ? -1 : 1;
     if (a->event != b->event)
         return a->event < b->event ? -1 : 1;
     return (a->k > b->k) - (a->k < b->k);
+}
+
+/* Enter event of the call that holds event `ev` (for a Leave: the call it
+ * ends); `ev` itself when there is none. */
+static uint32_t enter_of_call(const ws_events *e, uint32_t ev)
+{
+    int depth = 0;
+    for (uint64_t i = ev; i-- > 0;) {
+        if (e->kind[i] == WS_EV_LEAVE)
+            depth++;
+        else if (e->kind[i] == WS_EV_ENTER && depth-- == 0)
+            return (uint32_t)i;
+    }
+    return ev;
+}
+
+/* Leave time of the call whose Enter is event `enter` */
+static double leave_of_enter(const ws_events *e, uint32_t enter)
+{
+    int depth = 0;
+    for (uint64_t i = (uint64_t)enter + 1; i < e->n; i++) {
+        if (e->kind[i] == WS_EV_ENTER)
+            depth++;
+        else if (e->kind[i] == WS_EV_LEAVE && depth-- == 0)
+            return e->time[i];
+    }
+    return e->time[enter];
+}
+
+static double positive(double v)
+{
+    return v > 0.0 ? v : 0.0;
 }
 
 static int build_points(ws_causes *c, uint32_t loc, ws_error *err)
@@ -190,6 +225,12 @@ static int build_points(ws_causes *c, uint32_t loc, ws_error *err)
             p->index = (uint32_t)row;
             p->partner = ls->msg_partner[row];
             p->event = e->msg_event[row];
+            /* its call: the one holding the record; as the start of the
+             * next interval only the time after the partner's call ended
+             * counts */
+            p->call_ev = ls->msg_call[row];
+            p->call_cp = ls->msg_callpath[row];
+            p->completion = positive(ls->msg_leave[row] - d->partner_leave[row]);
             if (is_send) {
                 p->time = ls->msg_enter[row];
             } else {
@@ -207,6 +248,15 @@ static int build_points(ws_causes *c, uint32_t loc, ws_error *err)
             p->index = (uint32_t)row;
             p->partner = ls->msg_partner[row];
             p->event = ls->msg_ch1_event[row];
+            if (is_send) {
+                p->call_ev = ls->msg_done_call[row];
+                p->call_cp = ls->msg_done_callpath[row];
+                p->completion = positive(ls->msg_done[row] - d->partner_done_leave[row]);
+            } else {
+                p->call_ev = enter_of_call(e, p->event);
+                p->call_cp = e->kind[p->call_ev] == WS_EV_ENTER ? e->ref[p->call_ev] : WS_NONE32;
+                p->completion = positive(leave_of_enter(e, p->call_ev) - d->partner_done_leave[row]);
+            }
             if (is_send) {
                 p->time = d->post_time[row];
                 p->wait = d->lr[row];
@@ -242,6 +292,12 @@ static int build_points(ws_causes *c, uint32_t loc, ws_error *err)
         p->root = root;
         p->site_class = cls;
         p->wclass = d->site_kind[s];
+        p->call_ev = enter_of_call(e, p->event);
+        p->call_cp = ls->site_callpath[s];
+        /* MPI_Init: its completion only; other collectives: the time after
+         * the last member arrived */
+        p->completion = cls == WS_SITE_INIT ? d->site_completion[s]
+                                            : positive(ls->site_leave[s] - d->site_sync_time[s]);
         if (handled(p->wclass) && d->site_wait[s] > 0.0) {
             p->wait = d->site_wait[s];
             p->callpath = ls->site_callpath[s];
@@ -251,7 +307,7 @@ static int build_points(ws_causes *c, uint32_t loc, ws_error *err)
         n++;
     }
 #undef NEW_POINT
-    /* order by synchronization time */
+    /* order by the calls that hold them */
     sp_sort *order = ws_malloc_array(n ? n : 1, sizeof *order);
     sync_point *sorted = ws_malloc_array(n ? n : 1, sizeof *sorted);
     if (!order || !sorted) {
@@ -261,7 +317,7 @@ static int build_points(ws_causes *c, uint32_t loc, ws_error *err)
         return ws_error_nomem(err, "synchronization points");
     }
     for (size_t k = 0; k < n; k++) {
-        order[k].time = sp[k].time;
+        order[k].call = sp[k].call_ev;
         order[k].event = sp[k].event;
         order[k].k = (uint32_t)k;
     }
@@ -312,15 +368,15 @@ static int involves(const ws_causes *c, uint32_t loc, const sync_point *p, uint3
     }
 }
 
-/* Synchronization time of the latest point before point k that
- * synchronized `loc` with q, or -infinity. */
-static double previous_sync(const ws_causes *c, uint32_t loc, uint32_t k, uint32_t q)
+/* The latest point before point k, in an earlier MPI call, that
+ * synchronized `loc` with q (WS_NONE32: none). */
+static uint32_t previous_sync(const ws_causes *c, uint32_t loc, uint32_t k, uint32_t q)
 {
     const cause_loc *cl = &c->locs[loc];
     for (uint32_t j = k; j-- > 0;)
-        if (involves(c, loc, &cl->sp[j], q))
-            return cl->sp[j].time;
-    return -INFINITY;
+        if (cl->sp[j].call_ev < cl->sp[k].call_ev && involves(c, loc, &cl->sp[j], q))
+            return j;
+    return WS_NONE32;
 }
 
 /* ---- mini-profiles ----------------------------------------------------- */
@@ -357,64 +413,65 @@ static uint32_t callpath_after(const ws_trace *t, const ws_events *e, int64_t i)
     return WS_NONE32;
 }
 
-/* first event with time > x */
-static uint64_t first_after(const ws_events *e, double x)
+/* The points of `loc` strictly between the calls of points j (WS_NONE32:
+ * the start) and k: [*lo, *hi). */
+static void intermediate_points(const cause_loc *cl, uint32_t j, uint32_t k, uint32_t *lo, uint32_t *hi)
 {
-    uint64_t lo = 0, hi = e->n;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (e->time[mid] <= x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    uint32_t a = j == WS_NONE32 ? 0 : j;
+    if (j != WS_NONE32)
+        while (a < k && cl->sp[a].call_ev == cl->sp[j].call_ev)
+            a++;
+    uint32_t b = k;
+    while (b > a && cl->sp[b - 1].call_ev == cl->sp[k].call_ev)
+        b--;
+    *lo = a;
+    *hi = b;
 }
 
-/* Adds to the accumulator the time per call path of `loc` within
- * (from, to], minus its handled waiting inside that interval. */
-/* The first synchronization point of cl later than `from` (points are
- * sorted by time). */
-static uint32_t first_point_after(const cause_loc *cl, double from)
-{
-    uint32_t lo = 0, hi = cl->n_sp;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (cl->sp[mid].time > from)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return lo;
-}
-
-static void window_profile(ws_causes *c, uint32_t loc, double from, double to)
+/* Adds to the accumulator the time per call path of `loc` in the interval
+ * of point k that opens at point j (WS_NONE32: at the first event), at the
+ * granularity of Enter and Leave events (as Scalasca 2.6): from the Enter
+ * of j's call to the Enter of k's call, k's call excluded; j's call counts
+ * only its completion part; the waiting of every point in between is
+ * subtracted from its call path, and call paths left non-positive are
+ * dropped. */
+static void window_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k)
 {
     const ws_trace *t = c->a->trace;
     const ws_events *e = &t->locations[loc].events;
-    if (e->n == 0 || !(to > from))
+    const cause_loc *cl = &c->locs[loc];
+    uint64_t start = j == WS_NONE32 ? 0 : cl->sp[j].call_ev, end = cl->sp[k].call_ev;
+    if (e->n == 0 || end <= start)
         return;
-    uint64_t i = isinf(from) ? 0 : first_after(e, from);
-    double start = isinf(from) ? e->time[0] : from;
+    uint64_t i = start;
     uint32_t cp = i == 0 ? WS_NONE32 : callpath_after(t, e, (int64_t)i - 1);
-    for (; i < e->n && e->time[i] <= to; i++) {
-        double ti = e->time[i];
-        if (ti > start)
-            acc_add(c, cp, ti - start);
-        start = ti > start ? ti : start;
+    if (j != WS_NONE32) {
+        /* skip j's call, count its completion part */
+        acc_add(c, cl->sp[j].call_cp, cl->sp[j].completion);
+        int depth = 0;
+        for (; i < end; i++) {
+            if (e->kind[i] == WS_EV_ENTER)
+                depth++;
+            else if (e->kind[i] == WS_EV_LEAVE && --depth == 0)
+                break;
+        }
+        /* the loop below continues with the Leave of j's call */
+    }
+    for (; i < end; i++) {
         if (e->kind[i] == WS_EV_ENTER)
             cp = e->ref[i];
         else if (e->kind[i] == WS_EV_LEAVE)
             cp = t->callpaths.parent[e->ref[i]];
+        acc_add(c, cp, e->time[i + 1] - e->time[i]);
     }
-    if (i < e->n && to > start)
-        acc_add(c, cp, to - start);
-    /* own waiting inside the interval is not activity (the points are
-     * sorted by time: find the first after `from`) */
-    const cause_loc *cl = &c->locs[loc];
-    for (uint32_t k = first_point_after(cl, from); k < cl->n_sp && cl->sp[k].time <= to; k++)
-        if (cl->sp[k].wait > 0.0)
-            acc_add(c, cl->sp[k].callpath, -cl->sp[k].wait);
+    uint32_t lo, hi;
+    intermediate_points(cl, j, k, &lo, &hi);
+    for (uint32_t q = lo; q < hi; q++)
+        if (cl->sp[q].wait > 0.0)
+            acc_add(c, cl->sp[q].callpath, -cl->sp[q].wait);
+    for (uint32_t x = 0; x < c->n_touched; x++)
+        if (c->acc[c->touched[x]] < 0.0)
+            c->acc[c->touched[x]] = 0.0;
 }
 
 /* Appends the accumulator as entries (value > 0) to out. */
@@ -527,9 +584,9 @@ static int charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, con
         return WS_OK;
     cause_loc *cl = &c->locs[loc];
     const sync_point *p = &cl->sp[k];
-    double from = previous_sync(c, loc, k, note->waiter);
+    uint32_t from = previous_sync(c, loc, k, note->waiter);
     /* difference profile: delta = max(p_local - p_remote, 0) (seed 004 eq. 2.2) */
-    window_profile(c, loc, from, p->time);
+    window_profile(c, loc, from, k);
     for (uint32_t i = 0; i < note->n_entries; i++)
         acc_add(c, entries[i].callpath, -entries[i].value);
     if (reserve(s, c->n_touched + 1, cl->n_sp + 1) != 0) {
@@ -547,9 +604,11 @@ static int charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, con
     acc_reset(c);
     /* the delayer's own handled waiting within the interval */
     size_t m = 0;
-    for (uint32_t j = first_point_after(cl, from); j < k; j++) {
+    uint32_t lo, hi;
+    intermediate_points(cl, from, k, &lo, &hi);
+    for (uint32_t j = lo; j < hi; j++) {
         const sync_point *q = &cl->sp[j];
-        if (q->time <= p->time && q->wait > 0.0) {
+        if (q->wait > 0.0) {
             s->waits[m] = q->wait;
             s->wait_points[m++] = j;
         }
@@ -708,7 +767,7 @@ static int note_for(ws_causes *c, uint32_t loc, uint32_t k, uint32_t delayer, ui
     if (ws_buffer_append(out, &note, sizeof note) != 0)
         return ws_error_nomem(err, "payload");
     if (note.wait > 0.0) {
-        window_profile(c, loc, previous_sync(c, loc, k, delayer), p->time);
+        window_profile(c, loc, previous_sync(c, loc, k, delayer), k);
         uint32_t n = acc_entries(c, out);
         acc_reset(c);
         if (n == WS_NONE32)
