@@ -251,7 +251,9 @@ static int build_points(ws_causes *c, uint32_t loc, ws_error *err)
             if (is_send) {
                 p->call_ev = ls->msg_done_call[row];
                 p->call_cp = ls->msg_done_callpath[row];
-                p->completion = positive(ls->msg_done[row] - d->partner_done_leave[row]);
+                /* a send that waited for a late receiver leaves its call out
+                 * of the next interval entirely (Scalasca 2.6) */
+                p->completion = 0.0;
             } else {
                 p->call_ev = enter_of_call(e, p->event);
                 p->call_cp = e->kind[p->call_ev] == WS_EV_ENTER ? e->ref[p->call_ev] : WS_NONE32;
