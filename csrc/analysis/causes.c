@@ -25,6 +25,7 @@ typedef struct sync_point {
     double time;       /* synchronization time */
     double wait;       /* own handled waiting time here (0 if none) */
     double completion; /* the part of its call that counts when it opens an interval */
+    double completion_full; /* the same, when that leaves nothing to charge */
     uint32_t call_ev;  /* Enter event of the MPI call holding the point */
     uint32_t call_cp;  /* call path of that call */
     uint32_t event;    /* event where the point is exchanged */
@@ -298,8 +299,8 @@ static int build_points(ws_causes *c, uint32_t loc, ws_error *err)
         p->call_cp = ls->site_callpath[s];
         /* MPI_Init: its completion only; other collectives: the time after
          * the last member arrived */
-        p->completion = cls == WS_SITE_INIT ? d->site_completion[s]
-                                            : positive(ls->site_leave[s] - d->site_sync_time[s]);
+        p->completion = cls == WS_SITE_INIT ? d->site_completion[s] : 0.0;
+        p->completion_full = positive(ls->site_leave[s] - d->site_sync_time[s]);
         if (handled(p->wclass) && d->site_wait[s] > 0.0) {
             p->wait = d->site_wait[s];
             p->callpath = ls->site_callpath[s];
@@ -326,6 +327,8 @@ static int build_points(ws_causes *c, uint32_t loc, ws_error *err)
     qsort(order, n, sizeof *order, cmp_sp);
     for (size_t k = 0; k < n; k++) {
         sorted[k] = sp[order[k].k];
+        if (sorted[k].type != SP_SITE)
+            sorted[k].completion_full = sorted[k].completion;
         if (sorted[k].type == SP_SITE)
             cl->site_sp[sorted[k].index] = (uint32_t)k;
         else
@@ -437,7 +440,7 @@ static void intermediate_points(const cause_loc *cl, uint32_t j, uint32_t k, uin
  * only its completion part; the waiting of every point in between is
  * subtracted from its call path, and call paths left non-positive are
  * dropped. */
-static void window_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k)
+static void window_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k, int full)
 {
     const ws_trace *t = c->a->trace;
     const ws_events *e = &t->locations[loc].events;
@@ -449,7 +452,7 @@ static void window_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k)
     uint32_t cp = i == 0 ? WS_NONE32 : callpath_after(t, e, (int64_t)i - 1);
     if (j != WS_NONE32) {
         /* skip j's call, count its completion part */
-        acc_add(c, cl->sp[j].call_cp, cl->sp[j].completion);
+        acc_add(c, cl->sp[j].call_cp, full ? cl->sp[j].completion_full : cl->sp[j].completion);
         int depth = 0;
         for (; i < end; i++) {
             if (e->kind[i] == WS_EV_ENTER)
@@ -574,6 +577,31 @@ static int add_record(ws_causes *c, const wait_note *note, uint32_t delayer, uin
     return WS_OK;
 }
 
+/* Difference profile of the delayer `loc` against the waiter's entries in
+ * the interval of point k opened at point `from`: delta = max(p_local -
+ * p_remote, 0) (seed 004 eq. 2.2), into s->cps / s->delta, *n of them. */
+static int difference(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t from, uint32_t k,
+                      const wait_note *note, const entry *entries, int full, size_t *n)
+{
+    *n = 0;
+    window_profile(c, loc, from, k, full);
+    for (uint32_t i = 0; i < note->n_entries; i++)
+        acc_add(c, entries[i].callpath, -entries[i].value);
+    if (reserve(s, c->n_touched + 1, c->locs[loc].n_sp + 1) != 0) {
+        acc_reset(c);
+        return -1;
+    }
+    for (uint32_t i = 0; i < c->n_touched; i++) {
+        uint32_t cp = c->touched[i];
+        if (c->acc[cp] > 0.0) {
+            s->cps[*n] = cp;
+            s->delta[(*n)++] = c->acc[cp];
+        }
+    }
+    acc_reset(c);
+    return 0;
+}
+
 /* The delayer `loc` pays for the waiting described by `note`, whose
  * mini-profile entries follow it; `k` is the delayer's point.  Returns
  * in *indirect the part of the waiting explained by the delayer's own
@@ -587,23 +615,9 @@ static int charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, con
     cause_loc *cl = &c->locs[loc];
     const sync_point *p = &cl->sp[k];
     uint32_t from = previous_sync(c, loc, k, note->waiter);
-    /* difference profile: delta = max(p_local - p_remote, 0) (seed 004 eq. 2.2) */
-    window_profile(c, loc, from, k);
-    for (uint32_t i = 0; i < note->n_entries; i++)
-        acc_add(c, entries[i].callpath, -entries[i].value);
-    if (reserve(s, c->n_touched + 1, cl->n_sp + 1) != 0) {
-        acc_reset(c);
+    size_t n;
+    if (difference(c, s, loc, from, k, note, entries, 0, &n) != 0)
         return ws_error_nomem(err, "delay analysis");
-    }
-    size_t n = 0;
-    for (uint32_t i = 0; i < c->n_touched; i++) {
-        uint32_t cp = c->touched[i];
-        if (c->acc[cp] > 0.0) {
-            s->cps[n] = cp;
-            s->delta[n++] = c->acc[cp];
-        }
-    }
-    acc_reset(c);
     /* the delayer's own handled waiting within the interval */
     size_t m = 0;
     uint32_t lo, hi;
@@ -620,8 +634,16 @@ static int charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, con
         gl += note->gl[x];
     if (ws_delay_kernel(c->model, note->wait, gl, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
                         s->prop_l) != 0) {
-        cl->undistributed += note->wait + gl;
-        return WS_OK;
+        /* nothing in the interval explains the waiting: it arose in the
+         * collective that opened it; count that call's whole time after
+         * its synchronization (Scalasca 2.6 leaves such waiting uncharged) */
+        if (difference(c, s, loc, from, k, note, entries, 1, &n) != 0)
+            return ws_error_nomem(err, "delay analysis");
+        if (ws_delay_kernel(c->model, note->wait, gl, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
+                            s->prop_l) != 0) {
+            cl->undistributed += note->wait + gl;
+            return WS_OK;
+        }
     }
     uint32_t w = note->wclass;
     for (size_t i = 0; i < n; i++) {
@@ -769,7 +791,7 @@ static int note_for(ws_causes *c, uint32_t loc, uint32_t k, uint32_t delayer, ui
     if (ws_buffer_append(out, &note, sizeof note) != 0)
         return ws_error_nomem(err, "payload");
     if (note.wait > 0.0) {
-        window_profile(c, loc, previous_sync(c, loc, k, delayer), k);
+        window_profile(c, loc, previous_sync(c, loc, k, delayer), k, 0);
         uint32_t n = acc_entries(c, out);
         acc_reset(c);
         if (n == WS_NONE32)
