@@ -272,3 +272,46 @@ def test_models_agree_when_nothing_propagates():
         r = trace.analyze(delay_model=model)
         assert costs(r, "delay_latesender", 0) == {"main/work": pytest.approx(2.0)}
         assert r.total("delay_latesender_longterm") == 0.0
+
+
+# ---- documented differences from Scalasca 2.6 (docs/metrics.md) --------------
+
+
+def _bcast_then_barrier(work0: float, work1: float) -> waitscope.Trace:
+    """Rank 0 prepares 0.5 s and broadcasts; rank 1 waits for it (Late
+    Broadcast: the broadcast is a synchronization point) and, with latency
+    1 s, leaves MPI_Bcast 1 s after the root.  Optional work, then a barrier."""
+    prog = synth.Program(2)
+    prog.rank(0).compute("prep", 0.5)
+    for rank, w in enumerate([work0, work1]):
+        b = prog.rank(rank).bcast(root=0, size=8)
+        if w:
+            b.compute("work", w)
+        b.barrier()
+    return prog.run(latency=1.0, resolution=1000)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_waiting_born_in_the_opening_collective_is_charged(model):
+    # rank 0 waits 1 s in the barrier; the interval since the broadcast holds
+    # nothing.  Scalasca 2.6 leaves it uncharged; waitscope charges rank 1's
+    # time in MPI_Bcast after the root entered (1 s), so costs = waiting.
+    r = _bcast_then_barrier(0.0, 0.0).analyze(delay_model=model)
+    assert r.by_location("mpi_barrier_wait") == pytest.approx([1.0, 0.0])
+    assert r.get("delay_barrier")[r.callpath_index("main/MPI_Bcast")] == pytest.approx([0.0, 1.0])
+    assert r.total("delay_barrier") == pytest.approx(1.0)
+    # the Late Broadcast (0.5 s) goes to the root's preparation
+    assert r.get("delay_12n")[r.callpath_index("main/prep")] == pytest.approx([0.5, 0.0])
+    assert r.undistributed == 0.0 and r.total("delay") == pytest.approx(r.handled_waiting())
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_scale_is_not_clamped(model):
+    # work 1.0 s on rank 0, 1.2 s on rank 1 after the broadcast: rank 0 waits
+    # 1.2 s at the barrier, rank 1's excess is 0.2 s of work.  waitscope
+    # charges the whole 1.2 s to it (Viehhauser 2023 eq. 2.4); Scalasca 2.6
+    # clamps the scale at 1 and charges 0.2 s.
+    r = _bcast_then_barrier(1.0, 1.2).analyze(delay_model=model)
+    assert r.by_location("mpi_barrier_wait") == pytest.approx([1.2, 0.0])
+    assert r.get("delay_barrier")[r.callpath_index("main/work")] == pytest.approx([0.0, 1.2])
+    assert r.total("delay_barrier") == pytest.approx(1.2)
