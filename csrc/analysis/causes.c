@@ -49,6 +49,11 @@ typedef struct cause_loc {
     double *gl;         /* per point and final class: long-term cost carried by its waiting */
     double *prop_max;   /* per point: largest share of its waiting that propagated */
     double *indirect;   /* per message row (delayer side): indirect part of the partner's waiting */
+    /* collectives (delayer side): indirect part of each waiter's waiting,
+     * per site the pairs [off, off + n) of coll_ind */
+    struct coll_indirect *coll_ind;
+    size_t n_coll_ind, cap_coll_ind;
+    uint32_t *site_ind_off, *site_ind_n;
     /* critical path */
     int owner;
     double top, bottom;
@@ -57,6 +62,12 @@ typedef struct cause_loc {
     double floor; /* the path begins no earlier than MPI_Init's Enter */
     double undistributed; /* waiting whose cost found no activity here */
 } cause_loc;
+
+typedef struct coll_indirect {
+    uint32_t waiter;
+    uint32_t pad;
+    double value;
+} coll_indirect;
 
 typedef struct charge_scratch {
     double *delta, *shortc, *longc, *waits, *prop_s, *prop_l;
@@ -198,7 +209,9 @@ static int build_points(ws_causes *c, uint32_t loc, ws_error *err)
     cl->msg_lr = ws_malloc_array(nm, sizeof *cl->msg_lr);
     cl->site_sp = ws_malloc_array(ns, sizeof *cl->site_sp);
     cl->indirect = ws_calloc(nm, sizeof *cl->indirect);
-    if (!cl->msg_sp || !cl->msg_lr || !cl->site_sp || !cl->indirect)
+    cl->site_ind_off = ws_calloc(ns, sizeof *cl->site_ind_off);
+    cl->site_ind_n = ws_calloc(ns, sizeof *cl->site_ind_n);
+    if (!cl->msg_sp || !cl->msg_lr || !cl->site_sp || !cl->indirect || !cl->site_ind_off || !cl->site_ind_n)
         return ws_error_nomem(err, "synchronization points");
     for (size_t k = 0; k < nm; k++)
         cl->msg_sp[k] = cl->msg_lr[k] = WS_NONE32;
@@ -660,9 +673,12 @@ static int charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, con
         if (gl > 0.0)
             for (int x = 0; x < NCLS; x++)
                 target[x] += s->prop_l[j] * (note->gl[x] / gl);
-        /* a wait state propagates when it delays a point-to-point wait
-         * (Scalasca 2.6: the largest such share, not their sum) */
-        if ((w == WS_WAIT_LATESENDER || w == WS_WAIT_LATERECEIVER) && s->prop_s[j] > cl->prop_max[q])
+        /* a point-to-point wait state propagates when it delays a
+         * point-to-point wait (Scalasca 2.6), a collective one when it
+         * delays any handled wait (seed 002); the largest such share, not
+         * their sum */
+        int counts = w == WS_WAIT_LATESENDER || w == WS_WAIT_LATERECEIVER || cl->sp[q].type == SP_SITE;
+        if (counts && s->prop_s[j] > cl->prop_max[q])
             cl->prop_max[q] = s->prop_s[j];
         *indirect += s->prop_s[j];
     }
@@ -937,6 +953,15 @@ static int p4_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
         double indirect;
         rc = charge(c, &c->scratch, loc, cl->site_sp[site], &note, copy, &indirect, err);
         free(copy);
+        if (rc == WS_OK && indirect > 0.0) {
+            if (ws_grow((void **)&cl->coll_ind, &cl->cap_coll_ind, cl->n_coll_ind + 1, sizeof *cl->coll_ind) != 0)
+                return ws_error_nomem(err, "delay analysis");
+            if (cl->site_ind_n[site] == 0)
+                cl->site_ind_off[site] = (uint32_t)cl->n_coll_ind;
+            coll_indirect ci = {note.waiter, 0, indirect};
+            cl->coll_ind[cl->n_coll_ind++] = ci;
+            cl->site_ind_n[site]++;
+        }
     }
     if (rc == WS_OK && !isnan(token))
         take_token(cl, token);
@@ -969,6 +994,53 @@ static int p5_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
         add(c, M_MPI_WAIT_INDIRECT_LATESENDER, ls->msg_callpath[row], loc, v);
     else
         add(c, M_MPI_WAIT_INDIRECT_LATERECEIVER, ls->msg_done_callpath[row], loc, v);
+    return WS_OK;
+}
+
+/* the delayer tells the waiting members the indirect part of their waiting */
+static int p5_coll_active(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site)
+{
+    ws_causes *c = state;
+    uint8_t cls = env->sync->locs[loc].site_class[site];
+    return c->a->locs[loc].site_anywait[site] &&
+           (cls == WS_SITE_BARRIER || cls == WS_SITE_NXN || cls == WS_SITE_1TON || cls == WS_SITE_NTO1);
+}
+
+static int p5_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site, ws_buffer *out,
+                           ws_error *err)
+{
+    (void)env;
+    ws_causes *c = state;
+    const cause_loc *cl = &c->locs[loc];
+    uint32_t n = cl->site_ind_n[site];
+    uint64_t header = n;
+    if (ws_buffer_append(out, &header, sizeof header) != 0 ||
+        (n && ws_buffer_append(out, &cl->coll_ind[cl->site_ind_off[site]], (size_t)n * sizeof *cl->coll_ind) != 0))
+        return ws_error_nomem(err, "payload");
+    return WS_OK;
+}
+
+static int p5_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site,
+                           const ws_coll_view *v, ws_error *err)
+{
+    ws_causes *c = state;
+    if (!(c->a->locs[loc].site_wait[site] > 0.0))
+        return WS_OK;
+    for (uint32_t i = 0; i < v->n_present; i++) {
+        uint32_t m = v->present[i];
+        uint64_t n;
+        if (v->size[m] < sizeof n)
+            return ws_error_set(err, WS_ERR_INTERNAL, "short delay payload");
+        memcpy(&n, v->data[m], sizeof n);
+        if (v->size[m] != sizeof n + n * sizeof(coll_indirect))
+            return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", v->size[m]);
+        for (uint64_t k = 0; k < n; k++) {
+            coll_indirect ci;
+            memcpy(&ci, v->data[m] + sizeof n + k * sizeof ci, sizeof ci);
+            if (ci.waiter == loc)
+                add(c, M_MPI_WAIT_INDIRECT_COLLECTIVE, env->sync->locs[loc].site_callpath[site], loc, ci.value);
+        }
+    }
     return WS_OK;
 }
 
@@ -1074,6 +1146,9 @@ void ws_causes_handlers(ws_causes *c, int pass, ws_handler *h)
     } else {
         h->msg_produce = p5_produce;
         h->msg_consume = p5_consume;
+        h->coll_active = p5_coll_active;
+        h->coll_produce = p5_coll_produce;
+        h->coll_consume = p5_coll_consume;
     }
 }
 
@@ -1091,6 +1166,9 @@ void ws_causes_free(ws_causes *c)
             free(cl->gl);
             free(cl->prop_max);
             free(cl->indirect);
+            free(cl->coll_ind);
+            free(cl->site_ind_off);
+            free(cl->site_ind_n);
         }
         free(c->locs);
     }
@@ -1131,7 +1209,7 @@ void ws_causes_undistributed(const ws_causes *c, double *per_location)
         per_location[c->a->local[i]] = c->locs[c->a->local[i]].undistributed;
 }
 
-/* Propagating share of the Late Sender / Late Receiver waits. */
+/* Propagating share of the handled waits. */
 int ws_causes_finish(ws_causes *c, ws_error *err)
 {
     (void)err;
@@ -1147,6 +1225,8 @@ int ws_causes_finish(ws_causes *c, ws_error *err)
                     add(c, M_MPI_WAIT_PROPAGATING_LS, p->callpath, loc, prop);
                 else if (p->wclass == WS_WAIT_LATERECEIVER)
                     add(c, M_MPI_WAIT_PROPAGATING_LR, p->callpath, loc, prop);
+                else if (p->type == SP_SITE && handled(p->wclass) && p->wait > 0.0)
+                    add(c, M_MPI_WAIT_PROPAGATING_COLLECTIVE, p->callpath, loc, prop);
             }
         }
     }

@@ -41,11 +41,14 @@ void ws_derive_delay(ws_analysis *a)
                                M_DELAY_N21_AGGREGATE, -1};
     static const int mpi[] = {M_DELAY_P2P, M_DELAY_COLLECTIVE, -1};
     static const int all[] = {M_DELAY_MPI, -1};
-    static const int direct[] = {M_MPI_WAIT_DIRECT_LATESENDER, M_MPI_WAIT_DIRECT_LATERECEIVER, -1};
-    static const int indirect[] = {M_MPI_WAIT_INDIRECT_LATESENDER, M_MPI_WAIT_INDIRECT_LATERECEIVER, -1};
+    static const int direct[] = {M_MPI_WAIT_DIRECT_LATESENDER, M_MPI_WAIT_DIRECT_LATERECEIVER,
+                                 M_MPI_WAIT_DIRECT_COLLECTIVE, -1};
+    static const int indirect[] = {M_MPI_WAIT_INDIRECT_LATESENDER, M_MPI_WAIT_INDIRECT_LATERECEIVER,
+                                   M_MPI_WAIT_INDIRECT_COLLECTIVE, -1};
     static const int dvi[] = {M_MPI_WAIT_DIRECT, M_MPI_WAIT_INDIRECT, -1};
-    static const int prop[] = {M_MPI_WAIT_PROPAGATING_LS, M_MPI_WAIT_PROPAGATING_LR, -1};
-    static const int term[] = {M_MPI_WAIT_TERMINAL_LS, M_MPI_WAIT_TERMINAL_LR, -1};
+    static const int prop[] = {M_MPI_WAIT_PROPAGATING_LS, M_MPI_WAIT_PROPAGATING_LR,
+                               M_MPI_WAIT_PROPAGATING_COLLECTIVE, -1};
+    static const int term[] = {M_MPI_WAIT_TERMINAL_LS, M_MPI_WAIT_TERMINAL_LR, M_MPI_WAIT_TERMINAL_COLLECTIVE, -1};
     static const int pvt[] = {M_MPI_WAIT_PROPAGATING, M_MPI_WAIT_TERMINAL, -1};
     for (uint32_t i = 0; i < a->n_local; i++) {
         uint32_t loc = a->local[i];
@@ -71,6 +74,13 @@ void ws_derive_delay(ws_analysis *a)
             set_cell(r, M_MPI_WAIT_TERMINAL_LS, cp, loc, v > 0.0 ? v : 0.0);
             v = lr - cell(r, M_MPI_WAIT_PROPAGATING_LR, cp, loc);
             set_cell(r, M_MPI_WAIT_TERMINAL_LR, cp, loc, v > 0.0 ? v : 0.0);
+            /* the handled collective wait states */
+            double coll = cell(r, M_MPI_BARRIER_WAIT, cp, loc) + cell(r, M_MPI_WAIT_NXN, cp, loc) +
+                          cell(r, M_MPI_LATEBROADCAST, cp, loc) + cell(r, M_MPI_EARLYREDUCE, cp, loc);
+            v = coll - cell(r, M_MPI_WAIT_INDIRECT_COLLECTIVE, cp, loc);
+            set_cell(r, M_MPI_WAIT_DIRECT_COLLECTIVE, cp, loc, v > 0.0 ? v : 0.0);
+            v = coll - cell(r, M_MPI_WAIT_PROPAGATING_COLLECTIVE, cp, loc);
+            set_cell(r, M_MPI_WAIT_TERMINAL_COLLECTIVE, cp, loc, v > 0.0 ? v : 0.0);
             sum_into(r, M_MPI_WAIT_DIRECT, direct, cp, loc);
             sum_into(r, M_MPI_WAIT_INDIRECT, indirect, cp, loc);
             sum_into(r, M_WAITSTATES_DIRECT_VS_INDIRECT, dvi, cp, loc);
