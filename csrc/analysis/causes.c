@@ -25,7 +25,7 @@ typedef struct sync_point {
     double time;       /* synchronization time */
     double wait;       /* own handled waiting time here (0 if none) */
     double completion; /* the part of its call that counts when it opens an interval */
-    double completion_full; /* the same, when that leaves nothing to charge */
+    double completion_full; /* when that leaves nothing to charge: the call from the synchronization time on */
     uint32_t call_ev;  /* Enter event of the MPI call holding the point */
     uint32_t call_cp;  /* call path of that call */
     uint32_t event;    /* event where the point is exchanged */
@@ -245,6 +245,7 @@ static int build_points(ws_causes *c, uint32_t loc, ws_error *err)
             p->call_ev = ls->msg_call[row];
             p->call_cp = ls->msg_callpath[row];
             p->completion = positive(ls->msg_leave[row] - d->partner_leave[row]);
+            p->completion_full = ls->msg_leave[row];
             if (is_send) {
                 p->time = ls->msg_enter[row];
             } else {
@@ -268,10 +269,12 @@ static int build_points(ws_causes *c, uint32_t loc, ws_error *err)
                 /* a send that waited for a late receiver leaves its call out
                  * of the next interval entirely (Scalasca 2.6) */
                 p->completion = 0.0;
+                p->completion_full = ls->msg_done[row];
             } else {
                 p->call_ev = enter_of_call(e, p->event);
                 p->call_cp = e->kind[p->call_ev] == WS_EV_ENTER ? e->ref[p->call_ev] : WS_NONE32;
-                p->completion = positive(leave_of_enter(e, p->call_ev) - d->partner_done_leave[row]);
+                p->completion_full = leave_of_enter(e, p->call_ev);
+                p->completion = positive(p->completion_full - d->partner_done_leave[row]);
             }
             if (is_send) {
                 p->time = d->post_time[row];
@@ -340,8 +343,10 @@ static int build_points(ws_causes *c, uint32_t loc, ws_error *err)
     qsort(order, n, sizeof *order, cmp_sp);
     for (size_t k = 0; k < n; k++) {
         sorted[k] = sp[order[k].k];
+        /* point to point: completion_full held the call's leave; the
+         * fallback counts the call from the synchronization time on */
         if (sorted[k].type != SP_SITE)
-            sorted[k].completion_full = sorted[k].completion;
+            sorted[k].completion_full = positive(sorted[k].completion_full - sorted[k].time);
         if (sorted[k].type == SP_SITE)
             cl->site_sp[sorted[k].index] = (uint32_t)k;
         else
@@ -648,8 +653,9 @@ static int charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, con
     if (ws_delay_kernel(c->model, note->wait, gl, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
                         s->prop_l) != 0) {
         /* nothing in the interval explains the waiting: it arose in the
-         * collective that opened it; count that call's whole time after
-         * its synchronization (Scalasca 2.6 leaves such waiting uncharged) */
+         * call that opened it (a collective, or clocks that disagree);
+         * count that call's whole time after its synchronization (Scalasca
+         * 2.6 leaves such waiting uncharged) */
         if (difference(c, s, loc, from, k, note, entries, 1, &n) != 0)
             return ws_error_nomem(err, "delay analysis");
         if (ws_delay_kernel(c->model, note->wait, gl, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
