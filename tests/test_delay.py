@@ -272,3 +272,129 @@ def test_models_agree_when_nothing_propagates():
         r = trace.analyze(delay_model=model)
         assert costs(r, "delay_latesender", 0) == {"main/work": pytest.approx(2.0)}
         assert r.total("delay_latesender_longterm") == 0.0
+
+
+# ---- documented differences from Scalasca 2.6 (docs/metrics.md) --------------
+
+
+def _bcast_then_barrier(work0: float, work1: float) -> waitscope.Trace:
+    """Rank 0 prepares 0.5 s and broadcasts; rank 1 waits for it (Late
+    Broadcast: the broadcast is a synchronization point) and, with latency
+    1 s, leaves MPI_Bcast 1 s after the root.  Optional work, then a barrier."""
+    prog = synth.Program(2)
+    prog.rank(0).compute("prep", 0.5)
+    for rank, w in enumerate([work0, work1]):
+        b = prog.rank(rank).bcast(root=0, size=8)
+        if w:
+            b.compute("work", w)
+        b.barrier()
+    return prog.run(latency=1.0, resolution=1000)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_waiting_born_in_the_opening_collective_is_charged(model):
+    # rank 0 waits 1 s in the barrier; the interval since the broadcast holds
+    # nothing.  Scalasca 2.6 leaves it uncharged; waitscope charges rank 1's
+    # time in MPI_Bcast after the root entered (1 s), so costs = waiting.
+    r = _bcast_then_barrier(0.0, 0.0).analyze(delay_model=model)
+    assert r.by_location("mpi_barrier_wait") == pytest.approx([1.0, 0.0])
+    assert r.get("delay_barrier")[r.callpath_index("main/MPI_Bcast")] == pytest.approx([0.0, 1.0])
+    assert r.total("delay_barrier") == pytest.approx(1.0)
+    # the Late Broadcast (0.5 s) goes to the root's preparation
+    assert r.get("delay_12n")[r.callpath_index("main/prep")] == pytest.approx([0.5, 0.0])
+    assert r.undistributed == 0.0 and r.total("delay") == pytest.approx(r.handled_waiting())
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_scale_is_not_clamped(model):
+    # work 1.0 s on rank 0, 1.2 s on rank 1 after the broadcast: rank 0 waits
+    # 1.2 s at the barrier, rank 1's excess is 0.2 s of work.  waitscope
+    # charges the whole 1.2 s to it (Viehhauser 2023 eq. 2.4); Scalasca 2.6
+    # clamps the scale at 1 and charges 0.2 s.
+    r = _bcast_then_barrier(1.0, 1.2).analyze(delay_model=model)
+    assert r.by_location("mpi_barrier_wait") == pytest.approx([1.2, 0.0])
+    assert r.get("delay_barrier")[r.callpath_index("main/work")] == pytest.approx([0.0, 1.2])
+    assert r.total("delay_barrier") == pytest.approx(1.2)
+
+
+# ---- collective wait states classified (Böhme, Wolf, Geimer 2012) ------------
+
+
+def test_barrier_wait_caused_by_a_late_sender_is_indirect():
+    # rank 0 works 3 s and sends to rank 1, which waits 2 s (Late Sender);
+    # rank 1 then meets rank 2 (work 1 s) in a barrier of {1, 2}: rank 2
+    # waits 2 s, all of it caused by rank 1's waiting (indirect), and it
+    # ends the chain (terminal).  Rank 1's Late Sender propagated only into
+    # a collective wait: mpi_wait_propagating_ls counts propagation into
+    # point-to-point waits only (as Scalasca 2.6), so it stays terminal.
+    prog = synth.Program(3)
+    sub = prog.comm([1, 2], name="sub")
+    prog.rank(0).compute("work", 3).send(1, tag=0, size=8)
+    prog.rank(1).compute("work", 1).recv(0, tag=0).barrier(comm=sub)
+    prog.rank(2).compute("work", 1).barrier(comm=sub)
+    r = prog.run(latency=0.0, resolution=1000).analyze(delay_model="proportional")
+    bar = r.callpath_index("main/MPI_Barrier")
+    assert r.get("mpi_barrier_wait")[bar] == pytest.approx([0, 0, 2])
+    assert r.get("mpi_wait_indirect_collective")[bar] == pytest.approx([0, 0, 2])
+    assert r.total("mpi_wait_direct_collective") == pytest.approx(0)
+    assert r.get("mpi_wait_terminal_collective")[bar] == pytest.approx([0, 0, 2])
+    assert r.total("mpi_wait_propagating_collective") == pytest.approx(0)
+    assert r.total("mpi_wait_propagating_ls") == pytest.approx(0)
+    assert r.get("delay_barrier_longterm")[r.callpath_index("main/work")] == pytest.approx([2, 0, 0])
+
+
+def test_barrier_wait_that_delays_a_receive_is_propagating():
+    # ranks 0 (work 3 s) and 1 (work 1 s) meet in a barrier of {0, 1}: rank 1
+    # waits 2 s, caused by rank 0's work (direct).  Rank 1 then sends to rank
+    # 2, whose receive (entered at 1 s) waits 2 s: rank 1's barrier wait
+    # propagated (propagating), rank 2's Late Sender is indirect.
+    prog = synth.Program(3)
+    sub = prog.comm([0, 1], name="sub")
+    prog.rank(0).compute("work", 3).barrier(comm=sub)
+    prog.rank(1).compute("work", 1).barrier(comm=sub).send(2, tag=0, size=8)
+    prog.rank(2).compute("work", 1).recv(1, tag=0)
+    r = prog.run(latency=0.0, resolution=1000).analyze(delay_model="proportional")
+    bar = r.callpath_index("main/MPI_Barrier")
+    assert r.get("mpi_wait_direct_collective")[bar] == pytest.approx([0, 2, 0])
+    assert r.total("mpi_wait_indirect_collective") == pytest.approx(0)
+    assert r.get("mpi_wait_propagating_collective")[bar] == pytest.approx([0, 2, 0])
+    assert r.total("mpi_wait_terminal_collective") == pytest.approx(0)
+    assert r.get("mpi_wait_indirect_latesender")[r.callpath_index("main/MPI_Recv")] == pytest.approx([0, 0, 2])
+    assert r.get("delay_latesender_longterm")[r.callpath_index("main/work")] == pytest.approx([2, 0, 0])
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_classification_splits_every_handled_wait_on_random_programs(model):
+    rng = random.Random(77 if model == "proportional" else 78)
+    for _ in range(60):
+        prog = random_program(rng)
+        r = prog.run(latency=rng.choice([0.0, 1e-3]), bandwidth=rng.choice([None, 1e6])).analyze(delay_model=model)
+        coll = sum(r.get(m) for m in ("mpi_barrier_wait", "mpi_wait_nxn", "mpi_latebroadcast", "mpi_earlyreduce"))
+        for a, b in (("direct", "indirect"), ("propagating", "terminal")):
+            got = r.get(f"mpi_wait_{a}_collective") + r.get(f"mpi_wait_{b}_collective")
+            np.testing.assert_allclose(got, coll, rtol=1e-9, atol=1e-12)
+        for m in ("mpi_wait_indirect_collective", "mpi_wait_propagating_collective"):
+            assert np.all(r.get(m) >= -1e-12) and np.all(r.get(m) <= coll + 1e-9), m
+        handled = r.handled_waiting()
+        assert r.total("waitstates_direct_vs_indirect") == pytest.approx(handled, rel=1e-9, abs=1e-12)
+        assert r.total("waitstates_propagating_vs_terminal") == pytest.approx(handled, rel=1e-9, abs=1e-12)
+
+
+def test_collective_classification_in_the_tree_and_the_cube_report(tmp_path):
+    import tarfile
+
+    prog = synth.Program(2)
+    prog.rank(0).compute("work", 2).barrier()
+    prog.rank(1).compute("work", 1).barrier()
+    r = prog.run(latency=0.0, resolution=1000).analyze(delay_model="proportional")
+    names = ("direct", "indirect", "propagating", "terminal")
+    for kind in names:
+        assert f"mpi_wait_{kind}_collective" in r.metric_children(f"mpi_wait_{kind}")
+    assert r.by_location("mpi_wait_direct_collective") == pytest.approx([0, 1])
+    assert r.by_location("mpi_wait_terminal_collective") == pytest.approx([0, 1])
+    path = tmp_path / "report.cubex"
+    r.to_cube(str(path))
+    with tarfile.open(path) as t:
+        anchor = t.extractfile("anchor.xml").read().decode()
+    for kind in names:
+        assert f"<uniq_name>mpi_wait_{kind}_collective</uniq_name>" in anchor

@@ -169,6 +169,12 @@ typedef struct ws_loc_data {
     double *lr;          /* Late Receiver wait (receiver: candidate; both sides: final after passes 2/3) */
     double *send_enter;  /* receive rows: enter of the matched send call */
     double *post_time;   /* send rows: when the matching receive was posted (from pass 2) */
+    /* leaves of the partner's calls, for the completion parts of the delay
+     * analysis: receive rows: the call holding the send record, the call
+     * completing the send (pass 1); send rows: the call holding the
+     * receive record, the call posting the receive (pass 2) */
+    double *partner_leave;
+    double *partner_done_leave;
     uint64_t *send_bytes;/* receive rows: bytes of the matched send */
     /* per site */
     double *site_wait;
@@ -177,6 +183,7 @@ typedef struct ws_loc_data {
     uint8_t *site_sync;      /* the site is a synchronization point (someone waited) */
     uint8_t *site_kind;      /* ws_wait_class of the site's waiting */
     uint8_t *site_anywait;   /* some member of the instance waited */
+    double *site_completion; /* time in the call after the waiting and the first leave */
     /* accumulators per call path */
     double *time;
     double *visits;

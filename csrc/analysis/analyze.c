@@ -65,6 +65,9 @@ static void free_analysis(ws_analysis *a)
             free(d->send_enter);
             free(d->send_bytes);
             free(d->post_time);
+            free(d->partner_leave);
+            free(d->partner_done_leave);
+            free(d->site_completion);
             free(d->site_wait);
             free(d->site_sync_time);
             free(d->site_delayer);

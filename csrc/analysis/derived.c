@@ -41,11 +41,14 @@ void ws_derive_delay(ws_analysis *a)
                                M_DELAY_N21_AGGREGATE, -1};
     static const int mpi[] = {M_DELAY_P2P, M_DELAY_COLLECTIVE, -1};
     static const int all[] = {M_DELAY_MPI, -1};
-    static const int direct[] = {M_MPI_WAIT_DIRECT_LATESENDER, M_MPI_WAIT_DIRECT_LATERECEIVER, -1};
-    static const int indirect[] = {M_MPI_WAIT_INDIRECT_LATESENDER, M_MPI_WAIT_INDIRECT_LATERECEIVER, -1};
+    static const int direct[] = {M_MPI_WAIT_DIRECT_LATESENDER, M_MPI_WAIT_DIRECT_LATERECEIVER,
+                                 M_MPI_WAIT_DIRECT_COLLECTIVE, -1};
+    static const int indirect[] = {M_MPI_WAIT_INDIRECT_LATESENDER, M_MPI_WAIT_INDIRECT_LATERECEIVER,
+                                   M_MPI_WAIT_INDIRECT_COLLECTIVE, -1};
     static const int dvi[] = {M_MPI_WAIT_DIRECT, M_MPI_WAIT_INDIRECT, -1};
-    static const int prop[] = {M_MPI_WAIT_PROPAGATING_LS, M_MPI_WAIT_PROPAGATING_LR, -1};
-    static const int term[] = {M_MPI_WAIT_TERMINAL_LS, M_MPI_WAIT_TERMINAL_LR, -1};
+    static const int prop[] = {M_MPI_WAIT_PROPAGATING_LS, M_MPI_WAIT_PROPAGATING_LR,
+                               M_MPI_WAIT_PROPAGATING_COLLECTIVE, -1};
+    static const int term[] = {M_MPI_WAIT_TERMINAL_LS, M_MPI_WAIT_TERMINAL_LR, M_MPI_WAIT_TERMINAL_COLLECTIVE, -1};
     static const int pvt[] = {M_MPI_WAIT_PROPAGATING, M_MPI_WAIT_TERMINAL, -1};
     for (uint32_t i = 0; i < a->n_local; i++) {
         uint32_t loc = a->local[i];
@@ -71,6 +74,13 @@ void ws_derive_delay(ws_analysis *a)
             set_cell(r, M_MPI_WAIT_TERMINAL_LS, cp, loc, v > 0.0 ? v : 0.0);
             v = lr - cell(r, M_MPI_WAIT_PROPAGATING_LR, cp, loc);
             set_cell(r, M_MPI_WAIT_TERMINAL_LR, cp, loc, v > 0.0 ? v : 0.0);
+            /* the handled collective wait states */
+            double coll = cell(r, M_MPI_BARRIER_WAIT, cp, loc) + cell(r, M_MPI_WAIT_NXN, cp, loc) +
+                          cell(r, M_MPI_LATEBROADCAST, cp, loc) + cell(r, M_MPI_EARLYREDUCE, cp, loc);
+            v = coll - cell(r, M_MPI_WAIT_INDIRECT_COLLECTIVE, cp, loc);
+            set_cell(r, M_MPI_WAIT_DIRECT_COLLECTIVE, cp, loc, v > 0.0 ? v : 0.0);
+            v = coll - cell(r, M_MPI_WAIT_PROPAGATING_COLLECTIVE, cp, loc);
+            set_cell(r, M_MPI_WAIT_TERMINAL_COLLECTIVE, cp, loc, v > 0.0 ? v : 0.0);
             sum_into(r, M_MPI_WAIT_DIRECT, direct, cp, loc);
             sum_into(r, M_MPI_WAIT_INDIRECT, indirect, cp, loc);
             sum_into(r, M_WAITSTATES_DIRECT_VS_INDIRECT, dvi, cp, loc);
@@ -82,11 +92,12 @@ void ws_derive_delay(ws_analysis *a)
 }
 
 /* Time of call path cp on loc that is activity, i.e. not waiting
- * (d_p(i) of seed 001 section II-C). */
+ * (d_p(i) of seed 001 section II-C).  Waiting at a scan is activity here:
+ * scans never move the critical path (as in Scalasca 2.6). */
 static double activity(const ws_analysis *a, uint32_t cp, uint32_t loc)
 {
     static const int waits[] = {M_MPI_LATESENDER,  M_MPI_LATERECEIVER,  M_MPI_BARRIER_WAIT, M_MPI_WAIT_NXN,
-                                M_MPI_LATEBROADCAST, M_MPI_EARLYREDUCE, M_MPI_EARLYSCAN,    M_MPI_FINALIZE_WAIT};
+                                M_MPI_LATEBROADCAST, M_MPI_EARLYREDUCE, M_MPI_FINALIZE_WAIT};
     ws_result *r = a->result;
     double v = cell(r, M_TIME, cp, loc);
     for (size_t k = 0; k < sizeof waits / sizeof waits[0]; k++)
@@ -103,14 +114,12 @@ static int cmp_segment(const void *x, const void *y)
     return (a->end > b->end) - (a->end < b->end);
 }
 
-/* The location that owns the path at its first event started it; when it
- * started after the earliest location, the path is completed on the
- * earliest location, which was already running (processes that start
- * late wait, like processes that end early; seed 001 section II-A). */
+/* The path begins where the location that owns it at its first event
+ * entered MPI_Init (seed 001 section III-B; time before MPI_Init is not
+ * on the path).  Without MPI_Init, at that location's first event. */
 static int close_path_start(ws_analysis *a, double path_first, ws_error *err)
 {
     const ws_trace *t = a->trace;
-    ws_result *r = a->result;
     double v[2] = {-INFINITY, path_first};
     for (uint32_t i = 0; i < a->n_local; i++) {
         const ws_events *e = &t->locations[a->local[i]].events;
@@ -120,46 +129,7 @@ static int close_path_start(ws_analysis *a, double path_first, ws_error *err)
     int rc = a->transport->ops->allreduce_f64(a->transport, v, 2, WS_MAX, err);
     if (rc)
         return rc;
-    double t_start = -v[0], s_k = v[1];
-    r->path_start = t_start;
-    if (!(s_k > t_start))
-        return WS_OK;
-    uint64_t first = t->n_locations; /* none */
-    for (uint32_t i = 0; i < a->n_local; i++) {
-        const ws_events *e = &t->locations[a->local[i]].events;
-        if (e->n && e->time[0] == t_start && a->local[i] < first)
-            first = a->local[i];
-    }
-    if ((rc = a->transport->ops->allreduce_u64(a->transport, &first, 1, WS_MIN, err)))
-        return rc;
-    uint32_t earliest = (uint32_t)first;
-    if (earliest >= t->n_locations || !t->locations[earliest].loaded)
-        return WS_OK; /* owned by another process */
-    int local = 0;
-    for (uint32_t i = 0; i < a->n_local; i++)
-        local |= a->local[i] == earliest;
-    if (!local)
-        return WS_OK;
-    const ws_events *e = &t->locations[earliest].events;
-    uint32_t cp = WS_NONE32;
-    for (uint64_t i = 0; i + 1 < e->n && e->time[i] < s_k; i++) {
-        if (e->kind[i] == WS_EV_ENTER)
-            cp = e->ref[i];
-        else if (e->kind[i] == WS_EV_LEAVE)
-            cp = t->callpaths.parent[e->ref[i]];
-        double lo = e->time[i], hi = e->time[i + 1] < s_k ? e->time[i + 1] : s_k;
-        if (hi > lo) {
-            if (ws_grow((void **)&r->path, &r->cap_path, r->n_path + 1, sizeof *r->path) != 0)
-                return ws_error_nomem(err, "critical path");
-            ws_path_segment *seg = &r->path[r->n_path++];
-            seg->location = earliest;
-            seg->callpath = cp;
-            seg->start = lo;
-            seg->end = hi;
-            if (cp != WS_NONE32)
-                ws_cube_add(r, M_CRITICAL_PATH, cp, earliest, hi - lo);
-        }
-    }
+    a->result->path_start = isinf(v[1]) ? -v[0] : v[1];
     return WS_OK;
 }
 
@@ -332,12 +302,14 @@ int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
                 /* critical-path imbalance: the path's time in cp above the
                  * average activity per process, on the path's locations */
                 set_cell(r, M_CRITICAL_PATH_IMBALANCE, cp, loc, excess > 0.0 ? excess / gcp[cp] * own : 0.0);
-                set_cell(r, M_CRITICAL_PATH_ACTIVITIES, cp, loc, d);
                 set_cell(r, M_INTRA_PARTITION_IMBALANCE, cp, loc, share * s_intra[cp]);
                 set_cell(r, M_INTER_PARTITION_IMBALANCE, cp, loc, share * s_inter[cp]);
-            } else {
-                set_cell(r, M_NON_CRITICAL_PATH_ACTIVITIES, cp, loc, d);
             }
+            /* a location's activity counts as critical up to the path's
+             * time in the call path, the rest is non-critical */
+            double crit = d < gcp[cp] ? d : gcp[cp];
+            set_cell(r, M_CRITICAL_PATH_ACTIVITIES, cp, loc, crit);
+            set_cell(r, M_NON_CRITICAL_PATH_ACTIVITIES, cp, loc, d - crit);
             double intra = cell(r, M_INTRA_PARTITION_IMBALANCE, cp, loc);
             double inter = cell(r, M_INTER_PARTITION_IMBALANCE, cp, loc);
             set_cell(r, M_CRITICAL_IMBALANCE_IMPACT, cp, loc, intra + inter);

@@ -195,6 +195,9 @@ int ws_waitstates_prepare(ws_analysis *a, ws_error *err)
         d->send_enter = ws_calloc(nm, sizeof *d->send_enter);
         d->send_bytes = ws_calloc(nm, sizeof *d->send_bytes);
         d->post_time = ws_calloc(nm, sizeof *d->post_time);
+        d->partner_leave = ws_calloc(nm, sizeof *d->partner_leave);
+        d->partner_done_leave = ws_calloc(nm, sizeof *d->partner_done_leave);
+        d->site_completion = ws_calloc(ns, sizeof *d->site_completion);
         d->site_wait = ws_calloc(ns, sizeof *d->site_wait);
         d->site_sync_time = ws_calloc(ns, sizeof *d->site_sync_time);
         d->site_delayer = ws_malloc_array(ns, sizeof *d->site_delayer);
@@ -204,7 +207,8 @@ int ws_waitstates_prepare(ws_analysis *a, ws_error *err)
         d->init_wait = ws_calloc(C, sizeof *d->init_wait);
         d->time = ws_calloc(C, sizeof *d->time);
         d->visits = ws_calloc(C, sizeof *d->visits);
-        if (!d->ls || !d->ls_cancelled || !d->lr || !d->send_enter || !d->send_bytes || !d->post_time || !d->site_wait || !d->site_sync_time ||
+        if (!d->ls || !d->ls_cancelled || !d->lr || !d->send_enter || !d->send_bytes || !d->post_time ||
+            !d->partner_leave || !d->partner_done_leave || !d->site_completion || !d->site_wait || !d->site_sync_time ||
             !d->site_delayer || !d->site_sync || !d->site_kind || !d->site_anywait || !d->init_wait || !d->time || !d->visits)
             return ws_error_nomem(err, "wait-state annotations");
         for (size_t k = 0; k < ns; k++)
@@ -217,6 +221,7 @@ int ws_waitstates_prepare(ws_analysis *a, ws_error *err)
 
 typedef struct send_info {
     double enter;      /* enter of the send call */
+    double leave;      /* leave of the send call */
     double done_enter; /* enter of the call that completed the send */
     double done_leave; /* leave of that call */
     uint64_t bytes;
@@ -305,6 +310,7 @@ static int p1_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
     send_info p;
     memset(&p, 0, sizeof p);
     p.enter = ls->msg_enter[row];
+    p.leave = ls->msg_leave[row];
     p.done_enter = ls->msg_done_enter[row];
     p.done_leave = ls->msg_done[row];
     p.bytes = env->trace->locations[loc].events.msg_bytes[row];
@@ -332,6 +338,8 @@ static int p1_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     double enter = ls->msg_enter[row], leave = ls->msg_leave[row];
     d->send_enter[row] = p.enter;
     d->send_bytes[row] = p.bytes;
+    d->partner_leave[row] = p.leave;
+    d->partner_done_leave[row] = p.done_leave;
     if (leave < p.enter)
         a->result->clock_violations[loc]++;
     uint32_t cp = ls->msg_callpath[row];
@@ -594,6 +602,7 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
     /* annotations for the later passes */
     d->site_wait[site] = wait;
     d->site_kind[site] = kind;
+    d->site_completion[site] = completion;
     uint32_t delayer_member = WS_NONE32;
     switch (cls) {
     case WS_SITE_BARRIER:
@@ -625,8 +634,8 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
 }
 
 /* Wrong-order Late Senders: a Late Sender instance is in wrong order
- * when the location later receives a message whose send started before
- * the send of the message it waited for.  The nearest such later receive
+ * when the location later receives (in another MPI call) a message whose
+ * send started before the send of the message it waited for.  The nearest such later receive
  * decides between "same" and "different" source.  With `wo`, the class of
  * every receive row (WS_WO_*) is stored there for its wait record. */
 static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
@@ -634,30 +643,63 @@ static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
     const ws_loc_sync *ls = &a->sync->locs[loc];
     ws_loc_data *d = data_of(a, loc);
     uint64_t n = ls->n_messages;
+    /* stack: later receives, send enters strictly increasing towards the
+     * top (a receive hides the later ones whose send started no earlier);
+     * group: the receives of the current call, pushed once the call is
+     * done, so that receives completed by one call (MPI_Waitall,
+     * MPI_Waitsome) are never in wrong order among themselves (Scalasca
+     * 2.6 records such a call's Late Sender at its Leave, after all of
+     * them) */
     uint32_t *stack = ws_malloc_array(n ? n : 1, sizeof *stack);
-    if (!stack)
+    uint32_t *group = ws_malloc_array(n ? n : 1, sizeof *group);
+    if (!stack || !group) {
+        free(stack);
+        free(group);
         return ws_error_nomem(err, "wrong-order analysis");
-    uint64_t depth = 0;
-    for (uint64_t k = n; k-- > 0;) {
-        uint8_t f = ls->msg_flags[k];
-        if ((f & WS_MSG_SEND) || ls->msg_match[k] == WS_NONE64)
+    }
+    uint64_t depth = 0, n_group = 0;
+    for (uint64_t k = n + 1; k-- > 0;) {
+        int is_recv = k < n && !(ls->msg_flags[k] & WS_MSG_SEND) && ls->msg_match[k] != WS_NONE64;
+        if (k < n && !is_recv)
             continue;
-        double ts = d->send_enter[k];
-        while (depth && d->send_enter[stack[depth - 1]] >= ts)
-            depth--;
-        if (d->ls[k] > 0.0 && !d->ls_cancelled[k] && depth) {
-            uint32_t j = stack[depth - 1];
-            uint32_t cp = ls->msg_callpath[k];
-            int same = ls->msg_partner[j] == ls->msg_partner[k];
-            add(a, M_MPI_LATESENDER_WO, cp, loc, d->ls[k]);
-            add(a, same ? M_MPI_LSWO_SAME : M_MPI_LSWO_DIFFERENT, cp, loc, d->ls[k]);
-            if (wo)
-                wo[k] = same ? WS_WO_SAME : WS_WO_DIFFERENT;
-            add(a, d->send_bytes[k] == 0 ? M_MPI_SLSWO_COUNT : M_MPI_CLSWO_COUNT, cp, loc, 1.0);
+        if (n_group && (k == n || ls->msg_call[k] != ls->msg_call[group[0]])) {
+            for (uint64_t g = 0; g < n_group; g++) {
+                double tg = d->send_enter[group[g]];
+                while (depth && d->send_enter[stack[depth - 1]] >= tg)
+                    depth--;
+                stack[depth++] = group[g];
+            }
+            n_group = 0;
         }
-        stack[depth++] = (uint32_t)k;
+        if (k == n)
+            continue;
+        group[n_group++] = (uint32_t)k;
+        if (!(d->ls[k] > 0.0) || d->ls_cancelled[k])
+            continue;
+        /* the nearest later receive whose send started earlier: the
+         * topmost stack entry with a send enter below ts */
+        double ts = d->send_enter[k];
+        uint64_t lo = 0, hi = depth;
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (d->send_enter[stack[mid]] < ts)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == 0)
+            continue;
+        uint32_t j = stack[lo - 1];
+        uint32_t cp = ls->msg_callpath[k];
+        int same = ls->msg_partner[j] == ls->msg_partner[k];
+        add(a, M_MPI_LATESENDER_WO, cp, loc, d->ls[k]);
+        add(a, same ? M_MPI_LSWO_SAME : M_MPI_LSWO_DIFFERENT, cp, loc, d->ls[k]);
+        if (wo)
+            wo[k] = same ? WS_WO_SAME : WS_WO_DIFFERENT;
+        add(a, d->send_bytes[k] == 0 ? M_MPI_SLSWO_COUNT : M_MPI_CLSWO_COUNT, cp, loc, 1.0);
     }
     free(stack);
+    free(group);
     return WS_OK;
 }
 
@@ -675,14 +717,35 @@ typedef struct recv_info {
     double ls;   /* Late Sender wait counted at the receive */
     double lr;   /* Late Receiver wait of the send */
     double post; /* when the receive was posted */
+    double leave;      /* leave of the call holding the receive record */
+    double post_leave; /* leave of the call that posted the receive */
 } recv_info;
+
+/* Leave time of the call that holds event `ev` of `loc` (the innermost
+ * region around it; the event's own time when there is none). */
+static double leave_of_call(const ws_trace *t, uint32_t loc, uint32_t ev)
+{
+    const ws_events *e = &t->locations[loc].events;
+    int depth = 0;
+    for (uint64_t i = (uint64_t)ev + 1; i < e->n; i++) {
+        if (e->kind[i] == WS_EV_ENTER)
+            depth++;
+        else if (e->kind[i] == WS_EV_LEAVE && depth-- == 0)
+            return e->time[i];
+    }
+    return e->time[ev];
+}
 
 static int p2_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel, ws_buffer *out,
                       ws_error *err)
 {
     (void)channel;
     ws_loc_data *d = data_of(state, loc);
-    recv_info p = {d->ls[row], d->lr[row], env->sync->locs[loc].msg_post[row]};
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    double post_leave = (ls->msg_flags[row] & WS_MSG_NONBLOCKING)
+                            ? leave_of_call(env->trace, loc, ls->msg_ch1_event[row])
+                            : ls->msg_leave[row];
+    recv_info p = {d->ls[row], d->lr[row], ls->msg_post[row], ls->msg_leave[row], post_leave};
     if (ws_buffer_append(out, &p, sizeof p) != 0)
         return ws_error_nomem(err, "payload");
     return WS_OK;
@@ -701,6 +764,8 @@ static int p2_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     d->ls[row] = p.ls;
     d->lr[row] = p.lr;
     d->post_time[row] = p.post;
+    d->partner_leave[row] = p.leave;
+    d->partner_done_leave[row] = p.post_leave;
     return WS_OK;
 }
 

@@ -44,7 +44,11 @@ class CriticalPath:
 
     ``segments`` is a structured array (location, rank, callpath, start,
     end) ordered in time; callpath is -1 where the path runs outside any
-    region (before ``main`` is entered or after it is left).
+    region.  The path runs from the Enter of ``MPI_Init`` (``start``) to
+    the latest Enter of ``MPI_Finalize`` (``end``; ties: the lowest
+    location), as in Scalasca 2.6; without them, from the first event of
+    the location that holds the path at its beginning to the last event
+    of the trace.
     """
 
     segments: np.ndarray

@@ -1,0 +1,145 @@
+/* Internal to the delay and critical-path analysis (causes.c: the
+ * replays; intervals.c: synchronization points, synchronization intervals
+ * and the cost accounting of one interval). */
+#ifndef WS_ANALYSIS_CAUSES_INT_H
+#define WS_ANALYSIS_CAUSES_INT_H
+
+#include "analysis.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SP_LS = 1, SP_LR = 2, SP_SITE = 3 };
+enum { NCLS = WS_WAIT_CLASS_COUNT };
+
+typedef struct sync_point {
+    double time;       /* synchronization time */
+    double wait;       /* own handled waiting time here (0 if none) */
+    double completion; /* the part of its call that counts when it opens an interval */
+    double completion_full; /* when that leaves nothing to charge: the call from the synchronization time on */
+    uint32_t call_ev;  /* Enter event of the MPI call holding the point */
+    uint32_t call_cp;  /* call path of that call */
+    uint32_t event;    /* event where the point is exchanged */
+    uint32_t index;    /* message row or site */
+    uint32_t callpath; /* call path of the own waiting */
+    uint32_t partner;  /* p2p: partner; sites: the delayer */
+    uint32_t comm;     /* sites: communicator (WS_NONE32: all locations) */
+    uint32_t root;     /* 1-to-N / N-to-1 sites: location of the root */
+    uint8_t type;
+    uint8_t wclass;    /* class of the own waiting (WS_WAIT_*) */
+    uint8_t site_class;
+    uint8_t pad;
+} sync_point;
+
+typedef struct cause_loc {
+    sync_point *sp;
+    uint32_t n_sp;
+    uint32_t *msg_sp;   /* message row -> its Late Sender point (WS_NONE32) */
+    uint32_t *msg_lr;   /* message row -> its Late Receiver point (WS_NONE32) */
+    uint32_t *site_sp;  /* site -> point (WS_NONE32) */
+    double *gl;         /* per point and final class: long-term cost carried by its waiting */
+    double *prop_max;   /* per point: largest share of its waiting that propagated */
+    double *indirect;   /* per message row (delayer side): indirect part of the partner's waiting */
+    /* collectives (delayer side): indirect part of each waiter's waiting,
+     * per site the pairs [off, off + n) of coll_ind */
+    struct coll_indirect *coll_ind;
+    size_t n_coll_ind, cap_coll_ind;
+    uint32_t *site_ind_off, *site_ind_n;
+    /* critical path */
+    int owner;
+    double top, bottom;
+    uint32_t cur_cp;
+    int at_start; /* still owned the path at its first event */
+    double floor; /* the path begins no earlier than MPI_Init's Enter */
+    double undistributed; /* waiting whose cost found no activity here */
+} cause_loc;
+
+typedef struct coll_indirect {
+    uint32_t waiter;
+    uint32_t pad;
+    double value;
+} coll_indirect;
+
+typedef struct charge_scratch {
+    double *delta, *shortc, *longc, *waits, *prop_s, *prop_l;
+    uint32_t *cps, *wait_points;
+    size_t cap_n, cap_m;
+} charge_scratch;
+
+struct ws_causes {
+    ws_analysis *a;
+    cause_loc *locs;
+    int model;
+    int delay;
+    int cp;
+    /* membership of locations in communicators, as bit sets */
+    uint8_t *member;
+    size_t member_stride;
+    /* scratch for profiles */
+    double *acc;
+    uint8_t *in_acc;
+    uint32_t *touched;
+    uint32_t n_touched;
+    charge_scratch scratch;
+    /* the path's end */
+    uint32_t end_loc;
+    double t_end;
+};
+
+typedef struct entry {
+    uint32_t callpath;
+    uint32_t pad;
+    double value;
+} entry;
+
+/* what a waiting location tells the location it waited for */
+typedef struct wait_note {
+    double wait;          /* gamma short: the waiting time (0: nothing to charge) */
+    double gl[NCLS];      /* gamma long per final class */
+    double token_time;    /* critical path handed over at this time ... */
+    uint32_t token_target;/* ... to this location (WS_NONE32: no token) */
+    uint32_t wclass;
+    uint32_t waiter;
+    uint32_t delayer;
+    uint32_t n_entries;   /* mini-profile entries that follow */
+    uint32_t pad;
+} wait_note;
+
+/* wait states whose cost the delay analysis accounts */
+static inline int handled(uint8_t wclass)
+{
+    return wclass == WS_WAIT_LATESENDER || wclass == WS_WAIT_LATERECEIVER || wclass == WS_WAIT_BARRIER ||
+           wclass == WS_WAIT_NXN || wclass == WS_WAIT_12N || wclass == WS_WAIT_N21;
+}
+
+static inline void add(ws_causes *c, int metric, uint32_t cp, uint32_t loc, double v)
+{
+    ws_cube_add(c->a->result, metric, cp, loc, v);
+}
+
+static inline int is_member(const ws_causes *c, uint32_t comm, uint32_t loc)
+{
+    if (comm == WS_NONE32)
+        return 1;
+    return (c->member[(size_t)comm * c->member_stride + loc / 8] >> (loc % 8)) & 1;
+}
+
+/* synchronization points of `loc`, sorted by the calls that hold them */
+int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err);
+/* point of message `row` of the given kind (SP_LS, SP_LR) or WS_NONE32 */
+uint32_t ws_point_of_message(const cause_loc *cl, uint32_t row, uint8_t type);
+/* the latest point before point k, in an earlier call, shared with q */
+uint32_t ws_previous_point(const ws_causes *c, uint32_t loc, uint32_t k, uint32_t q);
+/* call path active right after event i */
+uint32_t ws_callpath_after(const ws_trace *t, const ws_events *e, int64_t i);
+/* mini-profile of `loc` in the interval of point k opened at point j */
+void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k, int full);
+/* appends the accumulated profile (positive entries) to out */
+uint32_t ws_profile_entries(ws_causes *c, ws_buffer *out);
+void ws_profile_reset(ws_causes *c);
+/* the delayer `loc` pays for the waiting in `note` at its point k */
+int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const wait_note *note,
+              const entry *entries, double *indirect, ws_error *err);
+
+#endif

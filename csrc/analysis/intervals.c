@@ -1,0 +1,566 @@
+/* Synchronization points and synchronization intervals of the delay
+ * analysis (seed 000 section IV-B, seed 004 sections 2.3.1-2.3.3), at the
+ * granularity of MPI calls as in Scalasca 2.6, and the cost accounting of
+ * one interval (the kernel is delay_kernel.c).  The replays that carry
+ * the notes between the locations are in causes.c. */
+#include "causes_int.h"
+
+static const int short_metric[NCLS] = {
+    [WS_WAIT_LATESENDER] = M_DELAY_LATESENDER, [WS_WAIT_LATERECEIVER] = M_DELAY_LATERECEIVER,
+    [WS_WAIT_BARRIER] = M_DELAY_BARRIER,       [WS_WAIT_NXN] = M_DELAY_N2N,
+    [WS_WAIT_12N] = M_DELAY_12N,               [WS_WAIT_N21] = M_DELAY_N21,
+};
+static const int long_metric[NCLS] = {
+    [WS_WAIT_LATESENDER] = M_DELAY_LATESENDER_LONGTERM, [WS_WAIT_LATERECEIVER] = M_DELAY_LATERECEIVER_LONGTERM,
+    [WS_WAIT_BARRIER] = M_DELAY_BARRIER_LONGTERM,       [WS_WAIT_NXN] = M_DELAY_N2N_LONGTERM,
+    [WS_WAIT_12N] = M_DELAY_12N_LONGTERM,               [WS_WAIT_N21] = M_DELAY_N21_LONGTERM,
+};
+
+/* ---- synchronization points ------------------------------------------- */
+
+typedef struct sp_sort {
+    uint32_t call;
+    uint32_t event;
+    uint32_t k;
+} sp_sort;
+
+static int cmp_sp(const void *x, const void *y)
+{
+    const sp_sort *a = x, *b = y;
+    if (a->call != b->call)
+        return a->call < b->call ? -1 : 1;
+    if (a->event != b->event)
+        return a->event < b->event ? -1 : 1;
+    return (a->k > b->k) - (a->k < b->k);
+}
+
+/* Enter event of the call that holds event `ev` (for a Leave: the call it
+ * ends); `ev` itself when there is none. */
+static uint32_t enter_of_call(const ws_events *e, uint32_t ev)
+{
+    int depth = 0;
+    for (uint64_t i = ev; i-- > 0;) {
+        if (e->kind[i] == WS_EV_LEAVE)
+            depth++;
+        else if (e->kind[i] == WS_EV_ENTER && depth-- == 0)
+            return (uint32_t)i;
+    }
+    return ev;
+}
+
+/* Leave time of the call whose Enter is event `enter` */
+static double leave_of_enter(const ws_events *e, uint32_t enter)
+{
+    int depth = 0;
+    for (uint64_t i = (uint64_t)enter + 1; i < e->n; i++) {
+        if (e->kind[i] == WS_EV_ENTER)
+            depth++;
+        else if (e->kind[i] == WS_EV_LEAVE && depth-- == 0)
+            return e->time[i];
+    }
+    return e->time[enter];
+}
+
+static double positive(double v)
+{
+    return v > 0.0 ? v : 0.0;
+}
+
+int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
+{
+    const ws_analysis *a = c->a;
+    const ws_trace *t = a->trace;
+    const ws_loc_sync *ls = &a->sync->locs[loc];
+    const ws_loc_data *d = &a->locs[loc];
+    const ws_events *e = &t->locations[loc].events;
+    cause_loc *cl = &c->locs[loc];
+    size_t cap = 0, n = 0;
+    sync_point *sp = NULL;
+    size_t nm = ls->n_messages ? ls->n_messages : 1, ns = ls->n_sites ? ls->n_sites : 1;
+    cl->msg_sp = ws_malloc_array(nm, sizeof *cl->msg_sp);
+    cl->msg_lr = ws_malloc_array(nm, sizeof *cl->msg_lr);
+    cl->site_sp = ws_malloc_array(ns, sizeof *cl->site_sp);
+    cl->indirect = ws_calloc(nm, sizeof *cl->indirect);
+    cl->site_ind_off = ws_calloc(ns, sizeof *cl->site_ind_off);
+    cl->site_ind_n = ws_calloc(ns, sizeof *cl->site_ind_n);
+    if (!cl->msg_sp || !cl->msg_lr || !cl->site_sp || !cl->indirect || !cl->site_ind_off || !cl->site_ind_n)
+        return ws_error_nomem(err, "synchronization points");
+    for (size_t k = 0; k < nm; k++)
+        cl->msg_sp[k] = cl->msg_lr[k] = WS_NONE32;
+    for (size_t k = 0; k < ns; k++)
+        cl->site_sp[k] = WS_NONE32;
+
+#define NEW_POINT()                                                                   \
+    do {                                                                              \
+        if (ws_grow((void **)&sp, &cap, n + 1, sizeof *sp) != 0) {                    \
+            free(sp);                                                                 \
+            return ws_error_nomem(err, "synchronization points");                     \
+        }                                                                             \
+        memset(&sp[n], 0, sizeof sp[n]);                                              \
+        sp[n].comm = WS_NONE32;                                                       \
+        sp[n].root = WS_NONE32;                                                       \
+        sp[n].callpath = WS_NONE32;                                                   \
+    } while (0)
+
+    for (uint64_t row = 0; row < ls->n_messages; row++) {
+        int is_send = (ls->msg_flags[row] & WS_MSG_SEND) != 0;
+        if (d->ls[row] > 0.0) {
+            NEW_POINT();
+            sync_point *p = &sp[n];
+            p->type = SP_LS;
+            p->index = (uint32_t)row;
+            p->partner = ls->msg_partner[row];
+            p->event = e->msg_event[row];
+            /* its call: the one holding the record; as the start of the
+             * next interval only the time after the partner's call ended
+             * counts */
+            p->call_ev = ls->msg_call[row];
+            p->call_cp = ls->msg_callpath[row];
+            p->completion = positive(ls->msg_leave[row] - d->partner_leave[row]);
+            p->completion_full = ls->msg_leave[row];
+            if (is_send) {
+                p->time = ls->msg_enter[row];
+            } else {
+                p->time = d->send_enter[row];
+                p->wait = d->ls[row];
+                p->wclass = WS_WAIT_LATESENDER;
+                p->callpath = ls->msg_callpath[row];
+            }
+            n++;
+        }
+        if (d->lr[row] > 0.0) {
+            NEW_POINT();
+            sync_point *p = &sp[n];
+            p->type = SP_LR;
+            p->index = (uint32_t)row;
+            p->partner = ls->msg_partner[row];
+            p->event = ls->msg_ch1_event[row];
+            if (is_send) {
+                p->call_ev = ls->msg_done_call[row];
+                p->call_cp = ls->msg_done_callpath[row];
+                /* a send that waited for a late receiver leaves its call out
+                 * of the next interval entirely (Scalasca 2.6) */
+                p->completion = 0.0;
+                p->completion_full = ls->msg_done[row];
+            } else {
+                p->call_ev = enter_of_call(e, p->event);
+                p->call_cp = e->kind[p->call_ev] == WS_EV_ENTER ? e->ref[p->call_ev] : WS_NONE32;
+                p->completion_full = leave_of_enter(e, p->call_ev);
+                p->completion = positive(p->completion_full - d->partner_done_leave[row]);
+            }
+            if (is_send) {
+                p->time = d->post_time[row];
+                p->wait = d->lr[row];
+                p->wclass = WS_WAIT_LATERECEIVER;
+                p->callpath = ls->msg_done_callpath[row];
+            } else {
+                p->time = ls->msg_post[row];
+            }
+            n++;
+        }
+    }
+    for (uint32_t s = 0; s < ls->n_sites; s++) {
+        if (!d->site_sync[s])
+            continue;
+        uint8_t cls = ls->site_class[s];
+        uint32_t comm = WS_NONE32, root = WS_NONE32;
+        if (cls != WS_SITE_INIT && cls != WS_SITE_FINALIZE) {
+            comm = (uint32_t)(ls->site_instance[s] >> 40);
+            if (ls->site_root[s] != WS_NONE32)
+                root = ws_comm_location(t, comm, ls->site_root[s], loc);
+        }
+        /* an N-to-1 operation synchronizes only its root and the latest sender */
+        if (cls == WS_SITE_NTO1 && loc != root && loc != d->site_delayer[s])
+            continue;
+        NEW_POINT();
+        sync_point *p = &sp[n];
+        p->type = SP_SITE;
+        p->index = s;
+        p->event = ls->site_event[s];
+        p->time = d->site_sync_time[s];
+        p->partner = d->site_delayer[s];
+        p->comm = comm;
+        p->root = root;
+        p->site_class = cls;
+        p->wclass = d->site_kind[s];
+        p->call_ev = enter_of_call(e, p->event);
+        p->call_cp = ls->site_callpath[s];
+        /* MPI_Init: its completion only; other collectives: the time after
+         * the last member arrived */
+        p->completion = cls == WS_SITE_INIT ? d->site_completion[s] : 0.0;
+        p->completion_full = positive(ls->site_leave[s] - d->site_sync_time[s]);
+        if (handled(p->wclass) && d->site_wait[s] > 0.0) {
+            p->wait = d->site_wait[s];
+            p->callpath = ls->site_callpath[s];
+        } else {
+            p->wclass = WS_WAIT_NONE;
+        }
+        n++;
+    }
+#undef NEW_POINT
+    /* order by the calls that hold them */
+    sp_sort *order = ws_malloc_array(n ? n : 1, sizeof *order);
+    sync_point *sorted = ws_malloc_array(n ? n : 1, sizeof *sorted);
+    if (!order || !sorted) {
+        free(order);
+        free(sorted);
+        free(sp);
+        return ws_error_nomem(err, "synchronization points");
+    }
+    for (size_t k = 0; k < n; k++) {
+        order[k].call = sp[k].call_ev;
+        order[k].event = sp[k].event;
+        order[k].k = (uint32_t)k;
+    }
+    qsort(order, n, sizeof *order, cmp_sp);
+    for (size_t k = 0; k < n; k++) {
+        sorted[k] = sp[order[k].k];
+        /* point to point: completion_full held the call's leave; the
+         * fallback counts the call from the synchronization time on */
+        if (sorted[k].type != SP_SITE)
+            sorted[k].completion_full = positive(sorted[k].completion_full - sorted[k].time);
+        if (sorted[k].type == SP_SITE)
+            cl->site_sp[sorted[k].index] = (uint32_t)k;
+        else
+            (sorted[k].type == SP_LS ? cl->msg_sp : cl->msg_lr)[sorted[k].index] = (uint32_t)k;
+    }
+    free(order);
+    free(sp);
+    cl->sp = sorted;
+    cl->n_sp = (uint32_t)n;
+    cl->gl = ws_calloc((n ? n : 1) * NCLS, sizeof *cl->gl);
+    cl->prop_max = ws_calloc(n ? n : 1, sizeof *cl->prop_max);
+    if (!cl->gl || !cl->prop_max)
+        return ws_error_nomem(err, "synchronization points");
+    return WS_OK;
+}
+
+/* Point of message `row` of the given kind at `loc`. */
+uint32_t ws_point_of_message(const cause_loc *cl, uint32_t row, uint8_t type)
+{
+    return (type == SP_LS ? cl->msg_sp : cl->msg_lr)[row];
+}
+
+/* Does point k of `loc` synchronize it with location q? */
+static int involves(const ws_causes *c, uint32_t loc, const sync_point *p, uint32_t q)
+{
+    switch (p->type) {
+    case SP_LS:
+    case SP_LR:
+        return p->partner == q;
+    default:
+        switch (p->site_class) {
+        case WS_SITE_INIT:
+        case WS_SITE_FINALIZE:
+            return 1;
+        case WS_SITE_1TON:
+            return loc == p->root ? is_member(c, p->comm, q) : q == p->root;
+        case WS_SITE_NTO1:
+            return loc == p->root ? q == p->partner : q == p->root;
+        default:
+            return is_member(c, p->comm, q);
+        }
+    }
+}
+
+/* The latest point before point k, in an earlier MPI call, that
+ * synchronized `loc` with q (WS_NONE32: none). */
+uint32_t ws_previous_point(const ws_causes *c, uint32_t loc, uint32_t k, uint32_t q)
+{
+    const cause_loc *cl = &c->locs[loc];
+    for (uint32_t j = k; j-- > 0;)
+        if (cl->sp[j].call_ev < cl->sp[k].call_ev && involves(c, loc, &cl->sp[j], q))
+            return j;
+    return WS_NONE32;
+}
+
+/* ---- mini-profiles ----------------------------------------------------- */
+
+static void acc_add(ws_causes *c, uint32_t cp, double v)
+{
+    if (cp == WS_NONE32)
+        return;
+    if (!c->in_acc[cp]) {
+        c->in_acc[cp] = 1;
+        c->touched[c->n_touched++] = cp;
+    }
+    c->acc[cp] += v;
+}
+
+void ws_profile_reset(ws_causes *c)
+{
+    for (uint32_t i = 0; i < c->n_touched; i++) {
+        c->acc[c->touched[i]] = 0.0;
+        c->in_acc[c->touched[i]] = 0;
+    }
+    c->n_touched = 0;
+}
+
+/* call path active right after event i */
+uint32_t ws_callpath_after(const ws_trace *t, const ws_events *e, int64_t i)
+{
+    for (; i >= 0; i--) {
+        if (e->kind[i] == WS_EV_ENTER)
+            return e->ref[i];
+        if (e->kind[i] == WS_EV_LEAVE)
+            return t->callpaths.parent[e->ref[i]];
+    }
+    return WS_NONE32;
+}
+
+/* The points of `loc` strictly between the calls of points j (WS_NONE32:
+ * the start) and k: [*lo, *hi). */
+static void intermediate_points(const cause_loc *cl, uint32_t j, uint32_t k, uint32_t *lo, uint32_t *hi)
+{
+    uint32_t a = j == WS_NONE32 ? 0 : j;
+    if (j != WS_NONE32)
+        while (a < k && cl->sp[a].call_ev == cl->sp[j].call_ev)
+            a++;
+    uint32_t b = k;
+    while (b > a && cl->sp[b - 1].call_ev == cl->sp[k].call_ev)
+        b--;
+    *lo = a;
+    *hi = b;
+}
+
+/* Adds to the accumulator the time per call path of `loc` in the interval
+ * of point k that opens at point j (WS_NONE32: at the first event), at the
+ * granularity of Enter and Leave events (as Scalasca 2.6): from the Enter
+ * of j's call to the Enter of k's call, k's call excluded; j's call counts
+ * only its completion part; the waiting of every point in between is
+ * subtracted from its call path, and call paths left non-positive are
+ * dropped. */
+void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k, int full)
+{
+    const ws_trace *t = c->a->trace;
+    const ws_events *e = &t->locations[loc].events;
+    const cause_loc *cl = &c->locs[loc];
+    uint64_t start = j == WS_NONE32 ? 0 : cl->sp[j].call_ev, end = cl->sp[k].call_ev;
+    if (e->n == 0 || end <= start)
+        return;
+    uint64_t i = start;
+    uint32_t cp = i == 0 ? WS_NONE32 : ws_callpath_after(t, e, (int64_t)i - 1);
+    if (j != WS_NONE32) {
+        /* skip j's call, count its completion part */
+        acc_add(c, cl->sp[j].call_cp, full ? cl->sp[j].completion_full : cl->sp[j].completion);
+        int depth = 0;
+        for (; i < end; i++) {
+            if (e->kind[i] == WS_EV_ENTER)
+                depth++;
+            else if (e->kind[i] == WS_EV_LEAVE && --depth == 0)
+                break;
+        }
+        /* the loop below continues with the Leave of j's call */
+    }
+    for (; i < end; i++) {
+        if (e->kind[i] == WS_EV_ENTER)
+            cp = e->ref[i];
+        else if (e->kind[i] == WS_EV_LEAVE)
+            cp = t->callpaths.parent[e->ref[i]];
+        acc_add(c, cp, e->time[i + 1] - e->time[i]);
+    }
+    uint32_t lo, hi;
+    intermediate_points(cl, j, k, &lo, &hi);
+    for (uint32_t q = lo; q < hi; q++)
+        if (cl->sp[q].wait > 0.0)
+            acc_add(c, cl->sp[q].callpath, -cl->sp[q].wait);
+    for (uint32_t x = 0; x < c->n_touched; x++)
+        if (c->acc[c->touched[x]] < 0.0)
+            c->acc[c->touched[x]] = 0.0;
+}
+
+/* Appends the accumulator as entries (value > 0) to out. */
+uint32_t ws_profile_entries(ws_causes *c, ws_buffer *out)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < c->n_touched; i++) {
+        uint32_t cp = c->touched[i];
+        if (c->acc[cp] > 0.0) {
+            entry en = {cp, 0, c->acc[cp]};
+            if (ws_buffer_append(out, &en, sizeof en) != 0)
+                return WS_NONE32;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* ---- cost accounting --------------------------------------------------- */
+
+
+static int reserve(charge_scratch *s, size_t n, size_t m)
+{
+    if (n > s->cap_n) {
+        size_t cap = n * 2;
+        void *p;
+        if (!(p = realloc(s->delta, cap * sizeof *s->delta)))
+            return -1;
+        s->delta = p;
+        if (!(p = realloc(s->shortc, cap * sizeof *s->shortc)))
+            return -1;
+        s->shortc = p;
+        if (!(p = realloc(s->longc, cap * sizeof *s->longc)))
+            return -1;
+        s->longc = p;
+        if (!(p = realloc(s->cps, cap * sizeof *s->cps)))
+            return -1;
+        s->cps = p;
+        s->cap_n = cap;
+    }
+    if (m > s->cap_m) {
+        size_t cap = m * 2;
+        void *p;
+        if (!(p = realloc(s->waits, cap * sizeof *s->waits)))
+            return -1;
+        s->waits = p;
+        if (!(p = realloc(s->prop_s, cap * sizeof *s->prop_s)))
+            return -1;
+        s->prop_s = p;
+        if (!(p = realloc(s->prop_l, cap * sizeof *s->prop_l)))
+            return -1;
+        s->prop_l = p;
+        if (!(p = realloc(s->wait_points, cap * sizeof *s->wait_points)))
+            return -1;
+        s->wait_points = p;
+        s->cap_m = cap;
+    }
+    return 0;
+}
+
+static int add_record(ws_causes *c, const wait_note *note, uint32_t delayer, uint32_t event, double sync_time,
+                      const charge_scratch *s, size_t n, size_t m, ws_error *err)
+{
+    ws_result *r = c->a->result;
+    if (ws_grow((void **)&r->records, &r->cap_records, r->n_records + 1, sizeof *r->records) != 0)
+        return ws_error_nomem(err, "delay records");
+    size_t need = r->n_entries + n;
+    size_t cap = r->cap_entries;
+    if (ws_grow((void **)&r->record_cp, &cap, need, sizeof *r->record_cp) != 0)
+        return ws_error_nomem(err, "delay records");
+    cap = r->cap_entries;
+    if (ws_grow((void **)&r->record_value, &cap, need, sizeof *r->record_value) != 0)
+        return ws_error_nomem(err, "delay records");
+    r->cap_entries = cap;
+    ws_delay_record *rec = &r->records[r->n_records++];
+    memset(rec, 0, sizeof *rec);
+    rec->delayer = delayer;
+    rec->waiter = note->waiter;
+    rec->kind = note->wclass;
+    rec->sync_event = event;
+    rec->sync_time = sync_time;
+    rec->wait = note->wait;
+    for (int x = 0; x < NCLS; x++)
+        rec->longterm_in += note->gl[x];
+    rec->vector_offset = r->n_entries;
+    for (size_t i = 0; i < n; i++) {
+        rec->short_cost += s->shortc[i];
+        rec->long_cost += s->longc[i];
+        if (s->delta[i] > 0.0) {
+            r->record_cp[r->n_entries] = s->cps[i];
+            r->record_value[r->n_entries] = s->delta[i];
+            r->n_entries++;
+            rec->vector_length++;
+        }
+    }
+    for (size_t w = 0; w < m; w++)
+        rec->propagated += s->prop_s[w] + s->prop_l[w];
+    return WS_OK;
+}
+
+/* Difference profile of the delayer `loc` against the waiter's entries in
+ * the interval of point k opened at point `from`: delta = max(p_local -
+ * p_remote, 0) (seed 004 eq. 2.2), into s->cps / s->delta, *n of them. */
+static int difference(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t from, uint32_t k,
+                      const wait_note *note, const entry *entries, int full, size_t *n)
+{
+    *n = 0;
+    ws_interval_profile(c, loc, from, k, full);
+    for (uint32_t i = 0; i < note->n_entries; i++)
+        acc_add(c, entries[i].callpath, -entries[i].value);
+    if (reserve(s, c->n_touched + 1, c->locs[loc].n_sp + 1) != 0) {
+        ws_profile_reset(c);
+        return -1;
+    }
+    for (uint32_t i = 0; i < c->n_touched; i++) {
+        uint32_t cp = c->touched[i];
+        if (c->acc[cp] > 0.0) {
+            s->cps[*n] = cp;
+            s->delta[(*n)++] = c->acc[cp];
+        }
+    }
+    ws_profile_reset(c);
+    return 0;
+}
+
+/* The delayer `loc` pays for the waiting described by `note`, whose
+ * mini-profile entries follow it; `k` is the delayer's point.  Returns
+ * in *indirect the part of the waiting explained by the delayer's own
+ * waiting. */
+int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const wait_note *note,
+                  const entry *entries, double *indirect, ws_error *err)
+{
+    *indirect = 0.0;
+    if (!(note->wait > 0.0))
+        return WS_OK;
+    cause_loc *cl = &c->locs[loc];
+    const sync_point *p = &cl->sp[k];
+    uint32_t from = ws_previous_point(c, loc, k, note->waiter);
+    size_t n;
+    if (difference(c, s, loc, from, k, note, entries, 0, &n) != 0)
+        return ws_error_nomem(err, "delay analysis");
+    /* the delayer's own handled waiting within the interval */
+    size_t m = 0;
+    uint32_t lo, hi;
+    intermediate_points(cl, from, k, &lo, &hi);
+    for (uint32_t j = lo; j < hi; j++) {
+        const sync_point *q = &cl->sp[j];
+        if (q->wait > 0.0) {
+            s->waits[m] = q->wait;
+            s->wait_points[m++] = j;
+        }
+    }
+    double gl = 0.0;
+    for (int x = 0; x < NCLS; x++)
+        gl += note->gl[x];
+    if (ws_delay_kernel(c->model, note->wait, gl, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
+                        s->prop_l) != 0) {
+        /* nothing in the interval explains the waiting: it arose in the
+         * call that opened it (a collective, or clocks that disagree);
+         * count that call's whole time after its synchronization (Scalasca
+         * 2.6 leaves such waiting uncharged) */
+        if (difference(c, s, loc, from, k, note, entries, 1, &n) != 0)
+            return ws_error_nomem(err, "delay analysis");
+        if (ws_delay_kernel(c->model, note->wait, gl, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
+                            s->prop_l) != 0) {
+            cl->undistributed += note->wait + gl;
+            return WS_OK;
+        }
+    }
+    uint32_t w = note->wclass;
+    for (size_t i = 0; i < n; i++) {
+        add(c, short_metric[w], s->cps[i], loc, s->shortc[i]);
+        if (gl > 0.0)
+            for (int x = 0; x < NCLS; x++)
+                if (note->gl[x] > 0.0)
+                    add(c, long_metric[x], s->cps[i], loc, s->longc[i] * (note->gl[x] / gl));
+    }
+    for (size_t j = 0; j < m; j++) {
+        uint32_t q = s->wait_points[j];
+        double *target = &cl->gl[(size_t)q * NCLS];
+        target[w] += s->prop_s[j];
+        if (gl > 0.0)
+            for (int x = 0; x < NCLS; x++)
+                target[x] += s->prop_l[j] * (note->gl[x] / gl);
+        /* a point-to-point wait state propagates when it delays a
+         * point-to-point wait (Scalasca 2.6), a collective one when it
+         * delays any handled wait (seed 002); the largest such share, not
+         * their sum */
+        int counts = w == WS_WAIT_LATESENDER || w == WS_WAIT_LATERECEIVER || cl->sp[q].type == SP_SITE;
+        if (counts && s->prop_s[j] > cl->prop_max[q])
+            cl->prop_max[q] = s->prop_s[j];
+        *indirect += s->prop_s[j];
+    }
+    if (c->a->options.keep_delay_records)
+        return add_record(c, note, loc, p->event, p->time, s, n, m, err);
+    return WS_OK;
+}

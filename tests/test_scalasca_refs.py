@@ -1,0 +1,179 @@
+"""Agreement with Scalasca 2.6 on the ten reference traces.
+
+../shared/data/scalasca-refs/ holds ten small synthetic traces (programs in
+its tools/gen_programs.py), each with the report of the real Scalasca 2.6
+``scout.mpi`` as scalasca.json (per metric, exclusive values per call path
+and location; only non-zero entries).  Every metric, call path and location
+is compared with waitscope's ``analyze(delay_model="proportional",
+critical_path=True)``: wait states (and the other measured metrics) within
+1e-6 relative + 2e-7 s absolute, delay and critical-path metrics within
+1e-3 relative + 1e-6 s absolute.
+
+The only differences allowed are the ones docs/metrics.md documents in
+"Where waitscope differs from Scalasca 2.6", each asserted here for what it
+is (not hidden by a tolerance):
+
+* the program root: these archives were written without the Score-P program
+  region (Scalasca analysed copies that have it), so Scalasca's report has
+  one visit per location at the root and waitscope's call tree has no root;
+* the imbalance split: waitscope assigns imbalance costs as seed 001
+  defines them (inter-partition when the activity does not occur on the
+  process); ``inter_partition_imbalance`` (and on ``scan`` also
+  ``critical_imbalance_impact``) must equal that definition, recomputed
+  here from the result's own critical path, activities and visits.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import waitscope
+
+from conftest import SHARED_DATA
+
+REFS = SHARED_DATA / "scalasca-refs"
+TRACES = ["barrier_imbalance", "bcast_lateroot", "chain_longterm", "late_receiver", "ls_blocking",
+          "ls_nonblocking", "ls_wrongorder", "nxn", "reduce_early", "scan"]
+
+# metrics Scalasca's scout computes that waitscope compares even where the
+# report has no entry (then Scalasca's value is 0)
+COMPARED = [
+    "time", "visits", "mpi_latesender", "mpi_latesender_wo", "mpi_lswo_different", "mpi_lswo_same",
+    "mpi_latereceiver", "mpi_barrier_wait", "mpi_barrier_completion", "mpi_wait_nxn", "mpi_nxn_completion",
+    "mpi_latebroadcast", "mpi_earlyreduce", "mpi_earlyscan", "mpi_finalize_wait", "mpi_init_completion",
+    "delay_latesender", "delay_latesender_longterm", "delay_latereceiver", "delay_latereceiver_longterm",
+    "delay_barrier", "delay_barrier_longterm", "delay_n2n", "delay_n2n_longterm", "delay_12n",
+    "delay_12n_longterm", "delay_n21", "delay_n21_longterm", "mpi_wait_indirect_latesender",
+    "mpi_wait_propagating_ls", "mpi_wait_indirect_latereceiver", "mpi_wait_propagating_lr", "critical_path",
+    "critical_path_activities", "critical_imbalance_impact", "non_critical_path_activities",
+    "inter_partition_imbalance"]
+LOOSE = ("delay_", "mpi_wait_indirect", "mpi_wait_propagating", "critical_path_activities",
+         "critical_imbalance_impact", "non_critical_path_activities", "inter_partition_imbalance")
+
+# documented differences (docs/metrics.md): metric -> traces where it differs
+SEED_IMBALANCE = {
+    "inter_partition_imbalance": {"barrier_imbalance", "bcast_lateroot", "chain_longterm", "late_receiver",
+                                  "ls_blocking", "ls_wrongorder"},
+    "critical_imbalance_impact": {"scan"},
+}
+
+
+def tolerance(metric: str) -> tuple[float, float]:
+    if metric.startswith(LOOSE):
+        return 1e-3, 1e-6
+    return 1e-6, 2e-7
+
+
+def strip(path: str) -> str:
+    """Call path without the program region (the first component)."""
+    parts = path.split("/")
+    return "/".join(parts[1:]) if parts[0].endswith(".otf2") else path
+
+
+@pytest.fixture(scope="module", params=TRACES)
+def case(request):
+    if not REFS.is_dir():
+        pytest.skip(f"{REFS} is not available")
+    d = REFS / request.param
+    ref = json.loads((d / "scalasca.json").read_text())
+    r = waitscope.open(str(d / "traces.otf2")).analyze(delay_model="proportional", critical_path=True)
+    return request.param, ref, r
+
+
+def reference(ref: dict, metric: str, n: int) -> dict:
+    return {strip(p): np.asarray(v, dtype=float) for p, v in ref["metrics"].get(metric, {}).get("paths", {}).items()}
+
+
+def ours(r: waitscope.AnalysisResult, metric: str) -> dict:
+    cube = r.get(metric)
+    return {name: cube[i] for i, name in enumerate(r.callpath_names) if np.any(cube[i] != 0)}
+
+
+def differences(ref: dict, got: dict, metric: str, n: int) -> list:
+    rtol, atol = tolerance(metric)
+    out = []
+    for path in sorted(set(ref) | set(got)):
+        a, b = ref.get(path, np.zeros(n)), got.get(path, np.zeros(n))
+        if np.any(np.abs(a - b) > atol + rtol * np.abs(a)):
+            out.append((path, a.tolist(), b.tolist()))
+    return out
+
+
+def seed_imbalance(r: waitscope.AnalysisResult) -> tuple[np.ndarray, np.ndarray]:
+    """Imbalance costs as seed 001 section II-D.3 defines them: per process
+    p the headroom h_p = path length - activity of p, spread over the
+    call paths i with excess delta(i) = max(dcp(i) - d_p(i), 0) in
+    proportion to it; inter-partition where i does not occur on p.  The
+    total per call path lands on the path's locations by their share."""
+    cp = r.get("critical_path")
+    act = r.get("critical_path_activities") + r.get("non_critical_path_activities")
+    visits = r.get("visits")
+    gcp = cp.sum(axis=1)
+    length = r.critical_path.length
+    impact, inter = np.zeros_like(gcp), np.zeros_like(gcp)
+    for p in range(r.n_locations):
+        h = length - act[:, p].sum()
+        delta = np.maximum(gcp - act[:, p], 0.0)
+        if h <= 0 or delta.sum() <= 0:
+            continue
+        cost = h / delta.sum() * delta
+        impact += cost
+        inter += np.where(visits[:, p] == 0, cost, 0.0)
+    share = np.divide(cp, gcp[:, None], out=np.zeros_like(cp), where=gcp[:, None] > 0)
+    return impact[:, None] * share, inter[:, None] * share
+
+
+def test_every_metric_agrees(case):
+    name, ref, r = case
+    n = ref["locations"]
+    assert r.n_locations == n
+    metrics = COMPARED + sorted(m for m in ref["metrics"] if m not in COMPARED)
+    report = {}
+    for m in metrics:
+        got = ours(r, m) if m in r.metric_ids else {}
+        exp = reference(ref, m, n)
+        if m == "visits":
+            # the program root: one visit per location in Scalasca's report,
+            # no such call path in waitscope's (the archive has no program
+            # region); every other call path agrees
+            np.testing.assert_array_equal(exp.pop(""), np.ones(n))
+            assert {p.split("/")[0] for p in r.callpath_names} == {"main"}
+        if name in SEED_IMBALANCE.get(m, ()):
+            continue  # checked in test_imbalance_follows_the_seed
+        diff = differences(exp, got, m, n)
+        if diff:
+            report[m] = diff
+    assert not report, report
+
+
+def test_imbalance_follows_the_seed(case):
+    """Where waitscope's imbalance split differs from Scalasca's it is the
+    seed's; elsewhere it agrees with both."""
+    name, ref, r = case
+    impact, inter = seed_imbalance(r)
+    np.testing.assert_allclose(r.get("critical_imbalance_impact"), impact, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(r.get("inter_partition_imbalance"), inter, rtol=1e-9, atol=1e-12)
+    for m in ("inter_partition_imbalance", "critical_imbalance_impact"):
+        diff = differences(reference(ref, m, r.n_locations), ours(r, m), m, r.n_locations)
+        # the documented traces differ from Scalasca, the others agree
+        assert bool(diff) == (name in SEED_IMBALANCE[m]), (m, diff)
+
+
+def test_delay_costs_equal_the_handled_waiting(case):
+    """The conservation law holds on the references too (and every delay
+    metric agrees with Scalasca, test_every_metric_agrees)."""
+    name, ref, r = case
+    assert r.undistributed == 0.0
+    assert r.total("delay") == pytest.approx(r.handled_waiting(), rel=1e-9, abs=1e-15)
+
+
+def test_critical_path_spans_init_to_last_finalize(case):
+    name, ref, r = case
+    cp = r.critical_path
+    assert cp.start == 0.0  # every synthetic rank enters MPI_Init at 0
+    total = sum(sum(v) for v in ref["metrics"]["critical_path"]["paths"].values())
+    assert cp.length == pytest.approx(total, rel=1e-9)
+    assert r.total("critical_path") == pytest.approx(cp.end - cp.start, rel=1e-9)
