@@ -474,13 +474,14 @@ static int reserve(charge_scratch *s, size_t n, size_t m)
     return 0;
 }
 
-static int add_record(ws_causes *c, const wait_note *note, uint32_t delayer, uint32_t event, double sync_time,
-                      const charge_scratch *s, size_t n, size_t m, ws_error *err)
+/* Appends the signed delay vector d = t_s - w_s - t_r (seed 000 IV-B:
+ * every call path whose entry is not zero, before the difference profile
+ * drops the non-positive ones) to the result's record vectors; *offset
+ * and *length locate it there. */
+static int add_record_vector(ws_causes *c, uint64_t *offset, uint32_t *length, ws_error *err)
 {
     ws_result *r = c->a->result;
-    if (ws_grow((void **)&r->records, &r->cap_records, r->n_records + 1, sizeof *r->records) != 0)
-        return ws_error_nomem(err, "delay records");
-    size_t need = r->n_entries + n;
+    size_t need = r->n_entries + c->n_touched;
     size_t cap = r->cap_entries;
     if (ws_grow((void **)&r->record_cp, &cap, need, sizeof *r->record_cp) != 0)
         return ws_error_nomem(err, "delay records");
@@ -488,6 +489,27 @@ static int add_record(ws_causes *c, const wait_note *note, uint32_t delayer, uin
     if (ws_grow((void **)&r->record_value, &cap, need, sizeof *r->record_value) != 0)
         return ws_error_nomem(err, "delay records");
     r->cap_entries = cap;
+    *offset = r->n_entries;
+    *length = 0;
+    for (uint32_t i = 0; i < c->n_touched; i++) {
+        uint32_t cp = c->touched[i];
+        if (c->acc[cp] != 0.0) {
+            r->record_cp[r->n_entries] = cp;
+            r->record_value[r->n_entries] = c->acc[cp];
+            r->n_entries++;
+            (*length)++;
+        }
+    }
+    return WS_OK;
+}
+
+static int add_record(ws_causes *c, const wait_note *note, uint32_t delayer, uint32_t event, double sync_time,
+                      const charge_scratch *s, size_t n, size_t m, uint64_t vector_offset, uint32_t vector_length,
+                      ws_error *err)
+{
+    ws_result *r = c->a->result;
+    if (ws_grow((void **)&r->records, &r->cap_records, r->n_records + 1, sizeof *r->records) != 0)
+        return ws_error_nomem(err, "delay records");
     ws_delay_record *rec = &r->records[r->n_records++];
     memset(rec, 0, sizeof *rec);
     rec->delayer = delayer;
@@ -498,16 +520,11 @@ static int add_record(ws_causes *c, const wait_note *note, uint32_t delayer, uin
     rec->wait = note->wait;
     for (int x = 0; x < NCLS; x++)
         rec->longterm_in += note->gl[x];
-    rec->vector_offset = r->n_entries;
+    rec->vector_offset = vector_offset;
+    rec->vector_length = vector_length;
     for (size_t i = 0; i < n; i++) {
         rec->short_cost += s->shortc[i];
         rec->long_cost += s->longc[i];
-        if (s->delta[i] > 0.0) {
-            r->record_cp[r->n_entries] = s->cps[i];
-            r->record_value[r->n_entries] = s->delta[i];
-            r->n_entries++;
-            rec->vector_length++;
-        }
     }
     for (size_t w = 0; w < m; w++)
         rec->propagated += s->prop_s[w] + s->prop_l[w];
@@ -535,6 +552,12 @@ static int charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, con
         acc_reset(c);
         return ws_error_nomem(err, "delay analysis");
     }
+    uint64_t vector_offset = 0;
+    uint32_t vector_length = 0;
+    if (c->a->options.keep_delay_records && add_record_vector(c, &vector_offset, &vector_length, err) != WS_OK) {
+        acc_reset(c);
+        return err->code;
+    }
     size_t n = 0;
     for (uint32_t i = 0; i < c->n_touched; i++) {
         uint32_t cp = c->touched[i];
@@ -559,6 +582,8 @@ static int charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, con
     if (ws_delay_kernel(c->model, note->wait, gl, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
                         s->prop_l) != 0) {
         cl->undistributed += note->wait + gl;
+        if (c->a->options.keep_delay_records)
+            c->a->result->n_entries = vector_offset; /* no record keeps the vector */
         return WS_OK;
     }
     uint32_t w = note->wclass;
@@ -581,7 +606,7 @@ static int charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, con
         *indirect += s->prop_s[j];
     }
     if (c->a->options.keep_delay_records)
-        return add_record(c, note, loc, p->event, p->time, s, n, m, err);
+        return add_record(c, note, loc, p->event, p->time, s, n, m, vector_offset, vector_length, err);
     return WS_OK;
 }
 
