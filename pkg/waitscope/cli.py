@@ -144,7 +144,13 @@ def _total_events(trace: Trace) -> int:
 def cmd_analyze(args: argparse.Namespace) -> int:
     progress = _progress(args)
     trace = open_trace(args.trace, comm=getattr(args, "comm", None), progress=progress)
-    result = trace.analyze(delay_model=args.delay, critical_path=args.critical_path, progress=progress)
+    clc = getattr(args, "clock_correction", None)
+    if clc is not None and trace.comm is not None:
+        progress.close()
+        print("waitscope: --clock-correction is not available in the parallel mode", file=sys.stderr)
+        return 2
+    result = trace.analyze(delay_model=args.delay, critical_path=args.critical_path, progress=progress,
+                           clock_correction=clc)
     n_events = _total_events(trace)
     progress.close()
     if result is None:  # parallel mode: rank 0 has the result and reports
@@ -230,6 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--delay", choices=["proportional", "wait-first"], default=None,
                          help="add the delay analysis with this cost model")
     analyze.add_argument("--critical-path", action="store_true", help="add the critical-path analysis")
+    analyze.add_argument("--clock-correction", choices=["clc"], default=None,
+                         help="correct the timestamps with the controlled logical clock before the analysis")
     analyze.add_argument("--json", action="store_true", help="machine-readable output")
     analyze.add_argument("--top", type=int, default=5, help="how many call paths and locations to list")
     analyze.add_argument("--quiet", action="store_true", help="no progress output")
