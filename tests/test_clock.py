@@ -247,7 +247,13 @@ def test_random_drift_is_corrected():
         for i in range(len(times)):
             times[i] = times[i] + rng.uniform(-1, 1) + rng.uniform(-0.05, 0.05) * times[i]
         set_times(trace, times)
-        violated += int(trace.analyze().clock_violations.sum() > 0)
+        uncorrected = trace.analyze(critical_path=True)
+        violated += int(uncorrected.clock_violations.sum() > 0)
+        # uncorrected, the path still never covers a stretch of time twice
+        path = uncorrected.critical_path
+        seg = np.sort(path.segments, order="start")
+        assert (seg["start"][1:] >= seg["end"][:-1] - 1e-12).all()
+        assert path.length == pytest.approx(path.end - path.start, abs=1e-9)
         before = times_of(trace)
         trace.correct_clocks()
         after = times_of(trace)

@@ -1049,8 +1049,10 @@ double ws_causes_path_first(const ws_causes *c)
     for (uint32_t i = 0; i < c->a->n_local; i++) {
         uint32_t loc = c->a->local[i];
         const ws_events *e = &c->a->trace->locations[loc].events;
+        /* where the path begins: the first event, or earlier where the
+         * path arrived before it (clocks violating the clock condition) */
         if (c->locs[loc].at_start && e->n)
-            first = e->time[0];
+            first = e->time[0] < c->locs[loc].top ? e->time[0] : c->locs[loc].top;
     }
     return first;
 }
