@@ -144,13 +144,8 @@ def _total_events(trace: Trace) -> int:
 def cmd_analyze(args: argparse.Namespace) -> int:
     progress = _progress(args)
     trace = open_trace(args.trace, comm=getattr(args, "comm", None), progress=progress)
-    clc = getattr(args, "clock_correction", None)
-    if clc is not None and trace.comm is not None:
-        progress.close()
-        print("waitscope: --clock-correction is not available in the parallel mode", file=sys.stderr)
-        return 2
     result = trace.analyze(delay_model=args.delay, critical_path=args.critical_path, progress=progress,
-                           clock_correction=clc)
+                           clock_correction=getattr(args, "clock_correction", None))
     n_events = _total_events(trace)
     progress.close()
     if result is None:  # parallel mode: rank 0 has the result and reports
@@ -259,6 +254,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.comm = world_comm() if args.func is cmd_analyze else None
     if args.comm is None and mpi_launch_rank() != 0:
         return 0  # one of several processes started by mpiexec: rank 0 works alone
+    if args.comm is not None and getattr(args, "clock_correction", None) is not None:
+        # the correction needs every location in one process
+        if _rank(args) == 0:
+            print("waitscope: error: --clock-correction needs all locations in one process; "
+                  "it is not available under mpiexec", file=sys.stderr)
+        return 2
     try:
         return int(args.func(args))
     except TraceError as exc:
