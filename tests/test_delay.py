@@ -164,6 +164,21 @@ def test_chain_through_an_archive(tmp_path):
     assert_costs(costs(r, "delay_latesender_longterm", 0), EXPECTED["3.3"]["proportional"][2])
 
 
+def test_delay_vector_is_signed():
+    """d = t_s - w_s - t_r per call path, non-positive entries included
+    (hand-worked from the case 3.2 timelines: intervals start at MPI_Init,
+    left by every rank at 0, and hold only computation)."""
+    r = chain("3.2").analyze(delay_model="wait-first", delay_records=True)
+    rec = r.delay_records
+    (i,) = np.flatnonzero((rec["waiter_rank"] == 1) & (rec["delayer_rank"] == 0))
+    names, values = r.delay_vector(int(i))
+    # A: f 3, g 2 (no waiting); B: f 2, x 1 before its receive
+    assert dict(zip(names, values)) == pytest.approx({"main/f": 1.0, "main/g": 2.0, "main/x": -1.0}, abs=1e-12)
+    # the costs still come from the positive part only: delta = {f: 1, g: 2}
+    assert rec["short_cost"][i] == pytest.approx(2.0)
+    assert costs(r, "delay_latesender", 0) == pytest.approx({"main/f": 2 / 3, "main/g": 4 / 3})
+
+
 def test_classification_of_the_chain():
     # B's wait (2) is direct and propagates to C; C's wait (3, case 2.1) is
     # partly indirect: the part charged to B's wait state R2, i.e. 2.
@@ -194,8 +209,12 @@ def test_delay_records_follow_the_chain():
     assert rec["propagated"] == pytest.approx([2 / 3, 0])
     assert rec["longterm_in"] == pytest.approx([0, 2 / 3])
     assert rec["long_cost"] == pytest.approx([0, 2 / 3])
+    # the signed delay vector d = t_s - w_s - t_r of B's wait for A, worked
+    # out by hand: since MPI_Init (left by all at 0) A spent f 3, g 2 and did
+    # not wait; B spent f 2, x 1: d = {f: 3 - 2, g: 2 - 0, x: 0 - 1}.  The
+    # negative entry is kept (the difference profile drops it).
     names, values = r.delay_vector(1)
-    assert dict(zip(names, values)) == pytest.approx({"main/f": 1.0, "main/g": 2.0})
+    assert dict(zip(names, values)) == pytest.approx({"main/f": 1.0, "main/g": 2.0, "main/x": -1.0})
     short, long_ = r.delay_vectors()
     assert short.sum(axis=0) == pytest.approx([2, 1 / 3, 0])
     assert long_.sum(axis=0) == pytest.approx([2 / 3, 0, 0])

@@ -445,6 +445,18 @@ def test_command_line_error_under_mpiexec(tmp_path):
     assert "traces/4.evt" in lines[0] and "location 4" in lines[0]
 
 
+def test_clock_correction_needs_one_process(tmp_path):
+    # the correction needs every location in one process: under mpiexec the
+    # command line refuses it (rank 0 says why, once) instead of loading
+    path = Path(_six_ranks().write(tmp_path / "trace")).parent
+    r = mpiexec(2, *_cli("analyze", "--clock-correction", "clc", str(path)))
+    assert r.returncode == 2
+    assert r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert lines == ["waitscope: error: --clock-correction needs all locations in one process; "
+                     "it is not available under mpiexec"], r.stderr
+
+
 def test_mpi_launch_detection():
     assert cli.mpi_launch_size({}) == 1 and cli.mpi_launch_rank({}) == 0
     assert cli.mpi_launch_size({"PMI_SIZE": "4", "PMI_RANK": "3"}) == 4

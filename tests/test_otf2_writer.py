@@ -171,3 +171,71 @@ def test_otf2_print_accepts_generated_trace(tmp_path):
     assert defs.returncode == 0, defs.stderr
     assert 'PARADIGM                               4  MPI, Name: "MPI"' in defs.stdout
     assert "Role: POINT2POINT, Paradigm: \"MPI\"" in defs.stdout
+
+
+# ---- Score-P's program region -------------------------------------------------
+#
+# Score-P defines one region for the program (role ARTIFICIAL, paradigm
+# MEASUREMENT_SYSTEM, the executable as canonical name) and names
+# ProgramBegin with that canonical name; Scalasca refuses archives without
+# it ("Unable to find program region in global definitions").
+
+def program_regions(defs_text):
+    return [line for line in defs_text.splitlines()
+            if line.startswith("REGION ") and "Role: ARTIFICIAL, Paradigm: MEASUREMENT_SYSTEM" in line]
+
+
+def program_begin_names(path):
+    out = subprocess.run(["otf2-print", path], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return [line.split("Name: ")[1].split(" <")[0] for line in out.stdout.splitlines()
+            if line.startswith("PROGRAM_BEGIN ")]
+
+
+def small_program(name=None):
+    prog = synth.Program(2) if name is None else synth.Program(2, name=name)
+    prog.rank(0).compute("work", 0.5).send(1, tag=0, size=8)
+    prog.rank(1).recv(0, tag=0)
+    return prog
+
+
+def test_synth_defines_the_program_region():
+    trace = small_program("ring").run()
+    regions = [r for r in trace.regions if r.role == "artificial" and r.paradigm == "measurement_system"]
+    assert [(r.name, r.canonical_name) for r in regions] == [("ring", "/synthetic/ring")]
+    default = [r for r in small_program().run().regions if r.role == "artificial"]
+    assert [(r.name, r.canonical_name) for r in default] == [("synthetic", "/synthetic/synthetic")]
+    # no event enters it: the call tree starts at main, as waitscope's call
+    # tree of a real Score-P trace starts at the first region entered
+    assert trace.callpath_names[0] == "main"
+    with pytest.raises(ValueError, match="non-empty string"):
+        synth.Program(2, name="")
+
+
+@pytest.mark.skipif(shutil.which("otf2-print") is None, reason="otf2-print is not installed")
+def test_program_region_and_program_begin_as_scorep_writes_them(tmp_path):
+    path = small_program("ring").write(tmp_path / "t")
+    defs = subprocess.run(["otf2-print", "-G", path], capture_output=True, text=True).stdout
+    (line,) = program_regions(defs)
+    assert 'Name: "ring"' in line and 'Aka. "/synthetic/ring"' in line
+    assert program_begin_names(path) == ['"/synthetic/ring"'] * 2
+    # read back and written again: still exactly one program region
+    again = waitscope.open(path).write(tmp_path / "again")
+    defs = subprocess.run(["otf2-print", "-G", again], capture_output=True, text=True).stdout
+    assert len(program_regions(defs)) == 1
+    assert program_begin_names(again) == ['"/synthetic/ring"'] * 2
+    assert waitscope.open(again).callpath_names == waitscope.open(path).callpath_names
+
+
+@pytest.mark.skipif(shutil.which("otf2-print") is None, reason="otf2-print is not installed")
+def test_writer_adds_a_missing_program_region(tmp_path):
+    # Score-P's buffer-flush region is ARTIFICIAL / MEASUREMENT_SYSTEM too but
+    # not the program: a store whose only such region is that one has no
+    # program region, and the writer adds one named after the archive
+    path = small_program("TRACE BUFFER FLUSH").write(tmp_path / "flush")
+    assert path.endswith("traces.otf2")
+    defs = subprocess.run(["otf2-print", "-G", path], capture_output=True, text=True).stdout
+    lines = program_regions(defs)
+    assert len(lines) == 2
+    assert any('Name: "traces"' in line and 'Aka. "/synthetic/traces"' in line for line in lines)
+    assert program_begin_names(path) == ['"/synthetic/traces"'] * 2

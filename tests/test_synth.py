@@ -110,13 +110,18 @@ def test_definitions_look_like_scorep():
     regions = d["regions"]
     byname = {v.region_names[i]: i for i in range(len(v.region_names))}
     assert set(byname) == {"main", "work", "MPI_Init", "MPI_Finalize", "MPI_Send", "MPI_Recv", "MPI_Barrier",
-                           "MPI_Bcast"}
+                           "MPI_Bcast", "synthetic"}
     roles = {"MPI_Init": 1, "MPI_Finalize": 1, "MPI_Send": 28, "MPI_Recv": 28, "MPI_Barrier": 15, "MPI_Bcast": 23,
-             "main": 1, "work": 1}
+             "main": 1, "work": 1, "synthetic": 31}
     for name, role in roles.items():
         i = byname[name]
         assert regions["role"][i] == role, name
-        if name.startswith("MPI_"):
+        if name == "synthetic":
+            # Score-P's program region: OTF2_REGION_ROLE_ARTIFICIAL (31),
+            # OTF2_PARADIGM_MEASUREMENT_SYSTEM (6)
+            assert regions["paradigm"][i] == 6
+            assert strings[regions["canonical_name"][i]] == "/synthetic/synthetic"
+        elif name.startswith("MPI_"):
             assert regions["paradigm"][i] == 4  # OTF2_PARADIGM_MPI
             assert strings[regions["source_file"][i]] == "MPI"
         else:

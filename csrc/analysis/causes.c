@@ -57,6 +57,7 @@ static int p4_begin(void *state, const ws_replay_env *env, uint32_t loc, ws_erro
     const ws_events *e = &env->trace->locations[loc].events;
     cl->owner = 0;
     cl->at_start = 0;
+    cl->reached = INFINITY;
     cl->floor = -INFINITY;
     const ws_loc_sync *ls = &env->sync->locs[loc];
     for (uint32_t s = 0; s < ls->n_sites; s++)
@@ -93,6 +94,7 @@ static int p4_event(void *state, const ws_replay_env *env, uint32_t loc, uint64_
     }
     if (cl->owner && ev == 0)
         cl->at_start = 1;
+    cl->reached = e->time[ev];
     if (e->kind[ev] == WS_EV_LEAVE)
         cl->cur_cp = e->ref[ev];
     else if (e->kind[ev] == WS_EV_ENTER)
@@ -106,6 +108,21 @@ static int p4_channels(void *state, const ws_replay_env *env, uint32_t loc, uint
     ws_causes *c = state;
     const ws_loc_data *d = &c->a->locs[loc];
     return (d->ls[row] > 0.0 ? 1 : 0) | (d->lr[row] > 0.0 ? 2 : 0);
+}
+
+/* When the path leaves `cl` for a partner at sync_time: never later than
+ * where it is on `cl` (its top, and the time the backward replay has
+ * reached), so that no stretch of time is on the path twice even when the
+ * clocks violate the clock condition (a receive ending before its send
+ * began).  Without violations this is sync_time itself. */
+static double handover_time(const cause_loc *cl, double sync_time)
+{
+    double t = sync_time;
+    if (cl->reached < t)
+        t = cl->reached;
+    if (cl->top < t)
+        t = cl->top;
+    return t;
 }
 
 /* The waiting side tells the delayer about its wait state at point k. */
@@ -126,8 +143,8 @@ static int note_for(ws_causes *c, uint32_t loc, uint32_t k, uint32_t delayer, ui
     note.token_time = NAN;
     if (c->cp && cl->owner && token_target != WS_NONE32) {
         note.token_target = token_target;
-        note.token_time = p->time;
-        cl->bottom = p->time;
+        note.token_time = handover_time(cl, p->time);
+        cl->bottom = note.token_time;
     }
     size_t header = out->size;
     if (ws_buffer_append(out, &note, sizeof note) != 0)
@@ -239,7 +256,7 @@ static int p4_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
         note.token_time = NAN;
         if (c->cp && cl->owner && waited) {
             note.token_target = delayer;
-            note.token_time = d->site_sync_time[site];
+            note.token_time = handover_time(cl, d->site_sync_time[site]);
             cl->bottom = note.token_time;
         }
         (void)env;
@@ -523,8 +540,14 @@ double ws_causes_path_first(const ws_causes *c)
     for (uint32_t i = 0; i < c->a->n_local; i++) {
         uint32_t loc = c->a->local[i];
         const ws_events *e = &c->a->trace->locations[loc].events;
-        if (c->locs[loc].at_start && e->n)
+        /* where the path begins: MPI_Init's Enter (or the first event), or
+         * earlier where the path arrived before it (clocks violating the
+         * clock condition) */
+        if (c->locs[loc].at_start && e->n) {
             first = isinf(c->locs[loc].floor) ? e->time[0] : c->locs[loc].floor;
+            if (c->locs[loc].top < first)
+                first = c->locs[loc].top;
+        }
     }
     return first;
 }

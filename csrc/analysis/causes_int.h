@@ -49,6 +49,7 @@ typedef struct cause_loc {
     /* critical path */
     int owner;
     double top, bottom;
+    double reached; /* the backward replay's position: the time of the last event replayed */
     uint32_t cur_cp;
     int at_start; /* still owned the path at its first event */
     double floor; /* the path begins no earlier than MPI_Init's Enter */

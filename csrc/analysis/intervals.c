@@ -427,20 +427,43 @@ static int reserve(charge_scratch *s, size_t n, size_t m)
     return 0;
 }
 
+/* Writes the signed delay vector d = t_s - w_s - t_r (seed 000 IV-B:
+ * every call path whose entry is not zero, before the difference profile
+ * drops the non-positive ones) into the result's record vectors from
+ * `offset` on (replacing what an earlier attempt wrote there); *length
+ * entries.  Returns -1 when out of memory. */
+static int record_vector(ws_causes *c, uint64_t offset, uint32_t *length)
+{
+    ws_result *r = c->a->result;
+    r->n_entries = offset;
+    size_t need = r->n_entries + c->n_touched;
+    size_t cap = r->cap_entries;
+    if (ws_grow((void **)&r->record_cp, &cap, need, sizeof *r->record_cp) != 0)
+        return -1;
+    cap = r->cap_entries;
+    if (ws_grow((void **)&r->record_value, &cap, need, sizeof *r->record_value) != 0)
+        return -1;
+    r->cap_entries = cap;
+    *length = 0;
+    for (uint32_t i = 0; i < c->n_touched; i++) {
+        uint32_t cp = c->touched[i];
+        if (c->acc[cp] != 0.0) {
+            r->record_cp[r->n_entries] = cp;
+            r->record_value[r->n_entries] = c->acc[cp];
+            r->n_entries++;
+            (*length)++;
+        }
+    }
+    return 0;
+}
+
 static int add_record(ws_causes *c, const wait_note *note, uint32_t delayer, uint32_t event, double sync_time,
-                      const charge_scratch *s, size_t n, size_t m, ws_error *err)
+                      const charge_scratch *s, size_t n, size_t m, uint64_t vector_offset, uint32_t vector_length,
+                      ws_error *err)
 {
     ws_result *r = c->a->result;
     if (ws_grow((void **)&r->records, &r->cap_records, r->n_records + 1, sizeof *r->records) != 0)
         return ws_error_nomem(err, "delay records");
-    size_t need = r->n_entries + n;
-    size_t cap = r->cap_entries;
-    if (ws_grow((void **)&r->record_cp, &cap, need, sizeof *r->record_cp) != 0)
-        return ws_error_nomem(err, "delay records");
-    cap = r->cap_entries;
-    if (ws_grow((void **)&r->record_value, &cap, need, sizeof *r->record_value) != 0)
-        return ws_error_nomem(err, "delay records");
-    r->cap_entries = cap;
     ws_delay_record *rec = &r->records[r->n_records++];
     memset(rec, 0, sizeof *rec);
     rec->delayer = delayer;
@@ -451,16 +474,11 @@ static int add_record(ws_causes *c, const wait_note *note, uint32_t delayer, uin
     rec->wait = note->wait;
     for (int x = 0; x < NCLS; x++)
         rec->longterm_in += note->gl[x];
-    rec->vector_offset = r->n_entries;
+    rec->vector_offset = vector_offset;
+    rec->vector_length = vector_length;
     for (size_t i = 0; i < n; i++) {
         rec->short_cost += s->shortc[i];
         rec->long_cost += s->longc[i];
-        if (s->delta[i] > 0.0) {
-            r->record_cp[r->n_entries] = s->cps[i];
-            r->record_value[r->n_entries] = s->delta[i];
-            r->n_entries++;
-            rec->vector_length++;
-        }
     }
     for (size_t w = 0; w < m; w++)
         rec->propagated += s->prop_s[w] + s->prop_l[w];
@@ -469,15 +487,19 @@ static int add_record(ws_causes *c, const wait_note *note, uint32_t delayer, uin
 
 /* Difference profile of the delayer `loc` against the waiter's entries in
  * the interval of point k opened at point `from`: delta = max(p_local -
- * p_remote, 0) (seed 004 eq. 2.2), into s->cps / s->delta, *n of them. */
+ * p_remote, 0) (seed 004 eq. 2.2), into s->cps / s->delta, *n of them.
+ * With delay records kept, the signed vector goes to the records from
+ * `vector_offset` on, *vector_length entries. */
 static int difference(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t from, uint32_t k,
-                      const wait_note *note, const entry *entries, int full, size_t *n)
+                      const wait_note *note, const entry *entries, int full, size_t *n, uint64_t vector_offset,
+                      uint32_t *vector_length)
 {
     *n = 0;
     ws_interval_profile(c, loc, from, k, full);
     for (uint32_t i = 0; i < note->n_entries; i++)
         acc_add(c, entries[i].callpath, -entries[i].value);
-    if (reserve(s, c->n_touched + 1, c->locs[loc].n_sp + 1) != 0) {
+    if (reserve(s, c->n_touched + 1, c->locs[loc].n_sp + 1) != 0 ||
+        (c->a->options.keep_delay_records && record_vector(c, vector_offset, vector_length) != 0)) {
         ws_profile_reset(c);
         return -1;
     }
@@ -506,7 +528,9 @@ int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const w
     const sync_point *p = &cl->sp[k];
     uint32_t from = ws_previous_point(c, loc, k, note->waiter);
     size_t n;
-    if (difference(c, s, loc, from, k, note, entries, 0, &n) != 0)
+    uint64_t vector_offset = c->a->result->n_entries;
+    uint32_t vector_length = 0;
+    if (difference(c, s, loc, from, k, note, entries, 0, &n, vector_offset, &vector_length) != 0)
         return ws_error_nomem(err, "delay analysis");
     /* the delayer's own handled waiting within the interval */
     size_t m = 0;
@@ -528,11 +552,12 @@ int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const w
          * call that opened it (a collective, or clocks that disagree);
          * count that call's whole time after its synchronization (Scalasca
          * 2.6 leaves such waiting uncharged) */
-        if (difference(c, s, loc, from, k, note, entries, 1, &n) != 0)
+        if (difference(c, s, loc, from, k, note, entries, 1, &n, vector_offset, &vector_length) != 0)
             return ws_error_nomem(err, "delay analysis");
         if (ws_delay_kernel(c->model, note->wait, gl, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
                             s->prop_l) != 0) {
             cl->undistributed += note->wait + gl;
+            c->a->result->n_entries = vector_offset; /* no record keeps the vector */
             return WS_OK;
         }
     }
@@ -561,6 +586,6 @@ int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const w
         *indirect += s->prop_s[j];
     }
     if (c->a->options.keep_delay_records)
-        return add_record(c, note, loc, p->event, p->time, s, n, m, err);
+        return add_record(c, note, loc, p->event, p->time, s, n, m, vector_offset, vector_length, err);
     return WS_OK;
 }

@@ -440,6 +440,30 @@ static double member_wait(uint8_t cls, const coll_cache *k, uint32_t member, uin
     return w > 0.0 ? w : 0.0;
 }
 
+/* The clock condition of a collective (see replay/clock_correction.h): a
+ * member cannot leave before the members whose data it needs have entered:
+ * every member of a barrier or N x N operation needs all (MPI_Init and
+ * MPI_Finalize included, which the analysis treats as N x N over all
+ * ranks), the non-roots of a 1-to-N operation the root, the root of an
+ * N-to-1 operation all, a scan member those up to itself. */
+static int coll_clock_violation(uint8_t cls, const coll_cache *k, const ws_coll_view *v, uint32_t me, uint32_t root,
+                                double leave)
+{
+    double needed = -INFINITY;
+    if (cls == WS_SITE_BARRIER || cls == WS_SITE_NXN || cls == WS_SITE_INIT || cls == WS_SITE_FINALIZE ||
+        (cls == WS_SITE_NTO1 && me == root))
+        needed = k->latest;
+    else if (cls == WS_SITE_1TON && me != root)
+        needed = k->root_enter;
+    else if (cls == WS_SITE_SCAN)
+        for (uint32_t i = 0; i < v->n_present && v->present[i] <= me; i++) {
+            double enter = member_info(v, v->present[i]).enter;
+            if (enter > needed)
+                needed = enter;
+        }
+    return leave < needed;
+}
+
 static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site,
                            const ws_coll_view *v, ws_error *err)
 {
@@ -503,6 +527,8 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
 
     uint32_t me = ls->site_member[site];
     coll_info own = member_info(v, me);
+    if (coll_clock_violation(cls, k, v, me, root, own.leave))
+        a->result->clock_violations[loc]++;
     uint32_t cp = ls->site_callpath[site];
     double until = own.enter;
     double wait = member_wait(cls, k, me, root, &own, &until);

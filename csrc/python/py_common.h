@@ -49,5 +49,6 @@ PyObject *ws_py_view(PyObject *owner, void *data, npy_intp n, int typenum);
 int ws_py_register_trace(PyObject *module);
 int ws_py_register_synth(PyObject *module);
 int ws_py_register_analysis(PyObject *module);
+int ws_py_register_clock(PyObject *module);
 
 #endif

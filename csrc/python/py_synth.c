@@ -142,15 +142,16 @@ static PyObject *py_synth_run(PyObject *module, PyObject *args, PyObject *kwargs
     static char *kwlist[] = {"nranks",   "rank_ptr", "ops",          "dur_ptr",    "durations",  "req_ptr",
                              "requests", "regions",  "comm_ptr",     "comm_members", "comm_names", "carts",
                              "latency",  "bandwidth", "eager_limit", "overhead",   "resolution", "progress",
-                             NULL};
+                             "name",     NULL};
     unsigned long long nranks_arg, eager_limit, resolution;
     PyObject *o_rank_ptr, *o_ops, *o_dur_ptr, *o_durations, *o_req_ptr, *o_requests, *o_regions, *o_comm_ptr,
         *o_comm_members, *o_comm_names, *o_carts, *callback = Py_None;
+    const char *name = NULL;
     double latency, bandwidth, overhead;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KOOOOOOOOOOOddKdK|O", kwlist, &nranks_arg, &o_rank_ptr, &o_ops,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KOOOOOOOOOOOddKdK|Oz", kwlist, &nranks_arg, &o_rank_ptr, &o_ops,
                                      &o_dur_ptr, &o_durations, &o_req_ptr, &o_requests, &o_regions, &o_comm_ptr,
                                      &o_comm_members, &o_comm_names, &o_carts, &latency, &bandwidth, &eager_limit,
-                                     &overhead, &resolution, &callback))
+                                     &overhead, &resolution, &callback, &name))
         return NULL;
     if (nranks_arg == 0 || nranks_arg >= UINT32_MAX - 1) {
         PyErr_SetString(PyExc_ValueError, "synth_run: nranks out of range");
@@ -204,6 +205,7 @@ static PyObject *py_synth_run(PyObject *module, PyObject *args, PyObject *kwargs
         .comm_names = in.comm_name_ptrs,
         .n_carts = (uint32_t)in.n_carts,
         .carts = in.cart_list,
+        .name = name,
     };
     ws_synth_params params = {
         .latency = latency,

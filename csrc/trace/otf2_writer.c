@@ -222,6 +222,12 @@ typedef struct writer {
     uint64_t *cart_dim_id; /* dense dimension index -> OTF2 id */
     uint64_t next_string;  /* first unused OTF2 string id */
     OTF2_StringRef program_name;
+    /* a program region the store lacks, added as Score-P defines it */
+    int extra_program;
+    const char *program_stem;       /* its name: the archive's name */
+    char *program_canonical;        /* "/synthetic/<name>" */
+    OTF2_StringRef program_name_ref;
+    OTF2_RegionRef program_region;
 } writer;
 
 static int otf2_fail(writer *w, OTF2_ErrorCode s, const char *what)
@@ -428,6 +434,10 @@ static int write_definitions(writer *w, OTF2_GlobalDefWriter *gw, OTF2_StringRef
         CHECK(OTF2_GlobalDefWriter_WriteString(gw, (OTF2_StringRef)w->string_id[i], t->strings[i]), "strings");
     if (extra_mpi_string)
         CHECK(OTF2_GlobalDefWriter_WriteString(gw, mpi_name, "MPI"), "strings");
+    if (w->extra_program) {
+        CHECK(OTF2_GlobalDefWriter_WriteString(gw, w->program_name_ref, w->program_stem), "strings");
+        CHECK(OTF2_GlobalDefWriter_WriteString(gw, w->program_name, w->program_canonical), "strings");
+    }
     if (mpi_name != OTF2_UNDEFINED_STRING)
         CHECK(OTF2_GlobalDefWriter_WriteParadigm(gw, OTF2_PARADIGM_MPI, mpi_name, OTF2_PARADIGM_CLASS_PROCESS),
               "paradigm");
@@ -476,6 +486,12 @@ static int write_definitions(writer *w, OTF2_GlobalDefWriter *gw, OTF2_StringRef
                                                r->end_line),
               "regions");
     }
+    if (w->extra_program)
+        CHECK(OTF2_GlobalDefWriter_WriteRegion(gw, w->program_region, w->program_name_ref, w->program_name,
+                                               w->program_name_ref, OTF2_REGION_ROLE_ARTIFICIAL,
+                                               OTF2_PARADIGM_MEASUREMENT_SYSTEM, OTF2_REGION_FLAG_NONE,
+                                               OTF2_UNDEFINED_STRING, 0, 0),
+              "regions");
     for (uint32_t i = 0; i < t->n_groups; i++) {
         const ws_group *g = &t->groups[i];
         if (g->n_members > UINT32_MAX)
@@ -540,7 +556,8 @@ static int write_definitions(writer *w, OTF2_GlobalDefWriter *gw, OTF2_StringRef
 /* Score-P names the program in ProgramBegin with the canonical name of its
  * artificial measurement-system region for the program (the executable's
  * path).  The store does not keep the ProgramBegin name, so it is
- * recovered from that region when present. */
+ * recovered from that region when present; without one, ws_otf2_write
+ * adds it (Scalasca refuses archives without a program region). */
 static OTF2_StringRef program_name(const writer *w)
 {
     const ws_trace *t = w->t;
@@ -613,6 +630,28 @@ int ws_otf2_write(const ws_trace *t, const char *path, const ws_progress *progre
             mpi_name = (OTF2_StringRef)w.next_string;
             extra_mpi_string = 1;
         }
+    }
+    if (w.program_name == OTF2_UNDEFINED_STRING) {
+        /* the program region the store lacks: named after the archive,
+         * canonical name "/synthetic/<name>" (as waitscope.synth names its
+         * programs), with the next free region id */
+        w.extra_program = 1;
+        w.program_stem = name;
+        size_t len = strlen(name);
+        w.program_canonical = malloc(len + sizeof "/synthetic/");
+        if (!w.program_canonical) {
+            rc = ws_error_nomem(err, "program region");
+            goto done;
+        }
+        memcpy(w.program_canonical, "/synthetic/", sizeof "/synthetic/" - 1);
+        memcpy(w.program_canonical + sizeof "/synthetic/" - 1, name, len + 1);
+        w.program_name_ref = (OTF2_StringRef)(w.next_string + (uint64_t)extra_mpi_string);
+        w.program_name = w.program_name_ref + 1;
+        uint64_t region = 0;
+        for (uint32_t i = 0; i < t->n_regions; i++)
+            if (t->regions[i].otf2_id >= region)
+                region = t->regions[i].otf2_id + 1;
+        w.program_region = (OTF2_RegionRef)region;
     }
 
     /* a definition chunk must hold the largest group record */
@@ -709,6 +748,7 @@ done:
         OTF2_Archive_Close(w.archive);
     free(w.string_id);
     free(w.cart_dim_id);
+    free(w.program_canonical);
     free(anchor);
     free(dir);
     free(name);

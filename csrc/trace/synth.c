@@ -963,8 +963,8 @@ static int build_definitions(synth *s)
     NOMEM_IF(s_empty == WS_NONE32 || s_machine == WS_NONE32 || s_machine_name == WS_NONE32 || s_node == WS_NONE32 ||
              s_node_name == WS_NONE32 || s_thread == WS_NONE32 || s_main == WS_NONE32 || s_mpi == WS_NONE32);
 
-    /* regions: main, user regions, MPI functions */
-    uint32_t n_regions = 1 + p->n_regions + F_COUNT;
+    /* regions: main, user regions, MPI functions, the program */
+    uint32_t n_regions = 1 + p->n_regions + F_COUNT + 1;
     TABLE(regions, cap_regions, n_regions);
     NOMEM_IF(new_region(s, s_main, OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_USER, WS_NONE32, s_empty));
     s->user_region = ws_malloc_array(p->n_regions ? p->n_regions : 1, sizeof *s->user_region);
@@ -991,6 +991,23 @@ static int build_definitions(synth *s)
         NOMEM_IF(str == WS_NONE32);
         s->mpi_region[f] = t->n_regions;
         NOMEM_IF(new_region(s, str, mpi_functions[f].role, OTF2_PARADIGM_MPI, s_mpi, s_empty));
+    }
+    /* Score-P's program region: no event enters it, the OTF2 writer names
+     * ProgramBegin with its canonical name (which Scalasca requires) */
+    {
+        const char *prog = p->name && *p->name ? p->name : "synthetic";
+        size_t len = strlen(prog);
+        char *canonical = malloc(len + sizeof "/synthetic/");
+        NOMEM_IF(!canonical);
+        memcpy(canonical, "/synthetic/", sizeof "/synthetic/" - 1);
+        memcpy(canonical + sizeof "/synthetic/" - 1, prog, len + 1);
+        uint32_t s_prog = ws_trace_intern_string(t, prog);
+        uint32_t s_canon = ws_trace_intern_string(t, canonical);
+        free(canonical);
+        NOMEM_IF(s_prog == WS_NONE32 || s_canon == WS_NONE32);
+        NOMEM_IF(new_region(s, s_prog, OTF2_REGION_ROLE_ARTIFICIAL, OTF2_PARADIGM_MEASUREMENT_SYSTEM, WS_NONE32,
+                            s_empty));
+        t->regions[t->n_regions - 1].canonical_name = s_canon;
     }
 
     /* system tree: machine -> node */

@@ -71,6 +71,11 @@ typedef struct ws_synth_program {
 
     uint32_t n_carts;
     const ws_synth_cart *carts;
+
+    /* the program's name (NULL: "synthetic"): Score-P's program region
+     * (role ARTIFICIAL, paradigm MEASUREMENT_SYSTEM, canonical name
+     * "/synthetic/<name>") names ProgramBegin */
+    const char *name;
 } ws_synth_program;
 
 typedef struct ws_synth_params {

@@ -115,7 +115,8 @@ def _event_counts(trace: Trace) -> Any:
 def cmd_analyze(args: argparse.Namespace) -> int:
     progress = _progress(args)
     trace = open_trace(args.trace, comm=getattr(args, "comm", None), progress=progress)
-    result = trace.analyze(delay_model=args.delay, critical_path=args.critical_path, progress=progress)
+    result = trace.analyze(delay_model=args.delay, critical_path=args.critical_path, progress=progress,
+                           clock_correction=getattr(args, "clock_correction", None))
     counts = _event_counts(trace)
     _close(progress)
     if result is None:  # parallel mode: rank 0 has the result and reports
@@ -184,6 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--delay", choices=["proportional", "wait-first"], default=None,
                          help="add the delay analysis with this cost model")
     analyze.add_argument("--critical-path", action="store_true", help="add the critical-path analysis")
+    analyze.add_argument("--clock-correction", choices=["clc"], default=None,
+                         help="correct the timestamps with the controlled logical clock before the analysis")
     analyze.add_argument("--json", action="store_true", help="machine-readable output")
     analyze.add_argument("--top", type=int, default=5, help="how many call paths and locations to list")
     analyze.add_argument("--quiet", action="store_true", help="no progress output")
@@ -207,6 +210,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.comm = world_comm() if args.func is cmd_analyze else None
     if args.comm is None and mpi_launch_rank() != 0:
         return 0  # one of several processes started by mpiexec: rank 0 works alone
+    if args.comm is not None and getattr(args, "clock_correction", None) is not None:
+        # the correction needs every location in one process
+        if _rank(args) == 0:
+            print("waitscope: error: --clock-correction needs all locations in one process; "
+                  "it is not available under mpiexec", file=sys.stderr)
+        return 2
     try:
         return int(args.func(args))
     except TraceError as exc:

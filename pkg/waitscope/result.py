@@ -293,7 +293,14 @@ class AnalysisResult:
         return out
 
     def delay_vector(self, record: int) -> tuple[list[str], np.ndarray]:
-        """Call paths and values of the non-zero entries of one record's delay vector."""
+        """Call paths and values of the non-zero entries of one record's delay vector.
+
+        The vector is signed: d = t_s - w_s - t_r per call path (the
+        delayer's time in the synchronization interval minus its waiting,
+        minus the waiter's time).  Negative entries are where the waiter
+        spent more time; the costs are distributed over the positive part
+        only (the difference profile).
+        """
         rec = self._raw["records"]
         off, n = int(rec["vector_offset"][record]), int(rec["vector_length"][record])
         cps = rec["vector_callpath"][off:off + n]

@@ -358,10 +358,20 @@ class RankProgram:
 
 
 class Program:
-    """An MPI program of `nranks` ranks (MPI_COMM_WORLD is implicit)."""
+    """An MPI program of `nranks` ranks (MPI_COMM_WORLD is implicit).
 
-    def __init__(self, nranks: int) -> None:
+    `name` names the program as Score-P does: written archives define the
+    program region (role ARTIFICIAL, paradigm MEASUREMENT_SYSTEM, canonical
+    name "/synthetic/<name>") and name ProgramBegin with it.
+    """
+
+    def __init__(self, nranks: int, name: str = "synthetic") -> None:
         self.nranks = _int(nranks, "nranks", 1, 2**32 - 3)
+        if not isinstance(name, str) or not name or "\0" in name:
+            raise ValueError(f"name must be a non-empty string, not {name!r}")
+        #: the program's name: Score-P's program region (canonical name
+        #: "/synthetic/<name>") that names ProgramBegin in written archives
+        self.name = name
         self.world = Comm(self, 0, tuple(range(self.nranks)), "MPI_COMM_WORLD")
         self._comms: List[Comm] = [self.world]
         self._carts: List[Tuple[int, Tuple[int, ...], Tuple[int, ...], str]] = []
@@ -518,6 +528,7 @@ class Program:
             overhead=overhead,
             resolution=resolution,
             progress=progress,
+            name=self.name,
         )
 
     def write(self, path: Union[str, "os.PathLike[str]"], **params: object) -> str:

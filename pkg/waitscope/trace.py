@@ -502,6 +502,7 @@ class Trace:
         schedule_seed: int = 0,
         keep_share: bool = False,
         wait_records: bool = False,
+        clock_correction: str | None = None,
     ) -> "AnalysisResult | None":
         """Replays the trace and returns the wait-state analysis.
 
@@ -523,10 +524,23 @@ class Trace:
         rank 0 and None elsewhere, unless ``keep_share=True``: then every
         process returns its own share (the metrics of its locations, its
         pieces of the critical path, delay records and wait-state records).
+
+        ``clock_correction="clc"`` analyzes the timestamps corrected with
+        the controlled logical clock (see :meth:`correct_clocks`) and leaves
+        the trace's own timestamps unchanged.
         """
         from .result import AnalysisResult
 
         part = None if partition is None else np.asarray(partition, dtype=np.int32)
+        if clock_correction is not None:
+            self._check_clock_correction(clock_correction)
+            kept = _core.correct_clocks(self._core, clock_correction, keep_original=True)["original"]
+            try:
+                return self.analyze(delay_model=delay_model, critical_path=critical_path,
+                                    delay_records=delay_records, partition=partition, progress=progress,
+                                    schedule_seed=schedule_seed, wait_records=wait_records)
+            finally:
+                _core.set_times(self._core, kept)
         if self._comm is not None:
             from . import _mpi
 
@@ -540,6 +554,31 @@ class Trace:
                                 records=delay_records, partition=part, progress=callback,
                                 schedule_seed=int(schedule_seed), wait_records=wait_records)
         return AnalysisResult(self, raw)
+
+    def _check_clock_correction(self, method: str) -> None:
+        if method != "clc":
+            raise ValueError(f"clock_correction: unknown method {method!r} (known: 'clc')")
+        if self._comm is not None:
+            raise ValueError("clock_correction: the correction needs every location's events in one process; "
+                             "it is not available in the parallel mode (open the trace without comm)")
+
+    def correct_clocks(self, method: str = "clc") -> dict[str, float]:
+        """Restores the clock condition of the loaded events in place.
+
+        ``"clc"``: the controlled logical clock (Rabenseifner 1997, with the
+        collective operations of Becker et al. 2009).  A receive must not
+        complete before its send started, a collective member must not
+        leave before the members it needs entered (see
+        :attr:`AnalysisResult.clock_violations`).  Timestamps only move
+        forward, jumps are amortized before and after, the order on every
+        location is kept, and a trace without violations is not changed.
+        Returns ``n_jumps`` (events moved to restore the condition),
+        ``n_moved`` (events changed at all) and ``max_shift`` (seconds).
+        Needs every location loaded in this process (not the parallel mode).
+        """
+        self._check_clock_correction(method)
+        stats = _core.correct_clocks(self._core, method)
+        return {k: stats[k] for k in ("n_jumps", "n_moved", "max_shift")}
 
     def write(self, path: str | os.PathLike[str], progress: Any = "auto") -> str:
         """Writes the loaded trace as an OTF2 archive; returns the anchor path."""
@@ -595,7 +634,7 @@ def _open_parallel(path: str, comm: Any, progress: Any) -> Trace:
 
 
 def open(path: str | os.PathLike[str], locations: Iterable[int] | None = None, comm: Any = None,
-         load: bool = True, progress: Any = "auto") -> Trace:
+         load: bool = True, progress: Any = "auto", clock_correction: str | None = None) -> Trace:
     """Opens an OTF2 trace (anchor file ``traces.otf2`` or experiment directory).
 
     Reads the definitions and, unless ``load=False``, the events of the
@@ -607,13 +646,26 @@ def open(path: str | os.PathLike[str], locations: Iterable[int] | None = None, c
     with MPI messages between the processes.
 
     `progress` reports the loading (see :mod:`waitscope.progress`).
+    ``clock_correction="clc"`` corrects the timestamps of the loaded
+    events with the controlled logical clock (:meth:`Trace.correct_clocks`);
+    it needs every location loaded and is not available with ``comm``.
 
     Raises :class:`waitscope.TraceError` naming the file and the problem.
     """
+    if clock_correction is not None:
+        if clock_correction != "clc":
+            raise ValueError(f"clock_correction: unknown method {clock_correction!r} (known: 'clc')")
+        if comm is not None:
+            raise ValueError("clock_correction: the correction needs every location's events in one process; "
+                             "it is not available in the parallel mode (open the trace without comm)")
+        if not load or locations is not None:
+            raise ValueError("clock_correction needs the events of every location (load=True, locations=None)")
     if comm is not None:
         return _open_parallel(os.fspath(path), comm, progress)
     core = _core.open(os.fspath(path))
     trace = Trace(core)
     if load:
         trace.load(locations, progress)
+    if clock_correction is not None:
+        trace.correct_clocks(clock_correction)
     return trace
