@@ -1,0 +1,120 @@
+"""halo1d_mpi4py.py - a 1D halo exchange in Python (mpi4py, NumPy buffers)
+with a convergence check and a tunable load imbalance.
+
+What it does
+    The ranks form a non-periodic chain.  Every step each rank
+      1. computes: a NumPy update plus a sleep of WORK ms, EXTRA ms more
+         on the slow rank (k mod P; ``--fixed R``: always rank R);
+      2. exchanges halos with its left and right neighbours:
+         Irecv x 2, Isend x 2, MPI.Request.Waitall;
+      3. checks convergence: comm.Allreduce of the local residual.
+
+Run (mpi4py must be built against the MPI that launches it; the waitscope
+test environment builds it against MPICH):
+    mpiexec.mpich -n 4 python3 examples/halo1d_mpi4py.py [--steps K] [--work W]
+                                                         [--extra X] [--fixed R]
+    waitscope trace --profile -- mpiexec.mpich -n 4 python3 examples/halo1d_mpi4py.py
+Defaults: 40 steps, WORK = 1 ms, EXTRA = 4 ms, rotating slow rank.
+
+The injected waiting (printed by rank 0 as "waitscope-expected ...")
+    Every step starts with all ranks leaving the Allreduce of the previous
+    step together.  With w_r the work of rank r in step k, a rank's Waitall
+    waits for its latest neighbour (Scalasca's Late Sender of a Waitall is
+    the largest lateness of the sends it completes):
+        LS_r = max_{n in {r} u N(r)} w_n - w_r,
+    it then enters the Allreduce at max_{n in {r} u N(r)} w_n and waits there
+    until the last rank enters (Wait at N x N):
+        NxN_r = max_q w_q - max_{n in {r} u N(r)} w_n.
+    Summed over ranks LS + NxN = (P - 1) * EXTRA per step; the slow rank's
+    neighbours (one at the ends of the chain, two inside) wait in the
+    Waitall, everybody else in the Allreduce.  Rank 0 sums these terms.
+    Python adds some tens of microseconds per step to every rank alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+
+def compute(u: np.ndarray, ms: float) -> float:
+    u[1:-1] = 0.5 * u[1:-1] + 0.25 * (u[:-2] + u[2:])
+    time.sleep(ms / 1000.0)
+    return float(np.abs(u).sum())
+
+
+def exchange(comm: MPI.Comm, u: np.ndarray, left: int, right: int) -> None:
+    recv_l, recv_r = np.empty(1), np.empty(1)
+    requests = [
+        comm.Irecv(recv_l, source=left, tag=0),
+        comm.Irecv(recv_r, source=right, tag=1),
+        comm.Isend(u[1:2].copy(), dest=left, tag=1),
+        comm.Isend(u[-2:-1].copy(), dest=right, tag=0),
+    ]
+    MPI.Request.Waitall(requests)
+    if left != MPI.PROC_NULL:
+        u[0] = recv_l[0]
+    if right != MPI.PROC_NULL:
+        u[-1] = recv_r[0]
+
+
+def converged(comm: MPI.Comm, residual: float) -> bool:
+    total = np.zeros(1)
+    comm.Allreduce(np.array([residual]), total, op=MPI.SUM)
+    return bool(total[0] < 0)
+
+
+def slow_rank(step: int, size: int, fixed: int | None) -> int:
+    return fixed if fixed is not None else step % size
+
+
+def solver(comm: MPI.Comm, args: argparse.Namespace) -> None:
+    rank, size = comm.Get_rank(), comm.Get_size()
+    left = rank - 1 if rank > 0 else MPI.PROC_NULL
+    right = rank + 1 if rank < size - 1 else MPI.PROC_NULL
+    u = np.linspace(0.0, 1.0, 256) + rank
+    for step in range(1, args.steps + 1):
+        extra = args.extra if rank == slow_rank(step, size, args.fixed) else 0.0
+        residual = compute(u, args.work + extra)
+        exchange(comm, u, left, right)
+        if converged(comm, residual):
+            break
+
+
+def expected(args: argparse.Namespace, size: int) -> tuple[float, float]:
+    """Late Sender and Wait at N x N of the header's model, in seconds."""
+    ls = nxn = 0.0
+    for step in range(1, args.steps + 1):
+        slow = slow_rank(step, size, args.fixed)
+        w = [args.work + (args.extra if r == slow else 0.0) for r in range(size)]
+        top = max(w)
+        for r in range(size):
+            near = max(w[n] for n in (r - 1, r, r + 1) if 0 <= n < size)
+            ls += near - w[r]
+            nxn += top - near
+    return ls / 1000.0, nxn / 1000.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--work", type=float, default=1.0, help="ms of work per step")
+    parser.add_argument("--extra", type=float, default=4.0, help="extra ms of the slow rank")
+    parser.add_argument("--fixed", type=int, default=None, help="always make this rank slow")
+    args = parser.parse_args()
+    comm = MPI.COMM_WORLD
+    comm.Barrier()
+    t0 = time.perf_counter()
+    solver(comm, args)
+    elapsed = time.perf_counter() - t0
+    if comm.Get_rank() == 0:
+        ls, nxn = expected(args, comm.Get_size())
+        print(f"halo1d_mpi4py: {comm.Get_size()} ranks, {args.steps} steps, {elapsed:.3f} s")
+        print(f"waitscope-expected mpi_latesender={ls:.9f} mpi_wait_nxn={nxn:.9f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
