@@ -28,7 +28,10 @@
  * "rotate" makes rank (g mod P) slow, "fixed=R" makes rank R slow in every
  * block, "none" adds nothing.
  *
- * The injected waiting (printed by rank 0 as "waitscope-expected ...")
+ * The injected waiting (printed by rank 0 as "waitscope-nominal ..." from
+ * the parameters and as "waitscope-expected ..." from the durations of the
+ * computations each rank measured, MPI_Wtime around them, gathered to rank 0
+ * after the loop: a loaded machine wakes sleepers late)
  *   Let t_r be the time of rank r, F_r(g) the time it enters its sends of
  *   block g and w_r(g) = WORK + EXTRA*[r slow in g].  All ranks start at
  *   0 (they leave a barrier together).  For block g, rank r with upstream
@@ -124,27 +127,32 @@ NOINLINE void compute_block(grid *g, double ms)
     sleep_ms(ms);
 }
 
-NOINLINE void sweep(grid *g, const options *o, int forward, long *gblock)
+/* work[g]: the measured duration of global block g's computation, in ms */
+NOINLINE void sweep(grid *g, const options *o, int forward, long *gblock, double *work)
 {
     for (int b = 0; b < o->blocks; b++, (*gblock)++) {
         receive_faces(g, forward);
+        double t0 = MPI_Wtime();
         compute_block(g, o->work_ms + (g->rank == slow_rank(o, *gblock, g->size) ? o->extra_ms : 0.0));
+        work[*gblock] = 1e3 * (MPI_Wtime() - t0);
         send_faces(g, forward);
     }
 }
 
-NOINLINE void solver(grid *g, const options *o)
+NOINLINE void solver(grid *g, const options *o, double *work)
 {
     long gblock = 0;
     for (int it = 0; it < o->iters; it++) {
-        sweep(g, o, 1, &gblock);
-        sweep(g, o, 0, &gblock);
+        sweep(g, o, 1, &gblock, work);
+        sweep(g, o, 0, &gblock, work);
     }
 }
 
-/* The recurrence of the header comment; returns the summed Late Sender time (s). */
-static double expected_latesender(const options *o, const grid *g)
+/* The recurrence of the header comment; returns the summed Late Sender time (s).
+ * work[r * blocks_total + g] is w_r(g) in ms; NULL: the nominal WORK and EXTRA. */
+static double expected_latesender(const options *o, const grid *g, const double *work)
 {
+    long total = 2L * o->iters * o->blocks;
     int p = g->size;
     double *t = calloc((size_t)p, sizeof *t), *f = calloc((size_t)p, sizeof *f);
     int *order = malloc(sizeof(int) * (size_t)p);
@@ -168,7 +176,7 @@ static double expected_latesender(const options *o, const grid *g)
                             ls += f[up[d]] - t[r];
                             t[r] = f[up[d]];
                         }
-                    t[r] += o->work_ms + (r == slow ? o->extra_ms : 0.0);
+                    t[r] += work ? work[(size_t)r * total + gblock] : o->work_ms + (r == slow ? o->extra_ms : 0.0);
                     f[r] = t[r];
                 }
             }
@@ -228,16 +236,23 @@ int main(int argc, char **argv)
     g.i = g.rank / g.py;
     g.j = g.rank % g.py;
 
+    long total = 2L * o.iters * o.blocks;
+    double *work = calloc((size_t)total, sizeof(double));
+    double *all = g.rank == 0 ? calloc((size_t)total * g.size, sizeof(double)) : NULL;
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    solver(&g, &o);
+    solver(&g, &o, work);
     double elapsed = MPI_Wtime() - t0;
+    MPI_Gather(work, (int)total, MPI_DOUBLE, all, (int)total, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (g.rank == 0) {
         printf("wavefront: %d ranks (%d x %d), %d iterations x 2 sweeps x %d blocks, work %.3f ms, "
                "extra %.3f ms, %.3f s\n", g.size, g.px, g.py, o.iters, o.blocks, o.work_ms, o.extra_ms, elapsed);
-        printf("waitscope-expected mpi_latesender=%.9f\n", expected_latesender(&o, &g));
+        printf("waitscope-nominal mpi_latesender=%.9f\n", expected_latesender(&o, &g, NULL));
+        printf("waitscope-expected mpi_latesender=%.9f\n", expected_latesender(&o, &g, all));
         fflush(stdout);
     }
+    free(work);
+    free(all);
     MPI_Finalize();
     return 0;
 }
