@@ -8,8 +8,10 @@
  *        WORK ms, and EXTRA ms more if it is the slow rank of this
  *        iteration (see SCHEDULE);
  *     2. exchanges halos with its up to four neighbours:
- *        MPI_Irecv x n, MPI_Isend x n, MPI_Waitall.
- *   Call path of the waiting: main/solver/exchange_halos/MPI_Waitall.
+ *        MPI_Irecv x n, MPI_Isend x n, MPI_Waitall (with -m wait: MPI_Wait on
+ *        each request in turn, receives first).
+ *   Call path of the waiting: main/solver/exchange_halos/MPI_Waitall (or
+ *   .../MPI_Wait).
  *
  * Build (one binary per MPI; -rdynamic keeps function names visible to
  * the call-stack unwinder of the waitscope interposition library):
@@ -19,6 +21,7 @@
  * Run:
  *   mpiexec.mpich -n 4 ./halo2d.mpich [-k ITERS] [-w WORK_MS] [-x EXTRA_MS]
  *                                     [-s rotate|fixed=R|none] [-n HALO_DOUBLES]
+ *                                     [-m waitall|wait]
  *   waitscope trace --profile -- mpiexec.mpich -n 4 ./halo2d.mpich -x 4
  *
  * Defaults: 40 iterations, WORK = 1 ms, EXTRA = 4 ms, schedule rotate,
@@ -43,7 +46,9 @@
  *   Scalasca's Late Sender for a Waitall is the largest lateness of the
  *   sends it completes, max(0, max_n(send enter) - Waitall enter), so
  *       LS_r(k) = T_r(k) - (T_r(k-1) + w_r(k))
- *   and the injected Late Sender waiting is sum_{r,k} LS_r(k), computed by
+ *   and the injected Late Sender waiting is sum_{r,k} LS_r(k) (with -m wait
+ *   the same: the first MPI_Wait that waits returns at the latest send of
+ *   the receives before it, the later ones wait for the rest), computed by
  *   rank 0 with this recurrence (communication costs, microseconds, are
  *   neglected against the milliseconds of work).  Special cases:
  *   fixed=R gives EXTRA * sum_{r != R} (ITERS - d(r, R) + 1), d the grid
@@ -67,6 +72,7 @@ typedef struct {
     double extra_ms;
     int fixed_rank; /* -1: rotate, -2: none */
     int halo;
+    int wait_each; /* complete with MPI_Wait per request instead of MPI_Waitall */
 } options;
 
 typedef struct {
@@ -106,7 +112,7 @@ NOINLINE void compute(domain *d, double ms)
     sleep_ms(ms);
 }
 
-NOINLINE void exchange_halos(domain *d, int count)
+NOINLINE void exchange_halos(domain *d, int count, int wait_each)
 {
     MPI_Request req[8];
     MPI_Status status[8];
@@ -118,7 +124,11 @@ NOINLINE void exchange_halos(domain *d, int count)
             d->send[s][i] = d->field[(i % d->n) * d->n + s];
         MPI_Isend(d->send[s], count, MPI_DOUBLE, d->nbr[s], 0, d->cart, &req[nreq++]);
     }
-    MPI_Waitall(nreq, req, status);
+    if (wait_each)
+        for (int i = 0; i < nreq; i++)
+            MPI_Wait(&req[i], &status[i]);
+    else
+        MPI_Waitall(nreq, req, status);
 }
 
 /* work[k-1]: the measured duration of iteration k's computation, in ms */
@@ -129,7 +139,7 @@ NOINLINE void solver(domain *d, const options *o, double *work)
         double t0 = MPI_Wtime();
         compute(d, ms);
         work[k - 1] = 1e3 * (MPI_Wtime() - t0);
-        exchange_halos(d, o->halo);
+        exchange_halos(d, o->halo, o->wait_each);
     }
 }
 
@@ -183,10 +193,18 @@ static double expected_latesender(const options *o, MPI_Comm cart, int size, con
 
 static int parse(int argc, char **argv, options *o)
 {
-    *o = (options){40, 1.0, 4.0, -1, 128};
+    *o = (options){40, 1.0, 4.0, -1, 128, 0};
     int c;
-    while ((c = getopt(argc, argv, "k:w:x:s:n:")) != -1) {
+    while ((c = getopt(argc, argv, "k:w:x:s:n:m:")) != -1) {
         switch (c) {
+        case 'm':
+            if (strcmp(optarg, "wait") == 0)
+                o->wait_each = 1;
+            else if (strcmp(optarg, "waitall") == 0)
+                o->wait_each = 0;
+            else
+                return -1;
+            break;
         case 'k': o->iters = atoi(optarg); break;
         case 'w': o->work_ms = atof(optarg); break;
         case 'x': o->extra_ms = atof(optarg); break;
@@ -218,7 +236,7 @@ int main(int argc, char **argv)
     if (parse(argc, argv, &o) != 0 || o.fixed_rank >= d.size) {
         if (d.rank == 0)
             fprintf(stderr, "usage: halo2d [-k ITERS] [-w WORK_MS] [-x EXTRA_MS] [-s rotate|fixed=R|none] "
-                            "[-n HALO_DOUBLES]\n");
+                            "[-n HALO_DOUBLES] [-m waitall|wait]\n");
         MPI_Finalize();
         return 2;
     }
