@@ -17,9 +17,12 @@ test environment builds it against MPICH):
 Defaults: 40 steps, WORK = 1 ms, EXTRA = 4 ms, rotating slow rank.
 
 The injected waiting (printed by rank 0 as "waitscope-nominal ..." from the
-parameters and as "waitscope-expected ..." from the durations of the
-computations each rank measured, gathered to rank 0 after the loop: a loaded
-machine wakes sleepers late)
+formula below and as "waitscope-expected ..." from what the ranks measured:
+each stamps (time.monotonic, one clock on a node) the start of its sends,
+the start and end of its Waitall and Allreduce; rank 0 gathers the stamps
+and sums Scalasca's definitions, min(partner's start, own end) - own start.
+The two agree on an idle machine; on a loaded one the scheduler stretches
+sleeps, and a trace must find the measured amount)
     Every step starts with all ranks leaving the Allreduce of the previous
     step together.  With w_r the work of rank r in step k, a rank's Waitall
     waits for its latest neighbour (Scalasca's Late Sender of a Waitall is
@@ -49,24 +52,28 @@ def compute(u: np.ndarray, ms: float) -> float:
     return float(np.abs(u).sum())
 
 
-def exchange(comm: MPI.Comm, u: np.ndarray, left: int, right: int) -> None:
+def exchange(comm: MPI.Comm, u: np.ndarray, left: int, right: int, stamp: list[float]) -> None:
+    """Appends to `stamp`: start of the sends, start and end of the Waitall."""
     recv_l, recv_r = np.empty(1), np.empty(1)
-    requests = [
-        comm.Irecv(recv_l, source=left, tag=0),
-        comm.Irecv(recv_r, source=right, tag=1),
-        comm.Isend(u[1:2].copy(), dest=left, tag=1),
-        comm.Isend(u[-2:-1].copy(), dest=right, tag=0),
-    ]
+    requests = [comm.Irecv(recv_l, source=left, tag=0), comm.Irecv(recv_r, source=right, tag=1)]
+    out_l, out_r = u[1:2].copy(), u[-2:-1].copy()
+    stamp.append(time.monotonic())
+    requests += [comm.Isend(out_l, dest=left, tag=1), comm.Isend(out_r, dest=right, tag=0)]
+    stamp.append(time.monotonic())
     MPI.Request.Waitall(requests)
+    stamp.append(time.monotonic())
     if left != MPI.PROC_NULL:
         u[0] = recv_l[0]
     if right != MPI.PROC_NULL:
         u[-1] = recv_r[0]
 
 
-def converged(comm: MPI.Comm, residual: float) -> bool:
+def converged(comm: MPI.Comm, residual: float, stamp: list[float]) -> bool:
+    """Appends to `stamp`: start and end of the Allreduce."""
     total = np.zeros(1)
+    stamp.append(time.monotonic())
     comm.Allreduce(np.array([residual]), total, op=MPI.SUM)
+    stamp.append(time.monotonic())
     return bool(total[0] < 0)
 
 
@@ -74,34 +81,45 @@ def slow_rank(step: int, size: int, fixed: int | None) -> int:
     return fixed if fixed is not None else step % size
 
 
-def solver(comm: MPI.Comm, args: argparse.Namespace) -> list[float]:
-    """Runs the steps; returns the measured duration of each step's computation (ms)."""
+def solver(comm: MPI.Comm, args: argparse.Namespace) -> list[list[float]]:
+    """Runs the steps; returns per step the stamps of exchange() and converged()."""
     rank, size = comm.Get_rank(), comm.Get_size()
-    work = []
+    stamps: list[list[float]] = []
     left = rank - 1 if rank > 0 else MPI.PROC_NULL
     right = rank + 1 if rank < size - 1 else MPI.PROC_NULL
     u = np.linspace(0.0, 1.0, 256) + rank
     for step in range(1, args.steps + 1):
         extra = args.extra if rank == slow_rank(step, size, args.fixed) else 0.0
-        t0 = time.perf_counter()
         residual = compute(u, args.work + extra)
-        work.append(1e3 * (time.perf_counter() - t0))
-        exchange(comm, u, left, right)
-        if converged(comm, residual):
+        stamp: list[float] = []
+        stamps.append(stamp)
+        exchange(comm, u, left, right, stamp)
+        if converged(comm, residual, stamp):
             break
-    return work
+    return stamps
 
 
-def expected(args: argparse.Namespace, size: int, work: list[list[float]] | None = None) -> tuple[float, float]:
-    """Late Sender and Wait at N x N of the header's model, in seconds, from the
-    measured durations work[rank][step - 1] (ms) or, without them, the nominal ones."""
+def measured(stamps: list[list[list[float]]]) -> tuple[float, float]:
+    """Late Sender and Wait at N x N by Scalasca's definitions from the stamps
+    stamps[rank][step] = [send start, Waitall start, Waitall end, Allreduce start, Allreduce end]."""
+    size = len(stamps)
+    ls = nxn = 0.0
+    for step in range(len(stamps[0])):
+        s = [stamps[r][step] for r in range(size)]
+        last = max(x[3] for x in s)
+        for r in range(size):
+            latest = max(s[n][0] for n in (r - 1, r + 1) if 0 <= n < size) if size > 1 else s[r][1]
+            ls += max(0.0, min(latest, s[r][2]) - s[r][1])
+            nxn += max(0.0, min(last, s[r][4]) - s[r][3])
+    return ls, nxn
+
+
+def nominal(args: argparse.Namespace, size: int) -> tuple[float, float]:
+    """Late Sender and Wait at N x N of the header's model, in seconds."""
     ls = nxn = 0.0
     for step in range(1, args.steps + 1):
         slow = slow_rank(step, size, args.fixed)
-        if work is not None:
-            w = [work[r][step - 1] for r in range(size)]
-        else:
-            w = [args.work + (args.extra if r == slow else 0.0) for r in range(size)]
+        w = [args.work + (args.extra if r == slow else 0.0) for r in range(size)]
         top = max(w)
         for r in range(size):
             near = max(w[n] for n in (r - 1, r, r + 1) if 0 <= n < size)
@@ -120,14 +138,14 @@ def main() -> None:
     comm = MPI.COMM_WORLD
     comm.Barrier()
     t0 = time.perf_counter()
-    work = solver(comm, args)
+    stamps = solver(comm, args)
     elapsed = time.perf_counter() - t0
-    measured = comm.gather(work, root=0)
+    everyone = comm.gather(stamps, root=0)
     if comm.Get_rank() == 0:
         print(f"halo1d_mpi4py: {comm.Get_size()} ranks, {args.steps} steps, {elapsed:.3f} s")
-        ls, nxn = expected(args, comm.Get_size())
+        ls, nxn = nominal(args, comm.Get_size())
         print(f"waitscope-nominal mpi_latesender={ls:.9f} mpi_wait_nxn={nxn:.9f}")
-        ls, nxn = expected(args, comm.Get_size(), measured)
+        ls, nxn = measured(everyone)
         print(f"waitscope-expected mpi_latesender={ls:.9f} mpi_wait_nxn={nxn:.9f}", flush=True)
 
 

@@ -15,8 +15,8 @@
  *
  * Build (one binary per MPI; -rdynamic keeps function names visible to
  * the call-stack unwinder of the waitscope interposition library):
- *   mpicc.mpich   -O2 -g -rdynamic -o halo2d.mpich   halo2d.c
- *   mpicc.openmpi -O2 -g -rdynamic -o halo2d.openmpi halo2d.c
+ *   mpicc.mpich   -O2 -g -fno-optimize-sibling-calls -rdynamic -o halo2d.mpich   halo2d.c
+ *   mpicc.openmpi -O2 -g -fno-optimize-sibling-calls -rdynamic -o halo2d.openmpi halo2d.c
  *   (or: make -C examples)
  * Run:
  *   mpiexec.mpich -n 4 ./halo2d.mpich [-k ITERS] [-w WORK_MS] [-x EXTRA_MS]
@@ -32,11 +32,18 @@
  * minimum-based profile estimates need); "fixed=R" makes rank R slow in
  * every iteration (a static imbalance); "none" has no slow rank.
  *
- * The injected waiting (printed by rank 0 as "waitscope-nominal ..." from
- * the parameters and as "waitscope-expected ..." from the durations of the
- * computations each rank measured, MPI_Wtime around them, gathered to rank 0
- * after the loop: a loaded machine wakes sleepers late, and the waiting
- * follows what was injected, not what was asked for)
+ * The injected waiting
+ *   Rank 0 prints "waitscope-nominal mpi_latesender=..." from the formula
+ *   below and "waitscope-expected mpi_latesender=..." from what the ranks
+ *   measured: each stamps (CLOCK_MONOTONIC, one clock on a node) the start
+ *   of its sends and the start and end of its completion call; after the
+ *   loop rank 0 gathers the stamps and sums Scalasca's definition,
+ *   min(latest neighbour's send, end) - start, when positive.  The two
+ *   agree on an idle machine; on a loaded one the scheduler stretches
+ *   sleeps and delays the return from busy-polling waits, which shifts the
+ *   waiting by more than the imbalance asked for, and a trace must find
+ *   the measured amount.
+ *   The formula:
  *   Let w_r(k) = WORK + EXTRA*[r slow in k] and T_r(k) the time rank r
  *   leaves MPI_Waitall of iteration k (T_r(0) = 0: all ranks leave the
  *   barrier after MPI_Init together).  Rank r posts its sends when its
@@ -112,42 +119,49 @@ NOINLINE void compute(domain *d, double ms)
     sleep_ms(ms);
 }
 
-NOINLINE void exchange_halos(domain *d, int count, int wait_each)
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* stamp[0]: before the sends, stamp[1]: before the completion, stamp[2]: after it */
+NOINLINE void exchange_halos(domain *d, int count, int wait_each, double stamp[3])
 {
     MPI_Request req[8];
     MPI_Status status[8];
     int nreq = 0;
     for (int s = 0; s < 4; s++)
         MPI_Irecv(d->recv[s], count, MPI_DOUBLE, d->nbr[s], 0, d->cart, &req[nreq++]);
-    for (int s = 0; s < 4; s++) {
+    for (int s = 0; s < 4; s++)
         for (int i = 0; i < count; i++)
             d->send[s][i] = d->field[(i % d->n) * d->n + s];
+    stamp[0] = now();
+    for (int s = 0; s < 4; s++)
         MPI_Isend(d->send[s], count, MPI_DOUBLE, d->nbr[s], 0, d->cart, &req[nreq++]);
-    }
+    stamp[1] = now();
     if (wait_each)
         for (int i = 0; i < nreq; i++)
             MPI_Wait(&req[i], &status[i]);
     else
         MPI_Waitall(nreq, req, status);
+    stamp[2] = now();
 }
 
-/* work[k-1]: the measured duration of iteration k's computation, in ms */
-NOINLINE void solver(domain *d, const options *o, double *work)
+/* stamps[3(k-1) .. 3(k-1)+2]: the stamps of iteration k's exchange */
+NOINLINE void solver(domain *d, const options *o, double *stamps)
 {
     for (int k = 1; k <= o->iters; k++) {
         double ms = o->work_ms + (d->rank == slow_rank(o, k, d->size) ? o->extra_ms : 0.0);
-        double t0 = MPI_Wtime();
         compute(d, ms);
-        work[k - 1] = 1e3 * (MPI_Wtime() - t0);
-        exchange_halos(d, o->halo, o->wait_each);
+        exchange_halos(d, o->halo, o->wait_each, &stamps[3 * (k - 1)]);
     }
 }
 
-/* The recurrence of the header comment; returns the summed Late Sender time (s).
- * work[r * iters + k - 1] is w_r(k) in ms; NULL: the nominal WORK and EXTRA. */
-static double expected_latesender(const options *o, MPI_Comm cart, int size, const double *work)
+/* nbr[4r + s]: neighbour s of rank r (-1: none) */
+static int *all_neighbours(MPI_Comm cart, int size)
 {
-    double *t = calloc((size_t)size, sizeof *t), *nt = calloc((size_t)size, sizeof *nt);
     int *nbr = malloc(sizeof(int) * 4 * (size_t)size);
     int dims[2], periods[2], coords[2];
     MPI_Cart_get(cart, 2, dims, periods, coords);
@@ -164,10 +178,19 @@ static double expected_latesender(const options *o, MPI_Comm cart, int size, con
                 MPI_Cart_rank(cart, nc, &nbr[4 * r + s]);
         }
     }
+    return nbr;
+}
+
+/* The recurrence of the header comment with the nominal WORK and EXTRA;
+ * returns the summed Late Sender time (s). */
+static double nominal_latesender(const options *o, MPI_Comm cart, int size)
+{
+    double *t = calloc((size_t)size, sizeof *t), *nt = calloc((size_t)size, sizeof *nt);
+    int *nbr = all_neighbours(cart, size);
     double ls = 0;
     for (int k = 1; k <= o->iters; k++) {
         int slow = slow_rank(o, k, size);
-#define W(r) (work ? work[(size_t)(r) * o->iters + k - 1] : o->work_ms + ((r) == slow ? o->extra_ms : 0.0))
+#define W(r) (o->work_ms + ((r) == slow ? o->extra_ms : 0.0))
         for (int r = 0; r < size; r++) {
             double own = t[r] + W(r);
             double done = own;
@@ -189,6 +212,30 @@ static double expected_latesender(const options *o, MPI_Comm cart, int size, con
     free(nt);
     free(nbr);
     return ls / 1000.0;
+}
+
+/* Scalasca's Late Sender of each exchange from the stamps all ranks took
+ * (stamps[r][3(k-1) + i], CLOCK_MONOTONIC, one clock for the whole node):
+ * min(latest neighbour's send, own completion end) - own completion start. */
+static double measured_latesender(const options *o, MPI_Comm cart, int size, const double *stamps)
+{
+    int *nbr = all_neighbours(cart, size);
+    double ls = 0;
+    for (int r = 0; r < size; r++)
+        for (int k = 0; k < o->iters; k++) {
+            const double *mine = &stamps[(size_t)r * 3 * o->iters + 3 * k];
+            double latest = -1;
+            for (int s = 0; s < 4; s++) {
+                int n = nbr[4 * r + s];
+                if (n >= 0 && stamps[(size_t)n * 3 * o->iters + 3 * k] > latest)
+                    latest = stamps[(size_t)n * 3 * o->iters + 3 * k];
+            }
+            double end = latest < mine[2] ? latest : mine[2];
+            if (end > mine[1])
+                ls += end - mine[1];
+        }
+    free(nbr);
+    return ls;
 }
 
 static int parse(int argc, char **argv, options *o)
@@ -255,22 +302,22 @@ int main(int argc, char **argv)
     for (int i = 0; i < d.n * d.n; i++)
         d.field[i] = (double)((i * 7 + d.rank) % 13);
 
-    double *work = calloc((size_t)o.iters, sizeof(double));
-    double *all = d.rank == 0 ? calloc((size_t)o.iters * d.size, sizeof(double)) : NULL;
+    double *stamps = calloc(3 * (size_t)o.iters, sizeof(double));
+    double *all = d.rank == 0 ? calloc(3 * (size_t)o.iters * d.size, sizeof(double)) : NULL;
     MPI_Barrier(d.cart);
     double t0 = MPI_Wtime();
-    solver(&d, &o, work);
+    solver(&d, &o, stamps);
     double elapsed = MPI_Wtime() - t0;
-    MPI_Gather(work, o.iters, MPI_DOUBLE, all, o.iters, MPI_DOUBLE, 0, d.cart);
+    MPI_Gather(stamps, 3 * o.iters, MPI_DOUBLE, all, 3 * o.iters, MPI_DOUBLE, 0, d.cart);
 
     if (d.rank == 0) {
         printf("halo2d: %d ranks (%d x %d), %d iterations, work %.3f ms, extra %.3f ms, %.3f s\n", d.size,
                dims[0], dims[1], o.iters, o.work_ms, o.extra_ms, elapsed);
-        printf("waitscope-nominal mpi_latesender=%.9f\n", expected_latesender(&o, d.cart, d.size, NULL));
-        printf("waitscope-expected mpi_latesender=%.9f\n", expected_latesender(&o, d.cart, d.size, all));
+        printf("waitscope-nominal mpi_latesender=%.9f\n", nominal_latesender(&o, d.cart, d.size));
+        printf("waitscope-expected mpi_latesender=%.9f\n", measured_latesender(&o, d.cart, d.size, all));
         fflush(stdout);
     }
-    free(work);
+    free(stamps);
     free(all);
     for (int s = 0; s < 4; s++) {
         free(d.send[s]);

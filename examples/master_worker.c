@@ -18,8 +18,8 @@
  *      result to rank 0 (main/run_round/collect_results/MPI_Reduce).
  *
  * Build:
- *   mpicc.mpich   -O2 -g -rdynamic -o master_worker.mpich   master_worker.c
- *   mpicc.openmpi -O2 -g -rdynamic -o master_worker.openmpi master_worker.c
+ *   mpicc.mpich   -O2 -g -fno-optimize-sibling-calls -rdynamic -o master_worker.mpich   master_worker.c
+ *   mpicc.openmpi -O2 -g -fno-optimize-sibling-calls -rdynamic -o master_worker.openmpi master_worker.c
  *   (or: make -C examples)
  * Run (at least 2 ranks):
  *   mpiexec.mpich -n 4 ./master_worker.mpich [-r ROUNDS] [-t TASKS] [-d TASK_MS]
@@ -27,10 +27,15 @@
  * Defaults: 6 rounds, 12 tasks per round, TASK = 1 ms, SETUP = 4 ms,
  * POST = 3 ms.
  *
- * The injected waiting (printed by rank 0 as "waitscope-nominal ..." from
- * the parameters and as "waitscope-expected ..." with the setup and
- * post-processing times measured with MPI_Wtime: a loaded machine wakes
- * sleepers late)
+ * The injected waiting
+ *   Rank 0 prints "waitscope-nominal ..." from the formulas below and
+ *   "waitscope-expected ..." from what the ranks measured: each stamps
+ *   (CLOCK_MONOTONIC, one clock on a node) the start and end of its
+ *   MPI_Bcast and MPI_Reduce; rank 0 gathers the stamps after the loop and
+ *   sums Scalasca's definitions (below, with min(..., own end)).  The two
+ *   agree on an idle machine; on a loaded one the scheduler stretches
+ *   sleeps, and a trace must find the measured amount.
+ *   The formulas:
  *   After the barrier of step 1 the workers enter MPI_Bcast at once and
  *   the root SETUP ms later; Scalasca's Late Broadcast charges every
  *   non-root member (root's enter - own enter), so
@@ -70,12 +75,22 @@ NOINLINE void sleep_ms(double ms)
     }
 }
 
-NOINLINE void distribute_parameters(double *params, int rank)
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* stamp[0], stamp[1]: start and end of the broadcast */
+NOINLINE void distribute_parameters(double *params, int rank, double *stamp)
 {
     if (rank == 0)
         for (int i = 0; i < 4; i++)
             params[i] += 1.0;
+    stamp[0] = now();
     MPI_Bcast(params, 4, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    stamp[1] = now();
 }
 
 NOINLINE int next_request(double *result, MPI_Status *status)
@@ -125,31 +140,29 @@ NOINLINE double worker(const options *o, const double *params)
     return sum;
 }
 
-NOINLINE double collect_results(double partial)
+/* stamp[0], stamp[1]: start and end of the reduction */
+NOINLINE double collect_results(double partial, double *stamp)
 {
     double total = 0;
+    stamp[0] = now();
     MPI_Reduce(&partial, &total, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    stamp[1] = now();
     return total;
 }
 
-/* measured[0] += the root's setup time, measured[1] += this rank's post-processing time (s) */
-NOINLINE double run_round(const options *o, int round, int rank, int size, double *params, double *measured)
+/* stamp[0..1]: the broadcast's start and end, stamp[2..3]: the reduction's */
+NOINLINE double run_round(const options *o, int round, int rank, int size, double *params, double *stamp)
 {
     int odd = round % 2 == 1;
     MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
     if (rank == 0 && odd)
         sleep_ms(o->setup_ms);
-    measured[0] += rank == 0 && odd ? MPI_Wtime() - t0 : 0.0;
-    distribute_parameters(params, rank);
+    distribute_parameters(params, rank, stamp);
     double partial = rank == 0 ? master(o, size) : worker(o, params);
     MPI_Barrier(MPI_COMM_WORLD);
-    if (odd && rank == 1 + round % (size - 1)) {
-        t0 = MPI_Wtime();
+    if (odd && rank == 1 + round % (size - 1))
         sleep_ms(o->post_ms);
-        measured[1] += MPI_Wtime() - t0;
-    }
-    return collect_results(rank == 0 ? 0.0 : partial);
+    return collect_results(rank == 0 ? 0.0 : partial, stamp + 2);
 }
 
 static int parse(int argc, char **argv, options *o)
@@ -183,21 +196,43 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    double params[4] = {1.0, 2.0, 3.0, 4.0}, total = 0, measured[2] = {0, 0}, post = 0;
+    double params[4] = {1.0, 2.0, 3.0, 4.0}, total = 0;
+    double *stamps = calloc(4 * (size_t)o.rounds, sizeof(double));
+    double *all = rank == 0 ? calloc(4 * (size_t)o.rounds * size, sizeof(double)) : NULL;
     double t0 = MPI_Wtime();
     for (int round = 0; round < o.rounds; round++)
-        total += run_round(&o, round, rank, size, params, measured);
+        total += run_round(&o, round, rank, size, params, &stamps[4 * round]);
     double elapsed = MPI_Wtime() - t0;
-    MPI_Reduce(&measured[1], &post, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Gather(stamps, 4 * o.rounds, MPI_DOUBLE, all, 4 * o.rounds, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         int n_odd = o.rounds / 2;
         printf("master_worker: %d ranks, %d rounds of %d tasks, result %.1f, %.3f s\n", size, o.rounds, o.tasks,
                total, elapsed);
         printf("waitscope-nominal mpi_latebroadcast=%.9f mpi_earlyreduce=%.9f\n",
                n_odd * (size - 1) * o.setup_ms / 1000.0, n_odd * o.post_ms / 1000.0);
-        printf("waitscope-expected mpi_latebroadcast=%.9f mpi_earlyreduce=%.9f\n", (size - 1) * measured[0], post);
+        /* from the stamps: non-roots of the broadcast wait min(root's start, own end) - own start,
+           the root of the reduction min(last start, own end) - own start */
+        double late_bcast = 0, early_reduce = 0;
+        for (int round = 0; round < o.rounds; round++) {
+            const double *root = &all[4 * round];
+            double last = 0;
+            for (int r = 0; r < size; r++) {
+                const double *mine = &all[(size_t)r * 4 * o.rounds + 4 * round];
+                if (r > 0) {
+                    double end = root[0] < mine[1] ? root[0] : mine[1];
+                    late_bcast += end > mine[0] ? end - mine[0] : 0.0;
+                }
+                if (mine[2] > last)
+                    last = mine[2];
+            }
+            double end = last < root[3] ? last : root[3];
+            early_reduce += end > root[2] ? end - root[2] : 0.0;
+        }
+        printf("waitscope-expected mpi_latebroadcast=%.9f mpi_earlyreduce=%.9f\n", late_bcast, early_reduce);
         fflush(stdout);
     }
+    free(stamps);
+    free(all);
     MPI_Finalize();
     return 0;
 }

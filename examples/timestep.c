@@ -15,8 +15,8 @@
  *   imbalance.
  *
  * Build:
- *   mpicc.mpich   -O2 -g -rdynamic -o timestep.mpich   timestep.c
- *   mpicc.openmpi -O2 -g -rdynamic -o timestep.openmpi timestep.c
+ *   mpicc.mpich   -O2 -g -fno-optimize-sibling-calls -rdynamic -o timestep.mpich   timestep.c
+ *   mpicc.openmpi -O2 -g -fno-optimize-sibling-calls -rdynamic -o timestep.openmpi timestep.c
  *   (or: make -C examples)
  * Run:
  *   mpiexec.mpich -n 4 ./timestep.mpich [-k STEPS] [-w WORK_MS] [-x EXTRA_MS]
@@ -24,10 +24,15 @@
  * Defaults: 40 steps, WORK = 1 ms, EXTRA = 3 ms, WORK2 = 0.5 ms,
  * EXTRA2 = 2 ms, COUNT = 64, rotate.
  *
- * The injected waiting (printed by rank 0 as "waitscope-nominal ..." from
- * the parameters and as "waitscope-expected ..." from the durations of the
- * phases each rank measured, MPI_Wtime around them, gathered to rank 0
- * after the loop: a loaded machine wakes sleepers late)
+ * The injected waiting
+ *   Rank 0 prints "waitscope-nominal ..." from the formula below and
+ *   "waitscope-expected ..." from what the ranks measured: each stamps
+ *   (CLOCK_MONOTONIC, one clock on a node) the start and end of its
+ *   collectives; rank 0 gathers the stamps after the loop and sums
+ *   Scalasca's Wait at N x N, min(last member's start, own end) - own
+ *   start.  The two agree on an idle machine; on a loaded one the
+ *   scheduler stretches sleeps, and a trace must find the measured amount.
+ *   The formula:
  *   Scalasca's Wait at N x N charges every member the time from its enter
  *   to the last member's enter.  All ranks leave a synchronizing
  *   collective together (to within microseconds), so in step k the
@@ -35,9 +40,8 @@
  *   with the second phase's work.  With one slow rank per phase (rotate or
  *   fixed=R, P > 1):
  *       mpi_wait_nxn = STEPS * (P - 1) * (EXTRA + EXTRA2)
- *   of which STEPS * (P - 1) * EXTRA in the Allreduce call path (nominal);
- *   from the measured durations w_r(k) of each phase the sum above.  There
- *   is no point-to-point communication, so no Late Sender.
+ *   of which STEPS * (P - 1) * EXTRA in the Allreduce call path.  There is
+ *   no point-to-point communication, so no Late Sender.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
@@ -83,10 +87,20 @@ NOINLINE double advance(double *u, int n, double ms)
     return local_dt;
 }
 
-NOINLINE double global_timestep(double local_dt)
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* stamp[0], stamp[1]: start and end of the call */
+NOINLINE double global_timestep(double local_dt, double *stamp)
 {
     double dt;
+    stamp[0] = now();
     MPI_Allreduce(&local_dt, &dt, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    stamp[1] = now();
     return dt;
 }
 
@@ -97,27 +111,26 @@ NOINLINE void rhs(double *u, int n, double dt, double ms)
     sleep_ms(ms);
 }
 
-NOINLINE void transpose(double *u, double *t, int count)
+NOINLINE void transpose(double *u, double *t, int count, double *stamp)
 {
+    stamp[0] = now();
     MPI_Alltoall(u, count, MPI_DOUBLE, t, count, MPI_DOUBLE, MPI_COMM_WORLD);
+    stamp[1] = now();
 }
 
-/* work[2k-2], work[2k-1]: measured durations of step k's two phases, in ms */
-NOINLINE void solver(const options *o, int rank, int size, double *work)
+/* stamps[4(k-1) ...]: start, end of step k's Allreduce, then of its Alltoall */
+NOINLINE void solver(const options *o, int rank, int size, double *stamps)
 {
     int n = o->count * size;
     double *u = malloc(sizeof(double) * (size_t)n), *t = malloc(sizeof(double) * (size_t)n);
     for (int i = 0; i < n; i++)
         u[i] = 1.0 + rank + i % 7;
     for (int k = 1; k <= o->steps; k++) {
-        double t0 = MPI_Wtime();
+        double *stamp = &stamps[4 * (k - 1)];
         double local_dt = advance(u, n, o->work_ms + (is_slow(o, rank, k, size) ? o->extra_ms : 0.0));
-        work[2 * k - 2] = 1e3 * (MPI_Wtime() - t0);
-        double dt = global_timestep(local_dt);
-        t0 = MPI_Wtime();
+        double dt = global_timestep(local_dt, stamp);
         rhs(u, n, dt, o->work2_ms + (is_slow(o, rank, k + 1, size) ? o->extra2_ms : 0.0));
-        work[2 * k - 1] = 1e3 * (MPI_Wtime() - t0);
-        transpose(u, t, o->count);
+        transpose(u, t, o->count, stamp + 2);
         double *s = u;
         u = t;
         t = s;
@@ -168,13 +181,14 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    double *work = calloc(2 * (size_t)o.steps, sizeof(double));
-    double *all = rank == 0 ? calloc(2 * (size_t)o.steps * size, sizeof(double)) : NULL;
+    int n_stamps = 4 * o.steps;
+    double *stamps = calloc((size_t)n_stamps, sizeof(double));
+    double *all = rank == 0 ? calloc((size_t)n_stamps * size, sizeof(double)) : NULL;
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    solver(&o, rank, size, work);
+    solver(&o, rank, size, stamps);
     double elapsed = MPI_Wtime() - t0;
-    MPI_Gather(work, 2 * o.steps, MPI_DOUBLE, all, 2 * o.steps, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Gather(stamps, n_stamps, MPI_DOUBLE, all, n_stamps, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         double slow = (o.fixed_rank == -2 || size < 2) ? 0.0 : 1.0;
         double allreduce = o.steps * (size - 1) * o.extra_ms * slow / 1000.0;
@@ -182,21 +196,24 @@ int main(int argc, char **argv)
         printf("timestep: %d ranks, %d steps, %.3f s\n", size, o.steps, elapsed);
         printf("waitscope-nominal mpi_wait_nxn=%.9f mpi_wait_nxn@MPI_Allreduce=%.9f "
                "mpi_wait_nxn@MPI_Alltoall=%.9f mpi_latesender=0\n", allreduce + alltoall, allreduce, alltoall);
-        /* the same from the measured phases: sum_r (max_q w_q - w_r) per phase */
+        /* from the stamps: sum_r min(last start, own end) - own start, per collective */
         double phase[2] = {0, 0};
-        for (int k = 0; k < 2 * o.steps; k++) {
-            double top = 0;
+        for (int c = 0; c < 2 * o.steps; c++) {
+            double last = 0;
             for (int r = 0; r < size; r++)
-                if (all[(size_t)r * 2 * o.steps + k] > top)
-                    top = all[(size_t)r * 2 * o.steps + k];
-            for (int r = 0; r < size; r++)
-                phase[k % 2] += (top - all[(size_t)r * 2 * o.steps + k]) / 1000.0;
+                if (all[(size_t)r * n_stamps + 2 * c] > last)
+                    last = all[(size_t)r * n_stamps + 2 * c];
+            for (int r = 0; r < size; r++) {
+                const double *mine = &all[(size_t)r * n_stamps + 2 * c];
+                double end = last < mine[1] ? last : mine[1];
+                phase[c % 2] += end > mine[0] ? end - mine[0] : 0.0;
+            }
         }
         printf("waitscope-expected mpi_wait_nxn=%.9f mpi_wait_nxn@MPI_Allreduce=%.9f "
                "mpi_wait_nxn@MPI_Alltoall=%.9f mpi_latesender=0\n", phase[0] + phase[1], phase[0], phase[1]);
         fflush(stdout);
     }
-    free(work);
+    free(stamps);
     free(all);
     MPI_Finalize();
     return 0;

@@ -15,8 +15,8 @@
  *   main/solver/sweep/send_faces/MPI_Send.
  *
  * Build:
- *   mpicc.mpich   -O2 -g -rdynamic -o wavefront.mpich   wavefront.c
- *   mpicc.openmpi -O2 -g -rdynamic -o wavefront.openmpi wavefront.c
+ *   mpicc.mpich   -O2 -g -fno-optimize-sibling-calls -rdynamic -o wavefront.mpich   wavefront.c
+ *   mpicc.openmpi -O2 -g -fno-optimize-sibling-calls -rdynamic -o wavefront.openmpi wavefront.c
  *   (or: make -C examples)
  * Run:
  *   mpiexec.mpich -n 4 ./wavefront.mpich [-k ITERS] [-b BLOCKS] [-w WORK_MS]
@@ -28,10 +28,17 @@
  * "rotate" makes rank (g mod P) slow, "fixed=R" makes rank R slow in every
  * block, "none" adds nothing.
  *
- * The injected waiting (printed by rank 0 as "waitscope-nominal ..." from
- * the parameters and as "waitscope-expected ..." from the durations of the
- * computations each rank measured, MPI_Wtime around them, gathered to rank 0
- * after the loop: a loaded machine wakes sleepers late)
+ * The injected waiting
+ *   Rank 0 prints "waitscope-nominal mpi_latesender=..." from the formula
+ *   below and "waitscope-expected mpi_latesender=..." from what the ranks
+ *   measured: each stamps (CLOCK_MONOTONIC, one clock on a node) the start
+ *   of its sends and the start and end of its receives; rank 0 gathers the
+ *   stamps after the loop and sums Scalasca's Late Sender,
+ *   min(send start, receive end) - receive start, when positive.  The two
+ *   agree on an idle machine; on a loaded one the scheduler stretches
+ *   sleeps and delays busy-polling receives, and a trace must find the
+ *   measured amount.
+ *   The formula:
  *   Let t_r be the time of rank r, F_r(g) the time it enters its sends of
  *   block g and w_r(g) = WORK + EXTRA*[r slow in g].  All ranks start at
  *   0 (they leave a barrier together).  For block g, rank r with upstream
@@ -98,24 +105,37 @@ static void neighbours(const grid *g, int r, int forward, int upstream, int out[
     out[1] = (nj >= 0 && nj < g->py) ? i * g->py + nj : -1;
 }
 
-NOINLINE void receive_faces(grid *g, int forward)
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* stamp[2d], stamp[2d+1]: start and end of the receive from direction d */
+NOINLINE void receive_faces(grid *g, int forward, double *stamp)
 {
     int up[2];
     neighbours(g, g->rank, forward, 1, up);
     for (int d = 0; d < 2; d++)
-        if (up[d] >= 0)
+        if (up[d] >= 0) {
+            stamp[2 * d] = now();
             MPI_Recv(g->face_in[d], FACE, MPI_DOUBLE, up[d], d, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        else
+            stamp[2 * d + 1] = now();
+        } else
             memset(g->face_in[d], 0, sizeof g->face_in[d]);
 }
 
-NOINLINE void send_faces(grid *g, int forward)
+/* stamp[d]: start of the send to direction d */
+NOINLINE void send_faces(grid *g, int forward, double *stamp)
 {
     int down[2];
     neighbours(g, g->rank, forward, 0, down);
     for (int d = 0; d < 2; d++)
-        if (down[d] >= 0)
+        if (down[d] >= 0) {
+            stamp[d] = now();
             MPI_Send(g->face_out[d], FACE, MPI_DOUBLE, down[d], d, MPI_COMM_WORLD);
+        }
 }
 
 NOINLINE void compute_block(grid *g, double ms)
@@ -127,32 +147,55 @@ NOINLINE void compute_block(grid *g, double ms)
     sleep_ms(ms);
 }
 
-/* work[g]: the measured duration of global block g's computation, in ms */
-NOINLINE void sweep(grid *g, const options *o, int forward, long *gblock, double *work)
+#define STAMPS 6 /* per block: receive start/end from i and j, send start to i and j */
+
+NOINLINE void sweep(grid *g, const options *o, int forward, long *gblock, double *stamps)
 {
     for (int b = 0; b < o->blocks; b++, (*gblock)++) {
-        receive_faces(g, forward);
-        double t0 = MPI_Wtime();
+        double *stamp = &stamps[STAMPS * *gblock];
+        receive_faces(g, forward, stamp);
         compute_block(g, o->work_ms + (g->rank == slow_rank(o, *gblock, g->size) ? o->extra_ms : 0.0));
-        work[*gblock] = 1e3 * (MPI_Wtime() - t0);
-        send_faces(g, forward);
+        send_faces(g, forward, stamp + 4);
     }
 }
 
-NOINLINE void solver(grid *g, const options *o, double *work)
+NOINLINE void solver(grid *g, const options *o, double *stamps)
 {
     long gblock = 0;
     for (int it = 0; it < o->iters; it++) {
-        sweep(g, o, 1, &gblock, work);
-        sweep(g, o, 0, &gblock, work);
+        sweep(g, o, 1, &gblock, stamps);
+        sweep(g, o, 0, &gblock, stamps);
     }
 }
 
-/* The recurrence of the header comment; returns the summed Late Sender time (s).
- * work[r * blocks_total + g] is w_r(g) in ms; NULL: the nominal WORK and EXTRA. */
-static double expected_latesender(const options *o, const grid *g, const double *work)
+/* Scalasca's Late Sender of every receive from the stamps all ranks took
+ * (all[r][STAMPS g + ...], CLOCK_MONOTONIC, one clock for the node):
+ * min(sender's send start, receive end) - receive start, when positive. */
+static double measured_latesender(const options *o, const grid *g, const double *all)
 {
     long total = 2L * o->iters * o->blocks;
+    double ls = 0;
+    for (int r = 0; r < g->size; r++)
+        for (long b = 0; b < total; b++) {
+            int up[2];
+            int forward = (b / o->blocks) % 2 == 0;
+            neighbours(g, r, forward, 1, up);
+            const double *mine = &all[((size_t)r * total + b) * STAMPS];
+            for (int d = 0; d < 2; d++)
+                if (up[d] >= 0) {
+                    double sent = all[((size_t)up[d] * total + b) * STAMPS + 4 + d];
+                    double end = sent < mine[2 * d + 1] ? sent : mine[2 * d + 1];
+                    if (end > mine[2 * d])
+                        ls += end - mine[2 * d];
+                }
+        }
+    return ls;
+}
+
+/* The recurrence of the header comment with the nominal WORK and EXTRA;
+ * returns the summed Late Sender time (s). */
+static double nominal_latesender(const options *o, const grid *g)
+{
     int p = g->size;
     double *t = calloc((size_t)p, sizeof *t), *f = calloc((size_t)p, sizeof *f);
     int *order = malloc(sizeof(int) * (size_t)p);
@@ -176,7 +219,7 @@ static double expected_latesender(const options *o, const grid *g, const double 
                             ls += f[up[d]] - t[r];
                             t[r] = f[up[d]];
                         }
-                    t[r] += work ? work[(size_t)r * total + gblock] : o->work_ms + (r == slow ? o->extra_ms : 0.0);
+                    t[r] += o->work_ms + (r == slow ? o->extra_ms : 0.0);
                     f[r] = t[r];
                 }
             }
@@ -237,21 +280,22 @@ int main(int argc, char **argv)
     g.j = g.rank % g.py;
 
     long total = 2L * o.iters * o.blocks;
-    double *work = calloc((size_t)total, sizeof(double));
-    double *all = g.rank == 0 ? calloc((size_t)total * g.size, sizeof(double)) : NULL;
+    double *stamps = calloc((size_t)total * STAMPS, sizeof(double));
+    double *all = g.rank == 0 ? calloc((size_t)total * STAMPS * g.size, sizeof(double)) : NULL;
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    solver(&g, &o, work);
+    solver(&g, &o, stamps);
     double elapsed = MPI_Wtime() - t0;
-    MPI_Gather(work, (int)total, MPI_DOUBLE, all, (int)total, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Gather(stamps, (int)(total * STAMPS), MPI_DOUBLE, all, (int)(total * STAMPS), MPI_DOUBLE, 0,
+               MPI_COMM_WORLD);
     if (g.rank == 0) {
         printf("wavefront: %d ranks (%d x %d), %d iterations x 2 sweeps x %d blocks, work %.3f ms, "
                "extra %.3f ms, %.3f s\n", g.size, g.px, g.py, o.iters, o.blocks, o.work_ms, o.extra_ms, elapsed);
-        printf("waitscope-nominal mpi_latesender=%.9f\n", expected_latesender(&o, &g, NULL));
-        printf("waitscope-expected mpi_latesender=%.9f\n", expected_latesender(&o, &g, all));
+        printf("waitscope-nominal mpi_latesender=%.9f\n", nominal_latesender(&o, &g));
+        printf("waitscope-expected mpi_latesender=%.9f\n", measured_latesender(&o, &g, all));
         fflush(stdout);
     }
-    free(work);
+    free(stamps);
     free(all);
     MPI_Finalize();
     return 0;
