@@ -36,9 +36,10 @@
  *   Rank 0 prints "waitscope-nominal mpi_latesender=..." from the formula
  *   below and "waitscope-expected mpi_latesender=..." from what the ranks
  *   measured: each stamps (CLOCK_MONOTONIC, one clock on a node) the start
- *   of its sends and the start and end of its completion call; after the
+ *   of its sends and the start and end of its completion calls; after the
  *   loop rank 0 gathers the stamps and sums Scalasca's definition,
- *   min(latest neighbour's send, end) - start, when positive.  The two
+ *   min(latest neighbour's send, end) - start for a Waitall, min(the
+ *   neighbour's send, end) - start for each MPI_Wait, when positive.  The two
  *   agree on an idle machine; on a loaded one the scheduler stretches
  *   sleeps and delays the return from busy-polling waits, which shifts the
  *   waiting by more than the imbalance asked for, and a trace must find
@@ -126,8 +127,10 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* stamp[0]: before the sends, stamp[1]: before the completion, stamp[2]: after it */
-NOINLINE void exchange_halos(domain *d, int count, int wait_each, double stamp[3])
+#define STAMPS 11
+/* stamp[0]: before the sends, stamp[1]: before the completion, stamp[2]: after it;
+ * with wait_each, stamp[3 + 2s], stamp[4 + 2s]: start and end of MPI_Wait on the receive from side s */
+NOINLINE void exchange_halos(domain *d, int count, int wait_each, double stamp[STAMPS])
 {
     MPI_Request req[8];
     MPI_Status status[8];
@@ -142,20 +145,25 @@ NOINLINE void exchange_halos(domain *d, int count, int wait_each, double stamp[3
         MPI_Isend(d->send[s], count, MPI_DOUBLE, d->nbr[s], 0, d->cart, &req[nreq++]);
     stamp[1] = now();
     if (wait_each)
-        for (int i = 0; i < nreq; i++)
+        for (int i = 0; i < nreq; i++) {
+            if (i < 4)
+                stamp[3 + 2 * i] = now();
             MPI_Wait(&req[i], &status[i]);
+            if (i < 4)
+                stamp[4 + 2 * i] = now();
+        }
     else
         MPI_Waitall(nreq, req, status);
     stamp[2] = now();
 }
 
-/* stamps[3(k-1) .. 3(k-1)+2]: the stamps of iteration k's exchange */
+/* stamps[STAMPS(k-1) ...]: the stamps of iteration k's exchange */
 NOINLINE void solver(domain *d, const options *o, double *stamps)
 {
     for (int k = 1; k <= o->iters; k++) {
         double ms = o->work_ms + (d->rank == slow_rank(o, k, d->size) ? o->extra_ms : 0.0);
         compute(d, ms);
-        exchange_halos(d, o->halo, o->wait_each, &stamps[3 * (k - 1)]);
+        exchange_halos(d, o->halo, o->wait_each, &stamps[STAMPS * (k - 1)]);
     }
 }
 
@@ -214,26 +222,38 @@ static double nominal_latesender(const options *o, MPI_Comm cart, int size)
     return ls / 1000.0;
 }
 
+static double late(double sent, double start, double end)
+{
+    double stop = sent < end ? sent : end;
+    return stop > start ? stop - start : 0.0;
+}
+
 /* Scalasca's Late Sender of each exchange from the stamps all ranks took
- * (stamps[r][3(k-1) + i], CLOCK_MONOTONIC, one clock for the whole node):
- * min(latest neighbour's send, own completion end) - own completion start. */
+ * (stamps[r][STAMPS(k-1) + i], CLOCK_MONOTONIC, one clock for the whole
+ * node): for MPI_Waitall min(latest neighbour's send, end) - start, for
+ * each MPI_Wait min(that neighbour's send, end) - start, when positive. */
 static double measured_latesender(const options *o, MPI_Comm cart, int size, const double *stamps)
 {
     int *nbr = all_neighbours(cart, size);
     double ls = 0;
+#define STAMP(r, k) (&stamps[((size_t)(r) * o->iters + (k)) * STAMPS])
     for (int r = 0; r < size; r++)
         for (int k = 0; k < o->iters; k++) {
-            const double *mine = &stamps[(size_t)r * 3 * o->iters + 3 * k];
+            const double *mine = STAMP(r, k);
             double latest = -1;
             for (int s = 0; s < 4; s++) {
                 int n = nbr[4 * r + s];
-                if (n >= 0 && stamps[(size_t)n * 3 * o->iters + 3 * k] > latest)
-                    latest = stamps[(size_t)n * 3 * o->iters + 3 * k];
+                if (n < 0)
+                    continue;
+                if (o->wait_each)
+                    ls += late(STAMP(n, k)[0], mine[3 + 2 * s], mine[4 + 2 * s]);
+                else if (STAMP(n, k)[0] > latest)
+                    latest = STAMP(n, k)[0];
             }
-            double end = latest < mine[2] ? latest : mine[2];
-            if (end > mine[1])
-                ls += end - mine[1];
+            if (!o->wait_each && latest >= 0)
+                ls += late(latest, mine[1], mine[2]);
         }
+#undef STAMP
     free(nbr);
     return ls;
 }
@@ -302,13 +322,13 @@ int main(int argc, char **argv)
     for (int i = 0; i < d.n * d.n; i++)
         d.field[i] = (double)((i * 7 + d.rank) % 13);
 
-    double *stamps = calloc(3 * (size_t)o.iters, sizeof(double));
-    double *all = d.rank == 0 ? calloc(3 * (size_t)o.iters * d.size, sizeof(double)) : NULL;
+    double *stamps = calloc(STAMPS * (size_t)o.iters, sizeof(double));
+    double *all = d.rank == 0 ? calloc(STAMPS * (size_t)o.iters * d.size, sizeof(double)) : NULL;
     MPI_Barrier(d.cart);
     double t0 = MPI_Wtime();
     solver(&d, &o, stamps);
     double elapsed = MPI_Wtime() - t0;
-    MPI_Gather(stamps, 3 * o.iters, MPI_DOUBLE, all, 3 * o.iters, MPI_DOUBLE, 0, d.cart);
+    MPI_Gather(stamps, STAMPS * o.iters, MPI_DOUBLE, all, STAMPS * o.iters, MPI_DOUBLE, 0, d.cart);
 
     if (d.rank == 0) {
         printf("halo2d: %d ranks (%d x %d), %d iterations, work %.3f ms, extra %.3f ms, %.3f s\n", d.size,
