@@ -16,9 +16,10 @@ nodes; on a shared machine with more ranks than free cores the durations
 the profile sees include scheduling delays after the waiting ends, which
 the trace's definitions do not count, so the seed's bounds are asserted
 only with WAITSCOPE_STRICT_ACCURACY=1 (bench/bench_measure.py prints the
-differences either way).  Always asserted: the rows exist, and the
-estimate is at least the trace's waiting less 2 points (the minimum
-method overestimates, as the seed found).
+differences either way).  Always asserted: the rows exist, and for the
+Late Sender and N x N functions the estimate is at least the trace's
+waiting less 2 points (the minimum method overestimates, as the seed
+found; Late Receiver in MPI_Send, which a trace finds, has no estimate).
 
 These tests run only where the interposition library was built (they skip
 when its file is absent).  Keep the runs small: the machine has 2 cores.
@@ -35,6 +36,7 @@ from pathlib import Path
 import pytest
 
 import waitscope
+from waitscope.profile import LATE_SENDER_FUNCTIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -135,7 +137,8 @@ def check_accuracy(profile: waitscope.Profile, result: waitscope.AnalysisResult)
     strictly only with WAITSCOPE_STRICT_ACCURACY=1 (module docstring)."""
     table = rows(profile.compare(result, as_pandas=False))
     for row in table:
-        assert row["difference"] >= -2.0, row
+        if row["metric"] == "mpi_wait_nxn" or row["function"] in LATE_SENDER_FUNCTIONS:
+            assert row["difference"] >= -2.0, row
         if not STRICT:
             continue
         if row["metric"] == "mpi_wait_nxn":
@@ -206,9 +209,11 @@ def test_master_worker_rooted_collectives(mpi, n, tmp_path):
     exp, result, profile = run_example(mpi, n, [str(EXAMPLES / f"master_worker.{mpi}")], tmp_path)
     assert close(total_wait(result, "mpi_latebroadcast"), exp["mpi_latebroadcast"]), exp
     assert close(total_wait(result, "mpi_earlyreduce", "MPI_Reduce"), exp["mpi_earlyreduce"]), exp
-    table = check_accuracy(profile, result)
-    # the rooted collectives' estimates (seed 003 section 3.3 gives no bound) are reported
-    assert {"mpi_latebroadcast", "mpi_earlyreduce"} <= {r["metric"] for r in table}, table
+    check_accuracy(profile, result)
+    # the rooted collectives' estimates (seed 003 section 3.3 gives no bound) are compared
+    table = rows(profile.compare(result, threshold=0.0, as_pandas=False))
+    compared = {(r["metric"], r["function"]) for r in table}
+    assert {("mpi_latebroadcast", "MPI_Bcast"), ("mpi_earlyreduce", "MPI_Reduce")} <= compared, table
     # the master's receives from MPI_ANY_SOURCE are matched: one message per request and answer
     assert result.total("comms_recv") > 0
 
