@@ -197,6 +197,18 @@ def test_cube_report_round_trip(est, tmp_path):
         assert len(cube.all_cnodes()) == len(est.callpath_names)
 
 
+def test_sendrecv_counts_as_late_sender(tmp_path):
+    # 3 calls, 6 ms, min 1 ms on rank 0 -> 3 ms; rank 1 (1 call) is its own minimum -> 0
+    doc = copy.deepcopy(PROFILE)
+    doc["callpaths"].append("main/shift/MPI_Sendrecv")
+    doc["entries"] = [{"callpath": len(doc["callpaths"]) - 1, "function": "MPI_Sendrecv", "size_class": 4,
+                       "root": False, "collective": False, "count": [3, 1], "sum": [0.006, 0.002],
+                       "min": [0.001, 0.002], "global_min": None}]
+    est = open_profile(write(tmp_path, doc)).estimates()
+    assert list(est.get("mpi_latesender", "main/shift/MPI_Sendrecv")) == pytest.approx([0.003, 0.0])
+    assert not est.unreliable
+
+
 def test_a_rank_without_calls_gets_nothing(tmp_path):
     doc = copy.deepcopy(PROFILE)
     doc["entries"] = [e for e in doc["entries"] if e["function"] == "MPI_Recv" and e["size_class"] == 10]

@@ -13,7 +13,8 @@ estimates of seed 003 (``003_2d6b9c36e94631c5.txt``): everything a call
 takes beyond the minimum duration of its category is waiting.
 
 * **Late Sender** (``mpi_latesender``): ``MPI_Recv``, ``MPI_Wait``,
-  ``MPI_Waitall``; the minimum is the rank-local one, over all call paths of
+  ``MPI_Waitall`` (and ``MPI_Sendrecv(_replace)``, whose receive a trace
+  analysis also charges Late Sender); the minimum is the rank-local one, over all call paths of
   the function with the same size class (seed 003 section 3.1):
   ``L(c, p) = sum_s [sum_i d_i(c, p, s) - n(c, p, s) * M_p(f(c), s)]``.
   Estimates of ``MPI_Waitall`` call paths are flagged unreliable
@@ -63,7 +64,7 @@ FORMAT_VERSION = 1
 
 # ---- which MPI function is estimated how --------------------------------------
 
-LATE_SENDER_FUNCTIONS = ("MPI_Recv", "MPI_Wait", "MPI_Waitall")
+LATE_SENDER_FUNCTIONS = ("MPI_Recv", "MPI_Sendrecv", "MPI_Sendrecv_replace", "MPI_Wait", "MPI_Waitall")
 UNRELIABLE_FUNCTIONS = ("MPI_Waitall",)
 LATE_RECEIVER_FUNCTIONS = ("MPI_Ssend",)
 NXN_FUNCTIONS = ("MPI_Allreduce", "MPI_Allgather", "MPI_Allgatherv", "MPI_Alltoall", "MPI_Alltoallv",
@@ -98,8 +99,8 @@ _METRICS = (
     ("mpi_point2point", "Point-to-point", "sec", "mpi_communication",
      "Time in point-to-point calls (sends, receives, waits, tests)."),
     ("mpi_latesender", "Late Sender", "sec", "mpi_point2point",
-     "Estimate (seed 003): time in MPI_Recv, MPI_Wait, MPI_Waitall beyond the rank-local minimum duration of "
-     "the function and message-size class; unreliable for MPI_Waitall."),
+     "Estimate (seed 003): time in MPI_Recv, MPI_Sendrecv, MPI_Wait, MPI_Waitall beyond the rank-local minimum "
+     "duration of the function and message-size class; unreliable for MPI_Waitall."),
     ("mpi_latereceiver", "Late Receiver", "sec", "mpi_point2point",
      "Estimate: time in MPI_Ssend beyond the rank-local minimum duration of the size class."),
     ("mpi_collective", "Collective", "sec", "mpi_communication", "Time in collective communication calls."),
