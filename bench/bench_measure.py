@@ -110,10 +110,12 @@ def main() -> int:
 
     base = launcher(args.mpi, args.np)
     env0 = mpi_env(args.mpi)
+    probe = base + [os.path.join(EXAMPLES, f"halo2d.{args.mpi}")]
     try:
-        _, library = cli_measure.preload_library(base + ["true"])
+        cli_measure.prepare(probe, "probe", None, env0)
+        library = True
     except cli_measure.MeasureError as exc:
-        library = None
+        library = False
         print(f"note: {exc}\nonly the plain runs are measured", file=sys.stderr)
 
     names = args.only or list(PROGRAMS)
@@ -132,9 +134,8 @@ def main() -> int:
                     if config == "plain":
                         env = env0
                     else:
-                        env = cli_measure.measurement_environment(
-                            library or "", out_dir if config == "trace" else None,
-                            out_dir if config == "profile" else None, env0)
+                        env = cli_measure.prepare(command, out_dir if config == "trace" else None,
+                                                  out_dir if config == "profile" else None, env0)
                     wall, own, _ = run_once(command, env, args.timeout)
                     best = results.get((name, config))
                     if best is None or wall < best["wall"]:

@@ -4,7 +4,8 @@ directories and the report after the run.
 The interposition library's part (writing the measurement into the
 directories named by WAITSCOPE_TRACE_DIR / WAITSCOPE_PROFILE_DIR) is
 played here by a small Python command that writes a synthetic trace and a
-profile there; tests/test_measure.py runs the real library on real MPI
+profile there, and waitscope.pmpi's environment by a fake that names the
+directories; tests/test_measure.py runs the real library on real MPI
 programs.
 """
 
@@ -36,29 +37,28 @@ WRITER = textwrap.dedent("""
                             "global_min": None}]}
         with open(os.path.join(os.environ["WAITSCOPE_PROFILE_DIR"], "profile.json"), "w") as fh:
             json.dump(doc, fh)
-    print("LD_PRELOAD=" + os.environ.get("LD_PRELOAD", ""))
     sys.exit(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
 """)
 
 
 @pytest.fixture
 def fake_library(monkeypatch, tmp_path):
-    """Stands in for waitscope.pmpi's library lookup: a file that is preloaded in name only."""
+    """Stands in for waitscope.pmpi's environment: the output directories,
+    and the library's path in TEST_WOULD_PRELOAD instead of LD_PRELOAD."""
     lib = tmp_path / "libfake.so"
     lib.write_text("")
-    monkeypatch.setattr(cli_measure, "preload_library", lambda command: ("mpich", str(lib)))
-    # the file is not a shared library: keep it out of the real LD_PRELOAD of the child
-    monkeypatch.setattr(cli_measure, "measurement_environment",
-                        _environment_without_preload(cli_measure.measurement_environment))
+
+    def prepare(command, trace_dir, profile_dir, environ):
+        env = dict(environ)
+        for key, value in (("WAITSCOPE_TRACE_DIR", trace_dir), ("WAITSCOPE_PROFILE_DIR", profile_dir)):
+            env.pop(key, None)
+            if value is not None:
+                env[key] = os.path.abspath(value)
+        env["TEST_WOULD_PRELOAD"] = str(lib)
+        return env
+
+    monkeypatch.setattr(cli_measure, "prepare", prepare)
     return lib
-
-
-def _environment_without_preload(real):
-    def env(library, trace_dir, profile_dir, environ):
-        out = real(library, trace_dir, profile_dir, environ)
-        out["TEST_WOULD_PRELOAD"] = out.pop("LD_PRELOAD")
-        return out
-    return env
 
 
 def writer(tmp_path: Path) -> list[str]:
@@ -126,16 +126,6 @@ def test_earlier_measurement_is_kept_unless_forced(fake_library, tmp_path, capsy
     assert cli.main(["profile", "-o", str(out), "--", *writer(tmp_path)]) == 2
     assert "already holds a measurement (profile.json)" in capsys.readouterr().err
     assert cli.main(["profile", "-o", str(out), "--force", "--", *writer(tmp_path)]) == 0
-
-
-def test_environment_names_the_library_and_directories(tmp_path):
-    env = cli_measure.measurement_environment("/lib/libws.so", str(tmp_path / "t"), None,
-                                              {"LD_PRELOAD": "/other.so", "WAITSCOPE_PROFILE_DIR": "/stale"})
-    assert env["LD_PRELOAD"] == "/lib/libws.so:/other.so"
-    assert env["WAITSCOPE_TRACE_DIR"] == str(tmp_path / "t")
-    assert "WAITSCOPE_PROFILE_DIR" not in env
-    env = cli_measure.measurement_environment("/lib/libws.so", None, "rel", {})
-    assert env["LD_PRELOAD"] == "/lib/libws.so" and env["WAITSCOPE_PROFILE_DIR"] == os.path.abspath("rel")
 
 
 def test_child_sees_the_measurement_environment(fake_library, tmp_path, capfd):

@@ -4,13 +4,16 @@
     waitscope profile [-o DIR] -- COMMAND [ARGS...]
 
 COMMAND (usually ``mpiexec.mpich -n 4 ./app``) runs with the waitscope
-interposition library preloaded (``LD_PRELOAD``; the library of the MPI
-that :func:`waitscope.pmpi.detect_mpi` finds for the command).  The library
+interposition library preloaded (``LD_PRELOAD``; the environment comes
+from :func:`waitscope.pmpi.environment` with the MPI that
+:func:`waitscope.pmpi.detect_mpi` finds for the command).  The library
 writes the OTF2 trace to ``DIR/traces.otf2`` (``WAITSCOPE_TRACE_DIR``) and
 the wait-state profile to ``DIR/profile.json`` (``WAITSCOPE_PROFILE_DIR``).
 The command's exit status is returned unchanged (128 + N when a signal N
-ended it).  Afterwards one line each says where the measurement is and
-what it holds, or that the run was cut short.
+ended it).  A run cut short before MPI_Finalize leaves per-rank files,
+which :func:`waitscope.pmpi.finish_trace` assembles into an archive that
+names the ranks cut short.  Afterwards one line each says where the
+measurement is and what it holds, or that the run was cut short.
 """
 
 from __future__ import annotations
@@ -26,56 +29,62 @@ from typing import Any, Mapping, Sequence, TextIO
 TRACE_DEFAULT = "waitscope-trace"
 PROFILE_DEFAULT = "waitscope-profile"
 # what a measurement leaves in its directory (OTF2 archive and profile)
-MEASUREMENT_FILES = ("traces.otf2", "traces.def", "traces", "profile.json")
+MEASUREMENT_FILES = ("traces.otf2", "traces.def", "traces", "profile.json", ".waitscope")
 
 
 class MeasureError(Exception):
     """A measurement cannot start (no library, bad directory, no command)."""
 
 
-def preload_library(command: Sequence[str]) -> tuple[str, str]:
-    """(mpi, path) of the interposition library for `command`.
-
-    Uses :mod:`waitscope.pmpi` (``detect_mpi``, ``library_path``); raises
-    MeasureError when the package was built without it or the library of
-    that MPI is missing.  ``WAITSCOPE_MPI=mpich|openmpi`` in the
-    environment overrides the detection (``detect_mpi`` reads it).
-    """
+def _pmpi() -> Any:
     try:
         from . import pmpi
     except ImportError as exc:
         raise MeasureError(f"this waitscope has no interposition library (waitscope.pmpi: {exc}); "
                            "install waitscope on a machine with an MPI compiler (mpicc.mpich or "
                            "mpicc.openmpi)") from None
+    return pmpi
+
+
+def prepare(command: Sequence[str], trace_dir: str | None, profile_dir: str | None,
+            environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment to run `command` under the measurement.
+
+    :func:`waitscope.pmpi.detect_mpi` picks the MPI (``WAITSCOPE_MPI``
+    overrides) and :func:`waitscope.pmpi.environment` preloads its library
+    and names the output directories.  Raises MeasureError when the package
+    has no interposition library, the MPI cannot be told or its library was
+    not built.
+    """
+    pmpi = _pmpi()
     try:
         mpi = pmpi.detect_mpi(list(command))
-    except (ValueError, OSError, RuntimeError) as exc:
-        raise MeasureError(f"cannot tell which MPI runs {' '.join(command)!r}: {exc}; "
-                           "set WAITSCOPE_MPI=mpich or WAITSCOPE_MPI=openmpi") from None
+    except ValueError as exc:
+        raise MeasureError(f"cannot tell which MPI runs {' '.join(command)!r}: {exc}") from None
     try:
-        path = pmpi.library_path(mpi)
-    except (ValueError, OSError, RuntimeError, LookupError) as exc:
+        return dict(pmpi.environment(list(command), trace_dir=trace_dir, profile_dir=profile_dir, mpi=mpi,
+                                     base=environ))
+    except (ValueError, OSError) as exc:
         raise MeasureError(f"no interposition library for {mpi}: {exc}") from None
-    if not path or not os.path.isfile(path):
-        raise MeasureError(f"no interposition library for {mpi} ({path or 'not built'}); "
-                           f"reinstall waitscope where {mpi}'s compiler is installed")
-    return mpi, os.fspath(path)
 
 
-def measurement_environment(library: str, trace_dir: str | None, profile_dir: str | None,
-                            environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment of the measured command: `environ` with the library preloaded
-    (in front of any LD_PRELOAD already set) and the output directories the library reads."""
-    env = dict(environ)
-    for key in ("WAITSCOPE_TRACE_DIR", "WAITSCOPE_PROFILE_DIR"):
-        env.pop(key, None)
-    if trace_dir is not None:
-        env["WAITSCOPE_TRACE_DIR"] = os.path.abspath(trace_dir)
-    if profile_dir is not None:
-        env["WAITSCOPE_PROFILE_DIR"] = os.path.abspath(profile_dir)
-    before = env.get("LD_PRELOAD", "").strip()
-    env["LD_PRELOAD"] = library if not before else f"{library}:{before}" if library else before
-    return env
+def finish_trace(trace_dir: str) -> str | None:
+    """Assembles the trace of a run cut short from its per-rank files
+    (:func:`waitscope.pmpi.finish_trace`); None, or a line saying why it failed."""
+    try:
+        pmpi = _pmpi()
+    except MeasureError:
+        return None
+    pending, finish = getattr(pmpi, "pending", None), getattr(pmpi, "finish_trace", None)
+    if pending is None or finish is None or not pending(trace_dir):
+        return None
+    from . import TraceError
+
+    try:
+        finish(trace_dir)
+    except (TraceError, OSError, AttributeError) as exc:
+        return f"the per-rank files of the run in {trace_dir} could not be assembled into a trace: {exc}"
+    return None
 
 
 def prepare_directory(path: str, force: bool) -> None:
@@ -200,13 +209,15 @@ def measure(command: Sequence[str], trace_dir: str | None, profile_dir: str | No
     """Runs `command` under the measurement and reports; returns its exit status."""
     environ = os.environ if environ is None else environ
     out = sys.stderr if out is None else out
-    mpi, library = preload_library(command)
+    env = prepare(command, trace_dir, profile_dir, environ)
     for d in {d for d in (trace_dir, profile_dir) if d is not None}:
         prepare_directory(d, force)
-    env = measurement_environment(library, trace_dir, profile_dir, environ)
     status = run_command(command, env)
     complete = True
     if trace_dir is not None:
+        problem = finish_trace(trace_dir)
+        if problem:
+            print(f"waitscope: {problem}", file=out)
         ok, line = describe_trace(trace_dir, status)
         complete &= ok
         print(f"waitscope: {line}", file=out)
