@@ -11,7 +11,6 @@ programs.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import textwrap
