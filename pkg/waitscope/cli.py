@@ -3,6 +3,8 @@
     waitscope info TRACE             locations, regions, call paths, events
     waitscope analyze TRACE          wait-state report (add --delay, --critical-path, -o report.cubex)
     waitscope demo                   the main job on the bundled Score-P trace
+    waitscope trace -- COMMAND       run an MPI program and trace it (cli_measure.py)
+    waitscope profile -- COMMAND     run an MPI program and profile its wait states
 
 Started by ``mpiexec -n N`` (N > 1), ``analyze`` runs in the parallel mode
 (``comm=MPI.COMM_WORLD``: every process loads and replays its block of
@@ -200,6 +202,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="directory for the Cube report and the pictures; created if missing "
                            "(default: ./waitscope-demo in the current directory)")
     demo.set_defaults(func=cmd_demo)
+
+    from .cli_measure import add_parsers as add_measure_parsers
+
+    add_measure_parsers(sub)  # trace, profile
     return parser
 
 

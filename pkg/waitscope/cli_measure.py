@@ -1,0 +1,271 @@
+"""Command line: ``waitscope trace`` and ``waitscope profile`` measure an MPI run.
+
+    waitscope trace [-o DIR] [--profile] -- COMMAND [ARGS...]
+    waitscope profile [-o DIR] -- COMMAND [ARGS...]
+
+COMMAND (usually ``mpiexec.mpich -n 4 ./app``) runs with the waitscope
+interposition library preloaded (``LD_PRELOAD``; the environment comes
+from :func:`waitscope.pmpi.environment` with the MPI that
+:func:`waitscope.pmpi.detect_mpi` finds for the command).  The library
+writes the OTF2 trace to ``DIR/traces.otf2`` (``WAITSCOPE_TRACE_DIR``) and
+the wait-state profile to ``DIR/profile.json`` (``WAITSCOPE_PROFILE_DIR``).
+The command's exit status is returned unchanged (128 + N when a signal N
+ended it).  A run cut short before MPI_Finalize leaves per-rank files,
+which :func:`waitscope.pmpi.finish_trace` assembles into an archive that
+names the ranks cut short.  Afterwards one line each says where the
+measurement is and what it holds, or that the run was cut short.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from typing import Any, Mapping, Sequence, TextIO
+
+TRACE_DEFAULT = "waitscope-trace"
+PROFILE_DEFAULT = "waitscope-profile"
+# what a measurement leaves in its directory (OTF2 archive and profile)
+MEASUREMENT_FILES = ("traces.otf2", "traces.def", "traces", "profile.json", ".waitscope")
+
+
+class MeasureError(Exception):
+    """A measurement cannot start (no library, bad directory, no command)."""
+
+
+def _pmpi() -> Any:
+    try:
+        from . import pmpi
+    except ImportError as exc:
+        raise MeasureError(f"this waitscope has no interposition library (waitscope.pmpi: {exc}); "
+                           "install waitscope on a machine with an MPI compiler (mpicc.mpich or "
+                           "mpicc.openmpi)") from None
+    return pmpi
+
+
+def prepare(command: Sequence[str], trace_dir: str | None, profile_dir: str | None,
+            environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment to run `command` under the measurement.
+
+    :func:`waitscope.pmpi.detect_mpi` picks the MPI (``WAITSCOPE_MPI``
+    overrides) and :func:`waitscope.pmpi.environment` preloads its library
+    and names the output directories.  Raises MeasureError when the package
+    has no interposition library, the MPI cannot be told or its library was
+    not built.
+    """
+    pmpi = _pmpi()
+    try:
+        mpi = pmpi.detect_mpi(list(command))
+    except ValueError as exc:
+        raise MeasureError(f"cannot tell which MPI runs {' '.join(command)!r}: {exc}") from None
+    try:
+        return dict(pmpi.environment(list(command), trace_dir=trace_dir, profile_dir=profile_dir, mpi=mpi,
+                                     base=environ))
+    except (ValueError, OSError) as exc:
+        raise MeasureError(f"no interposition library for {mpi}: {exc}") from None
+
+
+def finish_trace(trace_dir: str) -> str | None:
+    """Assembles the trace of a run cut short from its per-rank files
+    (:func:`waitscope.pmpi.finish_trace`); None, or a line saying why it failed."""
+    try:
+        pmpi = _pmpi()
+    except MeasureError:
+        return None
+    pending, finish = getattr(pmpi, "pending", None), getattr(pmpi, "finish_trace", None)
+    if pending is None or finish is None or not pending(trace_dir):
+        return None
+    from . import TraceError
+
+    try:
+        finish(trace_dir)
+    except (TraceError, OSError, AttributeError) as exc:
+        return f"the per-rank files of the run in {trace_dir} could not be assembled into a trace: {exc}"
+    return None
+
+
+def prepare_directory(path: str, force: bool) -> None:
+    """Creates the output directory; refuses one holding an earlier measurement unless `force`."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise MeasureError(f"{path} exists and is not a directory")
+    old = [name for name in MEASUREMENT_FILES if os.path.lexists(os.path.join(path, name))]
+    if old and not force:
+        raise MeasureError(f"{path} already holds a measurement ({', '.join(old)}); choose another -o DIR "
+                           "or add --force to replace it")
+    for name in old:
+        target = os.path.join(path, name)
+        if os.path.isdir(target) and not os.path.islink(target):
+            shutil.rmtree(target)
+        else:
+            os.remove(target)
+    os.makedirs(path, exist_ok=True)
+
+
+def run_command(command: Sequence[str], env: Mapping[str, str]) -> int:
+    """Runs the command; its exit status, 128 + N when signal N ended it (as a shell reports it)."""
+    try:
+        proc = subprocess.Popen(list(command), env=dict(env))
+    except OSError as exc:
+        raise MeasureError(f"cannot run {command[0]!r}: {exc.strerror or exc}") from None
+    while True:
+        try:
+            code = proc.wait()
+            break
+        except KeyboardInterrupt:  # the terminal's Ctrl-C reached the command too; wait for it to end
+            continue
+    return 128 - code if code < 0 else code
+
+
+def _size(path: str) -> int:
+    if os.path.isfile(path):
+        return os.path.getsize(path)
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            total += os.path.getsize(os.path.join(root, name))
+    return total
+
+
+def _event_file_ranks(trace_dir: str) -> list[str]:
+    """Names of the per-location event files that exist (without the .evt suffix)."""
+    folder = os.path.join(trace_dir, "traces")
+    if not os.path.isdir(folder):
+        return []
+    names = [f[:-4] for f in os.listdir(folder) if f.endswith(".evt")]
+    return sorted(names, key=lambda s: (len(s), s))
+
+
+def describe_trace(trace_dir: str, status: int) -> tuple[bool, str]:
+    """(complete, one line) about the trace in `trace_dir` after a run that ended with `status`."""
+    from . import TraceError, open as open_trace
+
+    anchor = os.path.join(trace_dir, "traces.otf2")
+    if not os.path.exists(anchor):
+        files = _event_file_ranks(trace_dir)
+        have = f"; event files exist for locations {', '.join(files)}" if files else ""
+        return False, (f"the run was cut short (exit status {status}): no trace definitions were written to "
+                       f"{anchor}, the ranks did not all reach MPI_Finalize{have}")
+    try:
+        trace = open_trace(anchor)
+    except TraceError as exc:
+        return False, f"the run was cut short (exit status {status}): {exc}"
+    events = int(trace.n_events)
+    size = _size(os.path.join(trace_dir, "traces")) + _size(os.path.join(trace_dir, "traces.def")) + _size(anchor)
+    per_event = f", {size / events:.1f} bytes/event" if events else ""
+    ranks = sorted({loc.rank for loc in trace.locations})
+    return True, (f"trace written to {anchor}: {len(ranks)} ranks, {events:,} events, {size / 1e6:.2f} MB"
+                  f"{per_event}; analyze it with: waitscope analyze {anchor}")
+
+
+def describe_profile(profile_dir: str, status: int) -> tuple[bool, str]:
+    """(complete, one line) about the profile in `profile_dir`."""
+    from . import TraceError
+    from .profile import PROFILE_FILE, open_profile
+
+    path = os.path.join(profile_dir, PROFILE_FILE)
+    if not os.path.exists(path):
+        return False, (f"the run was cut short (exit status {status}): no profile was written to {path} "
+                       "(rank 0 writes it in MPI_Finalize)")
+    try:
+        profile = open_profile(path)
+        est = profile.estimates()
+    except TraceError as exc:
+        return False, f"the profile is not usable: {exc}"
+    total = est.total("time")
+    parts = []
+    for metric, label in (("mpi_latesender", "Late Sender"), ("mpi_wait_nxn", "Wait at N x N"),
+                          ("mpi_barrier_wait", "Wait at Barrier"), ("mpi_latebroadcast", "Late Broadcast"),
+                          ("mpi_earlyreduce", "Early Reduce"), ("mpi_latereceiver", "Late Receiver")):
+        value = est.total(metric)
+        if total > 0 and value / total >= 0.0005:
+            parts.append(f"{label} {100 * value / total:.1f} %")
+    waits = ", ".join(parts) if parts else "no waiting above 0.05 % of the time"
+    return True, (f"profile written to {path}: {profile.ranks} ranks, {profile.n_calls:,} MPI calls; "
+                  f"estimated waiting: {waits}")
+
+
+def _status_text(status: int) -> str:
+    """'status N', or 'signal N (SIGNAME)' for 128 + N."""
+    try:
+        return f"signal {status - 128} ({signal.Signals(status - 128).name})" if status > 128 else f"status {status}"
+    except ValueError:
+        return f"status {status}"
+
+
+def _command(args: argparse.Namespace) -> list[str]:
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise MeasureError("no command to run: waitscope trace [-o DIR] [--profile] -- COMMAND [ARGS...]")
+    return command
+
+
+def measure(command: Sequence[str], trace_dir: str | None, profile_dir: str | None, force: bool = False,
+            environ: Mapping[str, str] | None = None, out: TextIO | None = None) -> int:
+    """Runs `command` under the measurement and reports; returns its exit status."""
+    environ = os.environ if environ is None else environ
+    out = sys.stderr if out is None else out
+    env = prepare(command, trace_dir, profile_dir, environ)
+    for d in {d for d in (trace_dir, profile_dir) if d is not None}:
+        prepare_directory(d, force)
+    status = run_command(command, env)
+    complete = True
+    if trace_dir is not None:
+        problem = finish_trace(trace_dir)
+        if problem:
+            print(f"waitscope: {problem}", file=out)
+        ok, line = describe_trace(trace_dir, status)
+        complete &= ok
+        print(f"waitscope: {line}", file=out)
+    if profile_dir is not None:
+        ok, line = describe_profile(profile_dir, status)
+        complete &= ok
+        print(f"waitscope: {line}", file=out)
+    if status != 0 and complete:
+        print(f"waitscope: note: the command ended with {_status_text(status)}", file=out)
+    return status
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    trace_dir = args.output_dir or TRACE_DEFAULT
+    return _run(args, trace_dir, trace_dir if args.profile else None)
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    return _run(args, None, args.output_dir or PROFILE_DEFAULT)
+
+
+def _run(args: argparse.Namespace, trace_dir: str | None, profile_dir: str | None) -> int:
+    try:
+        return measure(_command(args), trace_dir, profile_dir, force=args.force)
+    except MeasureError as exc:
+        print(f"waitscope: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def add_parsers(sub: Any) -> None:
+    """Adds ``trace`` and ``profile`` to the subcommands of the ``waitscope`` parser."""
+    trace = sub.add_parser(
+        "trace", help="run an MPI program with the trace library preloaded (OTF2 trace; --profile also the profile)",
+        description="Runs COMMAND (e.g. mpiexec.mpich -n 4 ./app) with the waitscope interposition library "
+                    "preloaded and writes an OTF2 trace to DIR/traces.otf2. The exit status is the command's.")
+    trace.add_argument("-o", "--output-dir", metavar="DIR", help=f"where to write (default: ./{TRACE_DEFAULT})")
+    trace.add_argument("--profile", action="store_true",
+                       help="also write the wait-state profile of the same run (DIR/profile.json)")
+    trace.add_argument("--force", action="store_true", help="replace an earlier measurement in DIR")
+    trace.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
+    trace.set_defaults(func=cmd_trace)
+
+    profile = sub.add_parser(
+        "profile", help="run an MPI program with the profiling library preloaded (wait-state profile)",
+        description="Runs COMMAND with the waitscope interposition library preloaded and writes the wait-state "
+                    "profile (seed 003's estimates need no trace) to DIR/profile.json. The exit status is the "
+                    "command's.")
+    profile.add_argument("-o", "--output-dir", metavar="DIR", help=f"where to write (default: ./{PROFILE_DEFAULT})")
+    profile.add_argument("--force", action="store_true", help="replace an earlier measurement in DIR")
+    profile.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
+    profile.set_defaults(func=cmd_profile)
