@@ -208,6 +208,11 @@ class ProfileEstimates(AnalysisResult):
     def trace(self) -> Any:  # type: ignore[override]
         raise AttributeError("profile estimates have no trace: use .profile")
 
+    @property
+    def run_length(self) -> float:
+        """The longest rank's execution time (MPI_Init to MPI_Finalize)."""
+        return float(np.max(self.profile.execution_time))
+
     def summary(self, top: int = 5) -> str:
         lines = [f"wait-state estimates from the profile {self.profile.path} (no trace; seed 003's minimum method)"]
         lines.append(super().summary(top))

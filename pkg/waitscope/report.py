@@ -140,7 +140,7 @@ def summary(result: "AnalysisResult", top: int = 5) -> str:
     total = result.total("time") if "time" in ids else 0.0
     ranks = np.unique(result.location_ranks)
     lines = [f"total time {total:.6f} s, summed over {result.n_locations} locations ({len(ranks)} ranks); "
-             f"run length {result.trace.run_length:.6f} s"]
+             f"run length {result.run_length:.6f} s"]
 
     lines.append("")
     lines.append(f"metric tree (inclusive values; non-zero metrics; % of total time):")

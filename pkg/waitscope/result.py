@@ -431,6 +431,11 @@ class AnalysisResult:
     WAIT_PATTERNS = WAIT_PATTERNS
     """The wait-state metrics the summary lists with their call paths (:data:`waitscope.report.WAIT_PATTERNS`)."""
 
+    @property
+    def run_length(self) -> float:
+        """Wall-clock seconds of the analysed run (from the trace)."""
+        return float(self.trace.run_length)
+
     def summary(self, top: int = 5) -> str:
         """A readable report, as informative as ``cube_stat``: the metric tree
         (inclusive values, display names, % of total time adding up per
