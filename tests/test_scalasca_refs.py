@@ -20,7 +20,10 @@ is (not hidden by a tolerance):
   defines them (inter-partition when the activity does not occur on the
   process); ``inter_partition_imbalance`` (and on ``scan`` also
   ``critical_imbalance_impact``) must equal that definition, recomputed
-  here from the result's own critical path, activities and visits.
+  here from the result's own critical path, activities and visits, and
+  Scalasca's values must equal Scalasca's rule as docs/metrics.md states
+  it, recomputed here from the same critical path and activities (both
+  agree with Scalasca's report), on every call path and location.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ import numpy as np
 import pytest
 
 import waitscope
+from waitscope import synth
 
 from conftest import SHARED_DATA
 
@@ -126,6 +130,52 @@ def seed_imbalance(r: waitscope.AnalysisResult) -> tuple[np.ndarray, np.ndarray]
     return impact[:, None] * share, inter[:, None] * share
 
 
+def scalasca_imbalance(r: waitscope.AnalysisResult) -> tuple[np.ndarray, np.ndarray]:
+    """Imbalance costs as Scalasca 2.6's scout computes them (restated in
+    docs/metrics.md, "Where waitscope differs from Scalasca 2.6"), from the
+    path time dcp(i) and each process's activity d_p(i) (time minus
+    waiting; both agree with Scalasca's report).  Per process p:
+
+    * impact: h_p = L - sum_i d_p(i) (L = sum_i dcp(i), not clamped at 0),
+      spread over delta_p(i) = max(dcp(i) - d_p(i), 0) in proportion;
+    * inter: p "runs" i when d_p(i) > 0; what is left of h_p after the
+      unscaled excess of the call paths p runs, L - sum_{i run}
+      max(d_p(i), dcp(i)), spread over the call paths p does not run in
+      proportion to dcp(i).
+
+    A process with nothing to divide by (sum of delta_p = 0, or p runs every
+    call path with path time) makes the division undefined; in Scalasca the
+    resulting NaN reaches every call path through the global sum, and no
+    value is reported: the whole metric is 0.  The sums land on the path's
+    locations by their share of dcp(i); non-positive values are dropped."""
+    cp = r.get("critical_path")
+    act = r.get("critical_path_activities") + r.get("non_critical_path_activities")
+    gcp = cp.sum(axis=1)
+    length = gcp.sum()
+    impact, inter = np.zeros_like(gcp), np.zeros_like(gcp)
+    impact_defined = inter_defined = True
+    for p in range(r.n_locations):
+        d = act[:, p]
+        delta = np.maximum(gcp - d, 0.0)
+        if delta.sum() > 0:
+            impact += delta * (length - d.sum()) / delta.sum()
+        else:
+            impact_defined = False
+        runs = d > 0
+        missing = np.where(runs, 0.0, gcp)
+        if missing.sum() > 0:
+            inter += missing * (length - np.maximum(d[runs], gcp[runs]).sum()) / missing.sum()
+        else:
+            inter_defined = False
+    share = np.divide(cp, gcp[:, None], out=np.zeros_like(cp), where=gcp[:, None] > 0)
+
+    def land(total: np.ndarray, defined: bool) -> np.ndarray:
+        v = total[:, None] * share if defined else np.zeros_like(cp)
+        return np.where(v > 0, v, 0.0)
+
+    return land(impact, impact_defined), land(inter, inter_defined)
+
+
 def test_every_metric_agrees(case):
     name, ref, r = case
     n = ref["locations"]
@@ -160,6 +210,70 @@ def test_imbalance_follows_the_seed(case):
         diff = differences(reference(ref, m, r.n_locations), ours(r, m), m, r.n_locations)
         # the documented traces differ from Scalasca, the others agree
         assert bool(diff) == (name in SEED_IMBALANCE[m]), (m, diff)
+
+
+def test_scalasca_imbalance_follows_the_documented_rule(case):
+    """Scalasca's own values, where they differ from the seed's and where
+    not, are exactly the rule docs/metrics.md states."""
+    name, ref, r = case
+    impact, inter = scalasca_imbalance(r)
+    n = r.n_locations
+    for m, v in (("critical_imbalance_impact", impact), ("inter_partition_imbalance", inter)):
+        got = {name: v[i] for i, name in enumerate(r.callpath_names) if np.any(v[i] != 0)}
+        assert not differences(reference(ref, m, n), got, m, n), m
+
+
+def imbalance_example() -> waitscope.AnalysisResult:
+    """The example of docs/metrics.md: rank 0 runs setup 1 s, work 1 s,
+    produce 2 s and sends to rank 1, which runs setup 0.5 s, work 1.5 s,
+    receives (waiting 2 s), runs consume 2 s and sends back; rank 0 waits
+    2 s for it.  No latency, no MPI overhead."""
+    p = synth.Program(2)
+    p.rank(0).compute("setup", 1.0).compute("work", 1.0).compute("produce", 2.0).send(1).recv(1)
+    p.rank(1).compute("setup", 0.5).compute("work", 1.5).recv(0).compute("consume", 2.0).send(0)
+    return p.run(latency=0.0, resolution=1000).analyze(critical_path=True)
+
+
+def test_imbalance_example_seed_and_scalasca():
+    """Worked by hand.  Path: rank 0's setup, work, produce (4 s), then
+    rank 1's consume (2 s): L = 6 s.  Rank 0: h = 6 - 4 = 2, excess only in
+    consume (2, not run): alpha = 1, inter 2 under both rules.  Rank 1:
+    h = 6 - 4 = 2, excess setup 0.5 (run) and produce 2 (not run), work
+    runs 0.5 longer than on the path: alpha = 2 / 2.5 = 0.8.  Seed: setup
+    0.4 intra, produce 1.6 inter.  Scalasca: the unscaled 0.5 of setup is
+    taken first, produce gets 6 - (1 + 1.5 + 2) = 1.5."""
+    r = imbalance_example()
+    assert r.critical_path.length == 6.0
+
+    def expect(v: np.ndarray, expected: dict) -> None:
+        got = {name: v[i] for i, name in enumerate(r.callpath_names) if np.any(v[i] != 0)}
+        assert sorted(got) == sorted(expected)
+        for name, values in expected.items():
+            np.testing.assert_allclose(got[name], values, rtol=1e-12, atol=1e-12)
+
+    expect(r.get("critical_imbalance_impact"),
+           {"main/setup": [0.4, 0.0], "main/produce": [1.6, 0.0], "main/consume": [0.0, 2.0]})
+    expect(r.get("intra_partition_imbalance"), {"main/setup": [0.4, 0.0]})
+    expect(r.get("inter_partition_imbalance"), {"main/produce": [1.6, 0.0], "main/consume": [0.0, 2.0]})
+    impact, inter = scalasca_imbalance(r)
+    expect(impact, {"main/setup": [0.4, 0.0], "main/produce": [1.6, 0.0], "main/consume": [0.0, 2.0]})
+    expect(inter, {"main/produce": [1.5, 0.0], "main/consume": [0.0, 2.0]})
+
+
+def test_imbalance_example_one_process_runs_everything():
+    """Rank 0 also runs consume (0.5 s, before its receive): it now runs
+    every call path on the path, Scalasca's inter-partition division has
+    nothing to divide by and its report holds no inter-partition imbalance;
+    the seed's split is unchanged for rank 1 (1.6 s on produce)."""
+    p = synth.Program(2)
+    p.rank(0).compute("setup", 1.0).compute("work", 1.0).compute("produce", 2.0).send(1) \
+        .compute("consume", 0.5).recv(1)
+    p.rank(1).compute("setup", 0.5).compute("work", 1.5).recv(0).compute("consume", 2.0).send(0)
+    r = p.run(latency=0.0, resolution=1000).analyze(critical_path=True)
+    inter = r.get("inter_partition_imbalance")
+    np.testing.assert_allclose(inter[r.callpath_names.index("main/produce")], [1.6, 0.0], rtol=1e-12)
+    assert r.total("inter_partition_imbalance") == pytest.approx(1.6, rel=1e-12)
+    assert not np.any(scalasca_imbalance(r)[1])
 
 
 def test_delay_costs_equal_the_handled_waiting(case):
