@@ -7,7 +7,7 @@
  *   wrappers_coll.c blocking collectives
  *   symtab.c        function names from ELF symbol tables
  *   callpath.c      user call paths: stack frames or -finstrument-functions
- *   tracer.c        per-rank event and definition files, crash flushing
+ *   tracer.c        per-rank event and definition files that survive a crash
  *   profiler.c      the wait-state profile of seed 003 (003_2d6b9c36e94631c5.txt)
  *   unify.c         builds the OTF2 archive from the per-rank files
  *
@@ -54,9 +54,11 @@ typedef struct ws_tracer {
     char *dir;          /* DIR/.waitscope */
     int evt_fd, def_fd; /* -1 until MPI_Init names them */
     char evt_path[4096], def_path[4096];
-    ws_raw_event *buf;
+    ws_raw_event *buf;  /* before MPI_Init: heap block; then: mapped window of the file */
     size_t n, cap;
-    uint64_t written;   /* records written to the file */
+    int mapped;
+    uint64_t window;    /* index of the mapped window */
+    uint64_t written;   /* records in the windows before the mapped one */
     int failed;         /* an I/O error stopped tracing */
     ws_buffer pending;  /* definition lines before the files are open */
     struct sigaction previous[8]; /* handlers of the fatal signals before ours */
@@ -66,7 +68,6 @@ int ws_tracer_setup(ws_tracer *t, const char *trace_dir);          /* at load ti
 int ws_tracer_open(ws_tracer *t, int rank, int size, const char *host, uint64_t start);
 void ws_tracer_event(ws_tracer *t, const ws_raw_event *e);
 void ws_tracer_def(ws_tracer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void ws_tracer_flush(ws_tracer *t);              /* async-signal-safe */
 uint64_t ws_tracer_count(const ws_tracer *t);
 void ws_tracer_close(ws_tracer *t);
 void ws_tracer_install_crash_handlers(void);

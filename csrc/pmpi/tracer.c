@@ -1,9 +1,13 @@
-/* Per-rank trace files (see rawtrace.h): events are collected in a fixed
- * block and appended to the rank's event file whenever the block is full,
- * so memory stays bounded for any run length; definition lines are written
- * through at once.  A rank that dies (MPI_Abort, a fatal signal, exit
- * without MPI_Finalize) flushes its block on the way out, so the
- * unification step finds everything up to the crash. */
+/* Per-rank trace files (see rawtrace.h).  Events are written into a
+ * window of the rank's event file mapped into memory (MAP_SHARED); when the
+ * window is full the file grows and the next window is mapped, so memory
+ * stays bounded for any run length and no system call is made per event.
+ * Because the pages belong to the file, every event recorded so far
+ * survives the death of the process, even by SIGKILL (which is how the
+ * MPICH launcher ends the other ranks after MPI_Abort).  The unused tail of
+ * the last window is zero (kind 0) and cut off when the file is closed or
+ * skipped by the reader.  Definition lines are written through at once.
+ * Before MPI_Init names the files, events go to a growing heap block. */
 #define _GNU_SOURCE
 #include "pmpi.h"
 
@@ -14,10 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define BLOCK_RECORDS 32768 /* 1.25 MiB */
+
+static int map_window(ws_tracer *t, uint64_t window);
 
 static int mkdir_p(const char *dir)
 {
@@ -87,7 +94,7 @@ int ws_tracer_open(ws_tracer *t, int rank, int size, const char *host, uint64_t 
     pid_t pid = getpid();
     snprintf(t->evt_path, sizeof t->evt_path, "%s/p%ld.evt", t->dir, (long)pid);
     snprintf(t->def_path, sizeof t->def_path, "%s/p%ld.defs", t->dir, (long)pid);
-    t->evt_fd = open(t->evt_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    t->evt_fd = open(t->evt_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     t->def_fd = open(t->def_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
     if (t->evt_fd < 0 || t->def_fd < 0) {
         t->failed = 1;
@@ -100,7 +107,16 @@ int ws_tracer_open(ws_tracer *t, int rank, int size, const char *host, uint64_t 
     if (t->pending.size)
         write_all(t->def_fd, t->pending.data, t->pending.size, &t->failed);
     ws_buffer_free(&t->pending);
-    ws_tracer_flush(t);
+    ws_raw_event *early = t->buf;
+    size_t n_early = t->n;
+    if (map_window(t, 0) != 0) {
+        t->buf = early;
+        t->failed = 1;
+        return -1;
+    }
+    for (size_t i = 0; i < n_early && !t->failed; i++)
+        ws_tracer_event(t, &early[i]);
+    free(early);
     return t->failed ? -1 : 0;
 }
 
@@ -132,13 +148,41 @@ void ws_tracer_def(ws_tracer *t, const char *fmt, ...)
         free(text);
 }
 
-void ws_tracer_flush(ws_tracer *t)
+static int map_window(ws_tracer *t, uint64_t window)
 {
-    if (!t->on || t->evt_fd < 0 || t->n == 0)
-        return;
-    write_all(t->evt_fd, t->buf, t->n * sizeof *t->buf, &t->failed);
-    t->written += t->n;
+    size_t bytes = BLOCK_RECORDS * sizeof(ws_raw_event);
+    if (ftruncate(t->evt_fd, (off_t)((window + 1) * bytes)) != 0)
+        return -1;
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, t->evt_fd, (off_t)(window * bytes));
+    if (p == MAP_FAILED)
+        return -1;
+    t->buf = p;
+    t->cap = BLOCK_RECORDS;
     t->n = 0;
+    t->window = window;
+    t->mapped = 1;
+    return 0;
+}
+
+static void unmap(ws_tracer *t)
+{
+    if (t->mapped)
+        munmap(t->buf, BLOCK_RECORDS * sizeof(ws_raw_event));
+    t->mapped = 0;
+    t->buf = NULL;
+}
+
+/* Moves to the next window of the file. */
+static int next_window(ws_tracer *t)
+{
+    uint64_t w = t->window + 1;
+    t->written += t->n;
+    unmap(t);
+    if (map_window(t, w) != 0) {
+        t->failed = 1;
+        return -1;
+    }
+    return 0;
 }
 
 void ws_tracer_event(ws_tracer *t, const ws_raw_event *e)
@@ -146,8 +190,9 @@ void ws_tracer_event(ws_tracer *t, const ws_raw_event *e)
     if (!t->on || t->failed)
         return;
     if (t->n == t->cap) {
-        if (t->evt_fd >= 0) {
-            ws_tracer_flush(t);
+        if (t->mapped) {
+            if (next_window(t) != 0)
+                return;
         } else {
             /* before MPI_Init names the file: grow (pre-initialisation
              * activity is short) */
@@ -173,15 +218,21 @@ void ws_tracer_close(ws_tracer *t)
 {
     if (!t->on)
         return;
-    ws_tracer_flush(t);
+    uint64_t total = ws_tracer_count(t);
+    if (t->mapped) {
+        unmap(t);
+        if (ftruncate(t->evt_fd, (off_t)(total * sizeof(ws_raw_event))) != 0)
+            t->failed = 1;
+    } else {
+        free(t->buf);
+        t->buf = NULL;
+    }
     if (t->evt_fd >= 0)
         close(t->evt_fd);
     if (t->def_fd >= 0)
         close(t->def_fd);
     t->evt_fd = t->def_fd = -1;
-    free(t->buf);
     free(t->dir);
-    t->buf = NULL;
     t->dir = NULL;
     t->on = 0;
 }
@@ -196,7 +247,6 @@ static void on_fatal_signal(int sig)
     ws_tracer *t = &ws_pmpi_g.tracer;
     if (!ws_pmpi_g.done && t->on && t->def_fd >= 0) {
         ws_pmpi_g.done = 1;
-        ws_tracer_flush(t);
         char line[32] = "signal\t";
         size_t n = 7;
         char digits[12];

@@ -492,6 +492,9 @@ static int read_events(ws_trace *t, rankfile *rf, uint32_t loc, double origin, u
         }
         n = fread(raw, sizeof *raw, n, f);
         fclose(f);
+        /* a rank that died leaves the zeroed tail of its mapped window */
+        while (n > 0 && raw[n - 1].kind == 0)
+            n--;
     }
     uint64_t cap = n + 256; /* room for the Leave events that close a cut-short rank */
     int rc = WS_OK;

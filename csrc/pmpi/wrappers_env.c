@@ -228,7 +228,6 @@ static void on_exit_without_finalize(void)
     if (!g->measuring || g->done)
         return;
     g->done = 1;
-    ws_tracer_flush(&g->tracer);
     ws_tracer_def(&g->tracer, "exit\t0\n");
 }
 
@@ -304,8 +303,7 @@ WS_EXPORT int MPI_Finalize(void)
                          (double)g->mpi_ns * 1e-9, g->command);
     if (g->tracer.on) {
         int ok = !g->tracer.failed, all_ok = 0;
-        ws_tracer_flush(&g->tracer);
-        ws_tracer_def(&g->tracer, "end\t%llu\n", (unsigned long long)ws_tracer_count(&g->tracer));
+            ws_tracer_def(&g->tracer, "end\t%llu\n", (unsigned long long)ws_tracer_count(&g->tracer));
         ws_tracer_close(&g->tracer);
         PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, g->private_comm);
         if (g->rank == 0) {
@@ -330,8 +328,7 @@ WS_EXPORT int MPI_Abort(MPI_Comm comm, int code)
     if (g->measuring && !g->done && !g->in_call) {
         ws_call_begin(WF_ABORT);
         g->done = 1;
-        ws_tracer_flush(&g->tracer);
-        ws_tracer_def(&g->tracer, "abort\t%d\n", code);
+            ws_tracer_def(&g->tracer, "abort\t%d\n", code);
     }
     return PMPI_Abort(comm, code);
 }
