@@ -5,6 +5,7 @@
  *   wrappers_env.c  MPI_Init/Finalize/Abort, communicators, topologies
  *   wrappers_p2p.c  point to point and request completion
  *   wrappers_coll.c blocking collectives
+ *   wrappers_large.c the MPI-4 large-count (_c) variants
  *   symtab.c        function names from ELF symbol tables
  *   callpath.c      user call paths: stack frames or -finstrument-functions
  *   tracer.c        per-rank event and definition files that survive a crash
@@ -144,6 +145,13 @@ typedef struct ws_comm_entry {
 } ws_comm_entry;
 
 
+typedef struct ws_request {
+    uint64_t id;    /* request id in the trace */
+    uint32_t comm;  /* local communicator id */
+    uint32_t next;  /* next record with the same handle / next free; UINT32_MAX ends */
+    int is_recv;
+} ws_request;
+
 /* ---- the process-wide state ------------------------------------------- */
 typedef struct ws_pmpi {
     int loaded;        /* constructor ran */
@@ -164,8 +172,13 @@ typedef struct ws_pmpi {
     size_t n_comms, cap_comms;
     uint32_t next_comm_id, comm_serial;
     /* requests */
-    ws_map64 requests;      /* request handle -> (trace id << 1) | is_receive */
-    ws_map64 request_comms; /* request handle -> local communicator id */
+    /* requests: handle -> first of a chain of records (an MPI may hand out
+     * one handle for several requests that completed at once, e.g. MPICH's
+     * eager sends); chains complete in order */
+    ws_map64 requests;
+    struct ws_request *req_pool;
+    size_t n_req_pool, cap_req_pool;
+    uint32_t req_free; /* head of the free list, UINT32_MAX if none */
     uint64_t next_request;
     /* the MPI call in progress */
     int call_fn;
@@ -183,7 +196,18 @@ void ws_call_end(int fn, uint64_t t1, uint64_t bytes, int has_bytes, int root);
 void ws_emit(uint64_t time, uint8_t kind, uint32_t a, uint32_t comm, uint32_t tag, uint64_t bytes, uint64_t req,
              uint8_t op);
 uint32_t ws_comm_id(MPI_Comm comm);
-uint64_t ws_type_bytes(int count, MPI_Datatype type);
+uint64_t ws_type_bytes(long long count, MPI_Datatype type);
+
+/* Shared by the int and the MPI-4 large-count (_c) wrappers */
+void ws_send_begin(int fn, uint64_t bytes, int dest, int tag, MPI_Comm comm);
+void ws_recv_end(int fn, int rc, MPI_Comm comm, const MPI_Status *st);
+uint64_t ws_isend_begin(int fn, uint64_t bytes, int dest, int tag, MPI_Comm comm);
+void ws_isend_end(int fn, int rc, MPI_Request *req, uint64_t id, MPI_Comm comm, uint64_t bytes);
+void ws_irecv_end(int fn, int rc, uint64_t t0, int source, MPI_Comm comm, MPI_Request *req);
+uint64_t ws_coll_begin(int fn);
+/* root < 0: the operation has no root */
+void ws_coll_end(int fn, MPI_Comm comm, uint8_t op, int root, uint64_t sent, uint64_t received, uint64_t payload,
+                 int has_payload);
 
 /* Request table (wrappers_p2p.c) */
 void ws_requests_free_all(void);

@@ -169,6 +169,13 @@ static void demangle(const char *in, char *out, size_t size)
         return;
     typedef char *(*demangler)(const char *, char *, size_t *, int *);
     demangler d = (demangler)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    if (!d) {
+        /* a C++ program need not link libstdc++ (nothing of it used): load it
+         * for its demangler; it stays loaded for the process's life */
+        void *lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+        if (lib)
+            d = (demangler)dlsym(lib, "__cxa_demangle");
+    }
     if (!d)
         return;
     int status = 0;

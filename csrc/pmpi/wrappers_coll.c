@@ -16,15 +16,14 @@
 
 #define PASS_THROUGH (!ws_pmpi_g.measuring || ws_pmpi_g.in_call)
 
-static uint64_t coll_begin(int fn)
+uint64_t ws_coll_begin(int fn)
 {
     uint64_t t0 = ws_call_begin(fn);
     ws_emit(t0, WS_EV_COLL_BEGIN, 0, 0, 0, 0, 0, 0);
     return t0;
 }
 
-/* root < 0: the operation has no root */
-static void coll_end(int fn, MPI_Comm comm, uint8_t op, int root, uint64_t sent, uint64_t received,
+void ws_coll_end(int fn, MPI_Comm comm, uint8_t op, int root, uint64_t sent, uint64_t received,
                      uint64_t payload, int has_payload)
 {
     uint64_t t1 = ws_now();
@@ -63,9 +62,9 @@ WS_EXPORT int MPI_Barrier(MPI_Comm comm)
 {
     if (PASS_THROUGH)
         return PMPI_Barrier(comm);
-    coll_begin(WF_BARRIER);
+    ws_coll_begin(WF_BARRIER);
     int rc = PMPI_Barrier(comm);
-    coll_end(WF_BARRIER, comm, OTF2_COLLECTIVE_OP_BARRIER, -1, 0, 0, 0, 0);
+    ws_coll_end(WF_BARRIER, comm, OTF2_COLLECTIVE_OP_BARRIER, -1, 0, 0, 0, 0);
     return rc;
 }
 
@@ -73,11 +72,11 @@ WS_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_C
 {
     if (PASS_THROUGH)
         return PMPI_Bcast(buf, count, type, root, comm);
-    coll_begin(WF_BCAST);
+    ws_coll_begin(WF_BCAST);
     uint64_t b = ws_type_bytes(count, type);
     int is_root = comm_rank(comm) == root;
     int rc = PMPI_Bcast(buf, count, type, root, comm);
-    coll_end(WF_BCAST, comm, OTF2_COLLECTIVE_OP_BCAST, root, is_root ? b * (uint64_t)comm_size(comm) : 0, b, b, 1);
+    ws_coll_end(WF_BCAST, comm, OTF2_COLLECTIVE_OP_BCAST, root, is_root ? b * (uint64_t)comm_size(comm) : 0, b, b, 1);
     return rc;
 }
 
@@ -86,11 +85,11 @@ WS_EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
 {
     if (PASS_THROUGH)
         return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
-    coll_begin(WF_REDUCE);
+    ws_coll_begin(WF_REDUCE);
     uint64_t b = ws_type_bytes(count, type);
     int is_root = comm_rank(comm) == root;
     int rc = PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
-    coll_end(WF_REDUCE, comm, OTF2_COLLECTIVE_OP_REDUCE, root, b, is_root ? b * (uint64_t)comm_size(comm) : 0, b, 1);
+    ws_coll_end(WF_REDUCE, comm, OTF2_COLLECTIVE_OP_REDUCE, root, b, is_root ? b * (uint64_t)comm_size(comm) : 0, b, 1);
     return rc;
 }
 
@@ -99,10 +98,10 @@ WS_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_D
 {
     if (PASS_THROUGH)
         return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
-    coll_begin(WF_ALLREDUCE);
+    ws_coll_begin(WF_ALLREDUCE);
     uint64_t b = ws_type_bytes(count, type), n = (uint64_t)comm_size(comm);
     int rc = PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
-    coll_end(WF_ALLREDUCE, comm, OTF2_COLLECTIVE_OP_ALLREDUCE, -1, b * n, b * n, b, 1);
+    ws_coll_end(WF_ALLREDUCE, comm, OTF2_COLLECTIVE_OP_ALLREDUCE, -1, b * n, b * n, b, 1);
     return rc;
 }
 
@@ -110,10 +109,10 @@ WS_EXPORT int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
 {
     if (PASS_THROUGH)
         return PMPI_Scan(sendbuf, recvbuf, count, type, op, comm);
-    coll_begin(WF_SCAN);
+    ws_coll_begin(WF_SCAN);
     uint64_t b = ws_type_bytes(count, type);
     int rc = PMPI_Scan(sendbuf, recvbuf, count, type, op, comm);
-    coll_end(WF_SCAN, comm, OTF2_COLLECTIVE_OP_SCAN, -1, b, b, b, 1);
+    ws_coll_end(WF_SCAN, comm, OTF2_COLLECTIVE_OP_SCAN, -1, b, b, b, 1);
     return rc;
 }
 
@@ -122,10 +121,10 @@ WS_EXPORT int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Data
 {
     if (PASS_THROUGH)
         return PMPI_Exscan(sendbuf, recvbuf, count, type, op, comm);
-    coll_begin(WF_EXSCAN);
+    ws_coll_begin(WF_EXSCAN);
     uint64_t b = ws_type_bytes(count, type);
     int rc = PMPI_Exscan(sendbuf, recvbuf, count, type, op, comm);
-    coll_end(WF_EXSCAN, comm, OTF2_COLLECTIVE_OP_EXSCAN, -1, b, b, b, 1);
+    ws_coll_end(WF_EXSCAN, comm, OTF2_COLLECTIVE_OP_EXSCAN, -1, b, b, b, 1);
     return rc;
 }
 
@@ -134,13 +133,13 @@ WS_EXPORT int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendty
 {
     if (PASS_THROUGH)
         return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-    coll_begin(WF_GATHER);
+    ws_coll_begin(WF_GATHER);
     int is_root = comm_rank(comm) == root;
     uint64_t n = (uint64_t)comm_size(comm);
     uint64_t rb = is_root ? ws_type_bytes(recvcount, recvtype) : 0;
     uint64_t sb = sendbuf == MPI_IN_PLACE ? rb : ws_type_bytes(sendcount, sendtype);
     int rc = PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-    coll_end(WF_GATHER, comm, OTF2_COLLECTIVE_OP_GATHER, root, sb, rb * n, sb, 1);
+    ws_coll_end(WF_GATHER, comm, OTF2_COLLECTIVE_OP_GATHER, root, sb, rb * n, sb, 1);
     return rc;
 }
 
@@ -149,12 +148,12 @@ WS_EXPORT int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendt
 {
     if (PASS_THROUGH)
         return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
-    coll_begin(WF_GATHERV);
+    ws_coll_begin(WF_GATHERV);
     int me = comm_rank(comm), is_root = me == root;
     uint64_t rb = is_root ? sum_counts(recvcounts, comm_size(comm), recvtype) : 0;
     uint64_t sb = sendbuf == MPI_IN_PLACE ? ws_type_bytes(recvcounts[me], recvtype) : ws_type_bytes(sendcount, sendtype);
     int rc = PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
-    coll_end(WF_GATHERV, comm, OTF2_COLLECTIVE_OP_GATHERV, root, sb, rb, sb, 1);
+    ws_coll_end(WF_GATHERV, comm, OTF2_COLLECTIVE_OP_GATHERV, root, sb, rb, sb, 1);
     return rc;
 }
 
@@ -163,13 +162,13 @@ WS_EXPORT int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendt
 {
     if (PASS_THROUGH)
         return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-    coll_begin(WF_SCATTER);
+    ws_coll_begin(WF_SCATTER);
     int is_root = comm_rank(comm) == root;
     uint64_t n = (uint64_t)comm_size(comm);
     uint64_t sb = is_root ? ws_type_bytes(sendcount, sendtype) : 0;
     uint64_t rb = recvbuf == MPI_IN_PLACE ? sb : ws_type_bytes(recvcount, recvtype);
     int rc = PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-    coll_end(WF_SCATTER, comm, OTF2_COLLECTIVE_OP_SCATTER, root, sb * n, rb, rb, 1);
+    ws_coll_end(WF_SCATTER, comm, OTF2_COLLECTIVE_OP_SCATTER, root, sb * n, rb, rb, 1);
     return rc;
 }
 
@@ -178,12 +177,12 @@ WS_EXPORT int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const in
 {
     if (PASS_THROUGH)
         return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
-    coll_begin(WF_SCATTERV);
+    ws_coll_begin(WF_SCATTERV);
     int me = comm_rank(comm), is_root = me == root;
     uint64_t sb = is_root ? sum_counts(sendcounts, comm_size(comm), sendtype) : 0;
     uint64_t rb = recvbuf == MPI_IN_PLACE ? ws_type_bytes(sendcounts[me], sendtype) : ws_type_bytes(recvcount, recvtype);
     int rc = PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
-    coll_end(WF_SCATTERV, comm, OTF2_COLLECTIVE_OP_SCATTERV, root, sb, rb, rb, 1);
+    ws_coll_end(WF_SCATTERV, comm, OTF2_COLLECTIVE_OP_SCATTERV, root, sb, rb, rb, 1);
     return rc;
 }
 
@@ -192,12 +191,12 @@ WS_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sen
 {
     if (PASS_THROUGH)
         return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    coll_begin(WF_ALLGATHER);
+    ws_coll_begin(WF_ALLGATHER);
     uint64_t n = (uint64_t)comm_size(comm);
     uint64_t rb = ws_type_bytes(recvcount, recvtype);
     uint64_t sb = sendbuf == MPI_IN_PLACE ? rb : ws_type_bytes(sendcount, sendtype);
     int rc = PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    coll_end(WF_ALLGATHER, comm, OTF2_COLLECTIVE_OP_ALLGATHER, -1, sb * n, rb * n, sb, 1);
+    ws_coll_end(WF_ALLGATHER, comm, OTF2_COLLECTIVE_OP_ALLGATHER, -1, sb * n, rb * n, sb, 1);
     return rc;
 }
 
@@ -206,12 +205,12 @@ WS_EXPORT int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype se
 {
     if (PASS_THROUGH)
         return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-    coll_begin(WF_ALLGATHERV);
+    ws_coll_begin(WF_ALLGATHERV);
     int n = comm_size(comm), me = comm_rank(comm);
     uint64_t rb = sum_counts(recvcounts, n, recvtype);
     uint64_t sb = sendbuf == MPI_IN_PLACE ? ws_type_bytes(recvcounts[me], recvtype) : ws_type_bytes(sendcount, sendtype);
     int rc = PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-    coll_end(WF_ALLGATHERV, comm, OTF2_COLLECTIVE_OP_ALLGATHERV, -1, sb * (uint64_t)n, rb, sb, 1);
+    ws_coll_end(WF_ALLGATHERV, comm, OTF2_COLLECTIVE_OP_ALLGATHERV, -1, sb * (uint64_t)n, rb, sb, 1);
     return rc;
 }
 
@@ -220,12 +219,12 @@ WS_EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype send
 {
     if (PASS_THROUGH)
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    coll_begin(WF_ALLTOALL);
+    ws_coll_begin(WF_ALLTOALL);
     uint64_t n = (uint64_t)comm_size(comm);
     uint64_t rb = ws_type_bytes(recvcount, recvtype);
     uint64_t sb = sendbuf == MPI_IN_PLACE ? rb : ws_type_bytes(sendcount, sendtype);
     int rc = PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    coll_end(WF_ALLTOALL, comm, OTF2_COLLECTIVE_OP_ALLTOALL, -1, sb * n, rb * n, sb, 1);
+    ws_coll_end(WF_ALLTOALL, comm, OTF2_COLLECTIVE_OP_ALLTOALL, -1, sb * n, rb * n, sb, 1);
     return rc;
 }
 
@@ -235,12 +234,12 @@ WS_EXPORT int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const i
 {
     if (PASS_THROUGH)
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-    coll_begin(WF_ALLTOALLV);
+    ws_coll_begin(WF_ALLTOALLV);
     int n = comm_size(comm);
     uint64_t rb = sum_counts(recvcounts, n, recvtype);
     uint64_t sb = sendbuf == MPI_IN_PLACE ? rb : sum_counts(sendcounts, n, sendtype);
     int rc = PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-    coll_end(WF_ALLTOALLV, comm, OTF2_COLLECTIVE_OP_ALLTOALLV, -1, sb, rb, sb, 1);
+    ws_coll_end(WF_ALLTOALLV, comm, OTF2_COLLECTIVE_OP_ALLTOALLV, -1, sb, rb, sb, 1);
     return rc;
 }
 
@@ -249,11 +248,11 @@ WS_EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int r
 {
     if (PASS_THROUGH)
         return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm);
-    coll_begin(WF_REDUCE_SCATTER);
+    ws_coll_begin(WF_REDUCE_SCATTER);
     int n = comm_size(comm), me = comm_rank(comm);
     uint64_t sb = sum_counts(recvcounts, n, type);
     uint64_t rb = ws_type_bytes(recvcounts[me], type);
     int rc = PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm);
-    coll_end(WF_REDUCE_SCATTER, comm, OTF2_COLLECTIVE_OP_REDUCE_SCATTER, -1, sb, rb, sb, 1);
+    ws_coll_end(WF_REDUCE_SCATTER, comm, OTF2_COLLECTIVE_OP_REDUCE_SCATTER, -1, sb, rb, sb, 1);
     return rc;
 }

@@ -59,7 +59,7 @@ void ws_call_end(int fn, uint64_t t1, uint64_t bytes, int has_bytes, int root)
     g->in_call = 0;
 }
 
-uint64_t ws_type_bytes(int count, MPI_Datatype type)
+uint64_t ws_type_bytes(long long count, MPI_Datatype type)
 {
     if (count <= 0 || type == MPI_DATATYPE_NULL)
         return 0;
@@ -218,6 +218,7 @@ __attribute__((constructor)) static void on_load(void)
     g->cp.no_hooks = mode && strcmp(mode, "stack") == 0;
     read_command(g);
     g->rank = -1;
+    g->req_free = UINT32_MAX;
     g->loaded = 1;
     ws_emit(g->t_start, WS_EV_PROGRAM_BEGIN, 0, 0, 0, 0, 0, 0);
 }

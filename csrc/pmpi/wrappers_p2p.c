@@ -28,14 +28,52 @@ static void track(MPI_Request r, uint64_t id, uint32_t comm, int is_recv)
     ws_pmpi *g = &ws_pmpi_g;
     if (comm == UINT32_MAX || r == MPI_REQUEST_NULL)
         return;
-    ws_map64_put(&g->requests, handle_key(r), (id << 1) | (uint64_t)is_recv);
-    ws_map64_put(&g->request_comms, handle_key(r), comm);
+    uint32_t slot = g->req_free;
+    if (slot != UINT32_MAX) {
+        g->req_free = g->req_pool[slot].next;
+    } else {
+        if (ws_grow((void **)&g->req_pool, &g->cap_req_pool, g->n_req_pool + 1, sizeof *g->req_pool) != 0)
+            return;
+        slot = (uint32_t)g->n_req_pool++;
+    }
+    g->req_pool[slot] = (ws_request){id, comm, UINT32_MAX, is_recv};
+    uint64_t head;
+    if (!ws_map64_get(&g->requests, handle_key(r), &head)) {
+        ws_map64_put(&g->requests, handle_key(r), slot);
+        return;
+    }
+    uint32_t k = (uint32_t)head;
+    while (g->req_pool[k].next != UINT32_MAX)
+        k = g->req_pool[k].next;
+    g->req_pool[k].next = slot;
+}
+
+/* Takes the oldest record of handle r; returns 0 if there is none. */
+static int untrack(MPI_Request r, ws_request *out)
+{
+    ws_pmpi *g = &ws_pmpi_g;
+    uint64_t head;
+    if (!ws_map64_get(&g->requests, handle_key(r), &head))
+        return 0;
+    uint32_t k = (uint32_t)head;
+    *out = g->req_pool[k];
+    if (out->next == UINT32_MAX)
+        ws_map64_remove(&g->requests, handle_key(r));
+    else
+        ws_map64_put(&g->requests, handle_key(r), out->next);
+    g->req_pool[k].next = g->req_free;
+    g->req_free = k;
+    return 1;
 }
 
 void ws_requests_free_all(void)
 {
-    ws_map64_free(&ws_pmpi_g.requests);
-    ws_map64_free(&ws_pmpi_g.request_comms);
+    ws_pmpi *g = &ws_pmpi_g;
+    ws_map64_free(&g->requests);
+    free(g->req_pool);
+    g->req_pool = NULL;
+    g->n_req_pool = g->cap_req_pool = 0;
+    g->req_free = UINT32_MAX;
 }
 
 static uint64_t status_bytes(const MPI_Status *st)
@@ -50,15 +88,11 @@ static uint64_t status_bytes(const MPI_Status *st)
  * returns the bytes received by it. */
 static uint64_t complete(uint64_t now, MPI_Request r, const MPI_Status *st)
 {
-    ws_pmpi *g = &ws_pmpi_g;
-    uint64_t v, comm = 0;
-    if (!ws_map64_get(&g->requests, handle_key(r), &v))
+    ws_request q;
+    if (!untrack(r, &q))
         return 0;
-    ws_map64_get(&g->request_comms, handle_key(r), &comm);
-    ws_map64_remove(&g->requests, handle_key(r));
-    ws_map64_remove(&g->request_comms, handle_key(r));
-    uint64_t id = v >> 1;
-    if (!(v & 1)) {
+    uint64_t id = q.id;
+    if (!q.is_recv) {
         ws_emit(now, WS_EV_ISEND_COMPLETE, 0, 0, 0, 0, id, 0);
         return 0;
     }
@@ -67,20 +101,37 @@ static uint64_t complete(uint64_t now, MPI_Request r, const MPI_Status *st)
     if (cancelled || st->MPI_SOURCE == MPI_PROC_NULL)
         return 0;
     uint64_t bytes = status_bytes(st);
-    ws_emit(now, WS_EV_IRECV, (uint32_t)st->MPI_SOURCE, (uint32_t)comm, (uint32_t)st->MPI_TAG, bytes, id, 0);
+    ws_emit(now, WS_EV_IRECV, (uint32_t)st->MPI_SOURCE, q.comm, (uint32_t)st->MPI_TAG, bytes, id, 0);
     return bytes;
 }
 
 /* ---- blocking --------------------------------------------------------------- */
 
-static int blocking_send(int fn, int (*pmpi)(const void *, int, MPI_Datatype, int, int, MPI_Comm), const void *buf,
-                         int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
+void ws_send_begin(int fn, uint64_t bytes, int dest, int tag, MPI_Comm comm)
 {
     uint64_t t0 = ws_call_begin(fn);
-    uint64_t bytes = ws_type_bytes(count, type);
     uint32_t c = ws_comm_id(comm);
     if (dest != MPI_PROC_NULL && c != UINT32_MAX)
         ws_emit(t0, WS_EV_SEND, (uint32_t)dest, c, (uint32_t)tag, bytes, 0, 0);
+}
+
+void ws_recv_end(int fn, int rc, MPI_Comm comm, const MPI_Status *st)
+{
+    uint64_t t1 = ws_now(), bytes = 0;
+    uint32_t c = ws_comm_id(comm);
+    if (rc == MPI_SUCCESS && st->MPI_SOURCE != MPI_PROC_NULL) {
+        bytes = status_bytes(st);
+        if (c != UINT32_MAX)
+            ws_emit(t1, WS_EV_RECV, (uint32_t)st->MPI_SOURCE, c, (uint32_t)st->MPI_TAG, bytes, 0, 0);
+    }
+    ws_call_end(fn, t1, bytes, 1, 0);
+}
+
+static int blocking_send(int fn, int (*pmpi)(const void *, int, MPI_Datatype, int, int, MPI_Comm), const void *buf,
+                         int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
+{
+    uint64_t bytes = ws_type_bytes(count, type);
+    ws_send_begin(fn, bytes, dest, tag, comm);
     int rc = pmpi(buf, count, type, dest, tag, comm);
     ws_call_end(fn, ws_now(), bytes, 1, 0);
     return rc;
@@ -109,14 +160,7 @@ WS_EXPORT int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int 
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     ws_call_begin(WF_RECV);
     int rc = PMPI_Recv(buf, count, type, source, tag, comm, st);
-    uint64_t t1 = ws_now(), bytes = 0;
-    uint32_t c = ws_comm_id(comm);
-    if (rc == MPI_SUCCESS && st->MPI_SOURCE != MPI_PROC_NULL) {
-        bytes = status_bytes(st);
-        if (c != UINT32_MAX)
-            ws_emit(t1, WS_EV_RECV, (uint32_t)st->MPI_SOURCE, c, (uint32_t)st->MPI_TAG, bytes, 0, 0);
-    }
-    ws_call_end(WF_RECV, t1, bytes, 1, 0);
+    ws_recv_end(WF_RECV, rc, comm, st);
     return rc;
 }
 
@@ -129,20 +173,11 @@ WS_EXPORT int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype send
                              recvtag, comm, status);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    uint64_t t0 = ws_call_begin(WF_SENDRECV);
-    uint32_t c = ws_comm_id(comm);
     uint64_t sent = ws_type_bytes(sendcount, sendtype);
-    if (dest != MPI_PROC_NULL && c != UINT32_MAX)
-        ws_emit(t0, WS_EV_SEND, (uint32_t)dest, c, (uint32_t)sendtag, sent, 0, 0);
+    ws_send_begin(WF_SENDRECV, sent, dest, sendtag, comm);
     int rc = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag,
                            comm, st);
-    uint64_t t1 = ws_now(), bytes = 0;
-    if (rc == MPI_SUCCESS && st->MPI_SOURCE != MPI_PROC_NULL) {
-        bytes = status_bytes(st);
-        if (c != UINT32_MAX)
-            ws_emit(t1, WS_EV_RECV, (uint32_t)st->MPI_SOURCE, c, (uint32_t)st->MPI_TAG, bytes, 0, 0);
-    }
-    ws_call_end(WF_SENDRECV, t1, bytes, 1, 0);
+    ws_recv_end(WF_SENDRECV, rc, comm, st);
     return rc;
 }
 
@@ -173,22 +208,45 @@ WS_EXPORT int MPI_Get_count(const MPI_Status *status, MPI_Datatype type, int *co
 
 /* ---- non-blocking ----------------------------------------------------------- */
 
+uint64_t ws_isend_begin(int fn, uint64_t bytes, int dest, int tag, MPI_Comm comm)
+{
+    ws_pmpi *g = &ws_pmpi_g;
+    uint64_t t0 = ws_call_begin(fn);
+    uint32_t c = ws_comm_id(comm);
+    if (dest == MPI_PROC_NULL || c == UINT32_MAX)
+        return 0;
+    uint64_t id = ++g->next_request;
+    ws_emit(t0, WS_EV_ISEND, (uint32_t)dest, c, (uint32_t)tag, bytes, id, 0);
+    return id;
+}
+
+void ws_isend_end(int fn, int rc, MPI_Request *req, uint64_t id, MPI_Comm comm, uint64_t bytes)
+{
+    if (id && rc == MPI_SUCCESS)
+        track(*req, id, ws_comm_id(comm), 0);
+    ws_call_end(fn, ws_now(), bytes, 1, 0);
+}
+
+void ws_irecv_end(int fn, int rc, uint64_t t0, int source, MPI_Comm comm, MPI_Request *req)
+{
+    ws_pmpi *g = &ws_pmpi_g;
+    uint32_t c = ws_comm_id(comm);
+    if (rc == MPI_SUCCESS && source != MPI_PROC_NULL && c != UINT32_MAX) {
+        uint64_t id = ++g->next_request;
+        ws_emit(t0, WS_EV_IRECV_REQUEST, 0, 0, 0, 0, id, 0);
+        track(*req, id, c, 1);
+    }
+    ws_call_end(fn, ws_now(), 0, 0, 0);
+}
+
 static int start_send(int fn, int (*pmpi)(const void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *),
                       const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
                       MPI_Request *req)
 {
-    ws_pmpi *g = &ws_pmpi_g;
-    uint64_t t0 = ws_call_begin(fn);
     uint64_t bytes = ws_type_bytes(count, type);
-    uint32_t c = ws_comm_id(comm);
-    uint64_t id = ++g->next_request;
-    int traced = dest != MPI_PROC_NULL && c != UINT32_MAX;
-    if (traced)
-        ws_emit(t0, WS_EV_ISEND, (uint32_t)dest, c, (uint32_t)tag, bytes, id, 0);
+    uint64_t id = ws_isend_begin(fn, bytes, dest, tag, comm);
     int rc = pmpi(buf, count, type, dest, tag, comm, req);
-    if (traced && rc == MPI_SUCCESS)
-        track(*req, id, c, 0);
-    ws_call_end(fn, ws_now(), bytes, 1, 0);
+    ws_isend_end(fn, rc, req, id, comm, bytes);
     return rc;
 }
 
@@ -213,16 +271,9 @@ WS_EXPORT int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int
 {
     if (PASS_THROUGH)
         return PMPI_Irecv(buf, count, type, source, tag, comm, req);
-    ws_pmpi *g = &ws_pmpi_g;
     uint64_t t0 = ws_call_begin(WF_IRECV);
-    uint32_t c = ws_comm_id(comm);
-    uint64_t id = ++g->next_request;
     int rc = PMPI_Irecv(buf, count, type, source, tag, comm, req);
-    if (rc == MPI_SUCCESS && source != MPI_PROC_NULL && c != UINT32_MAX) {
-        ws_emit(t0, WS_EV_IRECV_REQUEST, 0, 0, 0, 0, id, 0);
-        track(*req, id, c, 1);
-    }
-    ws_call_end(WF_IRECV, ws_now(), 0, 0, 0);
+    ws_irecv_end(WF_IRECV, rc, t0, source, comm, req);
     return rc;
 }
 
