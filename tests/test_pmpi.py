@@ -83,6 +83,21 @@ def otf2_print(trace: Path) -> str:
     return proc.stdout
 
 
+def region_visits(text: str, location: int, region: str) -> list[float]:
+    """Durations (s) of the visits of one location to a region, from otf2-print."""
+    out, start = [], None
+    pattern = re.compile(r"^(ENTER|LEAVE)\s+(\d+)\s+(\d+)\s+Region: \"([^\"]+)\"")
+    for line in text.splitlines():
+        m = pattern.match(line)
+        if not m or int(m.group(2)) != location or m.group(4) != region:
+            continue
+        if m.group(1) == "ENTER":
+            start = int(m.group(3))
+        else:
+            out.append((int(m.group(3)) - start) * 1e-9)
+    return out
+
+
 def records(text: str, kind: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith(kind + " ")]
 
@@ -242,11 +257,14 @@ def test_late_sender_messages_and_profile(mpi: str, tmp_path: Path) -> None:
     assert recv["count"] == [0, 2] and send["count"] == [2, 0]
     assert recv["global_min"] is None
     # each receive waited for one sleep: the minimum and the sum say so
-    assert recv["min"][0] is None and recv["min"][1] == pytest.approx(min(sleeps), rel=0.05)
-    assert recv["sum"][1] == pytest.approx(sum(sleeps), rel=0.05)
-    # the profile sums the same intervals the trace records
-    result = waitscope.open(out).analyze()
-    assert recv["sum"][1] == pytest.approx(result.get("time", "main/solver/exchange/MPI_Recv", 1), rel=1e-6)
+    # the profile aggregates the very intervals the trace records: the
+    # durations of rank 1's MPI_Recv visits from the archive's timestamps (ns)
+    visits = region_visits(text, 1, "MPI_Recv")
+    assert len(visits) == 2
+    assert recv["min"][0] is None and recv["min"][1] == pytest.approx(min(visits), abs=1e-9)
+    assert recv["sum"][1] == pytest.approx(sum(visits), abs=1e-9)
+    # and each visit is (at least) the wait for the late sender
+    assert recv["min"][1] >= 0.95 * min(sleeps)
     barrier = entries[("main/MPI_Barrier", "MPI_Barrier", -1, False)]
     assert barrier["count"] == [1, 1] and barrier["collective"]
     assert barrier["global_min"] == min(barrier["min"])
