@@ -92,8 +92,11 @@ class build_ext_with_pmpi(build_ext):
                     os.path.getmtime(target) >= os.path.getmtime(f) for f in PMPI_SOURCES + headers
                 ):
                     continue
+                # never sanitizer flags: the library is preloaded into MPI
+                # programs and launchers (its unification code is sanitized
+                # as part of waitscope._core)
                 cmd = [mpicc, "-shared", "-fPIC", "-fvisibility=hidden", "-o", target, *PMPI_SOURCES,
-                       "-Icsrc", *common_compile, *otf2_cflags, *common_link, *otf2_ldflags, "-ldl", "-lm"]
+                       "-Icsrc", *PMPI_COMPILE, *otf2_cflags, *otf2_ldflags, "-ldl", "-lm"]
                 self.announce("building %s" % target, level=2)
                 subprocess.check_call(cmd)
 
@@ -115,6 +118,7 @@ headers = sorted(glob.glob(os.path.join("csrc", "**", "*.h"), recursive=True))
 otf2_cflags, otf2_ldflags = otf2_flags()
 common_compile = ["-std=c11", "-Wall", "-Wextra", "-O2", "-D_POSIX_C_SOURCE=200809L"]
 common_link = []
+PMPI_COMPILE = list(common_compile)
 if os.environ.get("WAITSCOPE_SANITIZE"):
     san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1", "-g"]
     common_compile += san

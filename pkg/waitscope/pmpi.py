@@ -139,8 +139,10 @@ def environment(
         raise ValueError(f"callpath={callpath!r}: expected 'stack' or 'instrument'")
     lib = library_path(mpi or detect_mpi(command))
     env = dict(os.environ if base is None else base)
+    # after what is preloaded already (a sanitizer runtime must stay first);
+    # any preloaded library still comes before libmpi
     preload = env.get("LD_PRELOAD", "")
-    env["LD_PRELOAD"] = lib + (":" + preload if preload else "")
+    env["LD_PRELOAD"] = (preload + ":" if preload else "") + lib
     for key in ("WAITSCOPE_TRACE_DIR", "WAITSCOPE_PROFILE_DIR", "WAITSCOPE_CALLPATH"):
         env.pop(key, None)
     if trace_dir is not None:
