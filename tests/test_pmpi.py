@@ -205,13 +205,17 @@ RICH = r"""
 
 ABORT = r"""
     #include <mpi.h>
-    static void fail(int rank) {
+    static void fail(int rank, int crash) {
         int v = 1;
         if (rank == 0) {
             MPI_Send(&v, 1, MPI_INT, 1, 0, MPI_COMM_WORLD);
             MPI_Recv(&v, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         } else {
             MPI_Recv(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (crash) {
+                volatile int *nowhere = 0;
+                *nowhere = 1;
+            }
             MPI_Abort(MPI_COMM_WORLD, 3);
         }
     }
@@ -219,7 +223,7 @@ ABORT = r"""
         MPI_Init(&argc, &argv);
         int rank;
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        fail(rank);
+        fail(rank, argc > 1);
         MPI_Finalize();
         return 0;
     }
@@ -323,6 +327,21 @@ def test_nonblocking_any_source_collectives_topology(mpi: str, tmp_path: Path) -
     assert allgather["global_min"] == min(allgather["min"])
 
 
+@pytest.mark.parametrize("mpi", MPIS)
+def test_profile_alone(mpi: str, tmp_path: Path) -> None:
+    """Profiling without tracing writes no trace files at all."""
+    exe = compile_program(tmp_path, mpi, LATE_SENDER)
+    out = tmp_path / "out"
+    sleeps = late_sender_truth(run(mpi, 2, [str(exe)], profile=out).stdout)
+    assert sorted(os.listdir(out)) == ["profile.json"]
+    doc, entries = profile_entries(out)
+    recv = entries[("main/solver/exchange/MPI_Recv", "MPI_Recv", 15, False)]
+    assert recv["count"] == [0, 2]
+    assert recv["sum"][1] == pytest.approx(sum(sleeps), rel=0.05)
+    assert entries[("main/MPI_Init", "MPI_Init", -1, False)]["count"] == [1, 1]
+    assert entries[("main/MPI_Finalize", "MPI_Finalize", -1, False)]["count"] == [1, 1]
+
+
 def test_instrumented_functions(tmp_path: Path) -> None:
     """-finstrument-functions: exact regions, also for code without MPI calls."""
     mpi = MPIS[0]
@@ -345,12 +364,14 @@ def test_stack_mode_forced(tmp_path: Path) -> None:
     assert "main/solver/exchange/MPI_Recv" in names
 
 
+@pytest.mark.parametrize("how", ["abort", "segv"])
 @pytest.mark.parametrize("mpi", MPIS)
-def test_abort_leaves_a_trace_cut_short(mpi: str, tmp_path: Path) -> None:
+def test_abort_leaves_a_trace_cut_short(mpi: str, how: str, tmp_path: Path) -> None:
     exe = compile_program(tmp_path, mpi, ABORT)
-    plain = run(mpi, 2, [str(exe)], check=False)
+    args = [str(exe)] + (["crash"] if how == "segv" else [])
+    plain = run(mpi, 2, args, check=False)
     out = tmp_path / "out"
-    traced = run(mpi, 2, [str(exe)], trace=out, check=False)
+    traced = run(mpi, 2, args, trace=out, check=False)
     assert traced.returncode == plain.returncode != 0
     assert (out / ".waitscope").is_dir() and not (out / "traces.otf2").exists()
     with pytest.raises(waitscope.TraceError, match=r"cut short: ranks? .*1"):
@@ -359,7 +380,9 @@ def test_abort_leaves_a_trace_cut_short(mpi: str, tmp_path: Path) -> None:
     assert 1 in t.cut_short_ranks
     subprocess.run(["otf2-print", "--silent", str(out / "traces.otf2")], check=True, capture_output=True)
     names = t.analyze().callpath_names
-    assert "main/fail/MPI_Abort" in names
+    assert "main/fail/MPI_Recv" in names
+    if how == "abort":
+        assert "main/fail/MPI_Abort" in names
     # the message that was received before the abort is in the trace
     assert len(records(otf2_print(out), "MPI_SEND")) >= 1
 
