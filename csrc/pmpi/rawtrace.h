@@ -14,7 +14,7 @@
  *       command <argv joined by spaces>
  *       region <local id> <kind> <name> <canonical name>
  *                                       kind: mpi:<OTF2 role> | user | program
- *       comm   <local id> <key> <name> <size> <world ranks, comma-separated>
+ *       comm   <local id> <key> <name> <size> <world ranks, comma-separated> <parent local id>
  *                                       key: "world", "self" or "<world rank of comm rank 0>.<serial>"
  *       cart   <comm local id> <ndims> <dims,> <periods,> <comm rank> <coords,>
  *       clock  <local ns> <offset ns>   global = local + offset (ClockOffset)

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "pmpi.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -81,6 +82,28 @@ static void write_all(int fd, const void *data, size_t n, int *failed)
         p += w;
         n -= (size_t)w;
     }
+}
+
+void ws_tracer_remove_stale(const ws_tracer *t, const char *trace_dir)
+{
+    if (!t->on || !trace_dir)
+        return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/traces.otf2", trace_dir);
+    unlink(path);
+    DIR *d = opendir(t->dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (e->d_name[0] == 'p' &&
+            ((n > 4 && strcmp(e->d_name + n - 4, ".evt") == 0) || (n > 5 && strcmp(e->d_name + n - 5, ".defs") == 0))) {
+            snprintf(path, sizeof path, "%s/%s", t->dir, e->d_name);
+            unlink(path);
+        }
+    }
+    closedir(d);
 }
 
 int ws_tracer_open(ws_tracer *t, int rank, int size, const char *host, uint64_t start)

@@ -41,6 +41,7 @@ typedef struct lcomm {
     char *key, *name;
     uint32_t size;
     char *members; /* comma-separated world ranks or "-" */
+    uint32_t parent; /* local id of the communicator it was made from, UINT32_MAX if unknown */
     uint32_t global;
 } lcomm;
 
@@ -144,6 +145,7 @@ static int read_defs(rankfile *r, ws_error *err)
             c->name = strdup(x[3]);
             c->size = (uint32_t)strtoul(x[4], NULL, 10);
             c->members = strdup(x[5]);
+            c->parent = n >= 7 ? (uint32_t)strtoul(x[6], NULL, 10) : UINT32_MAX;
             if (!c->key || !c->name || !c->members) {
                 rc = ws_error_nomem(err, "definitions");
                 break;
@@ -411,7 +413,11 @@ static int build_definitions(builder *b, rankfile *ranks, uint32_t n)
                 if (*s == ',')
                     s++;
             }
-            if ((rc = add_comm(b, c->name, g, c_world, &c->global)))
+            uint32_t parent = c_world;
+            for (uint32_t j = 0; j < i; j++)
+                if (ranks[r].comms[j].id == c->parent)
+                    parent = ranks[r].comms[j].global;
+            if ((rc = add_comm(b, c->name, g, parent, &c->global)))
                 return rc;
         }
     }

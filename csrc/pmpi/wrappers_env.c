@@ -90,7 +90,7 @@ static void add_comm(MPI_Comm comm, uint32_t id)
 
 /* Defines a new communicator (collective over it): its key, agreed on by
  * a broadcast from its rank 0, identifies it across ranks. */
-static void register_comm(MPI_Comm comm)
+static void register_comm(MPI_Comm comm, MPI_Comm parent)
 {
     ws_pmpi *g = &ws_pmpi_g;
     if (comm == MPI_COMM_NULL || !g->tracer.on)
@@ -118,8 +118,8 @@ static void register_comm(MPI_Comm comm)
         for (int i = 0; i < size; i++)
             n += (size_t)sprintf(text + n, "%s%d", i ? "," : "", global[i]);
         uint32_t id = g->next_comm_id++;
-        ws_tracer_def(&g->tracer, "comm\t%u\t%llu.%llu\tComm %llu.%llu\t%d\t%s\n", (unsigned)id, key[0], key[1],
-                      key[0], key[1], size, text);
+        ws_tracer_def(&g->tracer, "comm\t%u\t%llu.%llu\tComm %llu.%llu\t%d\t%s\t%u\n", (unsigned)id, key[0],
+                      key[1], key[0], key[1], size, text, (unsigned)ws_comm_id(parent));
         add_comm(comm, id);
     }
     free(local);
@@ -257,6 +257,11 @@ static void after_init(int fn, uint64_t t0)
     char host[256] = "localhost";
     gethostname(host, sizeof host - 1);
     if (g->tracer.on) {
+        /* a previous run's files in the same directory would mix with this
+         * run's: rank 0 removes them before any rank creates its own */
+        if (g->rank == 0)
+            ws_tracer_remove_stale(&g->tracer, getenv("WAITSCOPE_TRACE_DIR"));
+        PMPI_Barrier(g->private_comm);
         ws_tracer_open(&g->tracer, g->rank, g->size, host, g->t_start);
         for (int f = 0; f < WF_COUNT; f++)
             ws_tracer_def(&g->tracer, "region\t%d\tmpi:%d\t%s\t%s\n", f, ws_fn_role(f), ws_fn_name(f), ws_fn_name(f));
@@ -378,7 +383,7 @@ WS_EXPORT int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
     ws_call_begin(WF_COMM_DUP);
     int rc = PMPI_Comm_dup(comm, newcomm);
     if (rc == MPI_SUCCESS)
-        register_comm(*newcomm);
+        register_comm(*newcomm, comm);
     ws_call_end(WF_COMM_DUP, ws_now(), 0, 0, 0);
     return rc;
 }
@@ -390,7 +395,7 @@ WS_EXPORT int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcom
     ws_call_begin(WF_COMM_SPLIT);
     int rc = PMPI_Comm_split(comm, color, key, newcomm);
     if (rc == MPI_SUCCESS)
-        register_comm(*newcomm);
+        register_comm(*newcomm, comm);
     ws_call_end(WF_COMM_SPLIT, ws_now(), 0, 0, 0);
     return rc;
 }
@@ -402,7 +407,7 @@ WS_EXPORT int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
     ws_call_begin(WF_COMM_CREATE);
     int rc = PMPI_Comm_create(comm, group, newcomm);
     if (rc == MPI_SUCCESS)
-        register_comm(*newcomm);
+        register_comm(*newcomm, comm);
     ws_call_end(WF_COMM_CREATE, ws_now(), 0, 0, 0);
     return rc;
 }
@@ -426,7 +431,7 @@ WS_EXPORT int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const 
     ws_call_begin(WF_CART_CREATE);
     int rc = PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm);
     if (rc == MPI_SUCCESS && *newcomm != MPI_COMM_NULL && ws_pmpi_g.tracer.on && ndims > 0 && ndims <= 16) {
-        register_comm(*newcomm);
+        register_comm(*newcomm, comm);
         uint32_t id = ws_comm_id(*newcomm);
         int d[16], p[16], c[16], rank = 0;
         PMPI_Cart_get(*newcomm, ndims, d, p, c);
@@ -441,7 +446,7 @@ WS_EXPORT int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const 
         if (id != UINT32_MAX)
             ws_tracer_def(&ws_pmpi_g.tracer, "cart\t%u\t%d\t%s\t%s\t%d\t%s\n", (unsigned)id, ndims, sd, sp, rank, sc);
     } else if (rc == MPI_SUCCESS) {
-        register_comm(*newcomm);
+        register_comm(*newcomm, comm);
     }
     ws_call_end(WF_CART_CREATE, ws_now(), 0, 0, 0);
     return rc;
