@@ -129,7 +129,7 @@ extensions = [
     Extension(
         "waitscope._core",
         sources=sources("common", "trace", "replay", "analysis", "report", "python")
-        + [os.path.join("csrc", "pmpi", "unify.c")],
+        + [os.path.join("csrc", "pmpi", "unify.c"), os.path.join("csrc", "pmpi", "rankfiles.c")],
         depends=headers,
         include_dirs=["csrc", numpy_include()],
         extra_compile_args=common_compile + otf2_cflags,

@@ -10,6 +10,7 @@
  *   callpath.c      user call paths: stack frames or -finstrument-functions
  *   tracer.c        per-rank event and definition files that survive a crash
  *   profiler.c      the wait-state profile of seed 003 (003_2d6b9c36e94631c5.txt)
+ *   rankfiles.c     parses the per-rank definition files
  *   unify.c         builds the OTF2 archive from the per-rank files
  *
  * PMPI interposition makes process-wide state unavoidable: it is all in

@@ -28,185 +28,8 @@
 
 #include "../trace/otf2_io.h"
 #include "../trace/trace.h"
+#include "rankfiles.h"
 #include "rawtrace.h"
-
-typedef struct lregion {
-    uint32_t id;
-    char *kind, *name, *canonical;
-    uint32_t global;
-} lregion;
-
-typedef struct lcomm {
-    uint32_t id;
-    char *key, *name;
-    uint32_t size;
-    char *members; /* comma-separated world ranks or "-" */
-    uint32_t parent; /* local id of the communicator it was made from, UINT32_MAX if unknown */
-    uint32_t global;
-} lcomm;
-
-typedef struct lcart {
-    uint32_t comm; /* local id */
-    uint32_t ndims, rank;
-    uint32_t dims[16], periods[16], coords[16];
-} lcart;
-
-typedef struct rankfile {
-    char *defs, *evt;
-    int rank, size;
-    char host[256];
-    int complete;
-    uint32_t n_regions, n_comms, n_carts, n_clocks;
-    lregion *regions;
-    lcomm *comms;
-    lcart *carts;
-    uint64_t clock_local[2];
-    int64_t clock_offset[2];
-    uint32_t *region_map; /* local region id -> global region index */
-    uint32_t region_map_n;
-} rankfile;
-
-static char *path2(const char *a, const char *b)
-{
-    char *p = NULL;
-    if (asprintf(&p, "%s/%s", a, b) < 0)
-        return NULL;
-    return p;
-}
-
-static int split_tabs(char *line, char **f, int max)
-{
-    int n = 0;
-    char *p = line;
-    while (n < max) {
-        f[n++] = p;
-        char *t = strchr(p, '\t');
-        if (!t)
-            break;
-        *t = '\0';
-        p = t + 1;
-    }
-    return n;
-}
-
-static void parse_list(const char *s, uint32_t *out, uint32_t max)
-{
-    for (uint32_t i = 0; i < max && *s; i++) {
-        out[i] = (uint32_t)strtoul(s, (char **)&s, 10);
-        if (*s == ',')
-            s++;
-    }
-}
-
-#define GROW(arr, n)                                                                 \
-    do {                                                                             \
-        void *g__ = realloc((arr), ((n) + 1) * sizeof *(arr));                       \
-        if (!g__)                                                                    \
-            return ws_error_nomem(err, "definitions");                               \
-        (arr) = g__;                                                                 \
-    } while (0)
-
-static int read_defs(rankfile *r, ws_error *err)
-{
-    FILE *f = fopen(r->defs, "r");
-    if (!f)
-        return ws_error_set(err, WS_ERR_IO, "%s: cannot read: %s", r->defs, strerror(errno));
-    r->rank = -1;
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    int rc = WS_OK;
-    while ((len = getline(&line, &cap, f)) > 0) {
-        if (line[len - 1] != '\n')
-            break; /* torn last line of a dying rank */
-        line[len - 1] = '\0';
-        char *x[8];
-        int n = split_tabs(line, x, 8);
-        if (strcmp(x[0], "rank") == 0 && n >= 5) {
-            r->rank = atoi(x[1]);
-            r->size = atoi(x[2]);
-            snprintf(r->host, sizeof r->host, "%s", x[4]);
-        } else if (strcmp(x[0], "region") == 0 && n >= 5) {
-            GROW(r->regions, r->n_regions);
-            lregion *g = &r->regions[r->n_regions++];
-            g->id = (uint32_t)strtoul(x[1], NULL, 10);
-            g->kind = strdup(x[2]);
-            g->name = strdup(x[3]);
-            g->canonical = strdup(x[4]);
-            if (!g->kind || !g->name || !g->canonical) {
-                rc = ws_error_nomem(err, "definitions");
-                break;
-            }
-        } else if (strcmp(x[0], "comm") == 0 && n >= 6) {
-            GROW(r->comms, r->n_comms);
-            lcomm *c = &r->comms[r->n_comms++];
-            c->id = (uint32_t)strtoul(x[1], NULL, 10);
-            c->key = strdup(x[2]);
-            c->name = strdup(x[3]);
-            c->size = (uint32_t)strtoul(x[4], NULL, 10);
-            c->members = strdup(x[5]);
-            c->parent = n >= 7 ? (uint32_t)strtoul(x[6], NULL, 10) : UINT32_MAX;
-            if (!c->key || !c->name || !c->members) {
-                rc = ws_error_nomem(err, "definitions");
-                break;
-            }
-        } else if (strcmp(x[0], "cart") == 0 && n >= 7) {
-            GROW(r->carts, r->n_carts);
-            lcart *k = &r->carts[r->n_carts++];
-            memset(k, 0, sizeof *k);
-            k->comm = (uint32_t)strtoul(x[1], NULL, 10);
-            k->ndims = (uint32_t)strtoul(x[2], NULL, 10);
-            if (k->ndims > 16)
-                k->ndims = 16;
-            parse_list(x[3], k->dims, k->ndims);
-            parse_list(x[4], k->periods, k->ndims);
-            k->rank = (uint32_t)strtoul(x[5], NULL, 10);
-            parse_list(x[6], k->coords, k->ndims);
-        } else if (strcmp(x[0], "clock") == 0 && n >= 3) {
-            uint32_t i = r->n_clocks < 2 ? r->n_clocks++ : 1;
-            r->clock_local[i] = strtoull(x[1], NULL, 10);
-            r->clock_offset[i] = strtoll(x[2], NULL, 10);
-        } else if (strcmp(x[0], "end") == 0) {
-            r->complete = 1;
-        }
-    }
-    free(line);
-    fclose(f);
-    if (rc == WS_OK && r->rank < 0)
-        rc = ws_error_set(err, WS_ERR_FORMAT, "%s: no rank line: not a waitscope per-rank definition file", r->defs);
-    return rc;
-}
-
-static void free_rank(rankfile *r)
-{
-    for (uint32_t i = 0; i < r->n_regions; i++) {
-        free(r->regions[i].kind);
-        free(r->regions[i].name);
-        free(r->regions[i].canonical);
-    }
-    for (uint32_t i = 0; i < r->n_comms; i++) {
-        free(r->comms[i].key);
-        free(r->comms[i].name);
-        free(r->comms[i].members);
-    }
-    free(r->regions);
-    free(r->comms);
-    free(r->carts);
-    free(r->region_map);
-    free(r->defs);
-    free(r->evt);
-}
-
-/* global time (ns, rank 0's clock) of a local timestamp */
-static double to_global(const rankfile *r, uint64_t local)
-{
-    if (r->n_clocks == 0)
-        return (double)local;
-    if (r->n_clocks == 1 || r->clock_local[1] == r->clock_local[0])
-        return (double)local + (double)r->clock_offset[0];
-    double f = ((double)local - (double)r->clock_local[0]) / ((double)r->clock_local[1] - (double)r->clock_local[0]);
-    return (double)local + (double)r->clock_offset[0] + f * (double)(r->clock_offset[1] - r->clock_offset[0]);
-}
 
 /* ---- definitions ------------------------------------------------------------- */
 
@@ -297,7 +120,7 @@ static int region_kind(const char *kind, uint8_t *role, uint8_t *paradigm)
     return 0;
 }
 
-static int build_definitions(builder *b, rankfile *ranks, uint32_t n)
+static int build_definitions(builder *b, ws_rankfile *ranks, uint32_t n)
 {
     ws_trace *t = b->t;
     int rc;
@@ -311,7 +134,7 @@ static int build_definitions(builder *b, rankfile *ranks, uint32_t n)
 
     /* regions: by (kind, name), in the order rank 0 defined them */
     for (uint32_t r = 0; r < n; r++) {
-        rankfile *rf = &ranks[r];
+        ws_rankfile *rf = &ranks[r];
         uint32_t max_id = 0;
         for (uint32_t i = 0; i < rf->n_regions; i++)
             if (rf->regions[i].id + 1 > max_id)
@@ -322,7 +145,7 @@ static int build_definitions(builder *b, rankfile *ranks, uint32_t n)
         for (uint32_t i = 0; i < max_id; i++)
             rf->region_map[i] = WS_NONE32;
         for (uint32_t i = 0; i < rf->n_regions; i++) {
-            lregion *g = &rf->regions[i];
+            ws_local_region *g = &rf->regions[i];
             uint8_t role, paradigm;
             region_kind(g->kind, &role, &paradigm);
             uint32_t found = WS_NONE32;
@@ -386,7 +209,7 @@ static int build_definitions(builder *b, rankfile *ranks, uint32_t n)
         return rc;
     for (uint32_t r = 0; r < n; r++) {
         for (uint32_t i = 0; i < ranks[r].n_comms; i++) {
-            lcomm *c = &ranks[r].comms[i];
+            ws_local_comm *c = &ranks[r].comms[i];
             if (strcmp(c->key, "world") == 0) {
                 c->global = c_world;
                 continue;
@@ -425,7 +248,7 @@ static int build_definitions(builder *b, rankfile *ranks, uint32_t n)
     /* Cartesian topologies: one per communicator, coordinates from each rank */
     for (uint32_t r = 0; r < n; r++) {
         for (uint32_t i = 0; i < ranks[r].n_carts; i++) {
-            lcart *k = &ranks[r].carts[i];
+            ws_local_cart *k = &ranks[r].carts[i];
             uint32_t comm = WS_NONE32;
             for (uint32_t j = 0; j < ranks[r].n_comms; j++)
                 if (ranks[r].comms[j].id == k->comm)
@@ -480,7 +303,7 @@ static int build_definitions(builder *b, rankfile *ranks, uint32_t n)
 
 /* ---- events ------------------------------------------------------------------- */
 
-static int read_events(ws_trace *t, rankfile *rf, uint32_t loc, double origin, uint32_t world, ws_error *err)
+static int read_events(ws_trace *t, ws_rankfile *rf, uint32_t loc, double origin, uint32_t world, ws_error *err)
 {
     ws_location *l = &t->locations[loc];
     ws_events *ev = &l->events;
@@ -533,7 +356,7 @@ static int read_events(ws_trace *t, rankfile *rf, uint32_t loc, double origin, u
     double last = 0.0;
     for (uint64_t i = 0; i < n && rc == WS_OK; i++) {
         const ws_raw_event *e = &raw[i];
-        double time = (to_global(rf, e->time) - origin) * 1e-9;
+        double time = (ws_rankfile_global_time(rf, e->time) - origin) * 1e-9;
         if (time < last)
             time = last; /* the interpolated offset must not reorder events */
         last = time;
@@ -635,14 +458,14 @@ static int read_events(ws_trace *t, rankfile *rf, uint32_t loc, double origin, u
 
 static int by_rank(const void *a, const void *b)
 {
-    return ((const rankfile *)a)->rank - ((const rankfile *)b)->rank;
+    return ((const ws_rankfile *)a)->rank - ((const ws_rankfile *)b)->rank;
 }
 
 int ws_pmpi_unify(const char *dir, uint32_t *n_cut_short, ws_error *err)
 {
     if (!dir || !*dir)
         return ws_error_set(err, WS_ERR_ARGUMENT, "no trace directory given");
-    char *raw_dir = path2(dir, WS_RAW_SUBDIR);
+    char *raw_dir = ws_rank_path(dir, WS_RAW_SUBDIR);
     if (!raw_dir)
         return ws_error_nomem(err, "path");
     DIR *d = opendir(raw_dir);
@@ -651,7 +474,7 @@ int ws_pmpi_unify(const char *dir, uint32_t *n_cut_short, ws_error *err)
         free(raw_dir);
         return rc;
     }
-    rankfile *files = NULL;
+    ws_rankfile *files = NULL;
     uint32_t n_files = 0;
     int rc = WS_OK;
     struct dirent *entry;
@@ -659,22 +482,22 @@ int ws_pmpi_unify(const char *dir, uint32_t *n_cut_short, ws_error *err)
         size_t len = strlen(entry->d_name);
         if (len < 6 || strcmp(entry->d_name + len - 5, ".defs") != 0)
             continue;
-        rankfile *g = realloc(files, (n_files + 1) * sizeof *files);
+        ws_rankfile *g = realloc(files, (n_files + 1) * sizeof *files);
         if (!g) {
             rc = ws_error_nomem(err, "definitions");
             break;
         }
         files = g;
-        rankfile *r = &files[n_files++];
+        ws_rankfile *r = &files[n_files++];
         memset(r, 0, sizeof *r);
-        r->defs = path2(raw_dir, entry->d_name);
+        r->defs = ws_rank_path(raw_dir, entry->d_name);
         r->evt = r->defs ? strdup(r->defs) : NULL;
         if (!r->defs || !r->evt) {
             rc = ws_error_nomem(err, "path");
             break;
         }
         strcpy(r->evt + strlen(r->evt) - 5, ".evt");
-        rc = read_defs(r, err);
+        rc = ws_rankfile_read(r, err);
     }
     closedir(d);
     if (rc == WS_OK && n_files == 0)
@@ -692,7 +515,7 @@ int ws_pmpi_unify(const char *dir, uint32_t *n_cut_short, ws_error *err)
                                   raw_dir, files[i].rank, files[i].size);
     }
     /* ranks that left no files at all get an empty placeholder */
-    rankfile *ranks = NULL;
+    ws_rankfile *ranks = NULL;
     if (rc == WS_OK) {
         ranks = calloc(size, sizeof *ranks);
         if (!ranks)
@@ -729,8 +552,8 @@ int ws_pmpi_unify(const char *dir, uint32_t *n_cut_short, ws_error *err)
             if (!f)
                 continue;
             ws_raw_event e;
-            if (fread(&e, sizeof e, 1, f) == 1 && to_global(&ranks[r], e.time) < origin)
-                origin = to_global(&ranks[r], e.time);
+            if (fread(&e, sizeof e, 1, f) == 1 && ws_rankfile_global_time(&ranks[r], e.time) < origin)
+                origin = ws_rankfile_global_time(&ranks[r], e.time);
             fclose(f);
         }
         if (!isfinite(origin))
@@ -760,7 +583,7 @@ int ws_pmpi_unify(const char *dir, uint32_t *n_cut_short, ws_error *err)
             t->cut_short_ranks = cut, cut = NULL;
     }
     if (rc == WS_OK) {
-        char *anchor = path2(dir, "traces.otf2");
+        char *anchor = ws_rank_path(dir, "traces.otf2");
         if (!anchor)
             rc = ws_error_nomem(err, "path");
         else
@@ -782,11 +605,11 @@ int ws_pmpi_unify(const char *dir, uint32_t *n_cut_short, ws_error *err)
     free(cut);
     ws_trace_free(t);
     for (uint32_t i = 0; i < n_files; i++)
-        free_rank(&files[i]);
+        ws_rankfile_free(&files[i]);
     free(files);
     if (ranks)
         for (uint32_t r = 0; r < size; r++)
-            free_rank(&ranks[r]);
+            ws_rankfile_free(&ranks[r]);
     free(ranks);
     free(raw_dir);
     return rc;
