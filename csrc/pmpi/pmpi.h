@@ -68,6 +68,8 @@ typedef struct ws_tracer {
 
 int ws_tracer_setup(ws_tracer *t, const char *trace_dir);          /* at load time */
 int ws_tracer_open(ws_tracer *t, int rank, int size, const char *host, uint64_t start);
+/* mkdir -p; 0 or -1 */
+int ws_mkdir_p(const char *dir);
 /* Removes the per-rank files and the anchor of an earlier run in trace_dir. */
 void ws_tracer_remove_stale(const ws_tracer *t, const char *trace_dir);
 void ws_tracer_event(ws_tracer *t, const ws_raw_event *e);

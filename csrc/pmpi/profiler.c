@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "pmpi.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,6 +236,8 @@ static void write_profile(const char *dir, char *all, const int *lens, int size,
     snprintf(file, sizeof file, "%s/profile.json.tmp", dir);
     FILE *out = fopen(file, "w");
     if (!out) {
+        /* a preloaded library has no caller to return the error to */
+        fprintf(stderr, "waitscope: cannot write the profile %s: %s\n", file, strerror(errno));
         for (size_t i = 0; i < n_paths; i++)
             free(paths[i]);
         free(paths);
@@ -371,7 +374,7 @@ void ws_profiler_finalize(ws_profiler *p, const ws_callpaths_rt *c, int rank, in
     PMPI_Gatherv(text.data ? (void *)text.data : (void *)"", len, MPI_CHAR, all, lens, displs, MPI_CHAR, 0,
                  MPI_COMM_WORLD);
     if (rank == 0 && all) {
-        mkdir(p->dir, 0777);
+        ws_mkdir_p(p->dir);
         all[total] = '\0';
         write_profile(p->dir, all, lens, size, command);
     }

@@ -27,7 +27,7 @@
 
 static int map_window(ws_tracer *t, uint64_t window);
 
-static int mkdir_p(const char *dir)
+int ws_mkdir_p(const char *dir)
 {
     char tmp[4096];
     size_t n = strlen(dir);
@@ -110,7 +110,7 @@ int ws_tracer_open(ws_tracer *t, int rank, int size, const char *host, uint64_t 
 {
     if (!t->on)
         return 0;
-    if (mkdir_p(t->dir) != 0) {
+    if (ws_mkdir_p(t->dir) != 0) {
         t->failed = 1;
         return -1;
     }
