@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 MPI_ONLY = {os.path.join("csrc", "replay", "transport_mpi.c"), os.path.join("csrc", "python", "py_mpi.c")}
 
@@ -48,6 +49,58 @@ def mpi_flags():
     return compile_flags, link_flags
 
 
+def mpi_implementations():
+    """The MPI compiler wrappers found on this machine: {"mpich": path, "openmpi": path}.
+
+    Debian installs both MPIs side by side with suffixed wrappers; the
+    unqualified `mpicc` may point to either and is not used here."""
+    found = {}
+    for name in ("mpich", "openmpi"):
+        path = shutil.which("mpicc." + name)
+        if path is not None:
+            found[name] = path
+    return found
+
+
+PMPI_SOURCES = sorted(glob.glob(os.path.join("csrc", "pmpi", "*.c"))) + [
+    os.path.join("csrc", "common", "error.c"),
+    os.path.join("csrc", "common", "util.c"),
+    os.path.join("csrc", "trace", "trace.c"),
+    os.path.join("csrc", "trace", "otf2_reader.c"),
+    os.path.join("csrc", "trace", "otf2_writer.c"),
+]
+
+
+class build_ext_with_pmpi(build_ext):
+    """Builds the extensions, then the LD_PRELOAD interposition library
+    (csrc/pmpi) once per MPI found, with that MPI's compiler wrapper:
+    waitscope/lib/libwaitscope-pmpi-<mpi>.so.  The library is a plain
+    shared object: it links OTF2 and the MPI, never Python."""
+
+    def run(self):
+        super().run()
+        if os.environ.get("WAITSCOPE_NO_MPI"):
+            return
+        outdirs = {os.path.join(self.build_lib, "waitscope", "lib")}
+        if self.inplace or getattr(self, "editable_mode", False):
+            outdirs.add(os.path.join("pkg", "waitscope", "lib"))
+        for name, mpicc in mpi_implementations().items():
+            for outdir in sorted(outdirs):
+                os.makedirs(outdir, exist_ok=True)
+                target = os.path.join(outdir, "libwaitscope-pmpi-%s.so" % name)
+                if not self.force and os.path.exists(target) and all(
+                    os.path.getmtime(target) >= os.path.getmtime(f) for f in PMPI_SOURCES + headers
+                ):
+                    continue
+                # never sanitizer flags: the library is preloaded into MPI
+                # programs and launchers (its unification code is sanitized
+                # as part of waitscope._core)
+                cmd = [mpicc, "-shared", "-fPIC", "-fvisibility=hidden", "-o", target, *PMPI_SOURCES,
+                       "-Icsrc", *PMPI_COMPILE, *otf2_cflags, *otf2_ldflags, "-ldl", "-lm"]
+                self.announce("building %s" % target, level=2)
+                subprocess.check_call(cmd)
+
+
 def numpy_include():
     import numpy
 
@@ -65,6 +118,7 @@ headers = sorted(glob.glob(os.path.join("csrc", "**", "*.h"), recursive=True))
 otf2_cflags, otf2_ldflags = otf2_flags()
 common_compile = ["-std=c11", "-Wall", "-Wextra", "-O2", "-D_POSIX_C_SOURCE=200809L"]
 common_link = []
+PMPI_COMPILE = list(common_compile)
 if os.environ.get("WAITSCOPE_SANITIZE"):
     san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1", "-g"]
     common_compile += san
@@ -74,7 +128,8 @@ macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
 extensions = [
     Extension(
         "waitscope._core",
-        sources=sources("common", "trace", "replay", "analysis", "report", "python"),
+        sources=sources("common", "trace", "replay", "analysis", "report", "python")
+        + [os.path.join("csrc", "pmpi", "unify.c"), os.path.join("csrc", "pmpi", "rankfiles.c")],
         depends=headers,
         include_dirs=["csrc", numpy_include()],
         extra_compile_args=common_compile + otf2_cflags,
@@ -105,4 +160,4 @@ if mpi is not None:
         )
     )
 
-setup(ext_modules=extensions)
+setup(ext_modules=extensions, cmdclass={"build_ext": build_ext_with_pmpi})

@@ -1,6 +1,10 @@
 /* The Trace type of waitscope._core. */
 #include "py_common.h"
 
+#include <stdlib.h>
+
+#include "../pmpi/unify.h"
+
 #include <string.h>
 
 static void trace_dealloc(ws_py_trace *self)
@@ -405,6 +409,28 @@ static PyObject *topologies_list(const ws_trace *t)
     return list;
 }
 
+/* ranks named by the WAITSCOPE::CUT_SHORT_RANKS property ("1,3") */
+static PyObject *cut_short_list(const ws_trace *t)
+{
+    PyObject *list = PyList_New(0);
+    const char *s = t->cut_short_ranks;
+    while (list && s && *s) {
+        char *end;
+        unsigned long r = strtoul(s, &end, 10);
+        if (end == s)
+            break;
+        PyObject *v = PyLong_FromUnsignedLong(r);
+        if (!v || PyList_Append(list, v) != 0) {
+            Py_XDECREF(v);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(v);
+        s = *end == ',' ? end + 1 : end;
+    }
+    return list;
+}
+
 static PyObject *trace_definitions(ws_py_trace *self, PyObject *unused)
 {
     (void)unused;
@@ -424,7 +450,8 @@ static PyObject *trace_definitions(ws_py_trace *self, PyObject *unused)
         set_item(d, "location_groups", location_groups_list(t)) ||
         set_item(d, "cart_topologies", topologies_list(t)) ||
         set_item(d, "world_comm", PyLong_FromLongLong(idx(t->world_comm))) ||
-        set_item(d, "world_size", PyLong_FromUnsignedLong(t->world_size))) {
+        set_item(d, "world_size", PyLong_FromUnsignedLong(t->world_size)) ||
+        set_item(d, "cut_short_ranks", cut_short_list(t))) {
         Py_DECREF(d);
         return NULL;
     }
@@ -600,7 +627,30 @@ static PyObject *py_bare_read(PyObject *module, PyObject *args)
     return PyLong_FromUnsignedLongLong(n);
 }
 
+static PyObject *py_pmpi_unify(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *path_obj;
+    if (!PyArg_ParseTuple(args, "O&", PyUnicode_FSConverter, &path_obj))
+        return NULL;
+    ws_error err;
+    ws_error_clear(&err);
+    uint32_t n_cut = 0;
+    int rc;
+    const char *path = PyBytes_AS_STRING(path_obj);
+    Py_BEGIN_ALLOW_THREADS
+    rc = ws_pmpi_unify(path, &n_cut, &err);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(path_obj);
+    if (rc != WS_OK)
+        return ws_py_raise(&err);
+    return PyLong_FromUnsignedLong(n_cut);
+}
+
 static PyMethodDef module_functions[] = {
+    {"pmpi_unify", (PyCFunction)py_pmpi_unify, METH_VARARGS,
+     "pmpi_unify(dir): build DIR/traces.otf2 from the per-rank files the interposition library left in "
+     "DIR/.waitscope; returns the number of ranks that were cut short."},
     {"bare_read", (PyCFunction)py_bare_read, METH_VARARGS,
      "bare_read(path): decode every event record with callbacks that do nothing; returns the record count."},
     {"open", (PyCFunction)(void (*)(void))py_open, METH_VARARGS | METH_KEYWORDS,

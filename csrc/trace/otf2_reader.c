@@ -547,6 +547,13 @@ int ws_otf2_open(const char *path, ws_trace **out, ws_error *err)
         return ws_error_nomem(err, "path");
     }
 
+    /* written by the interposition library for a run that was cut short */
+    char *cut_short = NULL;
+    if (OTF2_Reader_GetProperty(reader, "WAITSCOPE::CUT_SHORT_RANKS", &cut_short) == OTF2_SUCCESS && cut_short) {
+        t->cut_short_ranks = ws_strdup(cut_short);
+        free(cut_short);
+    }
+
     def_ctx_full ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.base.t = t;

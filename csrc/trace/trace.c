@@ -50,6 +50,7 @@ void ws_trace_free(ws_trace *t)
         return;
     free(t->path);
     free(t->directory);
+    free(t->cut_short_ranks);
     for (uint32_t i = 0; i < t->n_strings; i++)
         free(t->strings[i]);
     free(t->strings);

@@ -227,6 +227,9 @@ typedef struct ws_trace {
     uint32_t world_size;     /* number of MPI ranks */
     uint64_t n_events;       /* events stored over all loaded locations */
     int has_mpi_paradigm;
+    /* ranks whose measurement was cut short (crash, MPI_Abort), e.g. "1,3",
+     * kept in the archive property WAITSCOPE::CUT_SHORT_RANKS; NULL if none */
+    char *cut_short_ranks;
 } ws_trace;
 
 /* ---- construction ------------------------------------------------------ */

@@ -158,6 +158,13 @@ class Trace:
         return self._defs["path"]
 
     @property
+    def cut_short_ranks(self) -> list[int]:
+        """Ranks whose measurement ended before MPI_Finalize (a crash, MPI_Abort
+        or a killed process): their events stop early and the regions they had
+        open are closed at their last event.  Empty for a complete run."""
+        return list(self._defs.get("cut_short_ranks", []))
+
+    @property
     def clock(self) -> dict[str, int]:
         """Clock properties: ticks per second, global offset, length, realtime."""
         return dict(self._defs["clock"])
@@ -633,8 +640,20 @@ def _open_parallel(path: str, comm: Any, progress: Any) -> Trace:
     return Trace(core, comm=comm, owner=owner)
 
 
+def _check_complete(trace: Trace, allow_partial: bool) -> None:
+    cut = trace.cut_short_ranks
+    if cut and not allow_partial:
+        ranks = ", ".join(str(r) for r in cut)
+        raise _core.TraceError(
+            f"{trace.path}: the run was cut short: rank{'s' if len(cut) > 1 else ''} {ranks} never reached "
+            "MPI_Finalize (crash, MPI_Abort or killed), so the trace ends early there; "
+            "open(..., allow_partial=True) reads it anyway"
+        )
+
+
 def open(path: str | os.PathLike[str], locations: Iterable[int] | None = None, comm: Any = None,
-         load: bool = True, progress: Any = "auto", clock_correction: str | None = None) -> Trace:
+         load: bool = True, progress: Any = "auto", clock_correction: str | None = None,
+         allow_partial: bool = False) -> Trace:
     """Opens an OTF2 trace (anchor file ``traces.otf2`` or experiment directory).
 
     Reads the definitions and, unless ``load=False``, the events of the
@@ -650,6 +669,12 @@ def open(path: str | os.PathLike[str], locations: Iterable[int] | None = None, c
     events with the controlled logical clock (:meth:`Trace.correct_clocks`);
     it needs every location loaded and is not available with ``comm``.
 
+    A trace of a run that was cut short (some ranks never reached
+    MPI_Finalize: a crash, MPI_Abort) is refused with a TraceError naming
+    those ranks unless ``allow_partial=True``; :attr:`Trace.cut_short_ranks`
+    names them.  A directory the interposition library left without an
+    archive (the run died before MPI_Finalize) is unified first.
+
     Raises :class:`waitscope.TraceError` naming the file and the problem.
     """
     if clock_correction is not None:
@@ -660,10 +685,17 @@ def open(path: str | os.PathLike[str], locations: Iterable[int] | None = None, c
                              "it is not available in the parallel mode (open the trace without comm)")
         if not load or locations is not None:
             raise ValueError("clock_correction needs the events of every location (load=True, locations=None)")
+    from . import pmpi
+
+    if comm is None and os.path.isdir(path) and pmpi.pending(path) and not os.path.exists(os.path.join(path, "traces.otf2")):
+        pmpi.finish_trace(path)
     if comm is not None:
-        return _open_parallel(os.fspath(path), comm, progress)
+        trace = _open_parallel(os.fspath(path), comm, progress)
+        _check_complete(trace, allow_partial)
+        return trace
     core = _core.open(os.fspath(path))
     trace = Trace(core)
+    _check_complete(trace, allow_partial)
     if load:
         trace.load(locations, progress)
     if clock_correction is not None:

@@ -1,0 +1,237 @@
+/* User code on the call path of MPI calls, in one of two modes:
+ *
+ * stack (default): at every MPI call the call stack is unwound
+ *   (backtrace(), i.e. libgcc's _Unwind_Backtrace over .eh_frame), the
+ *   frames of user code (the executable and shared objects outside the
+ *   system library directories) from `main` inwards are named from the
+ *   symbol tables, and the trace gets Leave/Enter events for the frames
+ *   that changed since the previous MPI call, all stamped with the time
+ *   the MPI call is entered.  A user function therefore appears to start
+ *   at its first MPI call and to end at the first MPI call outside it: the
+ *   time between MPI calls is attributed to the frames both calls share.
+ *   Calls made and returned between two MPI calls are invisible, and a
+ *   function left and re-entered between two MPI calls looks like one
+ *   visit.  Inlined functions and frames the unwinder cannot see (code
+ *   without unwind tables) are missing.  For a Python interpreter only
+ *   `main` is kept: the interpreter's C frames say nothing about the
+ *   Python program.
+ *
+ * instrument: the program was compiled with -finstrument-functions; the
+ *   hooks below record exact Enter/Leave events for every function.  The
+ *   mode switches on by itself at the first hook call.
+ */
+#define _GNU_SOURCE
+#include "pmpi.h"
+
+#include <execinfo.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../trace/trace.h"
+
+void ws_callpath_init(ws_callpaths_rt *c)
+{
+    memset(c, 0, sizeof *c);
+    ws_map64_init(&c->addr_region);
+    ws_map64_init(&c->path_index);
+    c->python = ws_symbol_executable_is_python();
+}
+
+static uint32_t region_by_name(ws_callpaths_rt *c, const char *name)
+{
+    for (uint32_t i = 0; i < c->n_regions; i++)
+        if (strcmp(c->region_names[i], name) == 0)
+            return WS_REGION_FIRST_USER + i;
+    if (ws_grow((void **)&c->region_names, &c->cap_regions, (size_t)c->n_regions + 1, sizeof(char *)) != 0)
+        return 0;
+    char *copy = strdup(name);
+    if (!copy)
+        return 0;
+    c->region_names[c->n_regions] = copy;
+    uint32_t id = WS_REGION_FIRST_USER + c->n_regions++;
+    ws_tracer_def(&ws_pmpi_g.tracer, "region\t%u\tuser\t%s\t%s\n", (unsigned)id, name, name);
+    if (strcmp(name, "main") == 0)
+        c->main_region = id;
+    return id;
+}
+
+/* Region of the user function containing `addr`, 0 if it is not user
+ * code or has no name.  `exact`: addr is a function's start address. */
+static uint32_t region_of(ws_callpaths_rt *c, const void *addr)
+{
+    uint64_t key = (uint64_t)(uintptr_t)addr, value;
+    if (ws_map64_get(&c->addr_region, key, &value))
+        return (uint32_t)value;
+    char name[512];
+    uintptr_t start = 0;
+    int user = 0;
+    uint32_t r = 0;
+    if (ws_symbol_lookup(addr, name, sizeof name, &start, &user) == 0 && user)
+        r = region_by_name(c, name);
+    ws_map64_put(&c->addr_region, key, r);
+    return r;
+}
+
+const char *ws_callpath_region_name(const ws_callpaths_rt *c, uint32_t region)
+{
+    if (region < WF_COUNT)
+        return ws_fn_name((int)region);
+    if (region >= WS_REGION_FIRST_USER && region - WS_REGION_FIRST_USER < c->n_regions)
+        return c->region_names[region - WS_REGION_FIRST_USER];
+    return "?";
+}
+
+/* The user frames of the current call stack, outermost first. */
+static void capture(ws_callpaths_rt *c, ws_frames *f)
+{
+    f->n = 0;
+    if (c->python) {
+        uint32_t r = c->main_region ? c->main_region : region_by_name(c, "main");
+        if (r)
+            f->region[f->n++] = r;
+        return;
+    }
+    void *addrs[256];
+    int n = backtrace(addrs, 256);
+    uint32_t tmp[256];
+    int m = 0, main_at = -1;
+    for (int i = n - 1; i >= 1; i--) {
+        /* return addresses point after the call: look up the call itself */
+        uint32_t r = region_of(c, (const char *)addrs[i] - 1);
+        if (!r)
+            continue;
+        if (main_at < 0 && r == c->main_region && c->main_region)
+            main_at = m;
+        tmp[m++] = r;
+    }
+    int from = main_at >= 0 ? main_at : 0;
+    for (int i = from; i < m && f->n < sizeof f->region / sizeof f->region[0]; i++)
+        f->region[f->n++] = tmp[i];
+}
+
+static void emit_region(uint64_t now, uint8_t kind, uint32_t region)
+{
+    ws_emit(now, kind, region, 0, 0, 0, 0, 0);
+}
+
+static uint32_t intern(ws_callpaths_rt *c, const ws_frames *f, int fn)
+{
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)fn;
+    for (uint32_t i = 0; i < f->n; i++)
+        h = ws_hash64(h ^ f->region[i]);
+    h &= ~(1ULL << 63); /* never the map's reserved key */
+    for (uint64_t k = h;; k = (k + 1) & ~(1ULL << 63)) {
+        uint64_t v;
+        if (!ws_map64_get(&c->path_index, k, &v))
+            break;
+        const uint32_t *p = c->path_regions[v - 1];
+        if (p[0] == f->n && (int)p[f->n + 1] == fn && memcmp(p + 1, f->region, f->n * sizeof(uint32_t)) == 0)
+            return (uint32_t)(v - 1);
+        h = (k + 1) & ~(1ULL << 63);
+    }
+    if (ws_grow((void **)&c->path_regions, &c->cap_paths, (size_t)c->n_paths + 1, sizeof(uint32_t *)) != 0)
+        return UINT32_MAX;
+    uint32_t *p = malloc((f->n + 2) * sizeof *p);
+    if (!p)
+        return UINT32_MAX;
+    p[0] = f->n;
+    memcpy(p + 1, f->region, f->n * sizeof(uint32_t));
+    p[f->n + 1] = (uint32_t)fn;
+    c->path_regions[c->n_paths] = p;
+    ws_map64_put(&c->path_index, h, (uint64_t)c->n_paths + 1);
+    return c->n_paths++;
+}
+
+uint32_t ws_callpath_at_call(ws_callpaths_rt *c, int fn, uint64_t now)
+{
+    if (!c->instrument) {
+        ws_frames f;
+        capture(c, &f);
+        uint32_t k = 0;
+        while (k < f.n && k < c->current.n && f.region[k] == c->current.region[k])
+            k++;
+        for (uint32_t i = c->current.n; i-- > k;)
+            emit_region(now, WS_EV_LEAVE, c->current.region[i]);
+        for (uint32_t i = k; i < f.n; i++)
+            emit_region(now, WS_EV_ENTER, f.region[i]);
+        c->current = f;
+    }
+    return intern(c, &c->current, fn);
+}
+
+void ws_callpath_leave_all(ws_callpaths_rt *c, uint64_t now)
+{
+    for (uint32_t i = c->current.n; i-- > 0;)
+        emit_region(now, WS_EV_LEAVE, c->current.region[i]);
+    c->current.n = 0;
+    c->overflow = 0;
+}
+
+char *ws_callpath_text(const ws_callpaths_rt *c, uint32_t path)
+{
+    if (path >= c->n_paths)
+        return strdup("?");
+    const uint32_t *p = c->path_regions[path];
+    size_t len = 1;
+    for (uint32_t i = 0; i < p[0]; i++)
+        len += strlen(ws_callpath_region_name(c, p[1 + i])) + 1;
+    len += strlen(ws_fn_name((int)p[p[0] + 1]));
+    char *out = malloc(len);
+    if (!out)
+        return NULL;
+    out[0] = '\0';
+    for (uint32_t i = 0; i < p[0]; i++) {
+        strcat(out, ws_callpath_region_name(c, p[1 + i]));
+        strcat(out, "/");
+    }
+    strcat(out, ws_fn_name((int)p[p[0] + 1]));
+    return out;
+}
+
+/* ---- -finstrument-functions hooks ------------------------------------------ */
+
+WS_EXPORT void __cyg_profile_func_enter(void *fn, void *site) __attribute__((no_instrument_function));
+WS_EXPORT void __cyg_profile_func_exit(void *fn, void *site) __attribute__((no_instrument_function));
+
+void __cyg_profile_func_enter(void *fn, void *site)
+{
+    (void)site;
+    ws_pmpi *g = &ws_pmpi_g;
+    if (!g->loaded || g->done || g->in_call || g->cp.no_hooks)
+        return;
+    ws_callpaths_rt *c = &g->cp;
+    if (!c->instrument) {
+        /* switching modes: frames seen from the stack are left first */
+        ws_callpath_leave_all(c, ws_now());
+        c->instrument = 1;
+    }
+    if (c->overflow || c->current.n == sizeof c->current.region / sizeof c->current.region[0]) {
+        c->overflow++;
+        return;
+    }
+    uint32_t r = region_of(c, fn);
+    if (!r) {
+        c->overflow++; /* keeps enter/exit pairs balanced */
+        return;
+    }
+    c->current.region[c->current.n++] = r;
+    emit_region(ws_now(), WS_EV_ENTER, r);
+}
+
+void __cyg_profile_func_exit(void *fn, void *site)
+{
+    (void)fn;
+    (void)site;
+    ws_pmpi *g = &ws_pmpi_g;
+    if (!g->loaded || g->done || g->in_call || !g->cp.instrument)
+        return;
+    ws_callpaths_rt *c = &g->cp;
+    if (c->overflow) {
+        c->overflow--;
+        return;
+    }
+    if (c->current.n == 0)
+        return;
+    uint32_t r = c->current.region[--c->current.n];
+    emit_region(ws_now(), WS_EV_LEAVE, r);
+}

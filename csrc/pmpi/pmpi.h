@@ -1,0 +1,220 @@
+/* The interposition library: process-wide state and the interfaces of its
+ * parts (one concept per file):
+ *
+ *   functions.c     the MPI functions the library knows (names, OTF2 roles)
+ *   wrappers_env.c  MPI_Init/Finalize/Abort, communicators, topologies
+ *   wrappers_p2p.c  point to point and request completion
+ *   wrappers_coll.c blocking collectives
+ *   wrappers_large.c the MPI-4 large-count (_c) variants
+ *   symtab.c        function names from ELF symbol tables
+ *   callpath.c      user call paths: stack frames or -finstrument-functions
+ *   tracer.c        per-rank event and definition files that survive a crash
+ *   profiler.c      the wait-state profile of seed 003 (003_2d6b9c36e94631c5.txt)
+ *   rankfiles.c     parses the per-rank definition files
+ *   unify.c         builds the OTF2 archive from the per-rank files
+ *
+ * PMPI interposition makes process-wide state unavoidable: it is all in
+ * the one struct `ws_pmpi_g`.  The library assumes that MPI is called from
+ * one thread per process (MPI_THREAD_FUNNELED or less).
+ */
+#ifndef WS_PMPI_PMPI_H
+#define WS_PMPI_PMPI_H
+
+#include <mpi.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/util.h"
+#include "rawtrace.h"
+
+#define WS_EXPORT __attribute__((visibility("default")))
+
+/* ---- MPI functions ----------------------------------------------------- */
+enum ws_fn {
+    WF_INIT, WF_INIT_THREAD, WF_FINALIZE, WF_ABORT, WF_COMM_RANK, WF_COMM_SIZE,
+    WF_COMM_DUP, WF_COMM_SPLIT, WF_COMM_CREATE, WF_COMM_FREE, WF_CART_CREATE, WF_CART_SHIFT,
+    WF_CART_COORDS, WF_CART_RANK, WF_GET_COUNT,
+    WF_SEND, WF_SSEND, WF_BSEND, WF_RSEND, WF_RECV, WF_SENDRECV, WF_ISEND, WF_ISSEND, WF_IRECV,
+    WF_PROBE, WF_IPROBE, WF_WAIT, WF_WAITALL, WF_WAITANY, WF_WAITSOME, WF_TEST, WF_TESTALL,
+    WF_TESTANY, WF_TESTSOME,
+    WF_BARRIER, WF_BCAST, WF_REDUCE, WF_ALLREDUCE, WF_GATHER, WF_GATHERV, WF_SCATTER, WF_SCATTERV,
+    WF_ALLGATHER, WF_ALLGATHERV, WF_ALLTOALL, WF_ALLTOALLV, WF_REDUCE_SCATTER, WF_SCAN, WF_EXSCAN,
+    WF_COUNT
+};
+const char *ws_fn_name(int fn);
+int ws_fn_role(int fn);          /* OTF2_RegionRole */
+int ws_fn_is_collective(int fn);
+
+/* local region ids: MPI functions first, then the program, then user code */
+#define WS_REGION_PROGRAM ((uint32_t)WF_COUNT)
+#define WS_REGION_FIRST_USER ((uint32_t)WF_COUNT + 1)
+
+/* ---- tracer ------------------------------------------------------------ */
+typedef struct ws_tracer {
+    int on;
+    char *dir;          /* DIR/.waitscope */
+    int evt_fd, def_fd; /* -1 until MPI_Init names them */
+    char evt_path[4096], def_path[4096];
+    ws_raw_event *buf;  /* before MPI_Init: heap block; then: mapped window of the file */
+    size_t n, cap;
+    int mapped;
+    uint64_t window;    /* index of the mapped window */
+    uint64_t written;   /* records in the windows before the mapped one */
+    int failed;         /* an I/O error stopped tracing */
+    ws_buffer pending;  /* definition lines before the files are open */
+    struct sigaction previous[8]; /* handlers of the fatal signals before ours */
+} ws_tracer;
+
+int ws_tracer_setup(ws_tracer *t, const char *trace_dir);          /* at load time */
+int ws_tracer_open(ws_tracer *t, int rank, int size, const char *host, uint64_t start);
+/* mkdir -p; 0 or -1 */
+int ws_mkdir_p(const char *dir);
+/* Removes the per-rank files and the anchor of an earlier run in trace_dir. */
+void ws_tracer_remove_stale(const ws_tracer *t, const char *trace_dir);
+void ws_tracer_event(ws_tracer *t, const ws_raw_event *e);
+void ws_tracer_def(ws_tracer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint64_t ws_tracer_count(const ws_tracer *t);
+void ws_tracer_close(ws_tracer *t);
+void ws_tracer_install_crash_handlers(void);
+
+/* ---- call paths -------------------------------------------------------- */
+typedef struct ws_frames {
+    uint32_t n;
+    uint32_t region[128];
+} ws_frames;
+
+typedef struct ws_callpaths_rt {
+    int instrument;            /* frames come from -finstrument-functions hooks */
+    int no_hooks;              /* WAITSCOPE_CALLPATH=stack: the hooks are ignored */
+    int python;                /* the executable is a Python interpreter */
+    ws_frames current;         /* user frames now entered in the trace */
+    uint32_t overflow;         /* instrumented frames deeper than `current` holds */
+    uint32_t main_region;      /* region id of "main", 0 until seen */
+    ws_map64 addr_region;      /* code address -> region id + 1 (0: not user code) */
+    uint32_t n_regions;        /* user regions defined */
+    char **region_names;       /* by (id - WS_REGION_FIRST_USER) */
+    size_t cap_regions;
+    /* interned call paths (frames + MPI function) for the profile */
+    uint32_t n_paths;
+    size_t cap_paths;
+    uint32_t **path_regions;   /* path -> [n, regions..., fn] */
+    ws_map64 path_index;       /* hash -> path + 1, linear probing on collision */
+} ws_callpaths_rt;
+
+void ws_callpath_init(ws_callpaths_rt *c);
+/* Brings the user frames up to date at an MPI call (stack mode: from the
+ * call stack; instrument mode: nothing to do), emitting Leave/Enter events
+ * at time `now`; returns the interned call path of MPI function `fn`. */
+uint32_t ws_callpath_at_call(ws_callpaths_rt *c, int fn, uint64_t now);
+/* Leaves all user frames (at MPI_Finalize). */
+void ws_callpath_leave_all(ws_callpaths_rt *c, uint64_t now);
+const char *ws_callpath_region_name(const ws_callpaths_rt *c, uint32_t region);
+/* "main/solver/MPI_Recv" of an interned call path; returns malloc'ed text */
+char *ws_callpath_text(const ws_callpaths_rt *c, uint32_t path);
+
+/* ---- symbol names ------------------------------------------------------ */
+/* Name of the function containing `addr` and whether it is user code (the
+ * executable or a shared object outside the system library directories).
+ * Returns 0 when found; *start is the function's start address. */
+int ws_symbol_lookup(const void *addr, char *name, size_t size, uintptr_t *start, int *user);
+int ws_symbol_executable_is_python(void);
+
+/* ---- profiler ---------------------------------------------------------- */
+typedef struct ws_prof_entry {
+    uint32_t path;   /* interned call path; UINT32_MAX marks an empty slot */
+    int16_t fn;
+    int8_t size_class;
+    int8_t root;
+    uint64_t count;
+    double sum, min;
+} ws_prof_entry;
+
+typedef struct ws_profiler {
+    int on;
+    char *dir;
+    ws_prof_entry *slots;
+    size_t cap, n;
+} ws_profiler;
+
+int ws_profiler_setup(ws_profiler *p, const char *dir);
+void ws_profiler_record(ws_profiler *p, uint32_t path, int fn, uint64_t bytes, int has_bytes, int root, double seconds);
+/* Collective over MPI_COMM_WORLD (PMPI): rank 0 writes DIR/profile.json. */
+void ws_profiler_finalize(ws_profiler *p, const ws_callpaths_rt *c, int rank, int size, double exec_time,
+                          double mpi_time, const char *command);
+
+/* ---- communicators and requests (wrappers_env.c / wrappers_p2p.c) ----- */
+typedef struct ws_comm_entry {
+    MPI_Comm comm;
+    uint32_t id;
+} ws_comm_entry;
+
+
+typedef struct ws_request {
+    uint64_t id;    /* request id in the trace */
+    uint32_t comm;  /* local communicator id */
+    uint32_t next;  /* next record with the same handle / next free; UINT32_MAX ends */
+    int is_recv;
+} ws_request;
+
+/* ---- the process-wide state ------------------------------------------- */
+typedef struct ws_pmpi {
+    int loaded;        /* constructor ran */
+    int measuring;     /* between MPI_Init and MPI_Finalize, tracing or profiling */
+    int in_call;       /* inside a wrapper: nested MPI calls pass through */
+    int done;          /* MPI_Finalize returned or the rank is dying */
+    int rank, size;
+    uint64_t t_start, t_init, t_finalize;
+    uint64_t mpi_ns;
+    char *command;
+    ws_tracer tracer;
+    ws_callpaths_rt cp;
+    struct ws_symbols *symbols; /* symtab.c: ELF symbol tables read so far */
+    ws_profiler prof;
+    MPI_Comm private_comm;     /* duplicate of MPI_COMM_WORLD for the library's own messages */
+    /* communicators */
+    ws_comm_entry *comms;
+    size_t n_comms, cap_comms;
+    uint32_t next_comm_id, comm_serial;
+    /* requests */
+    /* requests: handle -> first of a chain of records (an MPI may hand out
+     * one handle for several requests that completed at once, e.g. MPICH's
+     * eager sends); chains complete in order */
+    ws_map64 requests;
+    struct ws_request *req_pool;
+    size_t n_req_pool, cap_req_pool;
+    uint32_t req_free; /* head of the free list, UINT32_MAX if none */
+    uint64_t next_request;
+    /* the MPI call in progress */
+    int call_fn;
+    uint32_t call_path;
+    uint64_t call_t0;
+} ws_pmpi;
+
+extern ws_pmpi ws_pmpi_g;
+
+uint64_t ws_now(void);
+
+/* Wrapper helpers (wrappers_env.c) */
+uint64_t ws_call_begin(int fn);                    /* returns the enter time */
+void ws_call_end(int fn, uint64_t t1, uint64_t bytes, int has_bytes, int root);
+void ws_emit(uint64_t time, uint8_t kind, uint32_t a, uint32_t comm, uint32_t tag, uint64_t bytes, uint64_t req,
+             uint8_t op);
+uint32_t ws_comm_id(MPI_Comm comm);
+uint64_t ws_type_bytes(long long count, MPI_Datatype type);
+
+/* Shared by the int and the MPI-4 large-count (_c) wrappers */
+void ws_send_begin(int fn, uint64_t bytes, int dest, int tag, MPI_Comm comm);
+void ws_recv_end(int fn, int rc, MPI_Comm comm, const MPI_Status *st);
+uint64_t ws_isend_begin(int fn, uint64_t bytes, int dest, int tag, MPI_Comm comm);
+void ws_isend_end(int fn, int rc, MPI_Request *req, uint64_t id, MPI_Comm comm, uint64_t bytes);
+void ws_irecv_end(int fn, int rc, uint64_t t0, int source, MPI_Comm comm, MPI_Request *req);
+uint64_t ws_coll_begin(int fn);
+/* root < 0: the operation has no root */
+void ws_coll_end(int fn, MPI_Comm comm, uint8_t op, int root, uint64_t sent, uint64_t received, uint64_t payload,
+                 int has_payload);
+
+/* Request table (wrappers_p2p.c) */
+void ws_requests_free_all(void);
+
+#endif

@@ -1,0 +1,55 @@
+/* The per-rank definition files of the interposition library (format in
+ * rawtrace.h), parsed for the unification step. */
+#ifndef WS_PMPI_RANKFILES_H
+#define WS_PMPI_RANKFILES_H
+
+#include <stdint.h>
+
+#include "../common/error.h"
+
+typedef struct ws_local_region {
+    uint32_t id;
+    char *kind, *name, *canonical;
+    uint32_t global;
+} ws_local_region;
+
+typedef struct ws_local_comm {
+    uint32_t id;
+    char *key, *name;
+    uint32_t size;
+    char *members; /* comma-separated world ranks or "-" */
+    uint32_t parent; /* local id of the communicator it was made from, UINT32_MAX if unknown */
+    uint32_t global;
+} ws_local_comm;
+
+typedef struct ws_local_cart {
+    uint32_t comm; /* local id */
+    uint32_t ndims, rank;
+    uint32_t dims[16], periods[16], coords[16];
+} ws_local_cart;
+
+typedef struct ws_rankfile {
+    char *defs, *evt;
+    int rank, size;
+    char host[256];
+    int complete;
+    uint32_t n_regions, n_comms, n_carts, n_clocks;
+    ws_local_region *regions;
+    ws_local_comm *comms;
+    ws_local_cart *carts;
+    uint64_t clock_local[2];
+    int64_t clock_offset[2];
+    uint32_t *region_map; /* local region id -> global region index */
+    uint32_t region_map_n;
+} ws_rankfile;
+
+/* "a/b", malloc'ed; NULL when out of memory */
+char *ws_rank_path(const char *a, const char *b);
+/* Reads r->defs (set by the caller); a torn last line is ignored. */
+int ws_rankfile_read(ws_rankfile *r, ws_error *err);
+void ws_rankfile_free(ws_rankfile *r);
+/* Time on rank 0's clock (ns) of a local timestamp, with the offsets
+ * measured at MPI_Init and MPI_Finalize (linear in between). */
+double ws_rankfile_global_time(const ws_rankfile *r, uint64_t local);
+
+#endif

@@ -1,0 +1,616 @@
+/* Unification: the per-rank definition and event files (rawtrace.h) ->
+ * one trace store with the definitions Score-P writes (program region,
+ * MPI regions with paradigm MPI and source file "MPI", system tree,
+ * "MPI Rank r" location groups, one "Master thread" per rank, the
+ * COMM_LOCATIONS group, MPI_COMM_WORLD/SELF and every created
+ * communicator, Cartesian topologies) -> written by the project's OTF2
+ * writer (trace/otf2_writer.c).
+ *
+ * Local ids are mapped to global ones here: user regions by name,
+ * communicators by the key their members agreed on.  Timestamps are
+ * brought onto rank 0's clock with the offsets measured at MPI_Init and
+ * MPI_Finalize (linear in between), so the archive needs no ClockOffset
+ * records.  This step holds the events of all ranks in memory while the
+ * archive is written. */
+#define _GNU_SOURCE
+#include "unify.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <otf2/OTF2_Definitions.h>
+
+#include "../trace/otf2_io.h"
+#include "../trace/trace.h"
+#include "rankfiles.h"
+#include "rawtrace.h"
+
+/* ---- definitions ------------------------------------------------------------- */
+
+typedef struct builder {
+    ws_trace *t;
+    ws_error *err;
+    uint32_t s_empty, s_mpi;
+} builder;
+
+#define NOMEM(cond)                                                          \
+    do {                                                                     \
+        if (cond)                                                            \
+            return ws_error_nomem(b->err, "definitions");                    \
+    } while (0)
+
+static uint32_t str(builder *b, const char *s)
+{
+    return ws_trace_intern_string(b->t, s);
+}
+
+static int add_region(builder *b, const char *name, const char *canonical, uint8_t role, uint8_t paradigm,
+                      uint32_t file, uint32_t *out)
+{
+    ws_trace *t = b->t;
+    NOMEM(ws_grow((void **)&t->regions, &t->cap_regions, (size_t)t->n_regions + 1, sizeof *t->regions) != 0);
+    ws_region *g = &t->regions[t->n_regions];
+    memset(g, 0, sizeof *g);
+    g->otf2_id = t->n_regions;
+    g->name = str(b, name);
+    g->canonical_name = str(b, canonical);
+    g->description = b->s_empty;
+    g->role = role;
+    g->paradigm = paradigm;
+    g->flags = OTF2_REGION_FLAG_NONE;
+    g->source_file = file;
+    NOMEM(g->name == WS_NONE32 || g->canonical_name == WS_NONE32);
+    NOMEM(ws_map64_put(&t->region_ids, g->otf2_id, t->n_regions) != 0);
+    *out = t->n_regions++;
+    return WS_OK;
+}
+
+static int add_group(builder *b, uint8_t type, uint8_t paradigm, const char *name, uint64_t n, uint32_t *out)
+{
+    ws_trace *t = b->t;
+    NOMEM(ws_grow((void **)&t->groups, &t->cap_groups, (size_t)t->n_groups + 1, sizeof *t->groups) != 0);
+    ws_group *g = &t->groups[t->n_groups];
+    memset(g, 0, sizeof *g);
+    g->members = ws_calloc(n ? n : 1, sizeof *g->members);
+    NOMEM(!g->members);
+    g->otf2_id = t->n_groups;
+    g->name = str(b, name);
+    g->type = type;
+    g->paradigm = paradigm;
+    g->n_members = n;
+    NOMEM(ws_map64_put(&t->group_ids, g->otf2_id, t->n_groups) != 0);
+    *out = t->n_groups++;
+    return WS_OK;
+}
+
+static int add_comm(builder *b, const char *name, uint32_t group, uint32_t parent, uint32_t *out)
+{
+    ws_trace *t = b->t;
+    NOMEM(ws_grow((void **)&t->comms, &t->cap_comms, (size_t)t->n_comms + 1, sizeof *t->comms) != 0);
+    ws_comm *c = &t->comms[t->n_comms];
+    memset(c, 0, sizeof *c);
+    c->otf2_id = t->n_comms;
+    c->name = str(b, name);
+    c->group = group;
+    c->parent = parent;
+    NOMEM(c->name == WS_NONE32);
+    NOMEM(ws_map64_put(&t->comm_ids, c->otf2_id, t->n_comms) != 0);
+    *out = t->n_comms++;
+    return WS_OK;
+}
+
+static int region_kind(const char *kind, uint8_t *role, uint8_t *paradigm)
+{
+    if (strncmp(kind, "mpi:", 4) == 0) {
+        *role = (uint8_t)atoi(kind + 4);
+        *paradigm = OTF2_PARADIGM_MPI;
+    } else if (strcmp(kind, "program") == 0) {
+        *role = OTF2_REGION_ROLE_ARTIFICIAL;
+        *paradigm = OTF2_PARADIGM_MEASUREMENT_SYSTEM;
+    } else {
+        *role = OTF2_REGION_ROLE_FUNCTION;
+        *paradigm = OTF2_PARADIGM_USER;
+    }
+    return 0;
+}
+
+static int build_definitions(builder *b, ws_rankfile *ranks, uint32_t n)
+{
+    ws_trace *t = b->t;
+    int rc;
+    t->clock.resolution = 1000000000ull;
+    t->clock.realtime = OTF2_UNDEFINED_TIMESTAMP;
+    t->clock.defined = 1;
+    t->has_mpi_paradigm = 1;
+    b->s_empty = str(b, "");
+    b->s_mpi = str(b, "MPI");
+    NOMEM(b->s_empty == WS_NONE32 || b->s_mpi == WS_NONE32);
+
+    /* regions: by (kind, name), in the order rank 0 defined them */
+    for (uint32_t r = 0; r < n; r++) {
+        ws_rankfile *rf = &ranks[r];
+        uint32_t max_id = 0;
+        for (uint32_t i = 0; i < rf->n_regions; i++)
+            if (rf->regions[i].id + 1 > max_id)
+                max_id = rf->regions[i].id + 1;
+        rf->region_map = malloc((max_id ? max_id : 1) * sizeof *rf->region_map);
+        NOMEM(!rf->region_map);
+        rf->region_map_n = max_id;
+        for (uint32_t i = 0; i < max_id; i++)
+            rf->region_map[i] = WS_NONE32;
+        for (uint32_t i = 0; i < rf->n_regions; i++) {
+            ws_local_region *g = &rf->regions[i];
+            uint8_t role, paradigm;
+            region_kind(g->kind, &role, &paradigm);
+            uint32_t found = WS_NONE32;
+            for (uint32_t k = 0; k < t->n_regions && found == WS_NONE32; k++)
+                if (t->regions[k].paradigm == paradigm &&
+                    strcmp(ws_trace_string(t, t->regions[k].name), g->name) == 0)
+                    found = k;
+            if (found == WS_NONE32 &&
+                (rc = add_region(b, g->name, g->canonical, role, paradigm,
+                                 paradigm == OTF2_PARADIGM_MPI ? b->s_mpi : WS_NONE32, &found)))
+                return rc;
+            rf->region_map[g->id] = found;
+        }
+    }
+
+    /* system tree: machine -> one node per host */
+    NOMEM(ws_grow((void **)&t->system_nodes, &t->cap_system_nodes, (size_t)n + 1, sizeof *t->system_nodes) != 0);
+    t->system_nodes[0] = (ws_system_node){0, str(b, "Linux"), str(b, "machine"), WS_NONE32};
+    t->n_system_nodes = 1;
+    NOMEM(ws_map64_put(&t->system_node_ids, 0, 0) != 0);
+    NOMEM(ws_grow((void **)&t->location_groups, &t->cap_location_groups, n, sizeof *t->location_groups) != 0);
+    NOMEM(ws_grow((void **)&t->locations, &t->cap_locations, n, sizeof *t->locations) != 0);
+    uint32_t s_thread = str(b, "Master thread"), s_node = str(b, "node");
+    for (uint32_t r = 0; r < n; r++) {
+        uint32_t host = str(b, ranks[r].host[0] ? ranks[r].host : "unknown"), node = WS_NONE32;
+        NOMEM(host == WS_NONE32);
+        for (uint32_t k = 1; k < t->n_system_nodes; k++)
+            if (t->system_nodes[k].name == host)
+                node = k;
+        if (node == WS_NONE32) {
+            node = t->n_system_nodes++;
+            t->system_nodes[node] = (ws_system_node){node, host, s_node, 0};
+            NOMEM(ws_map64_put(&t->system_node_ids, node, node) != 0);
+        }
+        char name[64];
+        snprintf(name, sizeof name, "MPI Rank %u", (unsigned)r);
+        t->location_groups[r] = (ws_location_group){r, str(b, name), OTF2_LOCATION_GROUP_TYPE_PROCESS, node};
+        NOMEM(ws_map64_put(&t->location_group_ids, r, r) != 0);
+        ws_location *l = &t->locations[r];
+        memset(l, 0, sizeof *l);
+        l->otf2_id = r;
+        l->name = s_thread;
+        l->type = OTF2_LOCATION_TYPE_CPU_THREAD;
+        l->group = r;
+        l->rank = r;
+        NOMEM(ws_map64_put(&t->location_ids, r, r) != 0);
+    }
+    t->n_location_groups = n;
+    t->n_locations = n;
+
+    /* groups and communicators */
+    uint32_t g_locs, g_world, g_self, c_world, c_self;
+    if ((rc = add_group(b, OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_MPI, "", n, &g_locs)) ||
+        (rc = add_group(b, OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_MPI, "", n, &g_world)) ||
+        (rc = add_group(b, OTF2_GROUP_TYPE_COMM_SELF, OTF2_PARADIGM_MPI, "", 0, &g_self)))
+        return rc;
+    for (uint32_t r = 0; r < n; r++)
+        t->groups[g_locs].members[r] = t->groups[g_world].members[r] = r;
+    if ((rc = add_comm(b, "MPI_COMM_WORLD", g_world, WS_NONE32, &c_world)) ||
+        (rc = add_comm(b, "MPI_COMM_SELF", g_self, WS_NONE32, &c_self)))
+        return rc;
+    for (uint32_t r = 0; r < n; r++) {
+        for (uint32_t i = 0; i < ranks[r].n_comms; i++) {
+            ws_local_comm *c = &ranks[r].comms[i];
+            if (strcmp(c->key, "world") == 0) {
+                c->global = c_world;
+                continue;
+            }
+            if (strcmp(c->key, "self") == 0) {
+                c->global = c_self;
+                continue;
+            }
+            c->global = WS_NONE32;
+            for (uint32_t q = 0; q < r && c->global == WS_NONE32; q++)
+                for (uint32_t j = 0; j < ranks[q].n_comms; j++)
+                    if (strcmp(ranks[q].comms[j].key, c->key) == 0) {
+                        c->global = ranks[q].comms[j].global;
+                        break;
+                    }
+            if (c->global != WS_NONE32)
+                continue;
+            uint32_t g;
+            if ((rc = add_group(b, OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_MPI, "", c->size, &g)))
+                return rc;
+            const char *s = c->members;
+            for (uint32_t k = 0; k < c->size && *s; k++) {
+                t->groups[g].members[k] = strtoull(s, (char **)&s, 10);
+                if (*s == ',')
+                    s++;
+            }
+            uint32_t parent = c_world;
+            for (uint32_t j = 0; j < i; j++)
+                if (ranks[r].comms[j].id == c->parent)
+                    parent = ranks[r].comms[j].global;
+            if ((rc = add_comm(b, c->name, g, parent, &c->global)))
+                return rc;
+        }
+    }
+
+    /* Cartesian topologies: one per communicator, coordinates from each rank */
+    for (uint32_t r = 0; r < n; r++) {
+        for (uint32_t i = 0; i < ranks[r].n_carts; i++) {
+            ws_local_cart *k = &ranks[r].carts[i];
+            uint32_t comm = WS_NONE32;
+            for (uint32_t j = 0; j < ranks[r].n_comms; j++)
+                if (ranks[r].comms[j].id == k->comm)
+                    comm = ranks[r].comms[j].global;
+            if (comm == WS_NONE32 || k->ndims == 0)
+                continue;
+            ws_cart_topology *topo = NULL;
+            for (uint32_t j = 0; j < t->n_cart_topologies; j++)
+                if (t->cart_topologies[j].comm == comm)
+                    topo = &t->cart_topologies[j];
+            uint32_t comm_size = (uint32_t)t->groups[t->comms[comm].group].n_members;
+            if (!topo) {
+                NOMEM(ws_grow((void **)&t->cart_topologies, &t->cap_cart_topologies,
+                              (size_t)t->n_cart_topologies + 1, sizeof *t->cart_topologies) != 0);
+                NOMEM(ws_grow((void **)&t->cart_dims, &t->cap_cart_dims, (size_t)t->n_cart_dims + k->ndims,
+                              sizeof *t->cart_dims) != 0);
+                uint32_t ti = t->n_cart_topologies;
+                topo = &t->cart_topologies[ti];
+                memset(topo, 0, sizeof *topo);
+                topo->otf2_id = ti;
+                char name[300];
+                snprintf(name, sizeof name, "Topology of %s", ws_trace_string(t, t->comms[comm].name));
+                topo->name = str(b, name);
+                topo->comm = comm;
+                topo->n_dims = k->ndims;
+                topo->dims = ws_malloc_array(k->ndims, sizeof *topo->dims);
+                topo->n_ranks = comm_size;
+                topo->coords = ws_malloc_array((size_t)comm_size * k->ndims, sizeof *topo->coords);
+                NOMEM(!topo->dims || !topo->coords);
+                for (size_t q = 0; q < (size_t)comm_size * k->ndims; q++)
+                    topo->coords[q] = WS_NONE32;
+                NOMEM(ws_map64_put(&t->cart_topology_ids, ti, ti) != 0);
+                t->n_cart_topologies++;
+                for (uint32_t d = 0; d < k->ndims; d++) {
+                    snprintf(name, sizeof name, "dim %u", (unsigned)d);
+                    ws_cart_dim *dim = &t->cart_dims[t->n_cart_dims];
+                    dim->name = str(b, name);
+                    dim->size = k->dims[d];
+                    dim->periodic = k->periods[d] != 0;
+                    topo->dims[d] = t->n_cart_dims;
+                    NOMEM(ws_map64_put(&t->cart_dim_ids, t->n_cart_dims, t->n_cart_dims) != 0);
+                    t->n_cart_dims++;
+                }
+            }
+            if (k->rank < topo->n_ranks && k->ndims == topo->n_dims)
+                for (uint32_t d = 0; d < k->ndims; d++)
+                    topo->coords[(size_t)k->rank * k->ndims + d] = k->coords[d];
+        }
+    }
+    return WS_OK;
+}
+
+/* ---- events ------------------------------------------------------------------- */
+
+static int read_events(ws_trace *t, ws_rankfile *rf, uint32_t loc, double origin, uint32_t world, ws_error *err)
+{
+    ws_location *l = &t->locations[loc];
+    ws_events *ev = &l->events;
+    FILE *f = fopen(rf->evt, "rb");
+    uint64_t n = 0;
+    ws_raw_event *raw = NULL;
+    if (f) {
+        struct stat st;
+        if (fstat(fileno(f), &st) == 0)
+            n = (uint64_t)st.st_size / sizeof(ws_raw_event); /* a torn last record is dropped */
+        raw = malloc((n ? n : 1) * sizeof *raw);
+        if (!raw) {
+            fclose(f);
+            return ws_error_nomem(err, "events");
+        }
+        n = fread(raw, sizeof *raw, n, f);
+        fclose(f);
+        /* a rank that died leaves the zeroed tail of its mapped window */
+        while (n > 0 && raw[n - 1].kind == 0)
+            n--;
+    }
+    uint64_t cap = n + 256; /* room for the Leave events that close a cut-short rank */
+    int rc = WS_OK;
+    if (ws_events_reserve(ev, cap) != 0) {
+        free(raw);
+        return ws_error_nomem(err, "events");
+    }
+    ev->msg_event = ws_malloc_array(cap, sizeof(uint32_t));
+    ev->msg_peer = ws_malloc_array(cap, sizeof(uint32_t));
+    ev->msg_comm = ws_malloc_array(cap, sizeof(uint32_t));
+    ev->msg_tag = ws_malloc_array(cap, sizeof(uint32_t));
+    ev->msg_bytes = ws_malloc_array(cap, sizeof(uint64_t));
+    ev->req_event = ws_malloc_array(cap, sizeof(uint32_t));
+    ev->req_id = ws_malloc_array(cap, sizeof(uint64_t));
+    ev->coll_event = ws_malloc_array(cap, sizeof(uint32_t));
+    ev->coll_comm = ws_malloc_array(cap, sizeof(uint32_t));
+    ev->coll_root = ws_malloc_array(cap, sizeof(uint32_t));
+    ev->coll_op = ws_malloc_array(cap, sizeof(uint8_t));
+    ev->coll_sent = ws_malloc_array(cap, sizeof(uint64_t));
+    ev->coll_received = ws_malloc_array(cap, sizeof(uint64_t));
+    uint32_t *stack = ws_malloc_array(cap, sizeof(uint32_t));
+    if (!ev->msg_event || !ev->msg_peer || !ev->msg_comm || !ev->msg_tag || !ev->msg_bytes || !ev->req_event ||
+        !ev->req_id || !ev->coll_event || !ev->coll_comm || !ev->coll_root || !ev->coll_op || !ev->coll_sent ||
+        !ev->coll_received || !stack) {
+        free(raw);
+        free(stack);
+        return ws_error_nomem(err, "events");
+    }
+    uint32_t depth = 0;
+    double last = 0.0;
+    for (uint64_t i = 0; i < n && rc == WS_OK; i++) {
+        const ws_raw_event *e = &raw[i];
+        double time = (ws_rankfile_global_time(rf, e->time) - origin) * 1e-9;
+        if (time < last)
+            time = last; /* the interpolated offset must not reorder events */
+        last = time;
+        uint64_t k = ev->n;
+        uint32_t comm = WS_NONE32;
+        if (e->kind == WS_EV_SEND || e->kind == WS_EV_RECV || e->kind == WS_EV_ISEND || e->kind == WS_EV_IRECV ||
+            e->kind == WS_EV_COLL_END) {
+            for (uint32_t j = 0; j < rf->n_comms; j++)
+                if (rf->comms[j].id == e->comm)
+                    comm = rf->comms[j].global;
+            if (comm == WS_NONE32)
+                continue;
+        }
+        switch (e->kind) {
+        case WS_EV_ENTER: {
+            if (e->a >= rf->region_map_n || rf->region_map[e->a] == WS_NONE32)
+                continue;
+            uint32_t cp = ws_callpath_child(&t->callpaths, depth ? stack[depth - 1] : WS_NONE32,
+                                            rf->region_map[e->a]);
+            if (cp == WS_NONE32)
+                rc = ws_error_nomem(err, "call paths");
+            stack[depth++] = cp;
+            ev->ref[k] = cp;
+            break;
+        }
+        case WS_EV_LEAVE:
+            if (depth == 0)
+                continue;
+            ev->ref[k] = stack[--depth];
+            break;
+        case WS_EV_SEND:
+        case WS_EV_RECV:
+        case WS_EV_ISEND:
+        case WS_EV_IRECV: {
+            uint64_t m = ev->n_messages++;
+            ev->msg_event[m] = (uint32_t)k;
+            ev->msg_peer[m] = e->a;
+            ev->msg_comm[m] = comm;
+            ev->msg_tag[m] = e->tag;
+            ev->msg_bytes[m] = e->bytes;
+            ev->ref[k] = (uint32_t)m;
+            if (e->kind == WS_EV_ISEND || e->kind == WS_EV_IRECV) {
+                uint64_t q = ev->n_requests++;
+                ev->req_event[q] = (uint32_t)k;
+                ev->req_id[q] = e->req;
+            }
+            break;
+        }
+        case WS_EV_ISEND_COMPLETE:
+        case WS_EV_IRECV_REQUEST: {
+            uint64_t q = ev->n_requests++;
+            ev->req_event[q] = (uint32_t)k;
+            ev->req_id[q] = e->req;
+            ev->ref[k] = (uint32_t)q;
+            break;
+        }
+        case WS_EV_COLL_BEGIN:
+            ev->ref[k] = WS_NONE32;
+            break;
+        case WS_EV_COLL_END: {
+            uint64_t c = ev->n_collectives++;
+            ev->coll_event[c] = (uint32_t)k;
+            ev->coll_comm[c] = comm;
+            ev->coll_root[c] = e->a;
+            ev->coll_op[c] = e->op;
+            ev->coll_sent[c] = e->bytes;
+            ev->coll_received[c] = e->req;
+            ev->ref[k] = (uint32_t)c;
+            break;
+        }
+        case WS_EV_PROGRAM_BEGIN:
+        case WS_EV_PROGRAM_END:
+            ev->ref[k] = WS_NONE32;
+            break;
+        default:
+            continue;
+        }
+        ev->time[k] = time;
+        ev->kind[k] = e->kind;
+        ev->n++;
+    }
+    /* a rank cut short: close what it left open at its last event */
+    while (rc == WS_OK && depth > 0 && ev->n < cap) {
+        uint64_t k = ev->n++;
+        ev->time[k] = last;
+        ev->kind[k] = WS_EV_LEAVE;
+        ev->ref[k] = stack[--depth];
+    }
+    (void)world;
+    free(raw);
+    free(stack);
+    l->loaded = 1;
+    l->n_events_defined = ev->n;
+    t->n_events += ev->n;
+    return rc;
+}
+
+/* ---- driver -------------------------------------------------------------------- */
+
+static int by_rank(const void *a, const void *b)
+{
+    return ((const ws_rankfile *)a)->rank - ((const ws_rankfile *)b)->rank;
+}
+
+int ws_pmpi_unify(const char *dir, uint32_t *n_cut_short, ws_error *err)
+{
+    if (!dir || !*dir)
+        return ws_error_set(err, WS_ERR_ARGUMENT, "no trace directory given");
+    char *raw_dir = ws_rank_path(dir, WS_RAW_SUBDIR);
+    if (!raw_dir)
+        return ws_error_nomem(err, "path");
+    DIR *d = opendir(raw_dir);
+    if (!d) {
+        int rc = ws_error_set(err, WS_ERR_IO, "%s: no per-rank trace files (%s)", raw_dir, strerror(errno));
+        free(raw_dir);
+        return rc;
+    }
+    ws_rankfile *files = NULL;
+    uint32_t n_files = 0;
+    int rc = WS_OK;
+    struct dirent *entry;
+    while ((entry = readdir(d)) != NULL && rc == WS_OK) {
+        size_t len = strlen(entry->d_name);
+        if (len < 6 || strcmp(entry->d_name + len - 5, ".defs") != 0)
+            continue;
+        ws_rankfile *g = realloc(files, (n_files + 1) * sizeof *files);
+        if (!g) {
+            rc = ws_error_nomem(err, "definitions");
+            break;
+        }
+        files = g;
+        ws_rankfile *r = &files[n_files++];
+        memset(r, 0, sizeof *r);
+        r->defs = ws_rank_path(raw_dir, entry->d_name);
+        r->evt = r->defs ? strdup(r->defs) : NULL;
+        if (!r->defs || !r->evt) {
+            rc = ws_error_nomem(err, "path");
+            break;
+        }
+        strcpy(r->evt + strlen(r->evt) - 5, ".evt");
+        rc = ws_rankfile_read(r, err);
+    }
+    closedir(d);
+    if (rc == WS_OK && n_files == 0)
+        rc = ws_error_set(err, WS_ERR_IO, "%s: no per-rank trace files", raw_dir);
+    uint32_t size = 0;
+    if (rc == WS_OK) {
+        qsort(files, n_files, sizeof *files, by_rank);
+        size = (uint32_t)files[0].size;
+        for (uint32_t i = 0; i < n_files && rc == WS_OK; i++)
+            if (files[i].size != (int)size || files[i].rank < 0 || files[i].rank >= (int)size ||
+                (i && files[i].rank == files[i - 1].rank))
+                rc = ws_error_set(err, WS_ERR_FORMAT,
+                                  "%s: the per-rank files do not belong to one run (rank %d of %d); remove the "
+                                  "directory before tracing again",
+                                  raw_dir, files[i].rank, files[i].size);
+    }
+    /* ranks that left no files at all get an empty placeholder */
+    ws_rankfile *ranks = NULL;
+    if (rc == WS_OK) {
+        ranks = calloc(size, sizeof *ranks);
+        if (!ranks)
+            rc = ws_error_nomem(err, "ranks");
+    }
+    if (rc == WS_OK) {
+        for (uint32_t i = 0; i < n_files; i++) {
+            ranks[files[i].rank] = files[i];
+            memset(&files[i], 0, sizeof files[i]);
+        }
+        for (uint32_t r = 0; r < size; r++)
+            if (!ranks[r].defs) {
+                ranks[r].rank = (int)r;
+                ranks[r].size = (int)size;
+                ranks[r].evt = strdup("/nonexistent");
+            }
+    }
+
+    ws_trace *t = NULL;
+    char *cut = NULL;
+    if (rc == WS_OK) {
+        t = ws_trace_new();
+        if (!t)
+            rc = ws_error_nomem(err, "trace");
+    }
+    builder b = {t, err, 0, 0};
+    if (rc == WS_OK)
+        rc = build_definitions(&b, ranks, size);
+    if (rc == WS_OK) {
+        /* origin: the earliest global timestamp */
+        double origin = INFINITY, end = 0.0;
+        for (uint32_t r = 0; r < size; r++) {
+            FILE *f = fopen(ranks[r].evt, "rb");
+            if (!f)
+                continue;
+            ws_raw_event e;
+            if (fread(&e, sizeof e, 1, f) == 1 && ws_rankfile_global_time(&ranks[r], e.time) < origin)
+                origin = ws_rankfile_global_time(&ranks[r], e.time);
+            fclose(f);
+        }
+        if (!isfinite(origin))
+            origin = 0.0;
+        origin = floor(origin);
+        t->clock.offset = (uint64_t)origin;
+        for (uint32_t r = 0; r < size && rc == WS_OK; r++) {
+            rc = read_events(t, &ranks[r], r, origin, size, err);
+            ws_events *ev = &t->locations[r].events;
+            if (ev->n && ev->time[ev->n - 1] > end)
+                end = ev->time[ev->n - 1];
+        }
+        t->clock.length = (uint64_t)llround(end * 1e9) + 1;
+    }
+    uint32_t n_cut = 0;
+    if (rc == WS_OK) {
+        size_t len = 0;
+        cut = calloc((size_t)size * 12 + 1, 1);
+        if (!cut)
+            rc = ws_error_nomem(err, "ranks");
+        for (uint32_t r = 0; r < size && cut; r++)
+            if (!ranks[r].complete) {
+                len += (size_t)sprintf(cut + len, "%s%u", n_cut ? "," : "", (unsigned)r);
+                n_cut++;
+            }
+        if (cut && n_cut)
+            t->cut_short_ranks = cut, cut = NULL;
+    }
+    if (rc == WS_OK) {
+        char *anchor = ws_rank_path(dir, "traces.otf2");
+        if (!anchor)
+            rc = ws_error_nomem(err, "path");
+        else
+            rc = ws_otf2_write(t, anchor, NULL, err);
+        free(anchor);
+    }
+    if (rc == WS_OK) {
+        /* the archive is complete: the per-rank files are no longer needed */
+        for (uint32_t r = 0; r < size; r++) {
+            if (ranks[r].defs)
+                unlink(ranks[r].defs);
+            if (ranks[r].evt)
+                unlink(ranks[r].evt);
+        }
+        rmdir(raw_dir);
+        if (n_cut_short)
+            *n_cut_short = n_cut;
+    }
+    free(cut);
+    ws_trace_free(t);
+    for (uint32_t i = 0; i < n_files; i++)
+        ws_rankfile_free(&files[i]);
+    free(files);
+    if (ranks)
+        for (uint32_t r = 0; r < size; r++)
+            ws_rankfile_free(&ranks[r]);
+    free(ranks);
+    free(raw_dir);
+    return rc;
+}

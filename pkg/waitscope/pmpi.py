@@ -1,0 +1,171 @@
+"""Measuring unmodified MPI programs with the interposition library.
+
+``pip install`` builds ``waitscope/lib/libwaitscope-pmpi-<mpi>.so`` once for
+every MPI found (``mpich``, ``openmpi``).  Preloaded into an MPI program
+(``LD_PRELOAD``), the library wraps the MPI calls through the PMPI
+interface and, as the environment asks, writes an OTF2 trace
+(``WAITSCOPE_TRACE_DIR``) and/or the wait-state profile
+(``WAITSCOPE_PROFILE_DIR``).  This module finds the right library for a
+command line and prepares the environment to run it with.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from . import _core
+
+__all__ = ["MPIS", "library_path", "available", "detect_mpi", "environment", "finish_trace"]
+
+MPIS = ("mpich", "openmpi")
+
+_LAUNCHERS = {
+    "mpiexec.mpich": "mpich",
+    "mpirun.mpich": "mpich",
+    "mpiexec.hydra": "mpich",
+    "mpiexec.openmpi": "openmpi",
+    "mpirun.openmpi": "openmpi",
+    "orterun": "openmpi",
+    "prterun": "openmpi",
+}
+
+
+def _lib_dir() -> Path:
+    return Path(__file__).resolve().parent / "lib"
+
+
+def library_path(mpi: str) -> str:
+    """Path of the interposition library built for ``mpi`` ("mpich" or "openmpi").
+
+    Raises ValueError for an unknown MPI name and FileNotFoundError when the
+    library was not built (that MPI's compiler wrapper, ``mpicc.<mpi>``, was
+    not found when waitscope was installed)."""
+    if mpi not in MPIS:
+        raise ValueError(f"unknown MPI {mpi!r}: expected one of {', '.join(MPIS)}")
+    path = _lib_dir() / f"libwaitscope-pmpi-{mpi}.so"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path}: the interposition library for {mpi} was not built; install the MPI's development "
+            f"package (mpicc.{mpi}) and reinstall waitscope"
+        )
+    return str(path)
+
+
+def available() -> list[str]:
+    """The MPIs an interposition library was built for."""
+    return [m for m in MPIS if (_lib_dir() / f"libwaitscope-pmpi-{m}.so").is_file()]
+
+
+def _from_name(name: str) -> str | None:
+    base = os.path.basename(name)
+    if base in _LAUNCHERS:
+        return _LAUNCHERS[base]
+    for suffix, mpi in ((".mpich", "mpich"), (".openmpi", "openmpi")):
+        if base.endswith(suffix):
+            return mpi
+    return None
+
+
+def _from_ldd(executable: str) -> str | None:
+    try:
+        out = subprocess.run(["ldd", executable], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if "libmpich" in out:
+        return "mpich"
+    if "libmpi.so" in out or "openmpi" in out:
+        return "openmpi"
+    return None
+
+
+def detect_mpi(command: Sequence[str]) -> str:
+    """Which MPI a command line runs with: "mpich" or "openmpi".
+
+    ``WAITSCOPE_MPI`` overrides.  Otherwise the launcher decides
+    (``mpiexec.mpich``, ``mpiexec.hydra``, ``mpirun.mpich`` -> mpich;
+    ``mpiexec.openmpi``, ``orterun``, ``mpirun.openmpi`` -> openmpi; a bare
+    ``mpiexec``/``mpirun`` through its symlinks); for a plain executable the
+    libmpi it links (``ldd``).  Raises ValueError when it cannot tell."""
+    forced = os.environ.get("WAITSCOPE_MPI")
+    if forced:
+        if forced not in MPIS:
+            raise ValueError(f"WAITSCOPE_MPI={forced!r}: expected one of {', '.join(MPIS)}")
+        return forced
+    if not command:
+        raise ValueError("empty command line")
+    first = command[0]
+    mpi = _from_name(first)
+    if mpi:
+        return mpi
+    found = shutil.which(first) or first
+    if os.path.exists(found):
+        mpi = _from_name(os.path.realpath(found))
+        if mpi:
+            return mpi
+        if os.path.basename(first) in ("mpiexec", "mpirun"):
+            raise ValueError(f"{first}: cannot tell which MPI this launcher belongs to; set WAITSCOPE_MPI")
+        mpi = _from_ldd(os.path.realpath(found))
+        if mpi:
+            return mpi
+    raise ValueError(
+        f"{first}: cannot tell which MPI the command uses (not a known launcher, no libmpi linked); "
+        "set WAITSCOPE_MPI=mpich or WAITSCOPE_MPI=openmpi"
+    )
+
+
+def environment(
+    command: Sequence[str],
+    trace_dir: str | os.PathLike[str] | None = None,
+    profile_dir: str | os.PathLike[str] | None = None,
+    callpath: str | None = None,
+    mpi: str | None = None,
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment to run ``command`` with the library preloaded.
+
+    ``callpath`` is "stack" or "instrument" (``WAITSCOPE_CALLPATH``; by
+    default the mode follows the program).  The trace goes to
+    ``trace_dir/traces.otf2``, the profile to ``profile_dir/profile.json``.
+    The launcher passes the environment on to the ranks (Open MPI and MPICH
+    both forward it on one machine; for several machines use the
+    launcher's option to export ``LD_PRELOAD`` and the ``WAITSCOPE_*``
+    variables)."""
+    if trace_dir is None and profile_dir is None:
+        raise ValueError("give a trace directory, a profile directory or both")
+    if callpath not in (None, "stack", "instrument"):
+        raise ValueError(f"callpath={callpath!r}: expected 'stack' or 'instrument'")
+    lib = library_path(mpi or detect_mpi(command))
+    env = dict(os.environ if base is None else base)
+    # after what is preloaded already (a sanitizer runtime must stay first);
+    # any preloaded library still comes before libmpi
+    preload = env.get("LD_PRELOAD", "")
+    env["LD_PRELOAD"] = (preload + ":" if preload else "") + lib
+    for key in ("WAITSCOPE_TRACE_DIR", "WAITSCOPE_PROFILE_DIR", "WAITSCOPE_CALLPATH"):
+        env.pop(key, None)
+    if trace_dir is not None:
+        env["WAITSCOPE_TRACE_DIR"] = os.path.abspath(os.fspath(trace_dir))
+    if profile_dir is not None:
+        env["WAITSCOPE_PROFILE_DIR"] = os.path.abspath(os.fspath(profile_dir))
+    if callpath is not None:
+        env["WAITSCOPE_CALLPATH"] = callpath
+    return env
+
+
+def pending(trace_dir: str | os.PathLike[str]) -> bool:
+    """Whether ``trace_dir`` holds per-rank files that were not unified yet
+    (the run was cut short before MPI_Finalize)."""
+    return (Path(trace_dir) / ".waitscope").is_dir()
+
+
+def finish_trace(trace_dir: str | os.PathLike[str]) -> int:
+    """Builds ``trace_dir/traces.otf2`` from the per-rank files of a run that
+    did not reach MPI_Finalize (crash, MPI_Abort, killed) and returns the
+    number of ranks that were cut short; 0 when there is nothing to do.
+    The archive names those ranks; :func:`waitscope.open` refuses it unless
+    ``allow_partial=True``."""
+    if not pending(trace_dir):
+        return 0
+    return int(_core.pmpi_unify(os.fspath(trace_dir)))
