@@ -149,12 +149,14 @@ def test_output_path_that_is_a_file(fake_library, tmp_path, capsys):
     assert "is not a directory" in capsys.readouterr().err
 
 
-def test_without_the_interposition_library(tmp_path, capsys):
-    try:
-        from waitscope import pmpi  # noqa: F401
-    except ImportError:
-        assert cli.main(["trace", "-o", str(tmp_path / "h"), "--", "true"]) == 2
-        assert "no interposition library" in capsys.readouterr().err
-        assert not (tmp_path / "h").exists()
-    else:
-        pytest.skip("waitscope.pmpi is installed")
+def test_without_the_interposition_library(tmp_path, capsys, monkeypatch):
+    """A waitscope built where no MPI compiler was found has no library: the
+    command says so and makes no directory."""
+    from waitscope import pmpi
+
+    monkeypatch.setattr(pmpi, "_lib_dir", lambda: tmp_path / "no-lib")
+    monkeypatch.setenv("WAITSCOPE_MPI", "mpich")
+    assert cli.main(["trace", "-o", str(tmp_path / "h"), "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert "no interposition library for mpich" in err and "was not built" in err
+    assert not (tmp_path / "h").exists()

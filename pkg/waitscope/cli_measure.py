@@ -26,6 +26,8 @@ import subprocess
 import sys
 from typing import Any, Mapping, Sequence, TextIO
 
+from . import TraceError, pmpi
+
 TRACE_DEFAULT = "waitscope-trace"
 PROFILE_DEFAULT = "waitscope-profile"
 # what a measurement leaves in its directory (OTF2 archive and profile)
@@ -34,16 +36,6 @@ MEASUREMENT_FILES = ("traces.otf2", "traces.def", "traces", "profile.json", ".wa
 
 class MeasureError(Exception):
     """A measurement cannot start (no library, bad directory, no command)."""
-
-
-def _pmpi() -> Any:
-    try:
-        from . import pmpi
-    except ImportError as exc:
-        raise MeasureError(f"this waitscope has no interposition library (waitscope.pmpi: {exc}); "
-                           "install waitscope on a machine with an MPI compiler (mpicc.mpich or "
-                           "mpicc.openmpi)") from None
-    return pmpi
 
 
 def prepare(command: Sequence[str], trace_dir: str | None, profile_dir: str | None,
@@ -56,7 +48,6 @@ def prepare(command: Sequence[str], trace_dir: str | None, profile_dir: str | No
     has no interposition library, the MPI cannot be told or its library was
     not built.
     """
-    pmpi = _pmpi()
     try:
         mpi = pmpi.detect_mpi(list(command))
     except ValueError as exc:
@@ -71,18 +62,11 @@ def prepare(command: Sequence[str], trace_dir: str | None, profile_dir: str | No
 def finish_trace(trace_dir: str) -> str | None:
     """Assembles the trace of a run cut short from its per-rank files
     (:func:`waitscope.pmpi.finish_trace`); None, or a line saying why it failed."""
-    try:
-        pmpi = _pmpi()
-    except MeasureError:
+    if not pmpi.pending(trace_dir):
         return None
-    pending, finish = getattr(pmpi, "pending", None), getattr(pmpi, "finish_trace", None)
-    if pending is None or finish is None or not pending(trace_dir):
-        return None
-    from . import TraceError
-
     try:
-        finish(trace_dir)
-    except (TraceError, OSError, AttributeError) as exc:
+        pmpi.finish_trace(trace_dir)
+    except (TraceError, OSError) as exc:
         return f"the per-rank files of the run in {trace_dir} could not be assembled into a trace: {exc}"
     return None
 
