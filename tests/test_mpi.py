@@ -39,6 +39,8 @@ import waitscope
 from waitscope import cli, synth
 from waitscope.trace import block_owners
 
+from conftest import mpi4py_implementation, mpi_launcher  # tests/ is on sys.path
+
 
 def _importable(name: str) -> bool:
     """Whether a module is installed, without importing it (mpi4py.MPI would start MPI here)."""
@@ -48,9 +50,11 @@ def _importable(name: str) -> bool:
         return False
 
 
-MPIEXEC = shutil.which("mpiexec")
-if MPIEXEC is None or not _importable("mpi4py") or not _importable("waitscope._mpi"):
-    pytest.skip("the parallel mode needs mpiexec, mpi4py and waitscope._mpi", allow_module_level=True)
+LAUNCHER = mpi_launcher()
+"""mpiexec of the MPI that mpi4py uses, and the environment it needs."""
+if LAUNCHER is None or not _importable(f"waitscope._mpi_{mpi4py_implementation()}"):
+    pytest.skip("the parallel mode needs mpi4py, the mpiexec of its MPI and waitscope._mpi_<that MPI>",
+                allow_module_level=True)
 
 from mpi_worker import CONFIGS, records_as_rows, result_arrays  # noqa: E402  (tests/ is on sys.path)
 
@@ -83,6 +87,8 @@ def _env() -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     env.setdefault("OMP_NUM_THREADS", "1")
+    if LAUNCHER is not None:
+        env.update(LAUNCHER[1])
     return env
 
 
@@ -102,7 +108,7 @@ def run(command: list[str], timeout: float = TIMEOUT, env: dict[str, str] | None
 
 
 def mpiexec(n: int, *command: str, timeout: float = TIMEOUT) -> Run:
-    return run([MPIEXEC, "-n", str(n), *command], timeout=timeout)
+    return run([*LAUNCHER[0], "-n", str(n), *command], timeout=timeout)
 
 
 def worker(n: int, mode: str, out: Path, traces: Iterable[Path]) -> Run:
@@ -442,17 +448,50 @@ def test_mpi_launch_detection():
 
 
 @pytest.mark.parametrize("rank", [0, 1])
-def test_command_line_without_the_parallel_mode(rank, pingpong_dir, capsys):
-    """Started by mpiexec, but mpi4py cannot be imported: rank 0 works alone."""
+def test_command_line_without_the_parallel_mode(rank, pingpong_dir):
+    """Started by mpiexec with two processes, but mpi4py cannot be imported: every
+    process stops with status 2, rank 0 says why and names the command that builds mpi4py."""
     path = str(pingpong_dir)
     code = ("import sys; sys.modules['mpi4py'] = None; from waitscope.cli import main; "
             f"sys.exit(main(['analyze', {path!r}]))")
     env = _env()
     env.update(PMI_SIZE="2", PMI_RANK=str(rank))
     r = run([sys.executable, "-c", code], env=env)
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 2, r.stderr
+    assert r.stdout == ""
     if rank == 0:
-        assert r.stdout == _embedded_cli(capsys, "analyze", path)
-        assert "parallel mode is unavailable" in r.stderr
+        assert r.stderr.startswith("waitscope: error: started with 2 MPI processes, but the parallel mode "
+                                   "is unavailable"), r.stderr
+        assert "MPICC=mpicc.mpich python -m pip install --no-binary=mpi4py mpi4py" in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
     else:
-        assert r.stdout == "" and r.stderr == ""
+        assert r.stderr == ""
+
+
+def test_command_line_without_the_extension_for_mpi4pys_mpi(pingpong_dir):
+    """mpi4py works but waitscope was built without the extension for its MPI: the
+    error names the missing module and the rebuild command."""
+    path = str(pingpong_dir)
+    name = mpi4py_implementation()
+    code = (f"import sys; sys.modules['waitscope._mpi_{name}'] = None; from waitscope.cli import main; "
+            f"sys.exit(main(['analyze', {path!r}]))")
+    r = mpiexec(2, sys.executable, "-c", code)
+    assert r.returncode != 0
+    assert r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr  # rank 0 only
+    assert f"waitscope._mpi_{name}" in lines[0] and "pip install --no-build-isolation ." in lines[0]
+
+
+def test_parallel_extension_matches_mpi4py():
+    """The extension the parallel mode loads links the MPI library mpi4py uses."""
+    code = ("from mpi4py import MPI; from waitscope._parallel import mpi_module; "
+            "print(mpi_module().__file__)")
+    r = mpiexec(1, sys.executable, "-c", code)
+    assert r.returncode == 0, r.stderr
+    module = r.stdout.strip()
+    assert os.path.basename(module).startswith(f"_mpi_{mpi4py_implementation()}.")
+    ldd = subprocess.run(["ldd", module], capture_output=True, text=True).stdout
+    expected = {"mpich": "libmpich.so", "openmpi": "libmpi.so.40"}[mpi4py_implementation()]
+    other = {"mpich": "libmpi.so.40", "openmpi": "libmpich.so"}[mpi4py_implementation()]
+    assert expected in ldd and other not in ldd, ldd

@@ -6,9 +6,9 @@
 
 Started by ``mpiexec -n N`` (N > 1), ``analyze`` runs in the parallel mode
 (``comm=MPI.COMM_WORLD``: every process loads and replays its block of
-locations) when mpi4py and waitscope._mpi are available; only rank 0
-prints.  Other commands, or ``analyze`` without the parallel mode, run on
-rank 0 alone.
+locations); only rank 0 prints.  When the parallel mode is unavailable
+(mpi4py missing or built against another MPI) it stops with an error that
+names the command that fixes it.  Other commands run on rank 0 alone.
 """
 
 from __future__ import annotations
@@ -50,20 +50,25 @@ def mpi_launch_rank(environ: Mapping[str, str] | None = None) -> int:
 
 
 def world_comm(environ: Mapping[str, str] | None = None) -> Any:
-    """``MPI.COMM_WORLD`` under an MPI launch of more than one process when
-    the parallel mode is available (mpi4py and waitscope._mpi), else None."""
+    """``MPI.COMM_WORLD`` under an MPI launch of more than one process, else None.
+
+    Raises :class:`waitscope._parallel.ParallelModeUnavailable` (naming the
+    command that fixes it) when started by mpiexec with several processes
+    but mpi4py or the extension for its MPI cannot be loaded: quietly
+    analysing on one process would waste the other processes and hide
+    the broken set-up."""
     size = mpi_launch_size(environ)
     if size <= 1:
         return None
-    try:
-        from mpi4py import MPI
+    from ._parallel import ParallelModeUnavailable, mpi_module
 
-        from . import _mpi  # noqa: F401
-    except ImportError as exc:
-        if mpi_launch_rank(environ) == 0:
-            print(f"waitscope: note: started with {size} MPI processes, but the parallel mode is unavailable "
-                  f"({exc}); rank 0 works alone", file=sys.stderr)
-        return None
+    try:
+        mpi_module()
+    except ParallelModeUnavailable as exc:
+        raise ParallelModeUnavailable(
+            f"started with {size} MPI processes, but the parallel mode is unavailable: {exc}") from exc
+    from mpi4py import MPI
+
     return MPI.COMM_WORLD
 
 
@@ -244,21 +249,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_broken_pipe() -> None:
+    """After the reader of stdout went away (``waitscope info T | head``): no
+    traceback, and no second error when Python flushes stdout at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a file (e.g. captured by a test)
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from . import TraceError
+    from ._parallel import ParallelModeUnavailable
 
     args = build_parser().parse_args(argv)
-    args.comm = world_comm() if args.func is cmd_analyze else None
-    if args.comm is None and mpi_launch_rank() != 0:
-        return 0  # one of several processes started by mpiexec: rank 0 works alone
     try:
-        return int(args.func(args))
+        args.comm = world_comm() if args.func is cmd_analyze else None
+    except ParallelModeUnavailable as exc:
+        if mpi_launch_rank() == 0:
+            print(f"waitscope: error: {exc}", file=sys.stderr)
+        return 2
+    if args.comm is None and mpi_launch_rank() != 0:
+        return 0  # info or demo started by mpiexec: rank 0 works alone
+    try:
+        code = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
     except TraceError as exc:
         if _rank(args) == 0:  # every process raises the same error
             print(f"waitscope: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+        return 141  # as a shell reports a process ended by SIGPIPE
     except KeyboardInterrupt:
-        print("waitscope: interrupted", file=sys.stderr)
+        if _rank(args) == 0:  # mpiexec passes Ctrl-C to every process: one line for all
+            print("waitscope: interrupted", file=sys.stderr)
         return 130
 
 

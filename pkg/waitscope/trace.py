@@ -499,9 +499,9 @@ class Trace:
 
         part = None if partition is None else np.asarray(partition, dtype=np.int32)
         if self._comm is not None:
-            from . import _mpi
+            from ._parallel import mpi_module
 
-            raw = _mpi.analyze(self._core, self._comm, self._owner, delay_model=delay_model,
+            raw = mpi_module().analyze(self._core, self._comm, self._owner, delay_model=delay_model,
                                critical_path=critical_path, records=delay_records, partition=part,
                                progress=progress, keep_share=keep_share, wait_records=wait_records)
             return None if raw is None else AnalysisResult(self, raw)
@@ -535,13 +535,9 @@ def _agree(comm: Any, message: str | None) -> None:
 
 
 def _open_parallel(path: str, comm: Any, progress: Any) -> Trace:
-    try:
-        from . import _mpi  # noqa: F401  (needs MPI and mpi4py)
-    except ImportError as exc:
-        raise ImportError(
-            "the parallel mode needs waitscope built with an MPI compiler (mpicc) and mpi4py; "
-            f"importing waitscope._mpi failed: {exc}"
-        ) from exc
+    from ._parallel import mpi_module
+
+    _mpi = mpi_module()  # raises ParallelModeUnavailable naming the command that fixes it
     core, error = None, None
     try:
         core = _core.open(path)
