@@ -202,7 +202,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         from . import plot
     except ImportError:
-        print("\nThe pictures need matplotlib: pip install 'waitscope[plot]'", file=sys.stderr)
+        print("\nThe pictures need matplotlib: python -m pip install matplotlib (or .ci/setup plot in a checkout)", file=sys.stderr)
     else:
         ranks = len(trace.locations)
         fig = plot.heatmaps(result, ["mpi_latesender", "mpi_latereceiver", "delay_short", "delay_long"],

@@ -1,4 +1,4 @@
-"""Plots of traces and analysis results (needs matplotlib: ``pip install waitscope[plot]``).
+"""Plots of traces and analysis results (needs matplotlib: ``python -m pip install matplotlib``).
 
 * :func:`heatmap`, :func:`heatmaps`: a metric per location on the Cartesian
   process topology, as Cube's topology view shows it (seed 000, Figs. 5, 8,
@@ -57,7 +57,7 @@ try:
     from matplotlib.path import Path
     from matplotlib.ticker import MaxNLocator
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
-    raise ImportError("waitscope.plot needs matplotlib: pip install waitscope[plot]") from exc
+    raise ImportError("waitscope.plot needs matplotlib: python -m pip install matplotlib (or .ci/setup plot in a checkout)") from exc
 
 from ._messages import matched_messages
 from .result import AnalysisResult, CallpathKey, Metric
