@@ -184,7 +184,7 @@ def test_missing_local_definitions_reported_at_open(pingpong_copy):
 def test_truncated_local_definitions(pingpong_copy):
     local = pingpong_copy / "traces" / "1.def"
     local.write_bytes(local.read_bytes()[:-5])
-    with pytest.raises(waitscope.TraceError, match=rf"{local}: local definition file is truncated"):
+    with pytest.raises(waitscope.TraceError, match=rf"{local}: local definition file of location 1 is truncated"):
         waitscope.open(pingpong_copy)
 
 
@@ -196,7 +196,7 @@ def test_event_file_overwritten_with_random_bytes(pingpong_copy):
     with pytest.raises(waitscope.TraceError) as info:
         waitscope.open(pingpong_copy)
     message = str(info.value)
-    assert message.startswith(f"{evt}: event file is damaged: it does not start with an OTF2 chunk header"), message
+    assert message.startswith(f"{evt}: event file of location 1 is damaged: it does not start with an OTF2 chunk header"), message
 
 
 def test_event_file_with_random_bytes_after_its_header(pingpong_copy):
@@ -247,3 +247,61 @@ def test_truncated_anchor(pingpong_copy):
     anchor.write_bytes(anchor.read_bytes()[:50])
     with pytest.raises(waitscope.TraceError, match=rf"{anchor}: the OTF2 anchor file is truncated"):
         waitscope.open(pingpong_copy)
+
+
+# ---- errors found by the analysis name the trace and the location's event file ----
+
+
+def _four_ranks(kind: str = "allreduce", tag: int = 1) -> "waitscope.synth.Program":
+    """0 -> 1 and 2 -> 3 (with `tag`), then a collective `kind` on all four ranks."""
+    from waitscope import synth
+
+    p = synth.Program(4)
+    for r in range(4):
+        p.rank(r).compute("work", 0.1 * (r + 1))
+    p.rank(0).send(1, tag=1, size=8)
+    p.rank(1).recv(0, tag=1)
+    p.rank(2).send(3, tag=tag, size=8)
+    p.rank(3).recv(2, tag=tag)
+    for r in range(4):
+        getattr(p.rank(r), kind)(size=8)
+    return p
+
+
+def _spliced(tmp_path: Path, other: "waitscope.synth.Program", location: int) -> Path:
+    """The archive of _four_ranks() whose location's files come from `other` (each file valid OTF2)."""
+    import shutil
+
+    a = Path(_four_ranks().write(tmp_path / "a")).parent
+    b = Path(other.write(tmp_path / "b")).parent
+    out = tmp_path / "spliced"
+    shutil.copytree(a, out)
+    for ext in ("evt", "def"):
+        shutil.copyfile(b / "traces" / f"{location}.{ext}", out / "traces" / f"{location}.{ext}")
+    return out
+
+
+@pytest.mark.parametrize("other, location, culprit, problem", [
+    # location 3 receives with tag 99: the send of location 2 (tag 1) is never received
+    (lambda: _four_ranks(tag=99), 3, 2, "location 2: send 0 to location 3 (tag 1, communicator 'MPI_COMM_WORLD') "
+                                        "is never received"),
+    # location 1 takes part in an alltoall where the others do an allreduce
+    (lambda: _four_ranks(kind="alltoall"), 1, 3, "location 3: the members of a collective operation at "
+                                                 "t=0.400000000 s recorded different operations"),
+])
+def test_analysis_errors_name_the_trace_and_the_event_file(tmp_path, other, location, culprit, problem):
+    path = _spliced(tmp_path, other(), location)
+    trace = waitscope.open(path)  # every file is valid OTF2: the problem shows in the analysis
+    with pytest.raises(waitscope.TraceError) as info:
+        trace.analyze()
+    message = str(info.value)
+    assert message.startswith(f"{path / 'traces.otf2'}: {path / 'traces' / f'{culprit}.evt'}: {problem}"), message
+
+
+def test_stalled_replay_names_the_trace(tmp_path):
+    path = _spliced(tmp_path, _four_ranks(kind="reduce"), 1)
+    with pytest.raises(waitscope.TraceError) as info:
+        waitscope.open(path).analyze()
+    message = str(info.value)
+    assert message.startswith(f"{path / 'traces.otf2'}: {path / 'traces'}/"), message
+    assert "the trace's communication is inconsistent" in message

@@ -1249,7 +1249,9 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
     /* local definitions carry id mappings and clock offsets; they are
      * optional in OTF2 */
     if (is_regular_file(def_path)) {
-        if ((rc = ws_otf2_check_buffer_file(def_path, "local definition file", err)))
+        char what[64];
+        snprintf(what, sizeof what, "local definition file of location %llu", (unsigned long long)loc->otf2_id);
+        if ((rc = ws_otf2_check_buffer_file(def_path, what, err)))
             goto done;
         OTF2_DefReader *dr = OTF2_Reader_GetDefReader(reader, loc->otf2_id);
         if (!dr) {
@@ -1266,7 +1268,9 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
         }
     }
 
-    if ((rc = ws_otf2_check_buffer_file(evt_path, "event file", err)))
+    char evt_what[64];
+    snprintf(evt_what, sizeof evt_what, "event file of location %llu", (unsigned long long)loc->otf2_id);
+    if ((rc = ws_otf2_check_buffer_file(evt_path, evt_what, err)))
         goto done;
     OTF2_EvtReader *er = OTF2_Reader_GetEvtReader(reader, loc->otf2_id);
     if (!er) {
