@@ -49,7 +49,7 @@ def test_ci_runs_readmes_commands():
     environment whose PATH has only the system's directories, then the sanitizer run."""
     run = (REPO / ".ci" / "run").read_text()
     assert 'demo=$(readme_command demo)' in run and 'clean_env bash -c "$demo"' in run
-    assert 'test=$(readme_command test)' in run and 'clean_env bash -c "$test"' in run
+    assert 'test=$(readme_command test)' in run and 'clean_env PYTEST_ADDOPTS=-rs bash -c "$test"' in run
     assert "env -i PATH=/usr/bin:/bin" in run
     assert "rm -rf .venv" in run  # a clean virtual environment every time
     assert run.rstrip().endswith(".ci/sanitize")
