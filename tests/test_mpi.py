@@ -495,3 +495,73 @@ def test_parallel_extension_matches_mpi4py():
     expected = {"mpich": "libmpich.so", "openmpi": "libmpi.so.40"}[mpi4py_implementation()]
     other = {"mpich": "libmpi.so.40", "openmpi": "libmpich.so"}[mpi4py_implementation()]
     assert expected in ldd and other not in ldd, ldd
+
+
+# ---- Ctrl-C under mpiexec ----------------------------------------------------------
+
+_INTERRUPTIBLE_CLI = """
+import os, sys, time
+from waitscope import cli
+
+ready, trace = sys.argv[1], sys.argv[2]
+calls = []
+
+def slow_progress(self, stage, done, total):
+    # the real analysis, slowed down at each progress report, so that Ctrl-C
+    # finds every process inside the replay
+    if not calls:
+        open(os.path.join(ready, "started-" + rank), "w").close()
+    calls.append(stage)
+    time.sleep(0.5)
+
+cli.Progress.__call__ = slow_progress
+rank = os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+end = os._exit
+
+def recorded_exit(status):  # the status this process ends with, for the test to read
+    with open(os.path.join(ready, "status-" + rank), "w") as f:
+        f.write(str(status))
+    end(status)
+
+os._exit = recorded_exit
+code = cli.main(["analyze", trace, "--delay", "proportional", "--critical-path"])
+recorded_exit(code)
+"""
+
+
+def test_ctrl_c_under_mpiexec_ends_every_process(tmp_path):
+    """Ctrl-C on the terminal (SIGINT to mpiexec and its processes) during the parallel
+    analysis: every process ends with status 130, one line on stderr, nothing printed that
+    suggests an unclean end (unmatched messages at MPI_Finalize).
+
+    MPICH 4.0's mpiexec itself then reports 130, or now and then 0 although every
+    process ended with 130 (a race in hydra after it forwarded the signal): the
+    processes' own statuses are read from files they write as they end."""
+    p = synth.Program(2)
+    for _ in range(2000):
+        p.rank(0).compute("a", 0.001).send(1, size=8)
+        p.rank(1).compute("b", 0.0005).recv(0)
+    path = Path(p.write(tmp_path / "trace")).parent
+    ready = tmp_path / "ready"
+    ready.mkdir()
+    command = [*LAUNCHER[0], "-n", "2", sys.executable, "-c", _INTERRUPTIBLE_CLI, str(ready), str(path)]
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=_env(), start_new_session=True)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while len(list(ready.glob("started-*"))) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the analysis ended before it could be interrupted"
+        os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        out, err = proc.communicate(timeout=QUICK)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"the processes did not end after Ctrl-C\nstdout:\n{out}\nstderr:\n{err}")
+    statuses = {f.name: f.read_text() for f in ready.glob("status-*")}
+    assert statuses == {"status-0": "130", "status-1": "130"}, (statuses, out, err)
+    assert proc.returncode in (130, 0), (proc.returncode, out, err)
+    assert err == "waitscope: interrupted\n", err
+    assert "Traceback" not in out and "waitscope" not in out, out
+    sign = HANG_SIGNS.search(out + err)
+    assert sign is None, f"{sign.group(0)!r} in the output:\n{out}\n{err}"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from typing import Any, Mapping, Sequence
@@ -146,7 +147,24 @@ def _total_events(trace: Trace) -> int:
     return trace.n_events if trace.comm is None else int(trace.comm.allreduce(trace.n_events))
 
 
+def _check_output(args: argparse.Namespace) -> bool:
+    """Checks ``-o`` before the analysis runs (False: refused, with one line on stderr)."""
+    if not getattr(args, "output", None):
+        return True
+    from .cube import report_path
+
+    try:
+        args.output = report_path(args.output)
+    except (ValueError, OSError) as exc:
+        if _rank(args) == 0:
+            print(f"waitscope: error: -o: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
+    if not _check_output(args):
+        return 2
     progress = _progress(args)
     trace = open_trace(args.trace, comm=getattr(args, "comm", None), progress=progress)
     result = trace.analyze(delay_model=args.delay, critical_path=args.critical_path, progress=progress)
@@ -220,6 +238,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_int(text: str) -> int:
+    """argparse type of counts such as --top: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="waitscope", description="Finds why parallel MPI programs wait.")
     parser.add_argument("--version", action="version", version=f"waitscope {__version__}")
@@ -236,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="add the delay analysis with this cost model")
     analyze.add_argument("--critical-path", action="store_true", help="add the critical-path analysis")
     analyze.add_argument("--json", action="store_true", help="machine-readable output")
-    analyze.add_argument("--top", type=int, default=5, help="how many call paths and locations to list")
+    analyze.add_argument("--top", type=_positive_int, default=5, help="how many call paths and locations to list")
     analyze.add_argument("--quiet", action="store_true", help="no progress output")
     analyze.add_argument("-o", "--output", metavar="REPORT.cubex",
                          help="also write the result as a Cube4 report (for CubeGUI, pycubexr)")
@@ -285,8 +314,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         _quiet_broken_pipe()
         return 141  # as a shell reports a process ended by SIGPIPE
     except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal's and mpiexec's Ctrl-C both arrive
         if _rank(args) == 0:  # mpiexec passes Ctrl-C to every process: one line for all
             print("waitscope: interrupted", file=sys.stderr)
+        if args.comm is not None:
+            # messages of the stopped replay are still in flight: MPI_Finalize would
+            # complain about them (or wait); end the process as Ctrl-C means
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
         return 130
 
 

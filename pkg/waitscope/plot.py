@@ -213,6 +213,12 @@ def _placement(result: AnalysisResult, topology: "CartTopology | None", dims: Se
             raise ValueError(f"dims must be positive sizes, not {dims!r}")
         xy = np.full((n, len(grid)), -1, dtype=np.int64)
         ok = (ranks >= 0) & (ranks < math.prod(grid))
+        dropped = np.unique(ranks[(ranks >= 0) & ~ok])
+        if len(dropped):
+            raise ValueError(f"dims={tuple(grid)} hold {math.prod(grid)} ranks, but the trace has "
+                             f"{int(ranks.max()) + 1}: ranks {', '.join(str(int(r)) for r in dropped[:5])}"
+                             f"{' ...' if len(dropped) > 5 else ''} would not be shown; pass dims whose product "
+                             f"is at least {int(ranks.max()) + 1}")
         if ok.any():  # row-major, the last dimension fastest (as MPI_Cart_create)
             xy[ok] = np.stack(np.unravel_index(ranks[ok], grid), axis=1)
     else:
@@ -593,17 +599,21 @@ def timeline(trace: "Trace", result: AnalysisResult | None = None, *, window: tu
     locs = [int(x) for x in (trace.loaded_locations if locations is None else locations)][:max(int(max_locations), 1)]
     if not locs:
         raise ValueError("no locations to show (none loaded?)")
+    starts, ends = [], []
+    for loc in locs:
+        t = trace.events(loc).time
+        if len(t):
+            starts.append(float(t[0]))
+            ends.append(float(t[-1]))
+    run = (min(starts, default=0.0), max(ends, default=1.0))
     if window is None:
-        starts, ends = [], []
-        for loc in locs:
-            t = trace.events(loc).time
-            if len(t):
-                starts.append(float(t[0]))
-                ends.append(float(t[-1]))
-        window = (min(starts, default=0.0), max(ends, default=1.0))
+        window = run
     t0, t1 = float(window[0]), float(window[1])
     if not t1 > t0:
         raise ValueError(f"window must be (t0, t1) with t1 > t0, not {window!r}")
+    if t1 < run[0] or t0 > run[1]:
+        raise ValueError(f"window=({t0:.9g}, {t1:.9g}) lies outside the run, which spans {run[0]:.9g} s to "
+                         f"{run[1]:.9g} s")
     fig, ax = _single_axes(ax, figsize or (11.0, max(2.6, 1.2 + 0.32 * len(locs))))
     row_of = {loc: i for i, loc in enumerate(locs)}
     parent = np.asarray(trace.callpath_parent, dtype=np.int64)
