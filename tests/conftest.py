@@ -6,7 +6,6 @@ import functools
 import os
 import shutil
 import stat
-import subprocess
 import sys
 from pathlib import Path
 
@@ -54,40 +53,24 @@ def pingpong_copy(pingpong_dir: Path, tmp_path: Path) -> Path:
 
 # ---- the MPI launcher matching mpi4py's MPI ---------------------------------------
 
-_LAUNCHERS = {
-    # implementation -> (launcher, options, environment)
-    "mpich": ("mpiexec.mpich", [], {}),
-    "openmpi": ("mpiexec.openmpi", ["--oversubscribe"],
-                {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}),
-}
-
 
 @functools.lru_cache(maxsize=None)
 def mpi4py_implementation() -> str | None:
-    """'mpich' or 'openmpi': the MPI mpi4py was built against (None without a working mpi4py).
+    """'mpich' or 'openmpi': the MPI this Python's mpi4py was built against (None without one)."""
+    from waitscope._parallel import mpi4py_implementation as ask
 
-    Asked in a subprocess, without MPI_Init: importing mpi4py.MPI here would start MPI in
-    the test process."""
-    code = ("import mpi4py; mpi4py.rc.initialize = False; from mpi4py import MPI; "
-            "print(MPI.Get_library_version())")
-    try:
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if out.returncode != 0:
-        return None
-    from waitscope._parallel import implementation
-
-    return implementation(out.stdout)
+    return ask(sys.executable)
 
 
 def mpi_launcher() -> tuple[list[str], dict[str, str]] | None:
-    """The command prefix (``mpiexec.mpich`` or ``mpiexec.openmpi --oversubscribe``) that
-    starts processes of mpi4py's MPI, and the environment it needs; None when there is none.
+    """The command prefix (``mpiexec.mpich`` or ``mpiexec.openmpi --oversubscribe``) that starts
+    processes of mpi4py's MPI, and the environment it needs; None when there is none.
     Never the unqualified ``mpiexec``, which may belong to the other MPI."""
+    from waitscope._parallel import LAUNCHERS
+
     name = mpi4py_implementation()
     if name is None:
         return None
-    launcher, options, env = _LAUNCHERS[name]
-    path = shutil.which(launcher)
-    return None if path is None else ([path, *options], dict(env))
+    command, env = LAUNCHERS[name]
+    path = shutil.which(command[0])
+    return None if path is None else ([path, *command[1:]], dict(env))

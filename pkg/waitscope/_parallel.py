@@ -10,6 +10,9 @@ built against (``MPI.Get_library_version()``) and imports that one.
 from __future__ import annotations
 
 import importlib
+import shutil
+import subprocess
+import sys
 from types import ModuleType
 
 MPI4PY_INSTALL = "MPICC=mpicc.mpich python -m pip install --no-binary=mpi4py mpi4py"
@@ -64,3 +67,38 @@ def mpi_module() -> ModuleType:
             f"install the {name} compiler (Debian: apt-get install "
             f"{'libmpich-dev' if name == 'mpich' else 'libopenmpi-dev'}) and rebuild: {REBUILD}"
         ) from exc
+
+
+LAUNCHERS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
+    "mpich": (("mpiexec.mpich",), {}),
+    # Open MPI refuses root without these, and more processes than cores without --oversubscribe
+    "openmpi": (("mpiexec.openmpi", "--oversubscribe"),
+                {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}),
+}
+"""Debian's launcher of each MPI, its options and the environment it needs."""
+
+
+def mpi4py_implementation(python: str = sys.executable) -> str | None:
+    """'mpich' or 'openmpi': the MPI that `python`'s mpi4py was built against (None without a
+    working mpi4py).  Asked in a subprocess without MPI_Init, so that the caller does not
+    start MPI (a parent that launches mpiexec must not)."""
+    code = ("import mpi4py; mpi4py.rc.initialize = False; from mpi4py import MPI; "
+            "print(MPI.Get_library_version())")
+    try:
+        out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return implementation(out.stdout) if out.returncode == 0 else None
+
+
+def launcher(python: str = sys.executable) -> tuple[list[str], dict[str, str]] | None:
+    """The command prefix that starts processes of the MPI `python`'s mpi4py uses
+    (``mpiexec.mpich`` or ``mpiexec.openmpi --oversubscribe``) and the environment
+    variables it needs; None when there is none.  Never the unqualified ``mpiexec``,
+    which on Debian may belong to the other MPI."""
+    name = mpi4py_implementation(python)
+    if name is None:
+        return None
+    command, env = LAUNCHERS[name]
+    path = shutil.which(command[0])
+    return None if path is None else ([path, *command[1:]], dict(env))
