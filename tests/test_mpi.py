@@ -565,3 +565,23 @@ def test_ctrl_c_under_mpiexec_ends_every_process(tmp_path):
     assert "Traceback" not in out and "waitscope" not in out, out
     sign = HANG_SIGNS.search(out + err)
     assert sign is None, f"{sign.group(0)!r} in the output:\n{out}\n{err}"
+
+
+def test_launcher_of_another_mpi(pingpong_dir):
+    """Started by the other MPI's mpiexec (on Debian the unqualified one may be it): each
+    process is a singleton of mpi4py's MPI; waitscope says so instead of analysing twice."""
+    from waitscope._parallel import LAUNCHERS
+
+    mine = mpi4py_implementation()
+    other = next(name for name in LAUNCHERS if name != mine)
+    command, extra_env = LAUNCHERS[other]
+    if shutil.which(command[0]) is None:
+        pytest.skip(f"{command[0]} is not installed")
+    env = _env()
+    env.update(extra_env)
+    r = run([*command, "-n", "2", *_cli("analyze", str(pingpong_dir))], env=env)
+    assert r.returncode != 0
+    assert r.stdout.count("waitscope") == 0, r.stdout  # no analysis printed
+    expected = (f"waitscope: error: started by a launcher of 2 processes, but MPI.COMM_WORLD has 1: the launcher "
+                f"belongs to another MPI than mpi4py's ({mine}); start it with {' '.join(LAUNCHERS[mine][0])}")
+    assert (r.stdout + r.stderr).count(expected) == 1, r.stdout + r.stderr

@@ -70,6 +70,14 @@ def world_comm(environ: Mapping[str, str] | None = None) -> Any:
             f"started with {size} MPI processes, but the parallel mode is unavailable: {exc}") from exc
     from mpi4py import MPI
 
+    if MPI.COMM_WORLD.Get_size() != size:  # e.g. Open MPI's mpiexec, mpi4py built with MPICH
+        from ._parallel import LAUNCHERS, implementation
+
+        name = implementation(MPI.Get_library_version())
+        right = " ".join(LAUNCHERS[name][0]) if name in LAUNCHERS else "the mpiexec of mpi4py's MPI"
+        raise ParallelModeUnavailable(
+            f"started by a launcher of {size} processes, but MPI.COMM_WORLD has {MPI.COMM_WORLD.Get_size()}: "
+            f"the launcher belongs to another MPI than mpi4py's ({name or 'unknown'}); start it with {right}")
     return MPI.COMM_WORLD
 
 
