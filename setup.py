@@ -1,9 +1,13 @@
 """Build of the waitscope C extensions.
 
 waitscope._core needs OTF2, found through `otf2-config` (Debian package
-libotf2-trace-dev).  waitscope._mpi, the parallel mode, is built only when
-an MPI compiler wrapper (`mpicc`) is found; without it the package works
-in one process.  Set WAITSCOPE_SANITIZE=1 to build with AddressSanitizer
+libotf2-trace-dev).  The parallel mode is built once per MPI library found
+(see mpi_implementations): waitscope._mpi_mpich with mpicc.mpich,
+waitscope._mpi_openmpi with mpicc.openmpi; at run time waitscope loads the
+one matching the MPI that mpi4py uses.  Without MPI the package works in
+one process.  The LD_PRELOAD interposition library (csrc/pmpi) is built
+once per MPI found too: waitscope/lib/libwaitscope-pmpi-<mpi>.so.  Set
+WAITSCOPE_SANITIZE=1 to build with AddressSanitizer
 and UBSan, WAITSCOPE_NO_MPI=1 to skip the MPI part.
 """
 import glob
@@ -33,39 +37,75 @@ def otf2_flags():
     return ask("--cflags"), ask("--ldflags") + ask("--libs")
 
 
-def mpi_flags():
-    """Compile and link flags of the MPI library, from `mpicc -show`."""
+MPI_COMPILERS = (("mpich", "mpicc.mpich"), ("openmpi", "mpicc.openmpi"))
+"""The MPI compiler wrappers Debian installs side by side, by implementation."""
+
+
+def _mpicc_show(mpicc):
+    """The command line `mpicc` runs (MPICH: -show, Open MPI: --showme), or None."""
+    for option in ("-show", "--showme"):
+        try:
+            out = subprocess.run([mpicc, option], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout
+    return None
+
+
+def _implementation_of(show):
+    """'mpich' or 'openmpi' from the libraries an `mpicc -show` line links."""
+    words = shlex.split(show)
+    if "-lmpich" in words or any("mpich" in w for w in words if w.startswith("-I")):
+        return "mpich"
+    if any("openmpi" in w for w in words) or "-lmpi" in words:
+        return "openmpi"
+    return None
+
+
+def mpi_implementations():
+    """The MPI libraries this machine can build against: implementation -> compiler wrapper.
+
+    E.g. {"mpich": "/usr/bin/mpicc.mpich", "openmpi": "/usr/bin/mpicc.openmpi"}, only
+    those found.  Debian's qualified wrappers come first; a plain `mpicc` is added
+    for the implementation its -show/--showme line links, unless already found.
+    WAITSCOPE_NO_MPI=1 gives {}.
+    """
     if os.environ.get("WAITSCOPE_NO_MPI"):
-        return None
-    mpicc = shutil.which("mpicc")
-    if mpicc is None:
-        return None
-    try:
-        words = shlex.split(subprocess.check_output([mpicc, "-show"], text=True))[1:]
-    except (OSError, subprocess.CalledProcessError):
-        return None
+        return {}
+    found = {}
+    for name, wrapper in MPI_COMPILERS:
+        path = shutil.which(wrapper)
+        if path is not None and _mpicc_show(path) is not None:
+            found[name] = path
+    plain = shutil.which("mpicc")
+    if plain is not None:
+        show = _mpicc_show(plain)
+        name = None if show is None else _implementation_of(show)
+        if name is not None and name not in found:
+            found[name] = plain
+    return found
+
+
+def mpi_flags(mpicc):
+    """Compile and link flags of the MPI library of one compiler wrapper."""
+    words = shlex.split(_mpicc_show(mpicc) or "")[1:]
     compile_flags = [w for w in words if w.startswith(("-I", "-D"))]
     link_flags = [w for w in words if w.startswith(("-L", "-l", "-Wl"))]
     return compile_flags, link_flags
 
 
-def mpi_implementations():
-    """The MPI compiler wrappers found on this machine: {"mpich": path, "openmpi": path}.
+def headers():
+    return sorted(glob.glob(os.path.join("csrc", "**", "*.h"), recursive=True))
 
-    Debian installs both MPIs side by side with suffixed wrappers; the
-    unqualified `mpicc` may point to either and is not used here."""
-    found = {}
-    for name in ("mpich", "openmpi"):
-        path = shutil.which("mpicc." + name)
-        if path is not None:
-            found[name] = path
-    return found
 
+COMMON_COMPILE = ["-std=c11", "-Wall", "-Wextra", "-O2", "-D_POSIX_C_SOURCE=200809L"]
 
 PMPI_SOURCES = sorted(glob.glob(os.path.join("csrc", "pmpi", "*.c"))) + [
     os.path.join("csrc", "common", "error.c"),
     os.path.join("csrc", "common", "util.c"),
     os.path.join("csrc", "trace", "trace.c"),
+    os.path.join("csrc", "trace", "otf2_check.c"),
     os.path.join("csrc", "trace", "otf2_reader.c"),
     os.path.join("csrc", "trace", "otf2_writer.c"),
 ]
@@ -79,24 +119,24 @@ class build_ext_with_pmpi(build_ext):
 
     def run(self):
         super().run()
-        if os.environ.get("WAITSCOPE_NO_MPI"):
-            return
         outdirs = {os.path.join(self.build_lib, "waitscope", "lib")}
         if self.inplace or getattr(self, "editable_mode", False):
             outdirs.add(os.path.join("pkg", "waitscope", "lib"))
-        for name, mpicc in mpi_implementations().items():
+        otf2_cflags, otf2_ldflags = otf2_flags()
+        inputs = PMPI_SOURCES + headers()
+        for name, mpicc in sorted(mpi_implementations().items()):
             for outdir in sorted(outdirs):
                 os.makedirs(outdir, exist_ok=True)
                 target = os.path.join(outdir, "libwaitscope-pmpi-%s.so" % name)
                 if not self.force and os.path.exists(target) and all(
-                    os.path.getmtime(target) >= os.path.getmtime(f) for f in PMPI_SOURCES + headers
+                    os.path.getmtime(target) >= os.path.getmtime(f) for f in inputs
                 ):
                     continue
                 # never sanitizer flags: the library is preloaded into MPI
                 # programs and launchers (its unification code is sanitized
                 # as part of waitscope._core)
                 cmd = [mpicc, "-shared", "-fPIC", "-fvisibility=hidden", "-o", target, *PMPI_SOURCES,
-                       "-Icsrc", *PMPI_COMPILE, *otf2_cflags, *otf2_ldflags, "-ldl", "-lm"]
+                       "-Icsrc", *COMMON_COMPILE, *otf2_cflags, *otf2_ldflags, "-ldl", "-lm"]
                 self.announce("building %s" % target, level=2)
                 subprocess.check_call(cmd)
 
@@ -114,50 +154,54 @@ def sources(*folders):
     return [s for s in out if s not in MPI_ONLY]
 
 
-headers = sorted(glob.glob(os.path.join("csrc", "**", "*.h"), recursive=True))
-otf2_cflags, otf2_ldflags = otf2_flags()
-common_compile = ["-std=c11", "-Wall", "-Wextra", "-O2", "-D_POSIX_C_SOURCE=200809L"]
-common_link = []
-PMPI_COMPILE = list(common_compile)
-if os.environ.get("WAITSCOPE_SANITIZE"):
-    san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1", "-g"]
-    common_compile += san
-    common_link += san
-macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
+def extensions():
+    """waitscope._core and one waitscope._mpi_<implementation> per MPI library found."""
+    depends = headers()
+    otf2_cflags, otf2_ldflags = otf2_flags()
+    common_compile = list(COMMON_COMPILE)
+    common_link = []
+    if os.environ.get("WAITSCOPE_SANITIZE"):
+        san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1", "-g"]
+        common_compile += san
+        common_link += san
+    macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
 
-extensions = [
-    Extension(
-        "waitscope._core",
-        sources=sources("common", "trace", "replay", "analysis", "report", "python")
-        + [os.path.join("csrc", "pmpi", "unify.c"), os.path.join("csrc", "pmpi", "rankfiles.c")],
-        depends=headers,
-        include_dirs=["csrc", numpy_include()],
-        extra_compile_args=common_compile + otf2_cflags,
-        extra_link_args=common_link + otf2_ldflags,
-        define_macros=macros,
-    )
-]
-
-mpi = mpi_flags()
-if mpi is not None:
-    mpi_compile, mpi_link = mpi
-    extensions.append(
+    out = [
         Extension(
-            "waitscope._mpi",
-            sources=[
-                os.path.join("csrc", "common", "error.c"),
-                os.path.join("csrc", "common", "util.c"),
-                os.path.join("csrc", "trace", "trace.c"),
-                os.path.join("csrc", "replay", "transport_local.c"),
-                os.path.join("csrc", "replay", "transport_mpi.c"),
-                os.path.join("csrc", "python", "py_mpi.c"),
-            ],
-            depends=headers,
+            "waitscope._core",
+            sources=sources("common", "trace", "replay", "analysis", "report", "python")
+            + [os.path.join("csrc", "pmpi", "unify.c"), os.path.join("csrc", "pmpi", "rankfiles.c")],
+            depends=depends,
             include_dirs=["csrc", numpy_include()],
-            extra_compile_args=common_compile + mpi_compile,
-            extra_link_args=common_link + mpi_link,
+            extra_compile_args=common_compile + otf2_cflags,
+            extra_link_args=common_link + otf2_ldflags,
             define_macros=macros,
         )
-    )
+    ]
 
-setup(ext_modules=extensions, cmdclass={"build_ext": build_ext_with_pmpi})
+    for implementation, mpicc in sorted(mpi_implementations().items()):
+        mpi_compile, mpi_link = mpi_flags(mpicc)
+        module = f"_mpi_{implementation}"
+        out.append(
+            Extension(
+                f"waitscope.{module}",
+                sources=[
+                    os.path.join("csrc", "common", "error.c"),
+                    os.path.join("csrc", "common", "util.c"),
+                    os.path.join("csrc", "trace", "trace.c"),
+                    os.path.join("csrc", "replay", "transport_local.c"),
+                    os.path.join("csrc", "replay", "transport_mpi.c"),
+                    os.path.join("csrc", "python", "py_mpi.c"),
+                ],
+                depends=depends,
+                include_dirs=["csrc", numpy_include()],
+                extra_compile_args=common_compile + mpi_compile,
+                extra_link_args=common_link + mpi_link,
+                define_macros=macros + [("WS_MPI_MODULE", module)],
+            )
+        )
+    return out
+
+
+if __name__ == "__main__":
+    setup(ext_modules=extensions(), cmdclass={"build_ext": build_ext_with_pmpi})

@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -159,7 +158,11 @@ def main() -> None:
 
     anchor = ensure_trace(args.dir, args.side, args.iters)
     nbytes = warm_page_cache(anchor)
-    mpiexec = shutil.which("mpiexec")
+    from waitscope._parallel import launcher
+
+    mpi = launcher()  # the mpiexec of mpi4py's MPI (never the unqualified one)
+    if mpi is not None:
+        os.environ.update(mpi[1])  # what that launcher needs (Open MPI as root)
     print(f"trace: {anchor}")
     print(f"  {args.side * args.side} ranks, {args.iters} iterations, {nbytes / MIB:.1f} MiB of OTF2 files "
           f"(read once before: page cache warm)")
@@ -170,10 +173,10 @@ def main() -> None:
     for p in (1, 2, 4):
         if p > args.max_procs:
             continue
-        if mpiexec is None:
-            print("  mpiexec not found: the parallel mode is skipped")
+        if mpi is None:
+            print("  no mpi4py with its mpiexec: the parallel mode is skipped")
             break
-        configs.append(("mpi", p, [mpiexec, "-n", str(p)] + me + ["--child", "mpi", anchor]))
+        configs.append(("mpi", p, mpi[0] + ["-n", str(p)] + me + ["--child", "mpi", anchor]))
 
     def total(figures: list[dict[str, Any]]) -> float:
         return max(f["load"] for f in figures) + max(f["analysis"] for f in figures)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,3 +49,28 @@ def writable_copy(src: Path, dst: Path) -> Path:
 def pingpong_copy(pingpong_dir: Path, tmp_path: Path) -> Path:
     """A writable copy of the ping-pong trace for corruption tests."""
     return writable_copy(pingpong_dir, tmp_path / "pp")
+
+
+# ---- the MPI launcher matching mpi4py's MPI ---------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def mpi4py_implementation() -> str | None:
+    """'mpich' or 'openmpi': the MPI this Python's mpi4py was built against (None without one)."""
+    from waitscope._parallel import mpi4py_implementation as ask
+
+    return ask(sys.executable)
+
+
+def mpi_launcher() -> tuple[list[str], dict[str, str]] | None:
+    """The command prefix (``mpiexec.mpich`` or ``mpiexec.openmpi --oversubscribe``) that starts
+    processes of mpi4py's MPI, and the environment it needs; None when there is none.
+    Never the unqualified ``mpiexec``, which may belong to the other MPI."""
+    from waitscope._parallel import LAUNCHERS
+
+    name = mpi4py_implementation()
+    if name is None:
+        return None
+    command, env = LAUNCHERS[name]
+    path = shutil.which(command[0])
+    return None if path is None else ([path, *command[1:]], dict(env))

@@ -138,3 +138,170 @@ def test_random_corruptions_raise_or_load_completely(pingpong_dir, tmp_path):
             assert len(ev) + ev.n_skipped == loc.n_records
         outcomes["loaded"] += 1
     assert outcomes["error"] > 50
+
+
+# ---- messages that say what is wrong (truncation, missing files, overwritten data) ----
+
+
+@pytest.mark.parametrize("cut", [1, 2, 40, 56, 5712, 5789, 9765, 9814, 9877, 9898, 9912])
+def test_truncated_definition_file_says_truncated(pingpong_copy, cut):
+    """Cuts at which the definitions used to be reported as "string 0 is defined
+    twice", "region 0 is defined twice", a Cartesian coordinate with 0 dimensions."""
+    defs = pingpong_copy / "traces.def"
+    data = defs.read_bytes()
+    assert len(data) == 9914  # the cut points above are positions in this file
+    defs.write_bytes(data[:cut])
+    with pytest.raises(waitscope.TraceError) as info:
+        waitscope.open(pingpong_copy)
+    message = str(info.value)
+    assert message.startswith(f"{defs}: the global definition file is truncated"), message
+    assert "defined twice" not in message and "dimensions" not in message
+
+
+def test_every_cut_of_the_definition_file_is_reported_as_damage(pingpong_copy):
+    """Every cut raises and names traces.def; the few cuts that end by chance with
+    OTF2's end-of-file mark still say the file is damaged or truncated."""
+    defs = pingpong_copy / "traces.def"
+    data = defs.read_bytes()
+    for cut in range(0, len(data), 13):
+        defs.write_bytes(data[:cut])
+        with pytest.raises(waitscope.TraceError) as info:
+            waitscope.open(pingpong_copy)
+        message = str(info.value)
+        assert "traces.def" in message and ("truncated" in message or "damaged" in message), (cut, message)
+
+
+def test_missing_local_definitions_reported_at_open(pingpong_copy):
+    """Without traces/1.def the trace used to load and the analysis failed later
+    with a message about a communicator."""
+    (pingpong_copy / "traces" / "1.def").unlink()
+    with pytest.raises(waitscope.TraceError) as info:
+        waitscope.open(pingpong_copy, load=False)
+    assert str(info.value).startswith(f"{pingpong_copy / 'traces' / '1.def'}: the local definitions of location 1 "
+                                      "are missing (1 of 2 locations have theirs)")
+
+
+def test_truncated_local_definitions(pingpong_copy):
+    local = pingpong_copy / "traces" / "1.def"
+    local.write_bytes(local.read_bytes()[:-5])
+    with pytest.raises(waitscope.TraceError, match=rf"{local}: local definition file of location 1 is truncated"):
+        waitscope.open(pingpong_copy)
+
+
+def test_event_file_overwritten_with_random_bytes(pingpong_copy):
+    evt = pingpong_copy / "traces" / "1.evt"
+    noise = bytearray(random.Random(7).randbytes(len(evt.read_bytes())))
+    noise[0] = 0x55  # not OTF2's chunk header
+    evt.write_bytes(bytes(noise))
+    with pytest.raises(waitscope.TraceError) as info:
+        waitscope.open(pingpong_copy)
+    message = str(info.value)
+    assert message.startswith(f"{evt}: event file of location 1 is damaged: it does not start with an OTF2 chunk header"), message
+
+
+def test_event_file_with_random_bytes_after_its_header(pingpong_copy):
+    evt = pingpong_copy / "traces" / "0.evt"
+    data = evt.read_bytes()
+    evt.write_bytes(data[:2] + random.Random(3).randbytes(len(data) - 2))
+    with pytest.raises(waitscope.TraceError) as info:
+        waitscope.open(pingpong_copy)
+    message = str(info.value)
+    assert message.startswith(str(evt)) and "cannot open the event file" not in message
+    assert any(w in message for w in ("truncated", "damaged", "corrupted")), message
+
+
+def _anchor_property_count_offset(anchor: bytes) -> int:
+    """Offset of the property count in the ping-pong anchor (5 properties, the first OTF2::...)."""
+    i = anchor.index(b"\x05\x00\x00\x00OTF2::")
+    return i
+
+
+@pytest.mark.parametrize("count", [0x7FFFFFFF, 0xFFFFFFFF, 1000, 110])
+def test_anchor_with_a_huge_property_count_is_rejected_before_otf2_reads_it(pingpong_copy, count):
+    """libotf2 would reserve memory for every announced property (22 GB for 2**31) and take
+    10-30 s before failing; the count is checked against the anchor's size first."""
+    anchor = pingpong_copy / "traces.otf2"
+    data = bytearray(anchor.read_bytes())
+    i = _anchor_property_count_offset(bytes(data))
+    data[i:i + 4] = count.to_bytes(4, "little")
+    anchor.write_bytes(bytes(data))
+    with pytest.raises(waitscope.TraceError) as info:
+        waitscope.open(pingpong_copy)
+    message = str(info.value)
+    assert message.startswith(f"{anchor}: the OTF2 anchor file is damaged"), message
+    assert str(count) in message
+
+
+def test_anchor_whose_properties_run_past_its_end(pingpong_copy):
+    anchor = pingpong_copy / "traces.otf2"
+    data = bytearray(anchor.read_bytes())
+    i = _anchor_property_count_offset(bytes(data))
+    data[i:i + 4] = (6).to_bytes(4, "little")  # one more than there are
+    anchor.write_bytes(bytes(data[:-12]))
+    with pytest.raises(waitscope.TraceError, match=rf"{anchor}: the OTF2 anchor file is damaged or truncated"):
+        waitscope.open(pingpong_copy)
+
+
+def test_truncated_anchor(pingpong_copy):
+    anchor = pingpong_copy / "traces.otf2"
+    anchor.write_bytes(anchor.read_bytes()[:50])
+    with pytest.raises(waitscope.TraceError, match=rf"{anchor}: the OTF2 anchor file is truncated"):
+        waitscope.open(pingpong_copy)
+
+
+# ---- errors found by the analysis name the trace and the location's event file ----
+
+
+def _four_ranks(kind: str = "allreduce", tag: int = 1) -> "waitscope.synth.Program":
+    """0 -> 1 and 2 -> 3 (with `tag`), then a collective `kind` on all four ranks."""
+    from waitscope import synth
+
+    p = synth.Program(4)
+    for r in range(4):
+        p.rank(r).compute("work", 0.1 * (r + 1))
+    p.rank(0).send(1, tag=1, size=8)
+    p.rank(1).recv(0, tag=1)
+    p.rank(2).send(3, tag=tag, size=8)
+    p.rank(3).recv(2, tag=tag)
+    for r in range(4):
+        getattr(p.rank(r), kind)(size=8)
+    return p
+
+
+def _spliced(tmp_path: Path, other: "waitscope.synth.Program", location: int) -> Path:
+    """The archive of _four_ranks() whose location's files come from `other` (each file valid OTF2)."""
+    import shutil
+
+    a = Path(_four_ranks().write(tmp_path / "a")).parent
+    b = Path(other.write(tmp_path / "b")).parent
+    out = tmp_path / "spliced"
+    shutil.copytree(a, out)
+    for ext in ("evt", "def"):
+        shutil.copyfile(b / "traces" / f"{location}.{ext}", out / "traces" / f"{location}.{ext}")
+    return out
+
+
+@pytest.mark.parametrize("other, location, culprit, problem", [
+    # location 3 receives with tag 99: the send of location 2 (tag 1) is never received
+    (lambda: _four_ranks(tag=99), 3, 2, "location 2: send 0 to location 3 (tag 1, communicator 'MPI_COMM_WORLD') "
+                                        "is never received"),
+    # location 1 takes part in an alltoall where the others do an allreduce
+    (lambda: _four_ranks(kind="alltoall"), 1, 3, "location 3: the members of a collective operation at "
+                                                 "t=0.400000000 s recorded different operations"),
+])
+def test_analysis_errors_name_the_trace_and_the_event_file(tmp_path, other, location, culprit, problem):
+    path = _spliced(tmp_path, other(), location)
+    trace = waitscope.open(path)  # every file is valid OTF2: the problem shows in the analysis
+    with pytest.raises(waitscope.TraceError) as info:
+        trace.analyze()
+    message = str(info.value)
+    assert message.startswith(f"{path / 'traces.otf2'}: {path / 'traces' / f'{culprit}.evt'}: {problem}"), message
+
+
+def test_stalled_replay_names_the_trace(tmp_path):
+    path = _spliced(tmp_path, _four_ranks(kind="reduce"), 1)
+    with pytest.raises(waitscope.TraceError) as info:
+        waitscope.open(path).analyze()
+    message = str(info.value)
+    assert message.startswith(f"{path / 'traces.otf2'}: {path / 'traces'}/"), message
+    assert "the trace's communication is inconsistent" in message

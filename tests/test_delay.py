@@ -11,7 +11,6 @@ import pytest
 
 import waitscope
 from waitscope import _core, synth
-from waitscope.result import HANDLED_WAITS
 
 MODELS = ("proportional", "wait-first")
 

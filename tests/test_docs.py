@@ -1,4 +1,5 @@
-"""The documentation stays true: every metric is documented, README's commands are the ones CI runs."""
+"""The documentation stays true: every metric is documented, linked pages exist (README's
+commands are the ones CI runs: tests/test_setup.py)."""
 
 from __future__ import annotations
 
@@ -25,15 +26,6 @@ def test_every_metric_is_in_the_reference():
     assert len(ids) > 90
     missing = [m for m in ids if f"`{m}`" not in text and not re.search(rf"`{m}\b", text)]
     assert not missing, f"docs/metrics.md does not mention {missing}"
-
-
-def test_readme_commands_and_ci_agree():
-    readme = (ROOT / "README.md").read_text().splitlines()
-    block = readme[readme.index("```sh") + 1:readme.index("```sh") + 3]
-    assert block[0].endswith("waitscope demo"), block
-    test_command = block[1].split("&&")[-1].strip()
-    ci = (ROOT / ".ci" / "run").read_text()
-    assert test_command in ci.splitlines(), (test_command, "not run by .ci/run")
 
 
 def test_documented_pages_exist():

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import mpi_launcher  # tests/ is on sys.path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
@@ -62,15 +63,13 @@ def _mpiexec_examples() -> list[tuple[str, int, int, str]]:
 
 @pytest.mark.parametrize("name,line,processes,code", _mpiexec_examples(), ids=lambda v: str(v)[:20])
 def test_mpiexec_examples(name: str, line: int, processes: int, code: str, tmp_path: Path):
-    pytest.importorskip("mpi4py")
-    pytest.importorskip("waitscope._mpi")
-    mpiexec = shutil.which("mpiexec.mpich")
-    if mpiexec is None:
-        pytest.skip("mpiexec.mpich not installed")
+    launcher = mpi_launcher()
+    assert launcher is not None, "the parallel mode needs mpi4py and the mpiexec of its MPI"
+    mpiexec, launch_env = launcher
     script = tmp_path / "example.py"
     script.write_text(code)
-    env = dict(os.environ, MPLBACKEND="Agg")
-    run = subprocess.run([mpiexec, "-n", str(processes), sys.executable, str(script)], cwd=tmp_path, env=env,
+    env = dict(os.environ, MPLBACKEND="Agg", **launch_env)
+    run = subprocess.run([*mpiexec, "-n", str(processes), sys.executable, str(script)], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, f"the example at {name} line {line} fails under mpiexec:\n{run.stderr}"
     assert run.stdout.strip(), "the example prints its summary on rank 0"

@@ -39,6 +39,8 @@ import waitscope
 from waitscope import cli, progress, synth
 from waitscope.trace import block_owners
 
+from conftest import mpi4py_implementation, mpi_launcher  # tests/ is on sys.path
+
 
 def _importable(name: str) -> bool:
     """Whether a module is installed, without importing it (mpi4py.MPI would start MPI here)."""
@@ -48,9 +50,11 @@ def _importable(name: str) -> bool:
         return False
 
 
-MPIEXEC = shutil.which("mpiexec")
-if MPIEXEC is None or not _importable("mpi4py") or not _importable("waitscope._mpi"):
-    pytest.skip("the parallel mode needs mpiexec, mpi4py and waitscope._mpi", allow_module_level=True)
+LAUNCHER = mpi_launcher()
+"""mpiexec of the MPI that mpi4py uses, and the environment it needs."""
+if LAUNCHER is None or not _importable(f"waitscope._mpi_{mpi4py_implementation()}"):
+    pytest.skip("the parallel mode needs mpi4py, the mpiexec of its MPI and waitscope._mpi_<that MPI>",
+                allow_module_level=True)
 
 from mpi_worker import CONFIGS, records_as_rows, result_arrays  # noqa: E402  (tests/ is on sys.path)
 
@@ -83,6 +87,8 @@ def _env() -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     env.setdefault("OMP_NUM_THREADS", "1")
+    if LAUNCHER is not None:
+        env.update(LAUNCHER[1])
     return env
 
 
@@ -102,7 +108,7 @@ def run(command: list[str], timeout: float = TIMEOUT, env: dict[str, str] | None
 
 
 def mpiexec(n: int, *command: str, timeout: float = TIMEOUT) -> Run:
-    return run([MPIEXEC, "-n", str(n), *command], timeout=timeout)
+    return run([*LAUNCHER[0], "-n", str(n), *command], timeout=timeout)
 
 
 def worker(n: int, mode: str, out: Path, traces: Iterable[Path]) -> Run:
@@ -467,17 +473,145 @@ def test_mpi_launch_detection():
 
 
 @pytest.mark.parametrize("rank", [0, 1])
-def test_command_line_without_the_parallel_mode(rank, pingpong_dir, capsys):
-    """Started by mpiexec, but mpi4py cannot be imported: rank 0 works alone."""
+def test_command_line_without_the_parallel_mode(rank, pingpong_dir):
+    """Started by mpiexec with two processes, but mpi4py cannot be imported: every
+    process stops with status 2, rank 0 says why and names the command that builds mpi4py."""
     path = str(pingpong_dir)
     code = ("import sys; sys.modules['mpi4py'] = None; from waitscope.cli import main; "
             f"sys.exit(main(['analyze', {path!r}]))")
     env = _env()
     env.update(PMI_SIZE="2", PMI_RANK=str(rank))
     r = run([sys.executable, "-c", code], env=env)
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 2, r.stderr
+    assert r.stdout == ""
     if rank == 0:
-        assert r.stdout == _embedded_cli(capsys, "analyze", path)
-        assert "parallel mode is unavailable" in r.stderr
+        assert r.stderr.startswith("waitscope: error: started with 2 MPI processes, but the parallel mode "
+                                   "is unavailable"), r.stderr
+        assert "MPICC=mpicc.mpich python -m pip install --no-binary=mpi4py mpi4py" in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
     else:
-        assert r.stdout == "" and r.stderr == ""
+        assert r.stderr == ""
+
+
+def test_command_line_without_the_extension_for_mpi4pys_mpi(pingpong_dir):
+    """mpi4py works but waitscope was built without the extension for its MPI: the
+    error names the missing module and the rebuild command."""
+    path = str(pingpong_dir)
+    name = mpi4py_implementation()
+    code = (f"import sys; sys.modules['waitscope._mpi_{name}'] = None; from waitscope.cli import main; "
+            f"sys.exit(main(['analyze', {path!r}]))")
+    r = mpiexec(2, sys.executable, "-c", code)
+    assert r.returncode != 0
+    assert r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr  # rank 0 only
+    assert f"waitscope._mpi_{name}" in lines[0] and "pip install --no-build-isolation ." in lines[0]
+
+
+def test_parallel_extension_matches_mpi4py():
+    """The extension the parallel mode loads links the MPI library mpi4py uses."""
+    code = ("from mpi4py import MPI; from waitscope._parallel import mpi_module; "
+            "print(mpi_module().__file__)")
+    r = mpiexec(1, sys.executable, "-c", code)
+    assert r.returncode == 0, r.stderr
+    module = r.stdout.strip()
+    assert os.path.basename(module).startswith(f"_mpi_{mpi4py_implementation()}.")
+    ldd = subprocess.run(["ldd", module], capture_output=True, text=True).stdout
+    expected = {"mpich": "libmpich.so", "openmpi": "libmpi.so.40"}[mpi4py_implementation()]
+    other = {"mpich": "libmpi.so.40", "openmpi": "libmpich.so"}[mpi4py_implementation()]
+    assert expected in ldd and other not in ldd, ldd
+
+
+# ---- Ctrl-C under mpiexec ----------------------------------------------------------
+
+_INTERRUPTIBLE_CLI = """
+import os, sys, time
+from waitscope import cli, progress
+
+ready, trace = sys.argv[1], sys.argv[2]
+calls = []
+report = progress.Parallel.__call__
+
+def slow_progress(self, stage, done, total):
+    # the real analysis, slowed down at each progress report (every process
+    # reports in the parallel mode), so that Ctrl-C finds every process
+    # inside the replay
+    if not calls:
+        open(os.path.join(ready, "started-" + rank), "w").close()
+    calls.append(stage)
+    time.sleep(0.5)
+    report(self, stage, done, total)
+
+progress.Parallel.__call__ = slow_progress
+# rank 0's progress shows nothing: stderr holds only what the interruption prints
+cli._progress = lambda args: progress.FromCallable(lambda *line: None)
+rank = os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+end = os._exit
+
+def recorded_exit(status):  # the status this process ends with, for the test to read
+    with open(os.path.join(ready, "status-" + rank), "w") as f:
+        f.write(str(status))
+    end(status)
+
+os._exit = recorded_exit
+code = cli.main(["analyze", trace, "--delay", "proportional", "--critical-path"])
+recorded_exit(code)
+"""
+
+
+def test_ctrl_c_under_mpiexec_ends_every_process(tmp_path):
+    """Ctrl-C on the terminal (SIGINT to mpiexec and its processes) during the parallel
+    analysis: every process ends with status 130, one line on stderr, nothing printed that
+    suggests an unclean end (unmatched messages at MPI_Finalize).
+
+    MPICH 4.0's mpiexec itself then reports 130, or now and then 0 although every
+    process ended with 130 (a race in hydra after it forwarded the signal): the
+    processes' own statuses are read from files they write as they end."""
+    p = synth.Program(2)
+    for _ in range(2000):
+        p.rank(0).compute("a", 0.001).send(1, size=8)
+        p.rank(1).compute("b", 0.0005).recv(0)
+    path = Path(p.write(tmp_path / "trace")).parent
+    ready = tmp_path / "ready"
+    ready.mkdir()
+    command = [*LAUNCHER[0], "-n", "2", sys.executable, "-c", _INTERRUPTIBLE_CLI, str(ready), str(path)]
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=_env(), start_new_session=True)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while len(list(ready.glob("started-*"))) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the analysis ended before it could be interrupted"
+        os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        out, err = proc.communicate(timeout=QUICK)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"the processes did not end after Ctrl-C\nstdout:\n{out}\nstderr:\n{err}")
+    statuses = {f.name: f.read_text() for f in ready.glob("status-*")}
+    assert statuses == {"status-0": "130", "status-1": "130"}, (statuses, out, err)
+    assert proc.returncode in (130, 0), (proc.returncode, out, err)
+    assert err == "waitscope: interrupted\n", err
+    assert "Traceback" not in out and "waitscope" not in out, out
+    sign = HANG_SIGNS.search(out + err)
+    assert sign is None, f"{sign.group(0)!r} in the output:\n{out}\n{err}"
+
+
+def test_launcher_of_another_mpi(pingpong_dir):
+    """Started by the other MPI's mpiexec (on Debian the unqualified one may be it): each
+    process is a singleton of mpi4py's MPI; waitscope says so instead of analysing twice."""
+    from waitscope._parallel import LAUNCHERS
+
+    mine = mpi4py_implementation()
+    other = next(name for name in LAUNCHERS if name != mine)
+    command, extra_env = LAUNCHERS[other]
+    if shutil.which(command[0]) is None:
+        pytest.skip(f"{command[0]} is not installed")
+    env = _env()
+    env.update(extra_env)
+    r = run([*command, "-n", "2", *_cli("analyze", str(pingpong_dir))], env=env)
+    assert r.returncode != 0
+    assert r.stdout.count("waitscope") == 0, r.stdout  # no analysis printed
+    expected = (f"waitscope: error: started by a launcher of 2 processes, but MPI.COMM_WORLD has 1: the launcher "
+                f"belongs to another MPI than mpi4py's ({mine}); start it with {' '.join(LAUNCHERS[mine][0])}")
+    assert (r.stdout + r.stderr).count(expected) == 1, r.stdout + r.stderr

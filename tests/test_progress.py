@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -16,6 +15,8 @@ import pytest
 
 import waitscope
 from waitscope import progress, synth
+
+from conftest import mpi_launcher  # tests/ is on sys.path
 
 
 def _program(n: int = 2) -> synth.Program:
@@ -178,17 +179,15 @@ MPI_SCRIPT = textwrap.dedent("""
 
 
 def test_rank_0_reports_for_all_processes(tmp_path: Path):
-    pytest.importorskip("mpi4py")
-    pytest.importorskip("waitscope._mpi")
-    mpiexec = shutil.which("mpiexec.mpich")
-    if mpiexec is None:
-        pytest.skip("mpiexec.mpich not installed")
+    launcher = mpi_launcher()
+    assert launcher is not None, "the parallel mode needs mpi4py and the mpiexec of its MPI"
+    mpiexec, launch_env = launcher
     path = _program(4).write(tmp_path / "four")
     total = waitscope.open(path).n_events
     script = tmp_path / "script.py"
     script.write_text(MPI_SCRIPT)
-    run = subprocess.run([mpiexec, "-n", "2", sys.executable, str(script), str(path)], capture_output=True,
-                         text=True, timeout=300, env=dict(os.environ))
+    run = subprocess.run([*mpiexec, "-n", "2", sys.executable, str(script), str(path)], capture_output=True,
+                         text=True, timeout=300, env=dict(os.environ, **launch_env))
     assert run.returncode == 0, run.stderr
     got = json.loads(run.stdout)
     assert got["local"] < total  # rank 0 holds only its share ...

@@ -28,7 +28,6 @@ is (not hidden by a tolerance):
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest

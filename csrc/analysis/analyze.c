@@ -97,8 +97,9 @@ static int replay(ws_analysis *a, const char *name, int backward, ws_handler *ha
     return ws_replay_run(&env, a->transport, handlers, n, progress, err);
 }
 
-int ws_analyze(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_transport *tr,
-               const ws_analysis_options *options, const ws_progress *progress, ws_result **out, ws_error *err)
+static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_transport *tr,
+                       const ws_analysis_options *options, const ws_progress *progress, ws_result **out,
+                       ws_error *err)
 {
     *out = NULL;
     int rc;
@@ -212,5 +213,16 @@ fail:
     free_analysis(&a);
     ws_sync_free(sync);
     ws_result_free(r);
+    return rc;
+}
+
+int ws_analyze(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_transport *tr,
+               const ws_analysis_options *options, const ws_progress *progress, ws_result **out, ws_error *err)
+{
+    int rc = analyze_all(t, locations, n, tr, options, progress, out, err);
+    /* problems of the trace's content name the trace (and, where found,
+     * the location's event file: ws_trace_error_at) */
+    if (rc == WS_ERR_MATCH || rc == WS_ERR_FORMAT)
+        ws_trace_error_in(t, err);
     return rc;
 }

@@ -516,14 +516,18 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
             }
         }
     }
-    if (k->mismatch == 1)
-        return ws_error_set(err, WS_ERR_MATCH,
-                            "location %u: the members of a collective operation at t=%.9f s recorded different "
-                            "operations; the trace is inconsistent",
-                            (unsigned)loc, ls->site_enter[site]);
-    if (k->mismatch == 2)
-        return ws_error_set(err, WS_ERR_MATCH, "location %u: collective at t=%.9f s has no valid root",
-                            (unsigned)loc, ls->site_enter[site]);
+    if (k->mismatch == 1) {
+        ws_error_set(err, WS_ERR_MATCH,
+                     "location %u: the members of a collective operation at t=%.9f s recorded different operations; "
+                     "the trace is inconsistent",
+                     (unsigned)loc, ls->site_enter[site]);
+        return ws_trace_error_at(env->trace, loc, err);
+    }
+    if (k->mismatch == 2) {
+        ws_error_set(err, WS_ERR_MATCH, "location %u: collective at t=%.9f s has no valid root", (unsigned)loc,
+                     ls->site_enter[site]);
+        return ws_trace_error_at(env->trace, loc, err);
+    }
 
     uint32_t me = ls->site_member[site];
     coll_info own = member_info(v, me);

@@ -1,6 +1,7 @@
-/* waitscope._mpi: the parallel mode.  Built only when an MPI compiler is
- * found; it reaches the analysis through waitscope._core's C API and the
- * MPI communicator through mpi4py's C API (PyMPIComm_Get). */
+/* waitscope._mpi_<MPI>: the parallel mode.  Built once per MPI library
+ * found (mpicc.mpich, mpicc.openmpi, or mpicc); it reaches the analysis
+ * through waitscope._core's C API and the MPI communicator through
+ * mpi4py's C API (PyMPIComm_Get). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -12,6 +13,17 @@
 
 #include "../replay/transport_mpi.h"
 #include "capi.h"
+
+/* One build per MPI library (setup.py): WS_MPI_MODULE names it, e.g.
+ * _mpi_mpich or _mpi_openmpi; waitscope/_parallel.py imports the one
+ * matching the MPI that mpi4py uses. */
+#ifndef WS_MPI_MODULE
+#define WS_MPI_MODULE _mpi
+#endif
+#define WS_STRINGIFY_(x) #x
+#define WS_STRINGIFY(x) WS_STRINGIFY_(x)
+#define WS_CONCAT_(a, b) a##b
+#define WS_CONCAT(a, b) WS_CONCAT_(a, b)
 
 typedef struct module_state {
     const ws_core_capi *capi;
@@ -388,7 +400,7 @@ static int mpi_exec(PyObject *m)
     if (!st->capi)
         return -1;
     if (st->capi->version != WS_CAPI_VERSION) {
-        PyErr_SetString(PyExc_ImportError, "waitscope._mpi does not match waitscope._core");
+        PyErr_SetString(PyExc_ImportError, "waitscope." WS_STRINGIFY(WS_MPI_MODULE) " does not match waitscope._core");
         return -1;
     }
     /* mpi4py's C API: the capsule of PyMPIComm_Get */
@@ -415,13 +427,13 @@ static int mpi_exec(PyObject *m)
 
 static struct PyModuleDef mpi_module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "waitscope._mpi",
+    .m_name = "waitscope." WS_STRINGIFY(WS_MPI_MODULE),
     .m_doc = "The parallel mode of waitscope (MPI transport).",
     .m_size = sizeof(module_state),
     .m_methods = functions,
 };
 
-PyMODINIT_FUNC PyInit__mpi(void)
+PyMODINIT_FUNC WS_CONCAT(PyInit_, WS_MPI_MODULE)(void)
 {
     import_array();
     PyObject *m = PyModule_Create(&mpi_module);

@@ -268,11 +268,12 @@ static int report_deadlock(scheduler *s, ws_error *err)
         const ws_events *e = &env->trace->locations[loc].events;
         uint64_t ev = s->sparse ? env->sync->locs[loc].sync_events[st->cursor] : (uint64_t)st->cursor;
         const char *what = ws_is_message_kind(e->kind[ev]) ? "a message" : "the other members of a collective";
-        return ws_error_set(err, WS_ERR_MATCH,
-                            "the %s replay cannot continue: location %u waits at event %llu (t=%.9f s) for %s that "
-                            "never arrives; the trace's communication is inconsistent",
-                            env->backward ? "backward" : "forward", (unsigned)loc, (unsigned long long)ev,
-                            e->time[ev], what);
+        ws_error_set(err, WS_ERR_MATCH,
+                     "the %s replay cannot continue: location %u waits at event %llu (t=%.9f s) for %s that "
+                     "never arrives; the trace's communication is inconsistent",
+                     env->backward ? "backward" : "forward", (unsigned)loc, (unsigned long long)ev, e->time[ev],
+                     what);
+        return ws_trace_error_at(env->trace, loc, err);
     }
     return ws_error_set(err, WS_ERR_INTERNAL, "replay stalled without a waiting location");
 }

@@ -300,6 +300,7 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
                               "location",
                               (unsigned)loc, (unsigned long long)m, (unsigned)e->msg_peer[m],
                               ws_trace_string(t, t->comms[e->msg_comm[m]].name));
+            ws_trace_error_at(t, loc, err);
             goto done;
         }
         s->msg_partner[m] = partner;
@@ -332,6 +333,7 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
             if (depth == 0) {
                 rc = ws_error_set(err, WS_ERR_FORMAT, "location %u: unbalanced leave at event %llu", (unsigned)loc,
                                   (unsigned long long)i);
+                ws_trace_error_at(t, loc, err);
                 goto done;
             }
             /* records of this call learn its leave time */
@@ -484,6 +486,7 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
                                   "location %u: collective operation at event %llu on communicator '%s', of which "
                                   "the location is not a member",
                                   (unsigned)loc, (unsigned long long)i, ws_trace_string(t, cm->name));
+                ws_trace_error_at(t, loc, err);
                 goto done;
             }
             if (comm >= (1u << 19)) {
@@ -626,16 +629,18 @@ static int match_location(const ws_trace *t, ws_loc_sync *ls, uint32_t loc, matc
         int recv_first = i == n_sends || (j < n_recvs && cmp_match_key(&recvs[j], &sends[i]) < 0);
         if (recv_first) {
             uint32_t m = recvs[j].row;
-            return ws_error_set(err, WS_ERR_MATCH,
+            ws_error_set(err, WS_ERR_MATCH,
                                 "location %u: receive from rank %u (tag %u, communicator '%s') at t=%.9f s has no "
                                 "matching send",
                                 (unsigned)loc, (unsigned)e->msg_peer[m], (unsigned)e->msg_tag[m],
                                 ws_trace_string(t, t->comms[e->msg_comm[m]].name), e->time[e->msg_event[m]]);
+            return ws_trace_error_at(t, loc, err);
         }
-        return ws_error_set(err, WS_ERR_MATCH,
-                            "location %u: send %u to location %u (tag %u, communicator '%s') is never received",
-                            (unsigned)sends[i].src, (unsigned)sends[i].row, (unsigned)loc, (unsigned)sends[i].tag,
-                            ws_trace_string(t, t->comms[sends[i].comm].name));
+        ws_error_set(err, WS_ERR_MATCH,
+                     "location %u: send %u to location %u (tag %u, communicator '%s') is never received",
+                     (unsigned)sends[i].src, (unsigned)sends[i].row, (unsigned)loc, (unsigned)sends[i].tag,
+                     ws_trace_string(t, t->comms[sends[i].comm].name));
+        return ws_trace_error_at(t, sends[i].src, err);
     }
     return WS_OK;
 }

@@ -1,5 +1,6 @@
 /* OTF2 archive -> trace store, with the OTF2 C reader API. */
 #include "otf2_io.h"
+#include "otf2_check.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -67,21 +68,6 @@ static int resolve_anchor(const char *path, char **anchor, ws_error *err)
     }
     *anchor = ws_strdup(path);
     return *anchor ? WS_OK : ws_error_nomem(err, "path");
-}
-
-/* Checks the first bytes of the anchor: an OTF2 anchor starts with a
- * one-byte header and an endianness mark, followed by "OTF2". */
-static int check_anchor_magic(const char *anchor, ws_error *err)
-{
-    FILE *f = fopen(anchor, "rb");
-    if (!f)
-        return ws_error_set(err, WS_ERR_IO, "%s: %s", anchor, strerror(errno));
-    char head[6] = {0};
-    size_t n = fread(head, 1, sizeof head, f);
-    fclose(f);
-    if (n < 6 || memcmp(head + 2, "OTF2", 4) != 0)
-        return ws_error_set(err, WS_ERR_FORMAT, "%s: not an OTF2 anchor file", anchor);
-    return WS_OK;
 }
 
 /* ---- global definitions ------------------------------------------------ */
@@ -511,6 +497,53 @@ static char *archive_directory(const char *anchor)
     return d;
 }
 
+/* The global definition file "<dir>.def": present, complete, not overwritten. */
+static int check_global_definition_file(const ws_trace *t, ws_error *err)
+{
+    size_t n = strlen(t->directory) + 5;
+    char *path = malloc(n);
+    if (!path)
+        return ws_error_nomem(err, "path");
+    snprintf(path, n, "%s.def", t->directory);
+    int rc = is_regular_file(path)
+                 ? ws_otf2_check_buffer_file(path, "the global definition file", err)
+                 : ws_error_set(err, WS_ERR_IO, "%s: the global definition file of %s is missing", path, t->path);
+    free(path);
+    return rc;
+}
+
+/* Local definition files ("<dir>/<location>.def") are optional in OTF2, but
+ * a writer writes one for every location or for none (Score-P writes them
+ * all: they map each rank's communicator ids).  Some present and some
+ * missing means a damaged copy; found here, when the trace is opened, not
+ * by the analysis later as unmatched messages. */
+static int check_local_definition_files(const ws_trace *t, ws_error *err)
+{
+    size_t n = strlen(t->directory) + 32;
+    char *path = malloc(n);
+    if (!path)
+        return ws_error_nomem(err, "path");
+    uint32_t present = 0, first_missing = WS_NONE32;
+    for (uint32_t i = 0; i < t->n_locations; i++) {
+        snprintf(path, n, "%s/%llu.def", t->directory, (unsigned long long)t->locations[i].otf2_id);
+        if (is_regular_file(path))
+            present++;
+        else if (first_missing == WS_NONE32)
+            first_missing = i;
+    }
+    int rc = WS_OK;
+    if (present > 0 && first_missing != WS_NONE32) {
+        snprintf(path, n, "%s/%llu.def", t->directory, (unsigned long long)t->locations[first_missing].otf2_id);
+        rc = ws_error_set(err, WS_ERR_IO,
+                          "%s: the local definitions of location %llu are missing (%u of %u locations have theirs): "
+                          "the archive is incomplete",
+                          path, (unsigned long long)t->locations[first_missing].otf2_id, (unsigned)present,
+                          (unsigned)t->n_locations);
+    }
+    free(path);
+    return rc;
+}
+
 int ws_otf2_open(const char *path, ws_trace **out, ws_error *err)
 {
     *out = NULL;
@@ -521,7 +554,7 @@ int ws_otf2_open(const char *path, ws_trace **out, ws_error *err)
     int rc = resolve_anchor(path, &anchor, err);
     if (rc)
         return rc;
-    if ((rc = check_anchor_magic(anchor, err))) {
+    if ((rc = ws_otf2_check_anchor(anchor, err))) {
         free(anchor);
         return rc;
     }
@@ -552,6 +585,17 @@ int ws_otf2_open(const char *path, ws_trace **out, ws_error *err)
     if (OTF2_Reader_GetProperty(reader, "WAITSCOPE::CUT_SHORT_RANKS", &cut_short) == OTF2_SUCCESS && cut_short) {
         t->cut_short_ranks = ws_strdup(cut_short);
         free(cut_short);
+        if (!t->cut_short_ranks) {
+            OTF2_Reader_Close(reader);
+            ws_trace_free(t);
+            return ws_error_nomem(err, "trace properties");
+        }
+    }
+
+    if ((rc = check_global_definition_file(t, err))) {
+        OTF2_Reader_Close(reader);
+        ws_trace_free(t);
+        return rc;
     }
 
     def_ctx_full ctx;
@@ -587,23 +631,31 @@ int ws_otf2_open(const char *path, ws_trace **out, ws_error *err)
     OTF2_GlobalDefReaderCallbacks_SetCartCoordinateCallback(cbs, on_cart_coordinate);
     OTF2_ErrorCode status = OTF2_Reader_RegisterGlobalDefCallbacks(reader, defs, cbs, &ctx);
     OTF2_GlobalDefReaderCallbacks_Delete(cbs);
-    uint64_t n_read = 0;
+    uint64_t n_read = 0, n_announced = 0;
+    if (OTF2_Reader_GetNumberOfGlobalDefinitions(reader, &n_announced) != OTF2_SUCCESS)
+        n_announced = 0;
     if (status == OTF2_SUCCESS)
         status = OTF2_Reader_ReadAllGlobalDefinitions(reader, defs, &n_read);
     OTF2_Reader_CloseGlobalDefReader(reader, defs);
     OTF2_Reader_Close(reader);
 
-    if (ctx.base.failed) {
-        rc = ws_error_prefix(err, "%s.def (global definitions)", t->directory);
-    } else if (status != OTF2_SUCCESS) {
-        rc = ws_error_set(err, WS_ERR_FORMAT, "%s.def (global definitions): %s: %s", t->directory,
-                          OTF2_Error_GetName(status), OTF2_Error_GetDescription(status));
+    if (ctx.base.failed || status != OTF2_SUCCESS) {
+        if (!ctx.base.failed)
+            ws_error_set(err, WS_ERR_FORMAT, "%s: %s", OTF2_Error_GetName(status), OTF2_Error_GetDescription(status));
+        rc = ws_error_prefix(err, "%s.def (global definitions): damaged or truncated, reading stopped at", t->directory);
+    } else if (n_announced && n_read != n_announced) {
+        rc = ws_error_set(err, WS_ERR_FORMAT,
+                          "%s.def (global definitions): %llu definitions read, but the anchor announces %llu: the "
+                          "file is truncated or does not belong to this archive",
+                          t->directory, (unsigned long long)n_read, (unsigned long long)n_announced);
     } else if (t->n_locations == 0) {
         rc = ws_error_set(err, WS_ERR_FORMAT, "%s.def (global definitions): no location is defined", t->directory);
     } else {
         rc = finish_definitions(t, &ctx.coords, err);
         if (rc)
             ws_error_prefix(err, "%s.def (global definitions)", t->directory);
+        else
+            rc = check_local_definition_files(t, err);
     }
     free(ctx.coords.rows);
     if (rc) {
@@ -1209,6 +1261,10 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
     /* local definitions carry id mappings and clock offsets; they are
      * optional in OTF2 */
     if (is_regular_file(def_path)) {
+        char what[64];
+        snprintf(what, sizeof what, "local definition file of location %llu", (unsigned long long)loc->otf2_id);
+        if ((rc = ws_otf2_check_buffer_file(def_path, what, err)))
+            goto done;
         OTF2_DefReader *dr = OTF2_Reader_GetDefReader(reader, loc->otf2_id);
         if (!dr) {
             rc = ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open local definitions", def_path);
@@ -1224,9 +1280,14 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
         }
     }
 
+    char evt_what[64];
+    snprintf(evt_what, sizeof evt_what, "event file of location %llu", (unsigned long long)loc->otf2_id);
+    if ((rc = ws_otf2_check_buffer_file(evt_path, evt_what, err)))
+        goto done;
     OTF2_EvtReader *er = OTF2_Reader_GetEvtReader(reader, loc->otf2_id);
     if (!er) {
-        rc = ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open the event file", evt_path);
+        rc = ws_error_set(err, WS_ERR_FORMAT, "%s: OTF2 cannot read the event file of location %llu (damaged?)",
+                          evt_path, (unsigned long long)loc->otf2_id);
         goto done;
     }
     c.t = t;
@@ -1421,7 +1482,7 @@ int ws_otf2_bare_read(const char *path, uint64_t *n_records, ws_error *err)
     int rc = resolve_anchor(path, &anchor, err);
     if (rc)
         return rc;
-    if ((rc = check_anchor_magic(anchor, err))) {
+    if ((rc = ws_otf2_check_anchor(anchor, err))) {
         free(anchor);
         return rc;
     }

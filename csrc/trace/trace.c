@@ -385,3 +385,18 @@ int ws_trace_resolve_definitions(ws_trace *t, ws_error *err)
     t->has_mpi_paradigm = (mpi_locations != WS_NONE32);
     return WS_OK;
 }
+
+int ws_trace_error_at(const ws_trace *t, uint32_t loc, ws_error *err)
+{
+    if (!t->path || loc >= t->n_locations)
+        return ws_trace_error_in(t, err);
+    return ws_error_prefix(err, "%s: %s/%llu.evt", t->path, t->directory ? t->directory : ".",
+                           (unsigned long long)t->locations[loc].otf2_id);
+}
+
+int ws_trace_error_in(const ws_trace *t, ws_error *err)
+{
+    if (!t->path || strncmp(err->message, t->path, strlen(t->path)) == 0)
+        return err->code;
+    return ws_error_prefix(err, "%s", t->path);
+}

@@ -246,6 +246,17 @@ uint32_t ws_trace_intern_string(ws_trace *t, const char *s);
 
 const char *ws_trace_string(const ws_trace *t, uint32_t index);
 
+/* Prefixes err's message with the trace's anchor path and the event file
+ * of location loc (a dense index), e.g. "dir/traces.otf2: dir/traces/3.evt:
+ * location 3: ...", so that an error found during the analysis names the
+ * file it concerns.  Returns err->code. */
+int ws_trace_error_at(const ws_trace *t, uint32_t loc, ws_error *err);
+
+/* Prefixes err's message with the trace's anchor path unless it starts
+ * with it already (ws_trace_error_at ran where the error was found).
+ * Returns err->code. */
+int ws_trace_error_in(const ws_trace *t, ws_error *err);
+
 uint32_t ws_callpath_child(ws_callpaths *cp, uint32_t parent, uint32_t region);
 
 /* Events storage helpers */

@@ -8,9 +8,9 @@
 
 Started by ``mpiexec -n N`` (N > 1), ``analyze`` runs in the parallel mode
 (``comm=MPI.COMM_WORLD``: every process loads and replays its block of
-locations) when mpi4py and waitscope._mpi are available; only rank 0
-prints.  Other commands, or ``analyze`` without the parallel mode, run on
-rank 0 alone.
+locations); only rank 0 prints.  When the parallel mode is unavailable
+(mpi4py missing or built against another MPI) it stops with an error that
+names the command that fixes it.  Other commands run on rank 0 alone.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from typing import Any, Mapping, Sequence
 
@@ -54,20 +55,33 @@ def mpi_launch_rank(environ: Mapping[str, str] | None = None) -> int:
 
 
 def world_comm(environ: Mapping[str, str] | None = None) -> Any:
-    """``MPI.COMM_WORLD`` under an MPI launch of more than one process when
-    the parallel mode is available (mpi4py and waitscope._mpi), else None."""
+    """``MPI.COMM_WORLD`` under an MPI launch of more than one process, else None.
+
+    Raises :class:`waitscope._parallel.ParallelModeUnavailable` (naming the
+    command that fixes it) when started by mpiexec with several processes
+    but mpi4py or the extension for its MPI cannot be loaded: quietly
+    analysing on one process would waste the other processes and hide
+    the broken set-up."""
     size = mpi_launch_size(environ)
     if size <= 1:
         return None
-    try:
-        from mpi4py import MPI
+    from ._parallel import ParallelModeUnavailable, mpi_module
 
-        from . import _mpi  # noqa: F401
-    except ImportError as exc:
-        if mpi_launch_rank(environ) == 0:
-            print(f"waitscope: note: started with {size} MPI processes, but the parallel mode is unavailable "
-                  f"({exc}); rank 0 works alone", file=sys.stderr)
-        return None
+    try:
+        mpi_module()
+    except ParallelModeUnavailable as exc:
+        raise ParallelModeUnavailable(
+            f"started with {size} MPI processes, but the parallel mode is unavailable: {exc}") from exc
+    from mpi4py import MPI
+
+    if MPI.COMM_WORLD.Get_size() != size:  # e.g. Open MPI's mpiexec, mpi4py built with MPICH
+        from ._parallel import LAUNCHERS, implementation
+
+        name = implementation(MPI.Get_library_version())
+        right = " ".join(LAUNCHERS[name][0]) if name in LAUNCHERS else "the mpiexec of mpi4py's MPI"
+        raise ParallelModeUnavailable(
+            f"started by a launcher of {size} processes, but MPI.COMM_WORLD has {MPI.COMM_WORLD.Get_size()}: "
+            f"the launcher belongs to another MPI than mpi4py's ({name or 'unknown'}); start it with {right}")
     return MPI.COMM_WORLD
 
 
@@ -114,7 +128,24 @@ def _event_counts(trace: Trace) -> Any:
     return trace.comm.allreduce(counts, op=MPI.SUM)
 
 
+def _check_output(args: argparse.Namespace) -> bool:
+    """Checks ``-o`` before the analysis runs (False: refused, with one line on stderr)."""
+    if not getattr(args, "output", None):
+        return True
+    from .cube import report_path
+
+    try:
+        args.output = report_path(args.output)
+    except (ValueError, OSError) as exc:
+        if _rank(args) == 0:
+            print(f"waitscope: error: -o: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
+    if not _check_output(args):
+        return 2
     progress = _progress(args)
     trace = open_trace(args.trace, comm=getattr(args, "comm", None), progress=progress)
     result = trace.analyze(delay_model=args.delay, critical_path=args.critical_path, progress=progress,
@@ -155,7 +186,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         from . import plot
     except ImportError:
-        print("\nThe pictures need matplotlib: pip install 'waitscope[plot]'", file=sys.stderr)
+        print("\nThe pictures need matplotlib: python -m pip install matplotlib (or .ci/setup plot in a checkout)", file=sys.stderr)
     else:
         fig = plot.heatmaps(result, ["mpi_latesender", "mpi_latereceiver", "delay_short", "delay_long"],
                             share=True)
@@ -170,6 +201,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     for what, path in written:
         print(f"  {path}  ({what})")
     return 0
+
+
+def _positive_int(text: str) -> int:
+    """argparse type of counts such as --top: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -190,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--clock-correction", choices=["clc"], default=None,
                          help="correct the timestamps with the controlled logical clock before the analysis")
     analyze.add_argument("--json", action="store_true", help="machine-readable output")
-    analyze.add_argument("--top", type=int, default=5, help="how many call paths and locations to list")
+    analyze.add_argument("--top", type=_positive_int, default=5, help="how many call paths and locations to list")
     analyze.add_argument("--quiet", action="store_true", help="no progress output")
     analyze.add_argument("-o", "--output", metavar="REPORT.cubex",
                          help="also write the result as a Cube4 report (for CubeGUI, pycubexr)")
@@ -209,13 +251,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_broken_pipe() -> None:
+    """After the reader of stdout went away (``waitscope info T | head``): no
+    traceback, and no second error when Python flushes stdout at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a file (e.g. captured by a test)
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from . import TraceError
+    from ._parallel import ParallelModeUnavailable
 
     args = build_parser().parse_args(argv)
-    args.comm = world_comm() if args.func is cmd_analyze else None
+    try:
+        args.comm = world_comm() if args.func is cmd_analyze else None
+    except ParallelModeUnavailable as exc:
+        if mpi_launch_rank() == 0:
+            print(f"waitscope: error: {exc}", file=sys.stderr)
+        return 2
     if args.comm is None and mpi_launch_rank() != 0:
-        return 0  # one of several processes started by mpiexec: rank 0 works alone
+        return 0  # info or demo started by mpiexec: rank 0 works alone
     if args.comm is not None and getattr(args, "clock_correction", None) is not None:
         # the correction needs every location in one process
         if _rank(args) == 0:
@@ -223,13 +282,26 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "it is not available under mpiexec", file=sys.stderr)
         return 2
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
     except TraceError as exc:
         if _rank(args) == 0:  # every process raises the same error
             print(f"waitscope: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+        return 141  # as a shell reports a process ended by SIGPIPE
     except KeyboardInterrupt:
-        print("waitscope: interrupted", file=sys.stderr)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal's and mpiexec's Ctrl-C both arrive
+        if _rank(args) == 0:  # mpiexec passes Ctrl-C to every process: one line for all
+            print("waitscope: interrupted", file=sys.stderr)
+        if args.comm is not None:
+            # messages of the stopped replay are still in flight: MPI_Finalize would
+            # complain about them (or wait); end the process as Ctrl-C means
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
         return 130
 
 

@@ -396,15 +396,41 @@ def _anchor(result: "AnalysisResult", metric_order: list[int], metric_kids: dict
     return xml.text()
 
 
-def write_cube(result: "AnalysisResult", path: str | os.PathLike[str]) -> str:
-    """Writes `result` as a Cube4 report; returns the path written.
+def report_path(path: str | os.PathLike[str]) -> str:
+    """The file :func:`write_cube` writes for `path`, checked before any work is done.
 
-    ".cubex" is appended to `path` unless it ends with it already (Cube
-    recognises reports by that suffix).
+    `path` itself when it ends with ".cubex"; ".cubex" appended when its
+    name has no suffix (Cube recognises reports by that suffix).  Raises
+    ValueError for another suffix (``report.txt`` is neither renamed nor
+    written as a file Cube would not open), FileNotFoundError when the
+    directory does not exist, PermissionError when it is not writable and
+    IsADirectoryError when `path` is a directory; each message names the path.
     """
     target = os.fspath(path)
     if not target.endswith(".cubex"):
+        stem, suffix = os.path.splitext(target)
+        if suffix and not os.path.isdir(target):
+            raise ValueError(f"{target}: a Cube report must be named *.cubex (Cube recognises reports by it), "
+                             f"e.g. {stem}.cubex")
         target += ".cubex"
+    if os.path.isdir(target):
+        raise IsADirectoryError(f"{target}: is a directory, not a Cube report file")
+    directory = os.path.dirname(os.path.abspath(target))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"{target}: cannot write the Cube report: directory {directory} does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise PermissionError(f"{target}: cannot write the Cube report: directory {directory} is not writable")
+    return target
+
+
+def write_cube(result: "AnalysisResult", path: str | os.PathLike[str]) -> str:
+    """Writes `result` as a Cube4 report; returns the path written.
+
+    ".cubex" is appended to `path` when its name has no suffix; another
+    suffix, a missing or read-only directory raise before anything is
+    written (:func:`report_path`).
+    """
+    target = report_path(path)
     trace = result._trace
     cube = np.asarray(result.cube, dtype=np.float64)
     _, n_callpaths, n_locations = cube.shape

@@ -17,7 +17,9 @@ with these functions.  They return a :class:`waitscope.synth.Program`
   ddcMD, a large "particle" and a small "mesh" partition exchanging data
   every step.
 
-:data:`PING_PONG` is the path of the bundled Score-P trace.
+:data:`PING_PONG` is the path of the bundled Score-P trace, :data:`HALO2D`
+the directory of a measurement made with ``waitscope trace --profile`` (a
+trace and a profile of the same run).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from . import synth
 
 __all__ = [
     "PING_PONG",
+    "HALO2D",
     "chain",
     "CHAIN_CASES",
     "sweep3d",
@@ -45,6 +48,13 @@ PING_PONG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "sc
 """Anchor file of the bundled real Score-P trace: two ranks exchanging 1 MiB messages
 (from the pipit project's test data; see ``data/NOTICE.md``).  The examples in
 README.md and docs/ open it, so that they run as written."""
+
+HALO2D = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "halo2d-run")
+"""Directory of a bundled measurement: ``waitscope trace --profile -- mpiexec.mpich -n 2
+./halo2d -k 20 -x 4 -m wait`` (examples/halo2d.c: a 2 x 1 halo exchange, 20
+iterations of 1 ms work, one rank 4 ms slower per iteration in turn, so 80 ms
+of Late Sender waiting in MPI_Wait), holding ``traces.otf2`` and
+``profile.json`` of the same run."""
 
 
 # ---- seed 004: the worked examples ----------------------------------------------------

@@ -1,4 +1,4 @@
-"""Plots of traces and analysis results (needs matplotlib: ``pip install waitscope[plot]``).
+"""Plots of traces and analysis results (needs matplotlib: ``python -m pip install matplotlib``).
 
 * :func:`heatmap`, :func:`heatmaps`: a metric per location on the Cartesian
   process topology, as Cube's topology view shows it (seed 000, Figs. 5, 8,
@@ -60,7 +60,7 @@ try:
     from matplotlib.path import Path
     from matplotlib.ticker import MaxNLocator
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
-    raise ImportError("waitscope.plot needs matplotlib: pip install waitscope[plot]") from exc
+    raise ImportError("waitscope.plot needs matplotlib: python -m pip install matplotlib (or .ci/setup plot in a checkout)") from exc
 
 from ._messages import matched_messages
 from .result import AnalysisResult, CallpathKey, Metric
@@ -225,6 +225,12 @@ def _placement(result: AnalysisResult, topology: "CartTopology | None", dims: Se
             raise ValueError(f"dims must be positive sizes, not {dims!r}")
         xy = np.full((n, len(grid)), -1, dtype=np.int64)
         ok = (ranks >= 0) & (ranks < math.prod(grid))
+        dropped = np.unique(ranks[(ranks >= 0) & ~ok])
+        if len(dropped):
+            raise ValueError(f"dims={tuple(grid)} hold {math.prod(grid)} ranks, but the trace has "
+                             f"{int(ranks.max()) + 1}: ranks {', '.join(str(int(r)) for r in dropped[:5])}"
+                             f"{' ...' if len(dropped) > 5 else ''} would not be shown; pass dims whose product "
+                             f"is at least {int(ranks.max()) + 1}")
         if ok.any():  # row-major, the last dimension fastest (as MPI_Cart_create)
             xy[ok] = np.stack(np.unravel_index(ranks[ok], grid), axis=1)
     else:
@@ -762,6 +768,9 @@ def timeline(trace: "Trace", result: AnalysisResult | None = None, *,
     t0, t1 = float(window[0]), float(window[1])
     if not t1 > t0:
         raise ValueError(f"window must be (t0, t1) with t1 > t0, not {window!r}")
+    if t1 < whole[0] or t0 > whole[1]:
+        raise ValueError(f"window=({t0:.9g}, {t1:.9g}) lies outside the run, which spans {whole[0]:.9g} s to "
+                         f"{whole[1]:.9g} s")
     own_figure = ax is None
     fig, ax = _single_axes(ax, figsize or (11.0, max(2.6, 1.4 + 0.32 * len(locs))))
     row_of = {loc: i for i, loc in enumerate(locs)}

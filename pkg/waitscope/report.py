@@ -143,7 +143,7 @@ def summary(result: "AnalysisResult", top: int = 5) -> str:
              f"run length {result.run_length:.6f} s"]
 
     lines.append("")
-    lines.append(f"metric tree (inclusive values; non-zero metrics; % of total time):")
+    lines.append("metric tree (inclusive values; non-zero metrics; % of total time):")
     for root in TIME_ROOTS:
         if root in ids:
             lines += _tree_lines(result, root, total)

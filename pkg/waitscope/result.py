@@ -419,7 +419,9 @@ class AnalysisResult:
     def to_cube(self, path: str | os.PathLike[str]) -> str:
         """Writes a Cube4 report (``.cubex``) for CubeGUI and pycubexr; returns its path.
 
-        ".cubex" is appended unless `path` ends with it.  See
+        ".cubex" is appended when the name has no suffix; another suffix
+        (``report.txt``) raises ValueError, a missing directory
+        FileNotFoundError, before anything is written.  See
         :mod:`waitscope.cube` for the format and its semantics.
         """
         from .cube import write_cube

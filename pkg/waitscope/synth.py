@@ -110,11 +110,14 @@ from __future__ import annotations
 import math
 import os
 from array import array
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _core
+
+if TYPE_CHECKING:
+    from .trace import Trace
 
 __all__ = ["Program", "RankProgram", "Comm", "Request", "TraceError"]
 

@@ -538,7 +538,14 @@ class Trace:
         """
         from .result import AnalysisResult
 
-        part = None if partition is None else np.asarray(partition, dtype=np.int32)
+        _check_flags(critical_path=critical_path, delay_records=delay_records, keep_share=keep_share,
+                     wait_records=wait_records)
+        _check_delay_model(delay_model)
+        if isinstance(schedule_seed, (bool, np.bool_)) or not isinstance(schedule_seed, (int, np.integer)):
+            raise TypeError(f"schedule_seed must be a non-negative integer, got {schedule_seed!r}")
+        if schedule_seed < 0:
+            raise ValueError(f"schedule_seed must be a non-negative integer, got {schedule_seed}")
+        part = None if partition is None else _check_partition(partition, self.n_locations)
         if clock_correction is not None:
             self._check_clock_correction(clock_correction)
             kept = _core.correct_clocks(self._core, clock_correction, keep_original=True)["original"]
@@ -549,12 +556,12 @@ class Trace:
             finally:
                 _core.set_times(self._core, kept)
         if self._comm is not None:
-            from . import _mpi
+            from ._parallel import mpi_module
 
             with Reporting(progress, self._comm, self.n_events) as callback:
-                raw = _mpi.analyze(self._core, self._comm, self._owner, delay_model=delay_model,
-                                   critical_path=critical_path, records=delay_records, partition=part,
-                                   progress=callback, keep_share=keep_share, wait_records=wait_records)
+                raw = mpi_module().analyze(self._core, self._comm, self._owner, delay_model=delay_model,
+                                           critical_path=critical_path, records=delay_records, partition=part,
+                                           progress=callback, keep_share=keep_share, wait_records=wait_records)
             return None if raw is None else AnalysisResult(self, raw)
         with Reporting(progress) as callback:
             raw = _core.analyze(self._core, delay_model=delay_model, critical_path=critical_path,
@@ -598,6 +605,44 @@ class Trace:
         return f"<waitscope.Trace {self.path!r}: {self.n_locations} locations, {self.n_events} events>"
 
 
+DELAY_MODELS = ("proportional", "wait-first")
+"""The values of ``analyze(delay_model=...)`` besides None."""
+
+
+def _check_flags(**flags: Any) -> None:
+    """TypeError naming the argument unless each flag is True or False."""
+    for name, value in flags.items():
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False, got {value!r}")
+
+
+def _check_delay_model(delay_model: Any) -> None:
+    if delay_model is None:
+        return
+    if not isinstance(delay_model, str):
+        raise TypeError(f"delay_model must be None, 'proportional' or 'wait-first', got {delay_model!r} "
+                        f"({type(delay_model).__name__})")
+    if delay_model not in DELAY_MODELS:
+        raise ValueError(f"delay_model must be None, 'proportional' or 'wait-first', got {delay_model!r}")
+
+
+def _check_partition(partition: Any, n_locations: int) -> np.ndarray:
+    """The partition as int32, one integer in 0..n_locations-1 per location."""
+    values = np.asarray(partition)
+    if values.ndim != 1 or len(values) != n_locations:
+        raise ValueError(f"partition needs one entry per location ({n_locations}), got shape {values.shape}")
+    if values.dtype.kind not in "iu":
+        example = f" such as {values.flat[0].item()!r}" if values.size else ""
+        raise TypeError(f"partition values must be integers (partition numbers 0..{n_locations - 1}), got "
+                        f"{values.dtype} values{example}")
+    bad = np.flatnonzero((values < 0) | (values >= max(n_locations, 1)))
+    if len(bad):
+        i = int(bad[0])
+        raise ValueError(f"partition values must lie in 0..{n_locations - 1} (one partition number per "
+                         f"location), got {int(values[i])} for location {i}")
+    return values.astype(np.int32)
+
+
 def block_owners(n_locations: int, n_processes: int) -> np.ndarray:
     """The process holding each location: contiguous blocks of (nearly) equal size."""
     locs = np.arange(n_locations, dtype=np.int64)
@@ -613,13 +658,9 @@ def _agree(comm: Any, message: str | None) -> None:
 
 
 def _open_parallel(path: str, comm: Any, progress: Any) -> Trace:
-    try:
-        from . import _mpi  # noqa: F401  (needs MPI and mpi4py)
-    except ImportError as exc:
-        raise ImportError(
-            "the parallel mode needs waitscope built with an MPI compiler (mpicc) and mpi4py; "
-            f"importing waitscope._mpi failed: {exc}"
-        ) from exc
+    from ._parallel import mpi_module
+
+    _mpi = mpi_module()  # raises ParallelModeUnavailable naming the command that fixes it
     core, error = None, None
     try:
         core = _core.open(path)

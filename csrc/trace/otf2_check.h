@@ -1,0 +1,16 @@
+/* Checks of OTF2 files against their size before libotf2 reads them. */
+#ifndef WS_TRACE_OTF2_CHECK_H
+#define WS_TRACE_OTF2_CHECK_H
+
+#include "../common/error.h"
+
+/* The anchor file: its magic, and that the property count it announces
+ * fits its size (libotf2 would reserve memory for that count first). */
+int ws_otf2_check_anchor(const char *anchor, ws_error *err);
+
+/* A definition or event file (`what`, e.g. "event file of location 3"):
+ * that it starts with an OTF2 chunk header and ends with OTF2's
+ * end-of-file mark, i.e. is neither overwritten nor truncated. */
+int ws_otf2_check_buffer_file(const char *path, const char *what, ws_error *err);
+
+#endif
