@@ -4,7 +4,7 @@
  * per event, so memory depends on the number of distinct keys only.  At
  * MPI_Finalize rank 0 gathers every rank's table (PMPI), takes the MIN of
  * each collective entry's minima over all ranks and writes
- * DIR/profile.json (format in PROFILE_FORMAT.md / docs). */
+ * DIR/profile.json (format in docs/measuring.md). */
 #define _GNU_SOURCE
 #include "pmpi.h"
 
