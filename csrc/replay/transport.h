@@ -48,6 +48,7 @@ typedef struct ws_coll_view {
 } ws_coll_view;
 
 typedef struct ws_transport ws_transport;
+struct ws_progress;
 
 enum ws_reduce_op { WS_SUM = 0, WS_MAX = 1, WS_MIN = 2 };
 
@@ -124,6 +125,9 @@ struct ws_transport {
     ws_wake_fn wake;
     void *scheduler;
     uint32_t unfinished; /* local locations that have not finished */
+    /* asked (its `interrupted`) while the transport waits for other
+     * processes; may be NULL */
+    const struct ws_progress *progress;
 };
 
 /* The in-process transport: every location lives here. */

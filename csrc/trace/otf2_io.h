@@ -9,6 +9,10 @@ typedef struct ws_progress {
      * work with WS_ERR_INTERRUPTED.  `done` and `total` count events. */
     int (*callback)(void *context, const char *stage, uint64_t done, uint64_t total);
     void *context;
+    /* May be NULL.  Asked now and then while a process waits for others
+     * (the parallel replay) without reporting: a nonzero return stops the
+     * work with WS_ERR_INTERRUPTED (Ctrl-C). */
+    int (*interrupted)(void *context);
 } ws_progress;
 
 /* Opens an archive (anchor file or experiment directory) and reads its
