@@ -8,6 +8,8 @@ come from test_pmpi (the tests directory is on sys.path).
 
 from __future__ import annotations
 
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -148,3 +150,84 @@ def test_unmodelled_calls_are_plain_regions(mpi: str, tmp_path: Path) -> None:
     # persistent requests are not modelled: no message records
     assert not records(text, "MPI_SEND") and not records(text, "MPI_RECV") and not records(text, "MPI_IRECV")
     assert len(region_visits(text, 1, "MPI_Type_commit")) == 3
+
+
+# Communicators made by MPI_Cart_sub, MPI_Comm_split_type and
+# MPI_Comm_create_group carry recorded messages: on the row of a 1x2 grid
+# rank 1 enters an Allreduce SLEEP late (Wait at N x N on rank 0) and rank 0
+# sends SLEEP late (Late Sender on rank 1); one more message on the
+# shared-memory communicator, one more Allreduce on the group communicator.
+# Each rank prints the CLOCK_MONOTONIC times just before its calls.
+SUBCOMMS = r"""
+    #include <mpi.h>
+    #include <stdio.h>
+    #include <time.h>
+    #include <unistd.h>
+    static double now(void) {
+        struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec + 1e-9 * ts.tv_nsec;
+    }
+    int main(int argc, char **argv) {
+        MPI_Init(&argc, &argv);
+        int dims[2] = {1, 2}, periods[2] = {0, 0}, remain[2] = {0, 1}, rr, x = 1, y = 0;
+        MPI_Comm cart, row, shared, grp;
+        MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &cart);
+        MPI_Cart_sub(cart, remain, &row);
+        MPI_Comm_rank(row, &rr);
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rr, MPI_INFO_NULL, &shared);
+        MPI_Group wg;
+        MPI_Comm_group(MPI_COMM_WORLD, &wg);
+        MPI_Comm_create_group(MPI_COMM_WORLD, wg, 3, &grp);
+        if (rr == 1) usleep(200000);
+        double t_ar = now();
+        MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, row);
+        double t_p2p;
+        if (rr == 0) {
+            usleep(200000);
+            t_p2p = now();
+            MPI_Send(&x, 1, MPI_INT, 1, 4, row);
+            MPI_Send(&x, 1, MPI_INT, 1, 5, shared);
+        } else {
+            t_p2p = now();
+            MPI_Recv(&x, 1, MPI_INT, 0, 4, row, MPI_STATUS_IGNORE);
+            MPI_Recv(&x, 1, MPI_INT, 0, 5, shared, MPI_STATUS_IGNORE);
+        }
+        int z = 0;
+        MPI_Allreduce(&y, &z, 1, MPI_INT, MPI_SUM, grp);
+        printf("times %d %.9f %.9f sum %d %d\n", rr, t_ar, t_p2p, y, z);
+        MPI_Group_free(&wg);
+        MPI_Comm_free(&grp);
+        MPI_Comm_free(&shared);
+        MPI_Comm_free(&row);
+        MPI_Comm_free(&cart);
+        MPI_Finalize();
+        return 0;
+    }
+"""
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_messages_on_derived_communicators(mpi: str, tmp_path: Path) -> None:
+    exe = compile_program(tmp_path, mpi, SUBCOMMS)
+    out = tmp_path / "out"
+    stdout = run(mpi, 2, [str(exe)], trace=out).stdout
+    t = {int(r): (float(a), float(p)) for r, a, p in re.findall(r"times (\d) ([0-9.]+) ([0-9.]+) sum 2 4", stdout)}
+    assert sorted(t) == [0, 1]
+    nxn_truth = t[1][0] - t[0][0]   # rank 0 waits in the row Allreduce for rank 1
+    ls_truth = t[0][1] - t[1][1]    # rank 1 waits in MPI_Recv for rank 0's send
+    assert nxn_truth > 0.15 and ls_truth > 0.15
+
+    text = otf2_print(out)
+    assert len(records(text, "MPI_SEND")) == 2 and len(records(text, "MPI_RECV")) == 2
+    assert len(records(text, "MPI_COLLECTIVE_END")) == 4   # 2 Allreduces x 2 ranks
+    trace = waitscope.open(out)
+    r = trace.analyze()
+    assert r.get("mpi_wait_nxn", "main/MPI_Allreduce", 0) == pytest.approx(nxn_truth, rel=0.05)
+    assert r.get("mpi_wait_nxn", "main/MPI_Allreduce", 1) < 0.01 * nxn_truth
+    assert r.get("mpi_latesender", "main/MPI_Recv", 1) == pytest.approx(ls_truth, rel=0.05)
+    assert r.get("mpi_latesender", "main/MPI_Recv", 0) == 0.0
+    for cp in ("main/MPI_Cart_sub", "main/MPI_Comm_split_type", "main/MPI_Comm_create_group"):
+        assert [r.get("visits", cp, rank) for rank in (0, 1)] == [1, 1], cp
+    # world, self, the grid, its row, the shared-memory and the group communicator
+    defs = subprocess.run(["otf2-print", "-G", str(out / "traces.otf2")], capture_output=True, text=True).stdout
+    assert len(re.findall(r"^COMM ", defs, re.M)) == 6
