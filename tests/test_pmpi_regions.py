@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 import waitscope
-from test_pmpi import MPIS, compile_program, otf2_print, records, region_visits, run
+from test_pmpi import (LATE_SENDER, MPIS, check_late_sender, compile_program, late_sender_truth, otf2_print,
+                       records, region_visits, run)
 
 pytestmark = pytest.mark.skipif(not MPIS, reason="no MPI with an interposition library")
 
@@ -231,3 +232,36 @@ def test_messages_on_derived_communicators(mpi: str, tmp_path: Path) -> None:
     # world, self, the grid, its row, the shared-memory and the group communicator
     defs = subprocess.run(["otf2-print", "-G", str(out / "traces.otf2")], capture_output=True, text=True).stdout
     assert len(re.findall(r"^COMM ", defs, re.M)) == 6
+
+
+def clock_offsets(trace: Path) -> list[tuple[int, int, int, float]]:
+    """(location, time, offset, stddev) of the ClockOffset records, from otf2-print -C."""
+    proc = subprocess.run(["otf2-print", "-C", str(trace / "traces.otf2")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return [(int(loc), int(time), int(off), float(sd)) for loc, time, off, sd in re.findall(
+        r"^CLOCK_OFFSET\s+(\d+)\s+Time: (\d+), Offset: ([+-]?\d+), StdDev: ([0-9.e+-]+)", proc.stdout, re.M)]
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_clock_offsets_at_init_and_finalize(mpi: str, tmp_path: Path) -> None:
+    exe = compile_program(tmp_path, mpi, LATE_SENDER)
+    out = tmp_path / "out"
+    sleeps = late_sender_truth(run(mpi, 2, [str(exe)], trace=out).stdout)
+    offsets = clock_offsets(out)
+    # two per location, as Score-P writes them: one measured in MPI_Init, one in MPI_Finalize
+    assert sorted(loc for loc, *_ in offsets) == [0, 0, 1, 1]
+    text = otf2_print(out)
+    pattern = re.compile(r"^(ENTER|LEAVE)\s+(\d+)\s+(\d+)\s+Region: \"(MPI_Init|MPI_Finalize)\"", re.M)
+    spans: dict[tuple[int, str], list[int]] = {}
+    for kind, loc, time, region in pattern.findall(text):
+        spans.setdefault((int(loc), region), []).append(int(time))
+    for loc in (0, 1):
+        init, fin = sorted(time for lo, time, _, _ in offsets if lo == loc)
+        # each record lies inside the call that measured it
+        assert spans[loc, "MPI_Init"][0] <= init <= spans[loc, "MPI_Init"][1]
+        assert spans[loc, "MPI_Finalize"][0] <= fin <= spans[loc, "MPI_Finalize"][1]
+    # both ranks share one machine's clock (offset exactly 0 to rank 0), and
+    # the archive's timestamps are already synchronised: nothing is left to apply
+    assert all(off == 0 and sd == 0.0 for *_, off, sd in offsets)
+    # waitscope reads the same times: the Late Sender waiting is the injected one
+    check_late_sender(out, "main/solver/exchange/MPI_Recv", sleeps)
