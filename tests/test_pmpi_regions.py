@@ -236,6 +236,11 @@ def test_messages_on_derived_communicators(mpi: str, tmp_path: Path) -> None:
     # world, self, the grid, its row, the shared-memory and the group communicator
     defs = subprocess.run(["otf2-print", "-G", str(out / "traces.otf2")], capture_output=True, text=True).stdout
     assert len(re.findall(r"^COMM ", defs, re.M)) == 6
+    # the row made by MPI_Cart_sub has its own 1-D topology of size 2, made from the grid
+    assert re.search(r'^COMM .*Name: "Comm 0\.1".*Parent: "Comm 0\.0"', defs, re.M)
+    assert len(re.findall(r"^CART_TOPOLOGY ", defs, re.M)) == 2
+    assert re.search(r'^CART_TOPOLOGY .*Communicator: "Comm 0\.1".*1 Dimension', defs, re.M)
+    assert re.search(r'^CART_DIMENSION\s+2 .*Size: 2, Periodicity: FALSE', defs, re.M)
 
 
 def clock_offsets(trace: Path) -> list[tuple[int, int, int, float]]:
