@@ -23,7 +23,11 @@ static const struct {
     [WF_CART_SHIFT] = {"MPI_Cart_shift", OTF2_REGION_ROLE_FUNCTION, 0},
     [WF_CART_COORDS] = {"MPI_Cart_coords", OTF2_REGION_ROLE_FUNCTION, 0},
     [WF_CART_RANK] = {"MPI_Cart_rank", OTF2_REGION_ROLE_FUNCTION, 0},
-    [WF_GET_COUNT] = {"MPI_Get_count", OTF2_REGION_ROLE_FUNCTION, 0},
+    [WF_COMM_SPLIT_TYPE] = {"MPI_Comm_split_type", OTF2_REGION_ROLE_FUNCTION, 0},
+    [WF_CART_SUB] = {"MPI_Cart_sub", OTF2_REGION_ROLE_FUNCTION, 0},
+    [WF_COMM_CREATE_GROUP] = {"MPI_Comm_create_group", OTF2_REGION_ROLE_FUNCTION, 0},
+    [WF_INTERCOMM_CREATE] = {"MPI_Intercomm_create", OTF2_REGION_ROLE_FUNCTION, 0},
+    [WF_INTERCOMM_MERGE] = {"MPI_Intercomm_merge", OTF2_REGION_ROLE_FUNCTION, 0},
     [WF_SEND] = {"MPI_Send", OTF2_REGION_ROLE_POINT2POINT, 0},
     [WF_SSEND] = {"MPI_Ssend", OTF2_REGION_ROLE_POINT2POINT, 0},
     [WF_BSEND] = {"MPI_Bsend", OTF2_REGION_ROLE_POINT2POINT, 0},
@@ -58,6 +62,10 @@ static const struct {
     [WF_REDUCE_SCATTER] = {"MPI_Reduce_scatter", OTF2_REGION_ROLE_COLL_ALL2ALL, 1},
     [WF_SCAN] = {"MPI_Scan", OTF2_REGION_ROLE_COLL_OTHER, 1},
     [WF_EXSCAN] = {"MPI_Exscan", OTF2_REGION_ROLE_COLL_OTHER, 1},
+    [WF_Request_free] = {"MPI_Request_free", OTF2_REGION_ROLE_POINT2POINT, 0},
+#define WS_PLAIN_ENTRY(NAME, ROLE, PARAMS, ARGS) [WF_##NAME] = {"MPI_" #NAME, OTF2_REGION_ROLE_##ROLE, 0},
+    WS_PLAIN_REGIONS(WS_PLAIN_ENTRY)
+#undef WS_PLAIN_ENTRY
 };
 
 const char *ws_fn_name(int fn)

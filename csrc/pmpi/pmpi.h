@@ -6,6 +6,7 @@
  *   wrappers_p2p.c  point to point and request completion
  *   wrappers_coll.c blocking collectives
  *   wrappers_large.c the MPI-4 large-count (_c) variants
+ *   plain_regions.c the calls recorded as plain MPI regions (plain_regions.h)
  *   symtab.c        function names from ELF symbol tables
  *   callpath.c      user call paths: stack frames or -finstrument-functions
  *   tracer.c        per-rank event and definition files that survive a crash
@@ -26,6 +27,7 @@
 #include <stdint.h>
 
 #include "../common/util.h"
+#include "plain_regions.h"
 #include "rawtrace.h"
 
 #define WS_EXPORT __attribute__((visibility("default")))
@@ -34,12 +36,17 @@
 enum ws_fn {
     WF_INIT, WF_INIT_THREAD, WF_FINALIZE, WF_ABORT, WF_COMM_RANK, WF_COMM_SIZE,
     WF_COMM_DUP, WF_COMM_SPLIT, WF_COMM_CREATE, WF_COMM_FREE, WF_CART_CREATE, WF_CART_SHIFT,
-    WF_CART_COORDS, WF_CART_RANK, WF_GET_COUNT,
+    WF_CART_COORDS, WF_CART_RANK, WF_COMM_SPLIT_TYPE, WF_CART_SUB, WF_COMM_CREATE_GROUP,
+    WF_INTERCOMM_CREATE, WF_INTERCOMM_MERGE,
     WF_SEND, WF_SSEND, WF_BSEND, WF_RSEND, WF_RECV, WF_SENDRECV, WF_ISEND, WF_ISSEND, WF_IRECV,
     WF_PROBE, WF_IPROBE, WF_WAIT, WF_WAITALL, WF_WAITANY, WF_WAITSOME, WF_TEST, WF_TESTALL,
     WF_TESTANY, WF_TESTSOME,
     WF_BARRIER, WF_BCAST, WF_REDUCE, WF_ALLREDUCE, WF_GATHER, WF_GATHERV, WF_SCATTER, WF_SCATTERV,
     WF_ALLGATHER, WF_ALLGATHERV, WF_ALLTOALL, WF_ALLTOALLV, WF_REDUCE_SCATTER, WF_SCAN, WF_EXSCAN,
+    WF_Request_free,
+#define WS_PLAIN_ENUM(NAME, ROLE, PARAMS, ARGS) WF_##NAME,
+    WS_PLAIN_REGIONS(WS_PLAIN_ENUM)
+#undef WS_PLAIN_ENUM
     WF_COUNT
 };
 const char *ws_fn_name(int fn);
@@ -216,5 +223,7 @@ void ws_coll_end(int fn, MPI_Comm comm, uint8_t op, int root, uint64_t sent, uin
 
 /* Request table (wrappers_p2p.c) */
 void ws_requests_free_all(void);
+/* Drops the oldest tracked record of handle r (MPI_Request_free). */
+void ws_request_forget(MPI_Request r);
 
 #endif

@@ -9,8 +9,8 @@
  * Local ids are mapped to global ones here: user regions by name,
  * communicators by the key their members agreed on.  Timestamps are
  * brought onto rank 0's clock with the offsets measured at MPI_Init and
- * MPI_Finalize (linear in between), so the archive needs no ClockOffset
- * records.  This step holds the events of all ranks in memory while the
+ * MPI_Finalize (linear in between); the ClockOffset records at those
+ * two points (Score-P writes them) therefore carry offset 0.  This step holds the events of all ranks in memory while the
  * archive is written. */
 #define _GNU_SOURCE
 #include "unify.h"
@@ -301,6 +301,33 @@ static int build_definitions(builder *b, ws_rankfile *ranks, uint32_t n)
     return WS_OK;
 }
 
+/* ---- clock offsets ------------------------------------------------------------ */
+
+/* One ClockOffset record per location for each clock measurement of its
+ * rank (MPI_Init, MPI_Finalize), at the time of the measurement, as
+ * Score-P writes them.  The events are already on rank 0's clock (the
+ * measured offsets were applied above, linearly in between), so the offset
+ * left to apply to the archive's timestamps is 0: a reader that applies
+ * ClockOffset records (Scalasca) does not shift them a second time, and
+ * waitscope's reader, which ignores them, reads the same times. */
+static int add_clock_offsets(ws_trace *t, const ws_rankfile *ranks, uint32_t size, double origin, ws_error *err)
+{
+    uint32_t n = 0;
+    for (uint32_t r = 0; r < size; r++)
+        n += ranks[r].n_clocks;
+    if (n == 0)
+        return WS_OK;
+    t->clock_offsets = calloc(n, sizeof *t->clock_offsets);
+    if (!t->clock_offsets)
+        return ws_error_nomem(err, "clock offsets");
+    for (uint32_t r = 0; r < size; r++)
+        for (uint32_t i = 0; i < ranks[r].n_clocks; i++) {
+            double global = ws_rankfile_global_time(&ranks[r], ranks[r].clock_local[i]);
+            t->clock_offsets[t->n_clock_offsets++] = (ws_clock_offset){r, (global - origin) * 1e-9, 0, 0.0};
+        }
+    return WS_OK;
+}
+
 /* ---- events ------------------------------------------------------------------- */
 
 static int read_events(ws_trace *t, ws_rankfile *rf, uint32_t loc, double origin, uint32_t world, ws_error *err)
@@ -567,6 +594,8 @@ int ws_pmpi_unify(const char *dir, uint32_t *n_cut_short, ws_error *err)
                 end = ev->time[ev->n - 1];
         }
         t->clock.length = (uint64_t)llround(end * 1e9) + 1;
+        if (rc == WS_OK)
+            rc = add_clock_offsets(t, ranks, size, origin, err);
     }
     uint32_t n_cut = 0;
     if (rc == WS_OK) {

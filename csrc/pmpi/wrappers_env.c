@@ -423,6 +423,29 @@ WS_EXPORT int MPI_Comm_free(MPI_Comm *comm)
     return rc;
 }
 
+/* Records the Cartesian topology of `comm` (a communicator just
+ * registered): dimensions, periodicity and this rank's coordinates. */
+static void record_cart(MPI_Comm comm)
+{
+    int ndims = 0;
+    if (comm == MPI_COMM_NULL || !ws_pmpi_g.tracer.on || PMPI_Cartdim_get(comm, &ndims) != MPI_SUCCESS ||
+        ndims <= 0 || ndims > 16)
+        return;
+    uint32_t id = ws_comm_id(comm);
+    int d[16], p[16], c[16], rank = 0;
+    PMPI_Cart_get(comm, ndims, d, p, c);
+    PMPI_Comm_rank(comm, &rank);
+    char sd[200] = "", sp[200] = "", sc[200] = "";
+    size_t nd = 0, np = 0, nc = 0;
+    for (int i = 0; i < ndims; i++) {
+        nd += (size_t)snprintf(sd + nd, sizeof sd - nd, "%s%d", i ? "," : "", d[i]);
+        np += (size_t)snprintf(sp + np, sizeof sp - np, "%s%d", i ? "," : "", p[i] ? 1 : 0);
+        nc += (size_t)snprintf(sc + nc, sizeof sc - nc, "%s%d", i ? "," : "", c[i]);
+    }
+    if (id != UINT32_MAX)
+        ws_tracer_def(&ws_pmpi_g.tracer, "cart\t%u\t%d\t%s\t%s\t%d\t%s\n", (unsigned)id, ndims, sd, sp, rank, sc);
+}
+
 WS_EXPORT int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int periods[], int reorder,
                               MPI_Comm *newcomm)
 {
@@ -430,25 +453,77 @@ WS_EXPORT int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const 
         return PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm);
     ws_call_begin(WF_CART_CREATE);
     int rc = PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm);
-    if (rc == MPI_SUCCESS && *newcomm != MPI_COMM_NULL && ws_pmpi_g.tracer.on && ndims > 0 && ndims <= 16) {
+    if (rc == MPI_SUCCESS) {
         register_comm(*newcomm, comm);
-        uint32_t id = ws_comm_id(*newcomm);
-        int d[16], p[16], c[16], rank = 0;
-        PMPI_Cart_get(*newcomm, ndims, d, p, c);
-        PMPI_Comm_rank(*newcomm, &rank);
-        char sd[200] = "", sp[200] = "", sc[200] = "";
-        size_t nd = 0, np = 0, nc = 0;
-        for (int i = 0; i < ndims; i++) {
-            nd += (size_t)snprintf(sd + nd, sizeof sd - nd, "%s%d", i ? "," : "", d[i]);
-            np += (size_t)snprintf(sp + np, sizeof sp - np, "%s%d", i ? "," : "", p[i] ? 1 : 0);
-            nc += (size_t)snprintf(sc + nc, sizeof sc - nc, "%s%d", i ? "," : "", c[i]);
-        }
-        if (id != UINT32_MAX)
-            ws_tracer_def(&ws_pmpi_g.tracer, "cart\t%u\t%d\t%s\t%s\t%d\t%s\n", (unsigned)id, ndims, sd, sp, rank, sc);
-    } else if (rc == MPI_SUCCESS) {
-        register_comm(*newcomm, comm);
+        record_cart(*newcomm);
     }
     ws_call_end(WF_CART_CREATE, ws_now(), 0, 0, 0);
+    return rc;
+}
+
+WS_EXPORT int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
+{
+    if (PASS_THROUGH)
+        return PMPI_Cart_sub(comm, remain_dims, newcomm);
+    ws_call_begin(WF_CART_SUB);
+    int rc = PMPI_Cart_sub(comm, remain_dims, newcomm);
+    if (rc == MPI_SUCCESS) {
+        register_comm(*newcomm, comm);
+        record_cart(*newcomm);
+    }
+    ws_call_end(WF_CART_SUB, ws_now(), 0, 0, 0);
+    return rc;
+}
+
+WS_EXPORT int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)
+{
+    if (PASS_THROUGH)
+        return PMPI_Comm_split_type(comm, split_type, key, info, newcomm);
+    ws_call_begin(WF_COMM_SPLIT_TYPE);
+    int rc = PMPI_Comm_split_type(comm, split_type, key, info, newcomm);
+    if (rc == MPI_SUCCESS)
+        register_comm(*newcomm, comm);
+    ws_call_end(WF_COMM_SPLIT_TYPE, ws_now(), 0, 0, 0);
+    return rc;
+}
+
+/* Collective over the members of `group` only; the new communicator's
+ * definition names `comm` as the one it was made from. */
+WS_EXPORT int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
+{
+    if (PASS_THROUGH)
+        return PMPI_Comm_create_group(comm, group, tag, newcomm);
+    ws_call_begin(WF_COMM_CREATE_GROUP);
+    int rc = PMPI_Comm_create_group(comm, group, tag, newcomm);
+    if (rc == MPI_SUCCESS)
+        register_comm(*newcomm, comm);
+    ws_call_end(WF_COMM_CREATE_GROUP, ws_now(), 0, 0, 0);
+    return rc;
+}
+
+/* Inter-communicators are not modelled (their messages are not recorded):
+ * the call is a plain region.  Merging one gives an intra-communicator,
+ * which is registered like any other. */
+WS_EXPORT int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader,
+                                   int tag, MPI_Comm *newintercomm)
+{
+    if (PASS_THROUGH)
+        return PMPI_Intercomm_create(local_comm, local_leader, peer_comm, remote_leader, tag, newintercomm);
+    ws_call_begin(WF_INTERCOMM_CREATE);
+    int rc = PMPI_Intercomm_create(local_comm, local_leader, peer_comm, remote_leader, tag, newintercomm);
+    ws_call_end(WF_INTERCOMM_CREATE, ws_now(), 0, 0, 0);
+    return rc;
+}
+
+WS_EXPORT int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
+{
+    if (PASS_THROUGH)
+        return PMPI_Intercomm_merge(intercomm, high, newintracomm);
+    ws_call_begin(WF_INTERCOMM_MERGE);
+    int rc = PMPI_Intercomm_merge(intercomm, high, newintracomm);
+    if (rc == MPI_SUCCESS)
+        register_comm(*newintracomm, intercomm);
+    ws_call_end(WF_INTERCOMM_MERGE, ws_now(), 0, 0, 0);
     return rc;
 }
 

@@ -66,6 +66,13 @@ static int untrack(MPI_Request r, ws_request *out)
     return 1;
 }
 
+void ws_request_forget(MPI_Request r)
+{
+    ws_request dropped;
+    if (r != MPI_REQUEST_NULL)
+        untrack(r, &dropped);
+}
+
 void ws_requests_free_all(void)
 {
     ws_pmpi *g = &ws_pmpi_g;
@@ -199,11 +206,6 @@ WS_EXPORT int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Stat
     int rc = PMPI_Iprobe(source, tag, comm, flag, status);
     ws_call_end(WF_IPROBE, ws_now(), 0, 0, 0);
     return rc;
-}
-
-WS_EXPORT int MPI_Get_count(const MPI_Status *status, MPI_Datatype type, int *count)
-{
-    return PMPI_Get_count(status, type, count);
 }
 
 /* ---- non-blocking ----------------------------------------------------------- */

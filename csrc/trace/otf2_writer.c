@@ -2,9 +2,10 @@
  *
  * The archive is written in the order Score-P uses: the events of every
  * location (one event writer at a time, so that memory stays bounded for
- * any number of locations), one (empty) local definition file per
- * location, then the global definitions with the exact number of event
- * records written per location.  All identifiers are the OTF2 ids kept in
+ * any number of locations), one local definition file per location
+ * (holding only its ClockOffset records, if the store has any), then the
+ * global definitions with the exact number of event records written per
+ * location.  All identifiers are the OTF2 ids kept in
  * the store, so a trace read from an archive is written back unchanged.
  */
 #include "otf2_io.h"
@@ -705,7 +706,8 @@ int ws_otf2_write(const ws_trace *t, const char *path, const ws_progress *progre
         goto done;
     }
 
-    /* local definitions: one (empty) file per location, as Score-P writes */
+    /* local definitions: one file per location, as Score-P writes, with
+     * the location's ClockOffset records (if any) */
     if ((s = OTF2_Archive_OpenDefFiles(w.archive)) != OTF2_SUCCESS) {
         rc = otf2_fail(&w, s, "local definition files");
         goto done;
@@ -717,6 +719,14 @@ int ws_otf2_write(const ws_trace *t, const char *path, const ws_progress *progre
                               (unsigned long long)t->locations[i].otf2_id);
             break;
         }
+        for (uint32_t k = 0; k < t->n_clock_offsets && rc == WS_OK; k++) {
+            const ws_clock_offset *o = &t->clock_offsets[k];
+            if (o->location == i && (s = OTF2_DefWriter_WriteClockOffset(dw, ticks_of(t, o->time), o->offset,
+                                                                         o->stddev)) != OTF2_SUCCESS)
+                rc = otf2_fail(&w, s, "clock offsets");
+        }
+        if (rc)
+            break;
         if ((s = OTF2_Archive_CloseDefWriter(w.archive, dw)) != OTF2_SUCCESS) {
             rc = otf2_fail(&w, s, "local definitions");
             break;

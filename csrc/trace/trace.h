@@ -165,6 +165,16 @@ typedef struct ws_clock {
     int defined;
 } ws_clock;
 
+/* One ClockOffset record: at `time` (seconds, as event times) the global
+ * clock of location index `location` is its timestamps plus `offset`
+ * ticks, measured with standard deviation `stddev` ticks. */
+typedef struct ws_clock_offset {
+    uint32_t location;
+    double time;
+    int64_t offset;
+    double stddev;
+} ws_clock_offset;
+
 /* The call-path tree: call path i has region cp_region[i] and parent
  * cp_parent[i] (WS_NONE32 for roots). */
 typedef struct ws_callpaths {
@@ -230,6 +240,12 @@ typedef struct ws_trace {
     /* ranks whose measurement was cut short (crash, MPI_Abort), e.g. "1,3",
      * kept in the archive property WAITSCOPE::CUT_SHORT_RANKS; NULL if none */
     char *cut_short_ranks;
+    /* ClockOffset records of the locations' local definitions, written to
+     * the archive (the OTF2 reader does not fill them: it does not apply
+     * clock offsets); empty unless a producer (the interposition library's
+     * unification) sets them */
+    uint32_t n_clock_offsets;
+    ws_clock_offset *clock_offsets;
 } ws_trace;
 
 /* ---- construction ------------------------------------------------------ */
