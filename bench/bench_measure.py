@@ -38,6 +38,8 @@ import tempfile
 import time
 from typing import Any
 
+from waitscope._parallel import LAUNCHERS
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -55,16 +57,11 @@ NOWORK_CALLS = 20000 * 9
 
 
 def launcher(mpi: str, np_: int) -> list[str]:
-    if mpi == "mpich":
-        return ["mpiexec.mpich", "-n", str(np_)]
-    return ["mpiexec.openmpi", "--oversubscribe", "-n", str(np_)]
+    return [*LAUNCHERS[mpi][0], "-n", str(np_)]
 
 
 def mpi_env(mpi: str) -> dict[str, str]:
-    env = dict(os.environ)
-    if mpi == "openmpi":
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    return env
+    return dict(os.environ, **LAUNCHERS[mpi][1])
 
 
 def build(mpi: str) -> None:

@@ -40,6 +40,7 @@ from pathlib import Path
 import pytest
 
 import waitscope
+from waitscope._parallel import LAUNCHERS
 from waitscope.profile import LATE_SENDER_FUNCTIONS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,16 +88,13 @@ def library(mpi: str) -> str | None:
 
 
 def launcher(mpi: str, n: int) -> list[str]:
-    if mpi == "mpich":
-        return ["mpiexec.mpich", "-n", str(n)]
-    return ["mpiexec.openmpi", "--oversubscribe", "-n", str(n)]
+    """Debian's launcher of `mpi` for `n` processes (waitscope._parallel.LAUNCHERS)."""
+    return [*LAUNCHERS[mpi][0], "-n", str(n)]
 
 
 def environment(mpi: str) -> dict[str, str]:
-    env = dict(os.environ)
-    if mpi == "openmpi":
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
-    return env
+    """The environment the launcher of `mpi` needs (Open MPI: running as root)."""
+    return dict(os.environ, **LAUNCHERS[mpi][1])
 
 
 @pytest.fixture(scope="module", params=["mpich", "openmpi"])
