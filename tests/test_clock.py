@@ -14,6 +14,8 @@ import waitscope
 from waitscope import _core, synth
 from waitscope.cli import main as cli_main
 
+from programs import random_collective  # tests/ is on sys.path
+
 
 def times_of(trace) -> list[np.ndarray]:
     return [trace.events(i).time.copy() for i in range(trace.n_locations)]
@@ -212,18 +214,8 @@ def random_program(rng: random.Random) -> synth.Program:
                 q2 = prog.rank(r).irecv((r - 1) % n, tag=100 + rnd)
                 prog.rank(r).waitall([q1, q2])
         else:
-            comm = rng.choice([None, sub])
-            members = comm.ranks if comm is not None else range(n)
-            op = rng.choice(["barrier", "bcast", "reduce", "allreduce", "alltoall", "gather", "scatter", "scan"])
-            root = rng.randrange(len(members))
-            for r in members:
-                b = prog.rank(r)
-                if op == "barrier":
-                    b.barrier(comm=comm)
-                elif op in ("bcast", "reduce", "gather", "scatter"):
-                    getattr(b, op)(root, 8, comm=comm)
-                else:
-                    getattr(b, op)(8, comm=comm)
+            random_collective(prog, rng, n, rng.choice([None, sub]),
+                              ["barrier", "bcast", "reduce", "allreduce", "alltoall", "gather", "scatter", "scan"])
     return prog
 
 

@@ -40,6 +40,7 @@ from waitscope import cli, progress, synth
 from waitscope.trace import block_owners
 
 from conftest import mpi4py_implementation, mpi_launcher  # tests/ is on sys.path
+from programs import random_collective
 
 
 def _importable(name: str) -> bool:
@@ -151,18 +152,8 @@ def mpi_program(rng: random.Random, n: int, rounds: int) -> synth.Program:
                 prog.rank(root).recv(s, tag=rnd)
         else:
             comm = rng.choice(subs) if kind == "subcollective" else None
-            members = comm.ranks if comm is not None else range(n)
-            op = rng.choice(["barrier", "bcast", "reduce", "allreduce", "alltoall", "allgather", "gather",
-                             "scatter", "scan"])
-            root = rng.randrange(len(members))
-            for r in members:
-                b = prog.rank(r)
-                if op == "barrier":
-                    b.barrier(comm=comm)
-                elif op in ("bcast", "reduce", "gather", "scatter"):
-                    getattr(b, op)(root, 8, comm=comm)
-                else:
-                    getattr(b, op)(8, comm=comm)
+            random_collective(prog, rng, n, comm, ["barrier", "bcast", "reduce", "allreduce", "alltoall",
+                                                   "allgather", "gather", "scatter", "scan"])
     return prog
 
 
