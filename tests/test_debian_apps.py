@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import waitscope
-from test_measure import environment, launcher  # tests/ is on sys.path
+from test_measure import environment, mpi_command  # tests/ is on sys.path
 
 NETPIPE = {"mpich": "NPmpich2", "openmpi": "NPopenmpi"}
 TRIALS = 3
@@ -36,8 +36,8 @@ def test_netpipe(mpi: str, tmp_path: Path):
     assert program is not None, f"{NETPIPE[mpi]} is missing: .ci/setup installs netpipe-mpich2 and netpipe-openmpi"
     out = tmp_path / "np"
     run = subprocess.run([sys.executable, "-m", "waitscope", "trace", "--profile", "-o", str(out), "--",
-                          *launcher(mpi, 2), program, "-u", "1024", "-n", "10"],
-                         env=environment(mpi), cwd=tmp_path, capture_output=True, text=True, timeout=300)
+                          *mpi_command(mpi, 2, [program, "-u", "1024", "-n", "10"])],
+                         env=environment(mpi, python=True), cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     sizes = {int(b): int(t) for b, t in LINE.findall(run.stdout + run.stderr)}  # NetPIPE reports on stderr
     assert len(sizes) > 10 and max(sizes) >= 1024, run.stdout

@@ -92,9 +92,30 @@ def launcher(mpi: str, n: int) -> list[str]:
     return [*LAUNCHERS[mpi][0], "-n", str(n)]
 
 
-def environment(mpi: str) -> dict[str, str]:
-    """The environment the launcher of `mpi` needs (Open MPI: running as root)."""
-    return dict(os.environ, **LAUNCHERS[mpi][1])
+SANITIZERS = [p for p in os.environ.get("LD_PRELOAD", "").split(":") if p.endswith("san.so")]
+"""Sanitizer runtimes preloaded into this Python (.ci/sanitize): they test the analysis
+kernel, not the MPI libraries (Open MPI itself trips ASan), so MPI processes run without them."""
+
+
+def environment(mpi: str, python: bool = False) -> dict[str, str]:
+    """The environment the launcher of `mpi` needs (Open MPI: running as root), for MPI
+    processes (no sanitizer runtimes), or with `python` for a Python that imports
+    waitscope (it keeps them; the MPI command then comes from :func:`mpi_command`)."""
+    env = dict(os.environ, WAITSCOPE_MPI=mpi, **LAUNCHERS[mpi][1])
+    if not python:
+        kept = [p for p in env.pop("LD_PRELOAD", "").split(":") if p and p not in SANITIZERS]
+        if kept:
+            env["LD_PRELOAD"] = ":".join(kept)
+    return env
+
+
+def mpi_command(mpi: str, n: int, program: list[str]) -> list[str]:
+    """The MPI command `waitscope trace` runs; with sanitizer runtimes preloaded, through
+    ``env`` so that the MPI processes preload the interposition library alone."""
+    command = launcher(mpi, n) + program
+    if SANITIZERS:
+        command = ["env", f"LD_PRELOAD={library(mpi)}"] + command
+    return command
 
 
 @pytest.fixture(scope="module", params=["mpich", "openmpi"])
@@ -110,9 +131,9 @@ def mpi(request) -> str:
 
 def measure(mpi: str, n: int, program: list[str], out: Path, profile: bool = True) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "waitscope", "trace", "-o", str(out)] + (["--profile"] if profile else []) \
-        + ["--"] + launcher(mpi, n) + program
-    return subprocess.run(command, env=environment(mpi), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          timeout=300)
+        + ["--"] + mpi_command(mpi, n, program)
+    return subprocess.run(command, env=environment(mpi, python=True), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=300)
 
 
 def printed(stdout: str, label: str) -> dict[str, float]:
