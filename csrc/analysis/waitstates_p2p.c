@@ -1,0 +1,406 @@
+/* Wait-state analysis, point-to-point patterns: Late Sender (with its
+ * wrong-order classes) in pass 1, Late Receiver at the sender in pass 2,
+ * and pass 3, which tells both sides which waits count; also the message
+ * counts and bytes.  Definitions: docs/metrics.md. */
+#include "waitstates_int.h"
+
+/* ---- pass 1: forward ---------------------------------------------------- */
+
+typedef struct send_info {
+    double enter;      /* enter of the send call */
+    double leave;      /* leave of the send call */
+    double done_enter; /* enter of the call that completed the send */
+    double done_leave; /* leave of that call */
+    uint64_t bytes;
+    uint32_t flags;
+    uint32_t pad;
+} send_info;
+static int p1_begin(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err)
+{
+    (void)env;
+    (void)err;
+    ws_loc_data *d = data_of(state, loc);
+    d->cur_callpath = WS_NONE32;
+    d->last_time = NAN;
+    d->multi_call = WS_NONE32;
+    d->multi_row = WS_NONE32;
+    d->multi_max = 0.0;
+    return WS_OK;
+}
+
+/* Pass 1 only records a Late Sender; it is counted at the end of pass 2,
+ * when a larger Late Receiver in the same Waitall may have replaced it. */
+static void count_late_sender(ws_analysis *a, uint32_t loc, uint32_t row, double wait)
+{
+    data_of(a, loc)->ls[row] = wait;
+}
+
+/* Waitall/Waitsome: only the largest Late Sender of the call counts. */
+static void flush_multi(ws_analysis *a, uint32_t loc)
+{
+    ws_loc_data *d = data_of(a, loc);
+    if (d->multi_call != WS_NONE32 && d->multi_max > 0.0)
+        count_late_sender(a, loc, d->multi_row, d->multi_max);
+    d->multi_call = WS_NONE32;
+    d->multi_row = WS_NONE32;
+    d->multi_max = 0.0;
+}
+
+static int p1_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel, ws_buffer *out,
+                      ws_error *err)
+{
+    (void)channel;
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    send_info p;
+    memset(&p, 0, sizeof p);
+    p.enter = ls->msg_enter[row];
+    p.leave = ls->msg_leave[row];
+    p.done_enter = ls->msg_done_enter[row];
+    p.done_leave = ls->msg_done[row];
+    p.bytes = env->trace->locations[loc].events.msg_bytes[row];
+    p.flags = ls->msg_flags[row];
+    if (ws_buffer_append(out, &p, sizeof p) != 0)
+        return ws_error_nomem(err, "payload");
+    /* the send is counted where it happens */
+    add(state, p.bytes == 0 ? M_SYNCS_SEND : M_COMMS_SEND, ls->msg_callpath[row], loc, 1.0);
+    add(state, M_BYTES_SENT, ls->msg_callpath[row], loc, (double)p.bytes);
+    return WS_OK;
+}
+
+static int p1_consume(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel,
+                      const void *data, size_t size, ws_error *err)
+{
+    (void)channel;
+    ws_analysis *a = state;
+    if (size != sizeof(send_info))
+        return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
+    send_info p;
+    memcpy(&p, data, sizeof p);
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    ws_loc_data *d = data_of(a, loc);
+    uint8_t flags = ls->msg_flags[row];
+    double enter = ls->msg_enter[row], leave = ls->msg_leave[row];
+    d->send_enter[row] = p.enter;
+    d->send_bytes[row] = p.bytes;
+    d->partner_leave[row] = p.leave;
+    d->partner_done_leave[row] = p.done_leave;
+    if (leave < p.enter)
+        a->result->clock_violations[loc]++;
+    uint32_t cp = ls->msg_callpath[row];
+    add(a, p.bytes == 0 ? M_SYNCS_RECV : M_COMMS_RECV, cp, loc, 1.0);
+    add(a, M_BYTES_RCVD, cp, loc, (double)p.bytes);
+
+    /* Late Receiver, decided here and charged at the sender in pass 2:
+     * the send's completing call had to wait until this receive was
+     * posted (a rendezvous send of zero latency leaves exactly then). */
+    if ((p.flags & WS_MSG_MAY_BLOCK) && p.done_leave >= ls->msg_post[row]) {
+        double lr = ls->msg_post[row] - p.done_enter;
+        if (lr > 0.0)
+            d->lr[row] = lr;
+    }
+
+    /* Late Sender: the receive (or the wait completing it) was entered
+     * before the send started; capped by the receive's duration. */
+    double wait = 0.0;
+    if (flags & WS_MSG_MAY_BLOCK) {
+        double until = p.enter < leave ? p.enter : leave;
+        wait = until - enter;
+        if (wait < 0.0)
+            wait = 0.0;
+    }
+    if (flags & WS_MSG_MULTI) {
+        if (d->multi_call != ls->msg_call[row])
+            flush_multi(a, loc);
+        d->multi_call = ls->msg_call[row];
+        if (d->multi_row == WS_NONE32 || wait > d->multi_max) {
+            d->multi_row = row;
+            d->multi_max = wait;
+        }
+    } else if (wait > 0.0) {
+        count_late_sender(a, loc, row, wait);
+    }
+    return WS_OK;
+}
+/* Wrong-order Late Senders: a Late Sender instance is in wrong order
+ * when the location later receives (in another MPI call) a message whose
+ * send started before the send of the message it waited for.  The nearest such later receive
+ * decides between "same" and "different" source.  With `wo`, the class of
+ * every receive row (WS_WO_*) is stored there for its wait record. */
+static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
+{
+    const ws_loc_sync *ls = &a->sync->locs[loc];
+    ws_loc_data *d = data_of(a, loc);
+    uint64_t n = ls->n_messages;
+    /* stack: later receives, send enters strictly increasing towards the
+     * top (a receive hides the later ones whose send started no earlier);
+     * group: the receives of the current call, pushed once the call is
+     * done, so that receives completed by one call (MPI_Waitall,
+     * MPI_Waitsome) are never in wrong order among themselves (Scalasca
+     * 2.6 records such a call's Late Sender at its Leave, after all of
+     * them) */
+    uint32_t *stack = ws_malloc_array(n ? n : 1, sizeof *stack);
+    uint32_t *group = ws_malloc_array(n ? n : 1, sizeof *group);
+    if (!stack || !group) {
+        free(stack);
+        free(group);
+        return ws_error_nomem(err, "wrong-order analysis");
+    }
+    uint64_t depth = 0, n_group = 0;
+    for (uint64_t k = n + 1; k-- > 0;) {
+        int is_recv = k < n && !(ls->msg_flags[k] & WS_MSG_SEND) && ls->msg_match[k] != WS_NONE64;
+        if (k < n && !is_recv)
+            continue;
+        if (n_group && (k == n || ls->msg_call[k] != ls->msg_call[group[0]])) {
+            for (uint64_t g = 0; g < n_group; g++) {
+                double tg = d->send_enter[group[g]];
+                while (depth && d->send_enter[stack[depth - 1]] >= tg)
+                    depth--;
+                stack[depth++] = group[g];
+            }
+            n_group = 0;
+        }
+        if (k == n)
+            continue;
+        group[n_group++] = (uint32_t)k;
+        if (!(d->ls[k] > 0.0) || d->ls_cancelled[k])
+            continue;
+        /* the nearest later receive whose send started earlier: the
+         * topmost stack entry with a send enter below ts */
+        double ts = d->send_enter[k];
+        uint64_t lo = 0, hi = depth;
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (d->send_enter[stack[mid]] < ts)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == 0)
+            continue;
+        uint32_t j = stack[lo - 1];
+        uint32_t cp = ls->msg_callpath[k];
+        int same = ls->msg_partner[j] == ls->msg_partner[k];
+        add(a, M_MPI_LATESENDER_WO, cp, loc, d->ls[k]);
+        add(a, same ? M_MPI_LSWO_SAME : M_MPI_LSWO_DIFFERENT, cp, loc, d->ls[k]);
+        if (wo)
+            wo[k] = same ? WS_WO_SAME : WS_WO_DIFFERENT;
+        add(a, d->send_bytes[k] == 0 ? M_MPI_SLSWO_COUNT : M_MPI_CLSWO_COUNT, cp, loc, 1.0);
+    }
+    free(stack);
+    free(group);
+    return WS_OK;
+}
+
+static int p1_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err)
+{
+    (void)env;
+    (void)err;
+    flush_multi(state, loc);
+    return WS_OK;
+}
+
+/* ---- pass 2: backward (Late Receiver at the sender) -------------------- */
+
+typedef struct recv_info {
+    double ls;   /* Late Sender wait counted at the receive */
+    double lr;   /* Late Receiver wait of the send */
+    double post; /* when the receive was posted */
+    double leave;      /* leave of the call holding the receive record */
+    double post_leave; /* leave of the call that posted the receive */
+} recv_info;
+
+/* Leave time of the call that holds event `ev` of `loc` (the innermost
+ * region around it; the event's own time when there is none). */
+static double leave_of_call(const ws_trace *t, uint32_t loc, uint32_t ev)
+{
+    const ws_events *e = &t->locations[loc].events;
+    int depth = 0;
+    for (uint64_t i = (uint64_t)ev + 1; i < e->n; i++) {
+        if (e->kind[i] == WS_EV_ENTER)
+            depth++;
+        else if (e->kind[i] == WS_EV_LEAVE && depth-- == 0)
+            return e->time[i];
+    }
+    return e->time[ev];
+}
+
+static int p2_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel, ws_buffer *out,
+                      ws_error *err)
+{
+    (void)channel;
+    ws_loc_data *d = data_of(state, loc);
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    double post_leave = (ls->msg_flags[row] & WS_MSG_NONBLOCKING)
+                            ? leave_of_call(env->trace, loc, ls->msg_ch1_event[row])
+                            : ls->msg_leave[row];
+    recv_info p = {d->ls[row], d->lr[row], ls->msg_post[row], ls->msg_leave[row], post_leave};
+    if (ws_buffer_append(out, &p, sizeof p) != 0)
+        return ws_error_nomem(err, "payload");
+    return WS_OK;
+}
+
+static int p2_consume(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel,
+                      const void *data, size_t size, ws_error *err)
+{
+    (void)env;
+    (void)channel;
+    if (size != sizeof(recv_info))
+        return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
+    ws_loc_data *d = data_of(state, loc);
+    recv_info p;
+    memcpy(&p, data, sizeof p);
+    d->ls[row] = p.ls;
+    d->lr[row] = p.lr;
+    d->post_time[row] = p.post;
+    d->partner_leave[row] = p.leave;
+    d->partner_done_leave[row] = p.post_leave;
+    return WS_OK;
+}
+
+/* A Waitall/Waitsome waits once: only the largest Late Receiver of the
+ * sends it completes counts, and when it also completes a late-sent
+ * receive, only the larger of the two waits counts.  Then the Late Sender
+ * and Late Receiver metrics of the location are added. */
+static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err)
+{
+    ws_analysis *a = state;
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    ws_loc_data *d = data_of(a, loc);
+    const ws_events *e = &env->trace->locations[loc].events;
+    ws_map64 best_lr, late_sender; /* completion call -> row */
+    ws_map64_init(&best_lr);
+    ws_map64_init(&late_sender);
+    for (uint64_t k = 0; k < ls->n_messages; k++)
+        if (!(ls->msg_flags[k] & WS_MSG_SEND) && (ls->msg_flags[k] & WS_MSG_MULTI) && d->ls[k] > 0.0 &&
+            ws_map64_put(&late_sender, ls->msg_call[k], k) != 0)
+            goto nomem;
+    for (uint64_t k = 0; k < ls->n_messages; k++) {
+        if (!(ls->msg_flags[k] & WS_MSG_SEND) || !(ls->msg_flags[k] & WS_MSG_MULTI) || d->lr[k] <= 0.0)
+            continue;
+        uint64_t other;
+        if (ws_map64_get(&best_lr, ls->msg_done_call[k], &other)) {
+            if (d->lr[k] > d->lr[other]) {
+                d->lr[other] = 0.0;
+                if (ws_map64_put(&best_lr, ls->msg_done_call[k], k) != 0)
+                    goto nomem;
+            } else {
+                d->lr[k] = 0.0;
+            }
+        } else if (ws_map64_put(&best_lr, ls->msg_done_call[k], k) != 0) {
+            goto nomem;
+        }
+    }
+    for (size_t i = 0; i < best_lr.capacity; i++) {
+        if (best_lr.keys[i] == UINT64_MAX)
+            continue;
+        uint64_t send = best_lr.values[i], recv;
+        if (!ws_map64_get(&late_sender, best_lr.keys[i], &recv))
+            continue;
+        if (d->lr[send] > d->ls[recv])
+            d->ls_cancelled[recv] = 1;
+        else
+            d->lr[send] = 0.0;
+    }
+    ws_map64_free(&best_lr);
+    ws_map64_free(&late_sender);
+    /* the wrong-order class of each Late Sender, for its record */
+    uint8_t *wo = NULL;
+    if (a->options.wait_records && !(wo = ws_calloc(ls->n_messages ? ls->n_messages : 1, sizeof *wo)))
+        return ws_error_nomem(err, "wait-state records");
+    int rc = wrong_order(a, loc, wo, err);
+    for (uint64_t k = 0; k < ls->n_messages && rc == WS_OK; k++) {
+        if (ls->msg_flags[k] & WS_MSG_SEND) {
+            if (d->lr[k] <= 0.0)
+                continue;
+            /* from the enter of the call completing the send to the post */
+            uint32_t cp = ls->msg_done_callpath[k];
+            wait_instance w = {ls->msg_done_enter[k], d->post_time[k], ls->msg_ch1_event[k], ls->msg_partner[k],
+                               WS_WO_NONE};
+            rc = ws_add_wait(a, WS_WP_LATERECEIVER, cp, loc, d->lr[k], &w, err);
+            add(a, e->msg_bytes[k] == 0 ? M_MPI_SLR_COUNT : M_MPI_CLR_COUNT, cp, loc, 1.0);
+        } else if (d->ls[k] > 0.0 && !d->ls_cancelled[k]) {
+            /* from the enter of the receiving call to min(send's enter, leave) (as pass 1) */
+            uint32_t cp = ls->msg_callpath[k];
+            double leave = ls->msg_leave[k], until = d->send_enter[k] < leave ? d->send_enter[k] : leave;
+            wait_instance w = {ls->msg_enter[k], until, e->msg_event[k], ls->msg_partner[k],
+                               wo ? wo[k] : WS_WO_NONE};
+            rc = ws_add_wait(a, WS_WP_LATESENDER, cp, loc, d->ls[k], &w, err);
+            add(a, d->send_bytes[k] == 0 ? M_MPI_SLS_COUNT : M_MPI_CLS_COUNT, cp, loc, 1.0);
+        }
+    }
+    free(wo);
+    return rc;
+nomem:
+    ws_map64_free(&best_lr);
+    ws_map64_free(&late_sender);
+    return ws_error_nomem(err, "Late Receiver selection");
+}
+
+/* ---- pass 3: forward (both sides learn which waits count) ------------- */
+
+/* channel 0 carries the final Late Receiver to the receiver; channel 1,
+ * for messages that had a Late Sender, its final value to the sender */
+static int p3_channels(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row)
+{
+    (void)env;
+    return 1 | (data_of(state, loc)->ls[row] > 0.0 ? 2 : 0);
+}
+
+static int p3_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel, ws_buffer *out,
+                      ws_error *err)
+{
+    (void)env;
+    ws_loc_data *d = data_of(state, loc);
+    double v = channel == 0 ? d->lr[row] : (d->ls_cancelled[row] ? 0.0 : d->ls[row]);
+    if (ws_buffer_append(out, &v, sizeof v) != 0)
+        return ws_error_nomem(err, "payload");
+    return WS_OK;
+}
+
+static int p3_consume(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel,
+                      const void *data, size_t size, ws_error *err)
+{
+    (void)env;
+    if (size != sizeof(double))
+        return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
+    ws_loc_data *d = data_of(state, loc);
+    memcpy(channel == 0 ? &d->lr[row] : &d->ls[row], data, sizeof(double));
+    return WS_OK;
+}
+
+/* after pass 3: cancelled Late Senders are no synchronization points */
+static int p3_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err)
+{
+    (void)err;
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    ws_loc_data *d = data_of(state, loc);
+    for (uint64_t k = 0; k < ls->n_messages; k++)
+        if (d->ls_cancelled[k])
+            d->ls[k] = 0.0;
+    return WS_OK;
+}
+
+void ws_waitstates_p2p_handlers(int pass, ws_handler *h)
+{
+    switch (pass) {
+    case 1:
+        h->begin = p1_begin;
+        h->end = p1_end;
+        h->msg_produce = p1_produce;
+        h->msg_consume = p1_consume;
+        break;
+    case 2:
+        h->msg_produce = p2_produce;
+        h->msg_consume = p2_consume;
+        h->end = p2_end;
+        break;
+    case 3:
+        h->msg_channels = p3_channels;
+        h->msg_produce = p3_produce;
+        h->msg_consume = p3_consume;
+        h->end = p3_end;
+        break;
+    default:
+        break;
+    }
+}
