@@ -92,7 +92,14 @@
       (MPI_Group group1, int n, const int ranks1[], MPI_Group group2, int ranks2[]),                                 \
       (group1, n, ranks1, group2, ranks2))                                                                           \
     X(Group_free, FUNCTION, (MPI_Group *group), (group))                                                             \
+    /* ranks in communicators */                                                                                      \
+    X(Comm_rank, FUNCTION, (MPI_Comm comm, int *rank), (comm, rank))                                                  \
+    X(Comm_size, FUNCTION, (MPI_Comm comm, int *size), (comm, size))                                                  \
     /* topologies */                                                                                                 \
+    X(Cart_shift, FUNCTION, (MPI_Comm comm, int direction, int disp, int *source, int *dest),                         \
+      (comm, direction, disp, source, dest))                                                                          \
+    X(Cart_coords, FUNCTION, (MPI_Comm comm, int rank, int maxdims, int coords[]), (comm, rank, maxdims, coords))     \
+    X(Cart_rank, FUNCTION, (MPI_Comm comm, const int coords[], int *rank), (comm, coords, rank))                      \
     X(Dims_create, FUNCTION, (int nnodes, int ndims, int dims[]), (nnodes, ndims, dims))                             \
     X(Cart_get, FUNCTION, (MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]),                     \
       (comm, maxdims, dims, periods, coords))                                                                        \

@@ -356,26 +356,6 @@ WS_EXPORT int MPI_Abort(MPI_Comm comm, int code)
 
 #define PASS_THROUGH (!ws_pmpi_g.measuring || ws_pmpi_g.in_call)
 
-WS_EXPORT int MPI_Comm_rank(MPI_Comm comm, int *rank)
-{
-    if (PASS_THROUGH)
-        return PMPI_Comm_rank(comm, rank);
-    ws_call_begin(WF_COMM_RANK);
-    int rc = PMPI_Comm_rank(comm, rank);
-    ws_call_end(WF_COMM_RANK, ws_now(), 0, 0, 0);
-    return rc;
-}
-
-WS_EXPORT int MPI_Comm_size(MPI_Comm comm, int *size)
-{
-    if (PASS_THROUGH)
-        return PMPI_Comm_size(comm, size);
-    ws_call_begin(WF_COMM_SIZE);
-    int rc = PMPI_Comm_size(comm, size);
-    ws_call_end(WF_COMM_SIZE, ws_now(), 0, 0, 0);
-    return rc;
-}
-
 WS_EXPORT int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
     if (PASS_THROUGH)
@@ -527,32 +507,3 @@ WS_EXPORT int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newint
     return rc;
 }
 
-WS_EXPORT int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *source, int *dest)
-{
-    if (PASS_THROUGH)
-        return PMPI_Cart_shift(comm, direction, disp, source, dest);
-    ws_call_begin(WF_CART_SHIFT);
-    int rc = PMPI_Cart_shift(comm, direction, disp, source, dest);
-    ws_call_end(WF_CART_SHIFT, ws_now(), 0, 0, 0);
-    return rc;
-}
-
-WS_EXPORT int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[])
-{
-    if (PASS_THROUGH)
-        return PMPI_Cart_coords(comm, rank, maxdims, coords);
-    ws_call_begin(WF_CART_COORDS);
-    int rc = PMPI_Cart_coords(comm, rank, maxdims, coords);
-    ws_call_end(WF_CART_COORDS, ws_now(), 0, 0, 0);
-    return rc;
-}
-
-WS_EXPORT int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank)
-{
-    if (PASS_THROUGH)
-        return PMPI_Cart_rank(comm, coords, rank);
-    ws_call_begin(WF_CART_RANK);
-    int rc = PMPI_Cart_rank(comm, coords, rank);
-    ws_call_end(WF_CART_RANK, ws_now(), 0, 0, 0);
-    return rc;
-}
