@@ -40,6 +40,7 @@ from pathlib import Path
 import pytest
 
 import waitscope
+from waitscope import pmpi
 from waitscope._parallel import LAUNCHERS
 from waitscope.profile import LATE_SENDER_FUNCTIONS
 
@@ -76,15 +77,8 @@ int main(int argc, char **argv)
 
 
 def library(mpi: str) -> str | None:
-    try:
-        from waitscope import pmpi
-    except ImportError:
-        return None
-    try:
-        path = pmpi.library_path(mpi)
-    except Exception:
-        return None
-    return str(path) if path and os.path.isfile(path) else None
+    """The interposition library built for `mpi`, or None."""
+    return pmpi.library_path(mpi) if mpi in pmpi.available() else None
 
 
 def launcher(mpi: str, n: int) -> list[str]:
