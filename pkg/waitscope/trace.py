@@ -547,7 +547,7 @@ class Trace:
             raise ValueError(f"schedule_seed must be a non-negative integer, got {schedule_seed}")
         part = None if partition is None else _check_partition(partition, self.n_locations)
         if clock_correction is not None:
-            self._check_clock_correction(clock_correction)
+            _check_clock_correction(clock_correction, self._comm)
             kept = _core.correct_clocks(self._core, clock_correction, keep_original=True)["original"]
             try:
                 return self.analyze(delay_model=delay_model, critical_path=critical_path,
@@ -569,13 +569,6 @@ class Trace:
                                 schedule_seed=int(schedule_seed), wait_records=wait_records)
         return AnalysisResult(self, raw)
 
-    def _check_clock_correction(self, method: str) -> None:
-        if method != "clc":
-            raise ValueError(f"clock_correction: unknown method {method!r} (known: 'clc')")
-        if self._comm is not None:
-            raise ValueError("clock_correction: the correction needs every location's events in one process; "
-                             "it is not available in the parallel mode (open the trace without comm)")
-
     def correct_clocks(self, method: str = "clc") -> dict[str, float]:
         """Restores the clock condition of the loaded events in place.
 
@@ -590,7 +583,7 @@ class Trace:
         ``n_moved`` (events changed at all) and ``max_shift`` (seconds).
         Needs every location loaded in this process (not the parallel mode).
         """
-        self._check_clock_correction(method)
+        _check_clock_correction(method, self._comm)
         stats = _core.correct_clocks(self._core, method)
         return {k: stats[k] for k in ("n_jumps", "n_moved", "max_shift")}
 
@@ -641,6 +634,15 @@ def _check_partition(partition: Any, n_locations: int) -> np.ndarray:
         raise ValueError(f"partition values must lie in 0..{n_locations - 1} (one partition number per "
                          f"location), got {int(values[i])} for location {i}")
     return values.astype(np.int32)
+
+
+def _check_clock_correction(method: str, comm: Any) -> None:
+    """The correction method must be known, and every location's events in this process."""
+    if method != "clc":
+        raise ValueError(f"clock_correction: unknown method {method!r} (known: 'clc')")
+    if comm is not None:
+        raise ValueError("clock_correction: the correction needs every location's events in one process; "
+                         "it is not available in the parallel mode (open the trace without comm)")
 
 
 def block_owners(n_locations: int, n_processes: int) -> np.ndarray:
@@ -719,11 +721,7 @@ def open(path: str | os.PathLike[str], locations: Iterable[int] | None = None, c
     Raises :class:`waitscope.TraceError` naming the file and the problem.
     """
     if clock_correction is not None:
-        if clock_correction != "clc":
-            raise ValueError(f"clock_correction: unknown method {clock_correction!r} (known: 'clc')")
-        if comm is not None:
-            raise ValueError("clock_correction: the correction needs every location's events in one process; "
-                             "it is not available in the parallel mode (open the trace without comm)")
+        _check_clock_correction(clock_correction, comm)
         if not load or locations is not None:
             raise ValueError("clock_correction needs the events of every location (load=True, locations=None)")
     from . import pmpi
