@@ -27,7 +27,35 @@ typedef struct ws_analysis_options {
     int wait_records;         /* keep one record per wait-state instance */
     const int32_t *partition; /* per location partition id (NULL: derived) */
     uint64_t schedule_seed;   /* see ws_replay_env */
+    /* time window (docs/metrics.md, "Time windows"): with has_window the
+     * metrics cover [window_start, window_end] only; the replays still see
+     * every event */
+    int has_window;
+    double window_start, window_end;
 } ws_analysis_options;
+
+/* The part of `value`, spread evenly over [start, end], that lies in the
+ * window: `value` itself when there is no window or the interval lies
+ * inside it (so that a window over the whole run changes nothing). */
+static inline double ws_window_part(const ws_analysis_options *o, double start, double end, double value)
+{
+    if (!o->has_window || (start >= o->window_start && end <= o->window_end))
+        return value;
+    double lo = start > o->window_start ? start : o->window_start;
+    double hi = end < o->window_end ? end : o->window_end;
+    if (!(hi > lo))
+        return 0.0;
+    /* an interval is its own length except for zero-length ones */
+    return end > start ? value * ((hi - lo) / (end - start)) : 0.0;
+}
+
+/* Whether an instant (an event, the start of a wait state) counts in the
+ * window: start <= t <= end (a window over the whole run counts every
+ * event, also the zero-length calls at its very end). */
+static inline int ws_window_has(const ws_analysis_options *o, double t)
+{
+    return !o->has_window || (t >= o->window_start && t <= o->window_end);
+}
 
 /* One delay calculation (seed 000 IV-B): who delayed whom at which
  * synchronization point and what it cost. */

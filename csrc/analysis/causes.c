@@ -18,6 +18,14 @@
 static int add_segment(ws_causes *c, uint32_t loc, uint32_t cp, double start, double end, ws_error *err)
 {
     ws_result *r = c->a->result;
+    const ws_analysis_options *o = &c->a->options;
+    if (o->has_window) {
+        /* the path inside the window only */
+        if (start < o->window_start)
+            start = o->window_start;
+        if (end > o->window_end)
+            end = o->window_end;
+    }
     if (!(end > start))
         return WS_OK;
     if (cp != WS_NONE32)
@@ -134,6 +142,7 @@ static int note_for(ws_causes *c, uint32_t loc, uint32_t k, uint32_t delayer, ui
     wait_note note;
     memset(&note, 0, sizeof note);
     note.wait = c->delay && handled(p->wclass) ? p->wait : 0.0;
+    note.gamma = c->delay && handled(p->wclass) ? p->wait_in : 0.0;
     if (c->delay)
         memcpy(note.gl, &cl->gl[(size_t)k * NCLS], sizeof note.gl);
     note.wclass = p->wclass;
@@ -524,6 +533,10 @@ void ws_causes_free(ws_causes *c)
     free(s->prop_l);
     free(s->cps);
     free(s->wait_points);
+    free(s->whole_short);
+    free(s->whole_long);
+    free(s->whole_prop);
+    free(s->whole_prop_l);
     free(c->acc);
     free(c->in_acc);
     free(c->touched);
@@ -570,6 +583,9 @@ int ws_causes_finish(ws_causes *c, ws_error *err)
             for (uint32_t k = 0; k < cl->n_sp; k++) {
                 const sync_point *p = &cl->sp[k];
                 double prop = cl->prop_max[k] < p->wait ? cl->prop_max[k] : p->wait;
+                /* in a window: the propagating share of the part inside it */
+                if (p->wait_in != p->wait)
+                    prop = p->wait > 0.0 ? prop * (p->wait_in / p->wait) : 0.0;
                 if (p->wclass == WS_WAIT_LATESENDER)
                     add(c, M_MPI_WAIT_PROPAGATING_LS, p->callpath, loc, prop);
                 else if (p->wclass == WS_WAIT_LATERECEIVER)

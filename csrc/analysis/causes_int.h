@@ -16,6 +16,7 @@ enum { NCLS = WS_WAIT_CLASS_COUNT };
 typedef struct sync_point {
     double time;       /* synchronization time */
     double wait;       /* own handled waiting time here (0 if none) */
+    double wait_in;    /* the part of `wait` inside the analysis window (= wait without one) */
     double completion; /* the part of its call that counts when it opens an interval */
     double completion_full; /* when that leaves nothing to charge: the call from the synchronization time on */
     uint32_t call_ev;  /* Enter event of the MPI call holding the point */
@@ -66,6 +67,9 @@ typedef struct charge_scratch {
     double *delta, *shortc, *longc, *waits, *prop_s, *prop_l;
     uint32_t *cps, *wait_points;
     size_t cap_n, cap_m;
+    /* with a window: the kernel on the whole waiting (propagating shares) */
+    double *whole_short, *whole_long, *whole_prop, *whole_prop_l;
+    size_t cap_whole_n, cap_whole_m;
 } charge_scratch;
 
 struct ws_causes {
@@ -96,7 +100,8 @@ typedef struct entry {
 
 /* what a waiting location tells the location it waited for */
 typedef struct wait_note {
-    double wait;          /* gamma short: the waiting time (0: nothing to charge) */
+    double wait;          /* the waiting time (0: nothing to charge) */
+    double gamma;         /* gamma short: its part inside the analysis window (= wait without one) */
     double gl[NCLS];      /* gamma long per final class */
     double token_time;    /* critical path handed over at this time ... */
     uint32_t token_target;/* ... to this location (WS_NONE32: no token) */

@@ -129,7 +129,19 @@ static int close_path_start(ws_analysis *a, double path_first, ws_error *err)
     int rc = a->transport->ops->allreduce_f64(a->transport, v, 2, WS_MAX, err);
     if (rc)
         return rc;
-    a->result->path_start = isinf(v[1]) ? -v[0] : v[1];
+    ws_result *r = a->result;
+    r->path_start = isinf(v[1]) ? -v[0] : v[1];
+    const ws_analysis_options *o = &a->options;
+    if (o->has_window) {
+        /* the path inside the window: from its start or the window's to
+         * its end or the window's (empty if they do not overlap) */
+        if (r->path_start < o->window_start)
+            r->path_start = o->window_start;
+        if (r->path_end > o->window_end)
+            r->path_end = o->window_end;
+        if (r->path_end < r->path_start)
+            r->path_end = r->path_start;
+    }
     return WS_OK;
 }
 

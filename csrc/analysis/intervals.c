@@ -123,6 +123,9 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             } else {
                 p->time = d->send_enter[row];
                 p->wait = d->ls[row];
+                double leave = ls->msg_leave[row];
+                p->wait_in = ws_window_part(&a->options, ls->msg_enter[row],
+                                            d->send_enter[row] < leave ? d->send_enter[row] : leave, p->wait);
                 p->wclass = WS_WAIT_LATESENDER;
                 p->callpath = ls->msg_callpath[row];
             }
@@ -151,6 +154,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             if (is_send) {
                 p->time = d->post_time[row];
                 p->wait = d->lr[row];
+                p->wait_in = ws_window_part(&a->options, ls->msg_done_enter[row], d->post_time[row], p->wait);
                 p->wclass = WS_WAIT_LATERECEIVER;
                 p->callpath = ls->msg_done_callpath[row];
             } else {
@@ -191,6 +195,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         p->completion_full = positive(ls->site_leave[s] - d->site_sync_time[s]);
         if (handled(p->wclass) && d->site_wait[s] > 0.0) {
             p->wait = d->site_wait[s];
+            p->wait_in = ws_window_part(&a->options, ls->site_enter[s], ls->site_enter[s] + p->wait, p->wait);
             p->callpath = ls->site_callpath[s];
         } else {
             p->wclass = WS_WAIT_NONE;
@@ -427,6 +432,33 @@ static int reserve(charge_scratch *s, size_t n, size_t m)
     return 0;
 }
 
+static int grow_doubles(double **p, size_t cap)
+{
+    void *q = realloc(*p, (cap ? cap : 1) * sizeof **p);
+    if (!q)
+        return -1;
+    *p = q;
+    return 0;
+}
+
+/* room for the kernel on the whole waiting: n call paths, m wait states */
+static int reserve_whole(charge_scratch *s, size_t n, size_t m)
+{
+    if (n + 1 > s->cap_whole_n) {
+        size_t cap = (n + 1) * 2;
+        if (grow_doubles(&s->whole_short, cap) || grow_doubles(&s->whole_long, cap))
+            return -1;
+        s->cap_whole_n = cap;
+    }
+    if (m + 1 > s->cap_whole_m) {
+        size_t cap = (m + 1) * 2;
+        if (grow_doubles(&s->whole_prop, cap) || grow_doubles(&s->whole_prop_l, cap))
+            return -1;
+        s->cap_whole_m = cap;
+    }
+    return 0;
+}
+
 /* Writes the signed delay vector d = t_s - w_s - t_r (seed 000 IV-B:
  * every call path whose entry is not zero, before the difference profile
  * drops the non-positive ones) into the result's record vectors from
@@ -471,7 +503,7 @@ static int add_record(ws_causes *c, const wait_note *note, uint32_t delayer, uin
     rec->kind = note->wclass;
     rec->sync_event = event;
     rec->sync_time = sync_time;
-    rec->wait = note->wait;
+    rec->wait = note->gamma;
     for (int x = 0; x < NCLS; x++)
         rec->longterm_in += note->gl[x];
     rec->vector_offset = vector_offset;
@@ -546,7 +578,9 @@ int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const w
     double gl = 0.0;
     for (int x = 0; x < NCLS; x++)
         gl += note->gl[x];
-    if (ws_delay_kernel(c->model, note->wait, gl, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
+    /* in a window only the waiting inside it is charged (gamma); the
+     * waiting outside still carries the costs propagated to it */
+    if (ws_delay_kernel(c->model, note->gamma, gl, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
                         s->prop_l) != 0) {
         /* nothing in the interval explains the waiting: it arose in the
          * call that opened it (a collective, or clocks that disagree);
@@ -554,14 +588,25 @@ int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const w
          * 2.6 leaves such waiting uncharged) */
         if (difference(c, s, loc, from, k, note, entries, 1, &n, vector_offset, &vector_length) != 0)
             return ws_error_nomem(err, "delay analysis");
-        if (ws_delay_kernel(c->model, note->wait, gl, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
+        if (ws_delay_kernel(c->model, note->gamma, gl, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
                             s->prop_l) != 0) {
-            cl->undistributed += note->wait + gl;
+            cl->undistributed += note->gamma + gl;
             c->a->result->n_entries = vector_offset; /* no record keeps the vector */
             return WS_OK;
         }
     }
     uint32_t w = note->wclass;
+    /* whether a wait state propagates is decided on the whole run: with a
+     * window, the share of the whole waiting (the kernel's short-term
+     * propagation depends on gamma short only) */
+    const double *prop_whole = s->prop_s;
+    if (note->gamma != note->wait) {
+        if (reserve_whole(s, n, m) != 0)
+            return ws_error_nomem(err, "delay analysis");
+        (void)ws_delay_kernel(c->model, note->wait, 0.0, s->delta, n, s->waits, m, s->whole_short, s->whole_long,
+                              s->whole_prop, s->whole_prop_l);
+        prop_whole = s->whole_prop;
+    }
     for (size_t i = 0; i < n; i++) {
         add(c, short_metric[w], s->cps[i], loc, s->shortc[i]);
         if (gl > 0.0)
@@ -581,8 +626,8 @@ int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const w
          * delays any handled wait (seed 002); the largest such share, not
          * their sum */
         int counts = w == WS_WAIT_LATESENDER || w == WS_WAIT_LATERECEIVER || cl->sp[q].type == SP_SITE;
-        if (counts && s->prop_s[j] > cl->prop_max[q])
-            cl->prop_max[q] = s->prop_s[j];
+        if (counts && prop_whole[j] > cl->prop_max[q])
+            cl->prop_max[q] = prop_whole[j];
         *indirect += s->prop_s[j];
     }
     if (c->a->options.keep_delay_records)

@@ -115,6 +115,17 @@ int ws_add_wait(ws_analysis *a, int pattern, uint32_t callpath, uint32_t loc, do
 {
     ws_result *r = a->result;
     int metric = pattern_metric[pattern];
+    const ws_analysis_options *o = &a->options;
+    double start = w->start, end = w->end;
+    if (o->has_window && wait > 0.0) {
+        /* the part of the waiting inside the window (the record's interval
+         * clipped with it) */
+        wait = ws_window_part(o, start, end, wait);
+        if (start < o->window_start)
+            start = o->window_start;
+        if (end > o->window_end)
+            end = o->window_end;
+    }
     add(a, metric, callpath, loc, wait);
     if (!a->options.wait_records || !(wait > 0.0) || r->slot[metric] < 0 || callpath >= r->n_callpaths)
         return WS_OK;
@@ -122,8 +133,8 @@ int ws_add_wait(ws_analysis *a, int pattern, uint32_t callpath, uint32_t loc, do
         return ws_error_nomem(err, "wait-state records");
     ws_wait_record *rec = &r->wait_records[r->n_wait_records++];
     memset(rec, 0, sizeof *rec);
-    rec->start = w->start;
-    rec->end = w->end;
+    rec->start = start;
+    rec->end = end;
     rec->wait = wait;
     rec->location = loc;
     rec->callpath = callpath;
@@ -211,7 +222,7 @@ void ws_waitstates_handlers(ws_analysis *a, int pass, ws_handler *h)
 
 /* Exclusive time and visits per call path: the time between two events
  * belongs to the innermost open region. */
-static void time_profile(const ws_trace *t, uint32_t loc, ws_loc_data *d)
+static void time_profile(const ws_trace *t, const ws_analysis_options *o, uint32_t loc, ws_loc_data *d)
 {
     const ws_events *e = &t->locations[loc].events;
     const uint32_t *parent = t->callpaths.parent;
@@ -220,12 +231,13 @@ static void time_profile(const ws_trace *t, uint32_t loc, ws_loc_data *d)
     for (uint64_t i = 0; i < e->n; i++) {
         double now = e->time[i];
         if (cur != WS_NONE32)
-            d->time[cur] += now - last;
+            d->time[cur] += ws_window_part(o, last, now, now - last);
         last = now;
         uint8_t kind = e->kind[i];
         if (kind == WS_EV_ENTER) {
             cur = e->ref[i];
-            d->visits[cur] += 1.0;
+            if (ws_window_has(o, now))
+                d->visits[cur] += 1.0;
         } else if (kind == WS_EV_LEAVE) {
             cur = parent[e->ref[i]];
         }
@@ -246,7 +258,7 @@ int ws_waitstates_finish(ws_analysis *a, ws_error *err)
     for (uint32_t i = 0; i < a->n_local; i++) {
         uint32_t loc = a->local[i];
         ws_loc_data *d = data_of(a, loc);
-        time_profile(t, loc, d);
+        time_profile(t, &a->options, loc, d);
         for (uint32_t cp = 0; cp < t->callpaths.n; cp++) {
             double v = d->time[cp];
             add(a, M_VISITS, cp, loc, d->visits[cp]);

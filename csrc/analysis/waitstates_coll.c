@@ -248,7 +248,7 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
         /* waiting for the last process to enter MPI_Init is no metric (no
          * delay cost may land on MPI_Init), but the critical path and the
          * imbalance indicators must not count it as activity */
-        d->init_wait[cp] += wait;
+        d->init_wait[cp] += ws_window_part(&a->options, b, b + wait, wait);
         break;
     case WS_SITE_FINALIZE:
         if ((rc = ws_add_wait(a, WS_WP_FINALIZE, cp, loc, wait, &wi, err)))
@@ -261,7 +261,7 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
     }
     /* counted on every collective record, single-member communicators
      * included (as Scalasca does; only the waiting skips them) */
-    if (own.op != 0xff) {
+    if (own.op != 0xff && ws_window_has(&a->options, env->trace->locations[loc].events.time[ev])) {
         if (own.sent == 0 && own.received == 0)
             add(a, M_SYNCS_COLL, cp, loc, 1.0);
         else if (own.sent && own.received)

@@ -250,17 +250,37 @@ static int parse_model(PyObject *obj, int *model)
     return 0;
 }
 
+/* window=None or (start, end) in seconds, start < end (the Python layer
+ * checks the arguments and names them in its errors) */
+static int parse_window(PyObject *obj, ws_analysis_options *opt)
+{
+    if (obj == Py_None)
+        return 0;
+    double start, end;
+    if (!PyArg_ParseTuple(obj, "dd", &start, &end))
+        return -1;
+    if (!(start < end)) {
+        PyErr_Format(PyExc_ValueError, "window: start (%g) must be before end (%g)", start, end);
+        return -1;
+    }
+    opt->has_window = 1;
+    opt->window_start = start;
+    opt->window_end = end;
+    return 0;
+}
+
 static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     (void)module;
+    PyObject *window_obj = Py_None;
     static char *kwlist[] = {"trace",     "delay_model", "critical_path", "records",
-                             "partition", "progress",    "schedule_seed", "wait_records", NULL};
+                             "partition", "progress",    "schedule_seed", "wait_records", "window", NULL};
     PyObject *trace_obj, *model_obj = Py_None, *partition_obj = Py_None, *callback = Py_None;
     int critical_path = 0, records = 0, wait_records = 0;
     unsigned long long seed = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|OppOOKp", kwlist, ws_py_trace_type(), &trace_obj,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|OppOOKpO", kwlist, ws_py_trace_type(), &trace_obj,
                                      &model_obj, &critical_path, &records, &partition_obj, &callback, &seed,
-                                     &wait_records))
+                                     &wait_records, &window_obj))
         return NULL;
     ws_trace *t = ((ws_py_trace *)trace_obj)->trace;
     ws_analysis_options opt;
@@ -271,6 +291,8 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
     opt.keep_delay_records = records;
     opt.wait_records = wait_records;
     opt.schedule_seed = seed;
+    if (parse_window(window_obj, &opt) != 0)
+        return NULL;
     PyArrayObject *partition = NULL;
     if (partition_obj != Py_None) {
         partition = (PyArrayObject *)PyArray_FROMANY(partition_obj, NPY_INT32, 1, 1, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST);
@@ -391,7 +413,7 @@ static PyObject *py_delay_kernel(PyObject *module, PyObject *args, PyObject *kwa
 static PyMethodDef functions[] = {
     {"analyze", (PyCFunction)(void (*)(void))py_analyze, METH_VARARGS | METH_KEYWORDS,
      "analyze(trace, delay_model=None, critical_path=False, records=False, partition=None, progress=None, "
-     "schedule_seed=0, wait_records=False)"},
+     "schedule_seed=0, wait_records=False, window=None)"},
     {"metric_table", (PyCFunction)py_metric_table, METH_NOARGS, "All metrics the core knows."},
     {"delay_kernel", (PyCFunction)(void (*)(void))py_delay_kernel, METH_VARARGS | METH_KEYWORDS,
      "delay_kernel(model, gamma_short, gamma_long, delta, waits) -> (short, long, propagated short, propagated "

@@ -281,16 +281,36 @@ static int gather_result(const ws_core_capi *capi, ws_result *r, int rank, int n
     return failed ? -1 : 0;
 }
 
+/* window=None or (start, end) in seconds, start < end (the Python layer
+ * checks the arguments and names them in its errors) */
+static int parse_window(PyObject *obj, ws_analysis_options *opt)
+{
+    if (obj == Py_None)
+        return 0;
+    double start, end;
+    if (!PyArg_ParseTuple(obj, "dd", &start, &end))
+        return -1;
+    if (!(start < end)) {
+        PyErr_Format(PyExc_ValueError, "window: start (%g) must be before end (%g)", start, end);
+        return -1;
+    }
+    opt->has_window = 1;
+    opt->window_start = start;
+    opt->window_end = end;
+    return 0;
+}
+
 static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     module_state *st = state_of(module);
+    PyObject *window_obj = Py_None;
     static char *kwlist[] = {"trace",     "comm",     "owner",      "delay_model",  "critical_path", "records",
-                             "partition", "progress", "keep_share", "wait_records", NULL};
+                             "partition", "progress", "keep_share", "wait_records", "window", NULL};
     PyObject *trace_obj, *comm_obj, *owner_obj, *model_obj = Py_None, *partition_obj = Py_None, *callback = Py_None;
     int critical_path = 0, records = 0, keep_share = 0, wait_records = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|OppOOpp", kwlist, &trace_obj, &comm_obj, &owner_obj,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|OppOOppO", kwlist, &trace_obj, &comm_obj, &owner_obj,
                                      &model_obj, &critical_path, &records, &partition_obj, &callback, &keep_share,
-                                     &wait_records))
+                                     &wait_records, &window_obj))
         return NULL;
     ws_trace *t = get_trace(st, trace_obj);
     MPI_Comm comm;
@@ -315,6 +335,8 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
     opt.critical_path = critical_path;
     opt.keep_delay_records = records;
     opt.wait_records = wait_records;
+    if (parse_window(window_obj, &opt) != 0)
+        return NULL;
     PyArrayObject *owner =
         (PyArrayObject *)PyArray_FROMANY(owner_obj, NPY_UINT32, 1, 1, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST);
     if (!owner)

@@ -115,6 +115,9 @@ class AnalysisResult:
         self.delay_model: str | None = raw["delay_model"]
         self.undistributed: float = float(raw.get("undistributed", 0.0))
         """Waiting time whose cost could not be charged to any activity."""
+        window = raw.get("window")
+        self.window: tuple[float, float] | None = None if window is None else (float(window[0]), float(window[1]))
+        """The analysis window (start, end) in seconds, or None for the whole run."""
 
     # ---- labels ------------------------------------------------------------
 

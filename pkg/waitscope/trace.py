@@ -510,6 +510,7 @@ class Trace:
         keep_share: bool = False,
         wait_records: bool = False,
         clock_correction: str | None = None,
+        window: tuple[float, float] | None = None,
     ) -> "AnalysisResult | None":
         """Replays the trace and returns the wait-state analysis.
 
@@ -535,6 +536,13 @@ class Trace:
         ``clock_correction="clc"`` analyzes the timestamps corrected with
         the controlled logical clock (see :meth:`correct_clocks`) and leaves
         the trace's own timestamps unchanged.
+
+        ``window=(start, end)`` (seconds, as the trace's event times) reports
+        the part of the run inside the window: times, wait states, delay
+        costs and the critical path are clipped to it, visits and counts
+        are those of the events in ``start <= t < end``; the replays still
+        see the whole trace, so causes outside the window explain waiting
+        inside it (docs/metrics.md, "Time windows").
         """
         from .result import AnalysisResult
 
@@ -546,13 +554,14 @@ class Trace:
         if schedule_seed < 0:
             raise ValueError(f"schedule_seed must be a non-negative integer, got {schedule_seed}")
         part = None if partition is None else _check_partition(partition, self.n_locations)
+        win = _check_window(window)
         if clock_correction is not None:
             _check_clock_correction(clock_correction, self._comm)
             kept = _core.correct_clocks(self._core, clock_correction, keep_original=True)["original"]
             try:
                 return self.analyze(delay_model=delay_model, critical_path=critical_path,
                                     delay_records=delay_records, partition=partition, progress=progress,
-                                    schedule_seed=schedule_seed, wait_records=wait_records)
+                                    schedule_seed=schedule_seed, wait_records=wait_records, window=window)
             finally:
                 _core.set_times(self._core, kept)
         if self._comm is not None:
@@ -561,12 +570,16 @@ class Trace:
             with Reporting(progress, self._comm, self.n_events) as callback:
                 raw = mpi_module().analyze(self._core, self._comm, self._owner, delay_model=delay_model,
                                            critical_path=critical_path, records=delay_records, partition=part,
-                                           progress=callback, keep_share=keep_share, wait_records=wait_records)
+                                           progress=callback, keep_share=keep_share, wait_records=wait_records,
+                                           window=win)
+            if raw is not None:
+                raw["window"] = win
             return None if raw is None else AnalysisResult(self, raw)
         with Reporting(progress) as callback:
             raw = _core.analyze(self._core, delay_model=delay_model, critical_path=critical_path,
                                 records=delay_records, partition=part, progress=callback,
-                                schedule_seed=int(schedule_seed), wait_records=wait_records)
+                                schedule_seed=int(schedule_seed), wait_records=wait_records, window=win)
+        raw["window"] = win
         return AnalysisResult(self, raw)
 
     def correct_clocks(self, method: str = "clc") -> dict[str, float]:
@@ -607,6 +620,24 @@ def _check_flags(**flags: Any) -> None:
     for name, value in flags.items():
         if not isinstance(value, (bool, np.bool_)):
             raise TypeError(f"{name} must be True or False, got {value!r}")
+
+
+def _check_window(window: Any) -> tuple[float, float] | None:
+    """The analysis window as two floats start < end, or None."""
+    if window is None:
+        return None
+    if isinstance(window, (str, bytes)) or not hasattr(window, "__len__") or len(window) != 2:
+        raise TypeError(f"window must be None or (start, end) in seconds, got {window!r}")
+    values = []
+    for name, value in zip(("start", "end"), window):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"window {name} must be a number of seconds, got {value!r}")
+        if not np.isfinite(value):
+            raise ValueError(f"window {name} must be finite, got {value!r}")
+        values.append(float(value))
+    if not values[0] < values[1]:
+        raise ValueError(f"window start ({values[0]!r}) must be before its end ({values[1]!r})")
+    return values[0], values[1]
 
 
 def _check_delay_model(delay_model: Any) -> None:
