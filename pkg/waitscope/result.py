@@ -393,6 +393,26 @@ class AnalysisResult:
         out["wrong_order"] = np.array(WRONG_ORDER)[cols["wrong_order"]]
         return out
 
+    # ---- per visit -----------------------------------------------------------
+
+    def timeseries(self, metric: str, region: int | str) -> np.ndarray:
+        """The metric in each visit of a repeating region, per location.
+
+        Returns an array [visit, location]: row k holds the metric inside
+        the k-th visit of `region` (e.g. each ``timestep``) on every
+        location, NaN where a location visited it fewer times.  `region` is
+        a region name (all its call paths; nested visits count in the
+        outer one) or a call path (index, name or suffix).  Summed over the
+        visits, a column is the region's inclusive metric on that location.
+        Supported: the time hierarchy (``time``, ``comp``, ``mpi``, ...),
+        ``visits``, the wait-state metrics charged per instance (these need
+        ``wait_records=True``) and ``critical_path``; see
+        :mod:`waitscope._timeseries`.  ``plot.timeseries`` draws it.
+        """
+        from ._timeseries import timeseries
+
+        return timeseries(self, metric, region)
+
     # ---- critical path -------------------------------------------------------
 
     @property
