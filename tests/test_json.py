@@ -99,7 +99,7 @@ def _run(capsys, *args: str) -> dict:
 def test_the_schema_is_documented():
     assert {"Document", "clock", "location", "topology", "callpath", "metric", "value row", "delay",
             "critical path", "segment"} <= set(SCHEMA)
-    assert len(SCHEMA["Document"]) == 14 and SCHEMA["Document"]["metrics"][1] == "analyze"
+    assert len(SCHEMA["Document"]) == 15 and SCHEMA["Document"]["metrics"][1] == "analyze"
 
 
 def test_info_json(pingpong_dir: Path, capsys) -> None:

@@ -347,3 +347,27 @@ def test_parallel_mode_equals_the_embedded_mode(tmp_path):
                                                               delay_records=True, wait_records=True,
                                                               window=window))
         test_mpi.assert_same_result(expected, dict(np.load(tmp_path / f"{i}.npz")), f"{model}, window {window}")
+
+
+# ---- the command line -------------------------------------------------------------------
+
+
+def test_command_line_window(tmp_path, capsys):
+    import json
+
+    from waitscope import cli
+
+    path = late_sender_trace().write(tmp_path / "trace")
+    assert cli.main(["analyze", path, "--window", "2:10", "--delay", "proportional", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["window"] == [2.0, 10.0]
+    assert doc["metrics"]["mpi_latesender"]["total"] == pytest.approx(1.0)
+    assert doc["metrics"]["delay"]["total"] == pytest.approx(1.0)
+    assert cli.main(["analyze", path, "--window", "0.5:1.5"]) == 0
+    out = capsys.readouterr().out
+    assert "window 0.5:1.5 s" in out
+    for bad in ("3:1", "1", "a:b", "1:2:3", "0:inf"):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["analyze", path, "--window", bad])
+        assert exc.value.code == 2
+        assert "--window" in capsys.readouterr().err

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import sys
@@ -149,7 +150,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     progress = _progress(args)
     trace = open_trace(args.trace, comm=getattr(args, "comm", None), progress=progress)
     result = trace.analyze(delay_model=args.delay, critical_path=args.critical_path, progress=progress,
-                           clock_correction=getattr(args, "clock_correction", None))
+                           clock_correction=getattr(args, "clock_correction", None),
+                           window=getattr(args, "window", None))
     counts = _event_counts(trace)
     _close(progress)
     if result is None:  # parallel mode: rank 0 has the result and reports
@@ -160,6 +162,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         print(f"waitscope {__version__}: {trace.path}")
         print(f"{trace.n_locations} locations, {int(counts.sum())} events, {len(trace.callpath_names)} call paths, "
               f"clock {trace.clock['resolution']} ticks/s")
+        if result.window is not None:
+            print(f"window {result.window[0]:.9g}:{result.window[1]:.9g} s (the metrics of this part of the run)")
         print(result.summary(top=args.top))
     if getattr(args, "output", None) and result is not None:
         try:
@@ -214,6 +218,20 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _window(text: str) -> tuple[float, float]:
+    """argparse type of --window: START:END in seconds, START < END."""
+    parts = text.split(":")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        start, end = float(parts[0]), float(parts[1])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected START:END in seconds (e.g. 1.5:3), got {text!r}") from None
+    if not (math.isfinite(start) and math.isfinite(end)) or not start < end:
+        raise argparse.ArgumentTypeError(f"expected finite START < END in seconds, got {text!r}")
+    return start, end
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="waitscope", description="Finds why parallel MPI programs wait.")
     parser.add_argument("--version", action="version", version=f"waitscope {__version__}")
@@ -231,6 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--critical-path", action="store_true", help="add the critical-path analysis")
     analyze.add_argument("--clock-correction", choices=["clc"], default=None,
                          help="correct the timestamps with the controlled logical clock before the analysis")
+    analyze.add_argument("--window", type=_window, metavar="START:END", default=None,
+                         help="report only the part of the run between START and END seconds (trace time)")
     analyze.add_argument("--json", action="store_true", help="machine-readable output")
     analyze.add_argument("--top", type=_positive_int, default=5, help="how many call paths and locations to list")
     analyze.add_argument("--quiet", action="store_true", help="no progress output")

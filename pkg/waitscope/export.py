@@ -118,4 +118,5 @@ def analysis_document(result: "AnalysisResult", event_counts: Sequence[int] | No
     doc["delay"] = _delay(result)
     doc["critical_path"] = _critical_path(result)
     doc["clock_violations"] = [int(x) for x in np.asarray(result.clock_violations)]
+    doc["window"] = None if result.window is None else [float(result.window[0]), float(result.window[1])]
     return doc
