@@ -371,3 +371,24 @@ def test_command_line_window(tmp_path, capsys):
             cli.main(["analyze", path, "--window", bad])
         assert exc.value.code == 2
         assert "--window" in capsys.readouterr().err
+
+
+# ---- plot.timeseries ---------------------------------------------------------------------
+
+
+def test_plot_timeseries(tmp_path):
+    plot = pytest.importorskip("waitscope.plot")
+    r = iteration_program().run(latency=0.0).analyze(wait_records=True)
+    fig = plot.timeseries(r, "mpi_barrier_wait", "iteration")
+    lines = {line.get_gid(): line for line in fig.axes[0].get_lines()}
+    assert list(lines["location:0"].get_ydata()) == pytest.approx(0.1 * np.arange(5))
+    assert list(lines["mean"].get_ydata()) == pytest.approx(0.05 * np.arange(5))
+    fig.savefig(tmp_path / "lines.png")
+    fig = plot.timeseries(r, "time", "iteration", style="heatmap", locations=[1])
+    image = [im for im in fig.axes[0].get_images() if im.get_gid() == "timeseries"][0]
+    assert np.asarray(image.get_array()) == pytest.approx(0.1 * np.arange(1, 6).reshape(1, 5))
+    fig.savefig(tmp_path / "heatmap.png")
+    with pytest.raises(ValueError, match="style"):
+        plot.timeseries(r, "time", "iteration", style="bars")
+    with pytest.raises(ValueError, match="locations"):
+        plot.timeseries(r, "time", "iteration", locations=[5])
