@@ -216,6 +216,45 @@ def test_long_term_costs_of_waiting_inside_the_window():
         assert r.total("mpi_wait_terminal") == pytest.approx(0.5)
 
 
+# ---- random programs: windows split the run ------------------------------------------------
+#
+# Two adjacent windows [t0, m] and [m, t1] split every time-like metric of the
+# whole run between them (an interval straddling m is cut in two); the
+# delay costs of a wait state are those of the whole run scaled by its share
+# inside the window, so they split too, in both models.  Each window
+# conserves: delay costs = handled waiting inside.
+
+SPLIT = ("time", "comp", "mpi", "mpi_latesender", "mpi_latereceiver", "mpi_barrier_wait", "mpi_wait_nxn",
+         "mpi_latebroadcast", "mpi_earlyreduce", "mpi_earlyscan", "mpi_latesender_wo", "critical_path",
+         "mpi_wait_direct", "mpi_wait_indirect", "mpi_wait_propagating", "mpi_wait_terminal")
+
+
+@pytest.mark.parametrize("model", ["proportional", "wait-first"])
+def test_adjacent_windows_split_random_programs(model):
+    import random
+
+    from test_delay import random_program
+
+    rng = random.Random(515 if model == "proportional" else 516)
+    for _ in range(40):
+        trace = random_program(rng).run(latency=rng.choice([0.0, 1e-3]), bandwidth=rng.choice([None, 1e6]))
+        t0, t1 = span(trace)
+        mid = rng.uniform(t0, t1)
+        whole = trace.analyze(delay_model=model, critical_path=True)
+        parts = [trace.analyze(delay_model=model, critical_path=True, window=w) for w in ((t0, mid), (mid, t1))]
+        for metric in SPLIT + ("delay", "delay_latesender_longterm", "delay_barrier_longterm"):
+            assert parts[0].get(metric) + parts[1].get(metric) == pytest.approx(whole.get(metric), abs=1e-9), metric
+        for part in parts:
+            assert part.total("delay") + part.undistributed == pytest.approx(part.handled_waiting(), abs=1e-9)
+            assert part.total("mpi_wait_direct") + part.total("mpi_wait_indirect") == pytest.approx(
+                part.handled_waiting(), abs=1e-9)
+            assert part.total("mpi_wait_propagating") + part.total("mpi_wait_terminal") == pytest.approx(
+                part.handled_waiting(), abs=1e-9)
+            assert part.critical_path.length == pytest.approx(part.critical_path.end - part.critical_path.start,
+                                                              abs=1e-9)
+        assert sum(p.critical_path.length for p in parts) == pytest.approx(whole.critical_path.length, abs=1e-9)
+
+
 # ---- arguments ---------------------------------------------------------------------------
 
 

@@ -533,10 +533,7 @@ void ws_causes_free(ws_causes *c)
     free(s->prop_l);
     free(s->cps);
     free(s->wait_points);
-    free(s->whole_short);
-    free(s->whole_long);
     free(s->whole_prop);
-    free(s->whole_prop_l);
     free(c->acc);
     free(c->in_acc);
     free(c->touched);

@@ -67,9 +67,9 @@ typedef struct charge_scratch {
     double *delta, *shortc, *longc, *waits, *prop_s, *prop_l;
     uint32_t *cps, *wait_points;
     size_t cap_n, cap_m;
-    /* with a window: the kernel on the whole waiting (propagating shares) */
-    double *whole_short, *whole_long, *whole_prop, *whole_prop_l;
-    size_t cap_whole_n, cap_whole_m;
+    /* with a window: the propagated shares of the whole waiting */
+    double *whole_prop;
+    size_t cap_whole;
 } charge_scratch;
 
 struct ws_causes {

@@ -432,29 +432,16 @@ static int reserve(charge_scratch *s, size_t n, size_t m)
     return 0;
 }
 
-static int grow_doubles(double **p, size_t cap)
+/* room for the propagated shares of the whole waiting of m wait states */
+static int reserve_whole(charge_scratch *s, size_t m)
 {
-    void *q = realloc(*p, (cap ? cap : 1) * sizeof **p);
-    if (!q)
-        return -1;
-    *p = q;
-    return 0;
-}
-
-/* room for the kernel on the whole waiting: n call paths, m wait states */
-static int reserve_whole(charge_scratch *s, size_t n, size_t m)
-{
-    if (n + 1 > s->cap_whole_n) {
-        size_t cap = (n + 1) * 2;
-        if (grow_doubles(&s->whole_short, cap) || grow_doubles(&s->whole_long, cap))
-            return -1;
-        s->cap_whole_n = cap;
-    }
-    if (m + 1 > s->cap_whole_m) {
+    if (m + 1 > s->cap_whole) {
         size_t cap = (m + 1) * 2;
-        if (grow_doubles(&s->whole_prop, cap) || grow_doubles(&s->whole_prop_l, cap))
+        void *p = realloc(s->whole_prop, cap * sizeof *s->whole_prop);
+        if (!p)
             return -1;
-        s->cap_whole_m = cap;
+        s->whole_prop = p;
+        s->cap_whole = cap;
     }
     return 0;
 }
@@ -578,9 +565,8 @@ int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const w
     double gl = 0.0;
     for (int x = 0; x < NCLS; x++)
         gl += note->gl[x];
-    /* in a window only the waiting inside it is charged (gamma); the
-     * waiting outside still carries the costs propagated to it */
-    if (ws_delay_kernel(c->model, note->gamma, gl, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
+    /* the kernel distributes the whole waiting (as on the whole run) */
+    if (ws_delay_kernel(c->model, note->wait, gl, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
                         s->prop_l) != 0) {
         /* nothing in the interval explains the waiting: it arose in the
          * call that opened it (a collective, or clocks that disagree);
@@ -588,7 +574,7 @@ int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const w
          * 2.6 leaves such waiting uncharged) */
         if (difference(c, s, loc, from, k, note, entries, 1, &n, vector_offset, &vector_length) != 0)
             return ws_error_nomem(err, "delay analysis");
-        if (ws_delay_kernel(c->model, note->gamma, gl, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
+        if (ws_delay_kernel(c->model, note->wait, gl, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
                             s->prop_l) != 0) {
             cl->undistributed += note->gamma + gl;
             c->a->result->n_entries = vector_offset; /* no record keeps the vector */
@@ -596,15 +582,23 @@ int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const w
         }
     }
     uint32_t w = note->wclass;
-    /* whether a wait state propagates is decided on the whole run: with a
-     * window, the share of the whole waiting (the kernel's short-term
-     * propagation depends on gamma short only) */
+    /* In a window only the part `gamma` of the waiting inside it is
+     * charged: the short-term costs and propagated shares of the whole
+     * waiting, scaled by gamma / wait (both models are linear in the
+     * long-term cost, which is already that of the waiting inside the
+     * window).  Whether a wait state propagates is decided on the whole
+     * run: from the shares of the whole waiting. */
     const double *prop_whole = s->prop_s;
     if (note->gamma != note->wait) {
-        if (reserve_whole(s, n, m) != 0)
+        if (reserve_whole(s, m) != 0)
             return ws_error_nomem(err, "delay analysis");
-        (void)ws_delay_kernel(c->model, note->wait, 0.0, s->delta, n, s->waits, m, s->whole_short, s->whole_long,
-                              s->whole_prop, s->whole_prop_l);
+        double ratio = note->gamma / note->wait;
+        for (size_t j = 0; j < m; j++) {
+            s->whole_prop[j] = s->prop_s[j];
+            s->prop_s[j] *= ratio;
+        }
+        for (size_t i = 0; i < n; i++)
+            s->shortc[i] *= ratio;
         prop_whole = s->whole_prop;
     }
     for (size_t i = 0; i < n; i++) {
