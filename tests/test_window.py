@@ -365,6 +365,10 @@ for i, (model, window) in enumerate({configs!r}):
                       window=window)
     if MPI.COMM_WORLD.Get_rank() == 0:
         np.savez({out!r} + f"/{{i}}.npz", **result_arrays(r))
+        try:
+            r.timeseries("time", "work")
+        except ValueError as exc:
+            open({out!r} + "/timeseries.txt", "w").write(str(exc))
 """
 
 
@@ -386,6 +390,8 @@ def test_parallel_mode_equals_the_embedded_mode(tmp_path):
                                                               delay_records=True, wait_records=True,
                                                               window=window))
         test_mpi.assert_same_result(expected, dict(np.load(tmp_path / f"{i}.npz")), f"{model}, window {window}")
+    # rank 0 holds the events of its own locations only
+    assert "needs the events of every location" in (tmp_path / "timeseries.txt").read_text()
 
 
 # ---- the command line -------------------------------------------------------------------

@@ -97,6 +97,9 @@ def timeseries(result: "AnalysisResult", metric: str, region: RegionKey) -> np.n
     m = result.metric_index(metric)  # KeyError naming the result's metrics
     cps = region_callpaths(result, region)
     trace = result.trace
+    if len(trace.loaded_locations) != result.n_locations:
+        raise ValueError("timeseries needs the events of every location: open the trace in one process "
+                         "(the parallel mode loads each process's share only)")
     parent = np.asarray(trace.callpath_parent, dtype=np.int64)
     window = result.window
     lo, hi = (-np.inf, np.inf) if window is None else window
