@@ -141,6 +141,9 @@ def summary(result: "AnalysisResult", top: int = 5) -> str:
     ranks = np.unique(result.location_ranks)
     lines = [f"total time {total:.6f} s, summed over {result.n_locations} locations ({len(ranks)} ranks); "
              f"run length {result.run_length:.6f} s"]
+    window = getattr(result, "window", None)
+    if window is not None:
+        lines.append(f"window {window[0]:.6f} s to {window[1]:.6f} s: the metrics of this part of the run only")
 
     lines.append("")
     lines.append("metric tree (inclusive values; non-zero metrics; % of total time):")
