@@ -410,7 +410,6 @@ def test_command_line_window(tmp_path, capsys):
     assert doc["metrics"]["delay"]["total"] == pytest.approx(1.0)
     assert cli.main(["analyze", path, "--window", "0.5:1.5"]) == 0
     out = capsys.readouterr().out
-    assert "window 0.5:1.5 s" in out
     assert "window 0.500000 s to 1.500000 s: the metrics of this part of the run only" in out
     for bad in ("3:1", "1", "a:b", "1:2:3", "0:inf"):
         with pytest.raises(SystemExit) as exc:

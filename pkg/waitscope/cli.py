@@ -162,8 +162,6 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         print(f"waitscope {__version__}: {trace.path}")
         print(f"{trace.n_locations} locations, {int(counts.sum())} events, {len(trace.callpath_names)} call paths, "
               f"clock {trace.clock['resolution']} ticks/s")
-        if result.window is not None:
-            print(f"window {result.window[0]:.9g}:{result.window[1]:.9g} s (the metrics of this part of the run)")
         print(result.summary(top=args.top))
     if getattr(args, "output", None) and result is not None:
         try:
