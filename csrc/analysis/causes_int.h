@@ -101,7 +101,7 @@ typedef struct entry {
 /* what a waiting location tells the location it waited for */
 typedef struct wait_note {
     double wait;          /* the waiting time (0: nothing to charge) */
-    double gamma;         /* gamma short: its part inside the analysis window (= wait without one) */
+    double gamma;         /* its part inside the analysis window, the short-term cost charged (= wait without one) */
     double gl[NCLS];      /* gamma long per final class */
     double token_time;    /* critical path handed over at this time ... */
     uint32_t token_target;/* ... to this location (WS_NONE32: no token) */
