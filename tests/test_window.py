@@ -66,6 +66,30 @@ def test_window_over_the_whole_run_equals_the_analysis(model):
         assert_results_identical(whole, trace.analyze(delay_model=model, window=(t0 - 5.0, t1 + 5.0), **FULL))
 
 
+def recorded_traces() -> list[Path]:
+    """The bundled Score-P trace and Scalasca's reference traces (when the shared data is there)."""
+    from conftest import SHARED_DATA
+
+    refs = SHARED_DATA / "scalasca-refs"
+    found = sorted(refs.glob("*/traces.otf2")) if refs.is_dir() else []
+    return [Path(examples.PING_PONG)] + found
+
+
+def test_window_over_the_whole_run_of_recorded_traces():
+    for path in recorded_traces():
+        trace = waitscope.open(path)
+        t0, t1 = span(trace)
+        for model in ("proportional", "wait-first"):
+            whole = trace.analyze(delay_model=model, **FULL)
+            assert_results_identical(whole, trace.analyze(delay_model=model, window=(t0, t1), **FULL))
+            # and two halves split it
+            mid = (t0 + t1) / 2
+            parts = [trace.analyze(delay_model=model, critical_path=True, window=w) for w in ((t0, mid), (mid, t1))]
+            for metric in SPLIT + ("delay",):
+                assert parts[0].get(metric) + parts[1].get(metric) == pytest.approx(
+                    whole.get(metric), abs=1e-9), f"{path}: {metric}"
+
+
 # ---- seed 001's benchmark: the first half of the iterations ------------------------
 #
 # 32 ranks, 320 iterations of work() + barrier, latency 0: every iteration
