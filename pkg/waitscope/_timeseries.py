@@ -60,23 +60,45 @@ def region_callpaths(result: "AnalysisResult", region: RegionKey) -> np.ndarray:
     return np.array([result.callpath_index(region)], dtype=np.int64)
 
 
-def _visits(kind: np.ndarray, ref: np.ndarray, callpaths: np.ndarray) -> list[tuple[int, int]]:
-    """(Enter, matching Leave) event indices of the outermost visits of `callpaths`, in time order."""
+def _visits(kind: np.ndarray, ref: np.ndarray, callpaths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Enter and matching Leave event indices of the outermost visits of `callpaths`, in time order."""
     is_enter, is_leave = kind == ENTER, kind == LEAVE
     depth = np.cumsum(is_enter.astype(np.int64) - is_leave.astype(np.int64))  # after each event
     starts = np.nonzero(is_enter & np.isin(ref, callpaths))[0]
+    ends = np.full(len(starts), len(kind) - 1, dtype=np.int64)  # cut short: open until the last event
+    # the matching Leave: the first Leave after the Enter that returns to the depth before it
     leaves = np.nonzero(is_leave)[0]
-    out: list[tuple[int, int]] = []
-    end = -1
-    for i in starts:
-        if i <= end:  # nested in the previous visit (recursion)
-            continue
-        # the first Leave after i that returns to the depth before the Enter
-        later = leaves[leaves > i]
-        match = later[depth[later] == depth[i] - 1]
-        end = int(match[0]) if len(match) else len(kind) - 1  # cut short: open until the last event
-        out.append((int(i), end))
-    return out
+    by_depth = np.lexsort((leaves, depth[leaves]))
+    leave_depth, leave_index = depth[leaves][by_depth], leaves[by_depth]
+    for level in np.unique(depth[starts]):
+        mine = np.nonzero(depth[starts] == level)[0]
+        lo, hi = np.searchsorted(leave_depth, [level - 1, level])
+        candidates = leave_index[lo:hi]
+        pos = np.searchsorted(candidates, starts[mine])
+        found = pos < len(candidates)
+        ends[mine[found]] = candidates[pos[found]]
+    # visits nested in an earlier one (recursion) count in the outer one
+    keep = np.ones(len(starts), dtype=bool)
+    reach = -1
+    for k in range(len(starts)):
+        if starts[k] <= reach:
+            keep[k] = False
+        else:
+            reach = ends[k]
+    return starts[keep], ends[keep]
+
+
+def _path_time(segments: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Time on the critical path up to each time `t`, from one location's (disjoint, sorted) segments."""
+    if len(segments) == 0:
+        return np.zeros(len(t))
+    order = np.argsort(segments["start"], kind="stable")
+    start, end = segments["start"][order], segments["end"][order]
+    before = np.concatenate(([0.0], np.cumsum(end - start)))
+    k = np.searchsorted(start, t, side="right")  # segments starting at or before t
+    last = np.maximum(k - 1, 0)
+    inside = np.where(k > 0, np.clip(t - start[last], 0.0, end[last] - start[last]), 0.0)
+    return before[np.maximum(k - 1, 0)] * (k > 0) + inside
 
 
 def _active_callpath(kind: np.ndarray, ref: np.ndarray, parent: np.ndarray) -> np.ndarray:
@@ -121,8 +143,8 @@ def timeseries(result: "AnalysisResult", metric: str, region: RegionKey) -> np.n
     for loc in range(result.n_locations):
         ev = trace.events(loc)
         kind, ref, t = np.asarray(ev.kind), np.asarray(ev.ref, dtype=np.int64), np.asarray(ev.time)
-        visits = _visits(kind, ref, cps)
-        values = np.zeros(len(visits))
+        first, last = _visits(kind, ref, cps)
+        values = np.zeros(len(first))
         if member is not None and len(t) > 1:
             active = _active_callpath(kind, ref, parent)[:-1]
             start, end = np.clip(t[:-1], lo, hi), np.clip(t[1:], lo, hi)
@@ -130,21 +152,20 @@ def timeseries(result: "AnalysisResult", metric: str, region: RegionKey) -> np.n
             inside = (t[:-1] >= lo) & (t[1:] <= hi)
             dur = np.where(inside, t[1:] - t[:-1], np.maximum(end - start, 0.0))
             dur = np.where((active >= 0) & member[np.maximum(active, 0)], dur, 0.0)
-            for k, (i, j) in enumerate(visits):
-                values[k] = dur[i:j].sum()
+            prefix = np.concatenate(([0.0], np.cumsum(dur)))  # time before each event
+            values = prefix[last] - prefix[first]
         elif metric == "visits":
             counted = (kind == ENTER) & (t >= lo) & (t <= hi)
-            for k, (i, j) in enumerate(visits):
-                values[k] = np.count_nonzero(counted[i:j + 1])
-        elif waits is not None:
+            prefix = np.concatenate(([0], np.cumsum(counted)))
+            values = (prefix[last + 1] - prefix[first]).astype(np.float64)
+        elif waits is not None and len(first):
             mine = waits[waits["location"] == loc]
-            for k, (i, j) in enumerate(visits):
-                values[k] = mine["wait"][(mine["event"] >= i) & (mine["event"] <= j)].sum()
-        elif segments is not None:
-            mine = segments[segments["location"] == loc]
-            for k, (i, j) in enumerate(visits):
-                cut = np.minimum(mine["end"], t[j]) - np.maximum(mine["start"], t[i])
-                values[k] = cut[cut > 0].sum()
+            k = np.searchsorted(first, mine["event"], side="right") - 1
+            hit = (k >= 0) & (mine["event"] <= last[np.maximum(k, 0)])
+            values = np.bincount(k[hit], weights=mine["wait"][hit], minlength=len(first))
+        elif segments is not None and len(first):
+            on_path = _path_time(segments[segments["location"] == loc], t)
+            values = on_path[last] - on_path[first]
         columns.append(values)
     rows = max((len(c) for c in columns), default=0)
     out = np.full((rows, result.n_locations), np.nan)
