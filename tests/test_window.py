@@ -461,3 +461,18 @@ def test_plot_timeseries(tmp_path):
         plot.timeseries(r, "time", "iteration", style="bars")
     with pytest.raises(ValueError, match="locations"):
         plot.timeseries(r, "time", "iteration", locations=[5])
+
+
+def test_timeseries_counts_nested_visits_in_the_outer_one():
+    prog = synth.Program(1)
+    b = prog.rank(0)
+    for k in range(3):
+        with b.region("step"):
+            b.compute("work", 0.1)
+            with b.region("step"):  # recursion: main/step/step
+                b.compute("work", 0.2 * (k + 1))
+    r = prog.run(latency=0.0).analyze()
+    assert r.timeseries("time", "step")[:, 0] == pytest.approx([0.3, 0.5, 0.7])
+    assert r.timeseries("visits", "step")[:, 0] == pytest.approx([4.0, 4.0, 4.0])
+    # the inner call path alone
+    assert r.timeseries("time", "main/step/step")[:, 0] == pytest.approx([0.2, 0.4, 0.6])
