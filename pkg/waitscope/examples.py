@@ -303,7 +303,7 @@ def _grid_coords(grid: Tuple[int, int, int], rank: int) -> Tuple[int, int, int]:
     return (rank // (ny * nz), (rank // nz) % ny, rank % nz)
 
 
-def zeusmp(grid: Tuple[int, int, int] = (4, 4, 4), steps: int = 4, work: float = 10e-3, central: int = 2,
+def zeusmp(grid: Tuple[int, int, int] = (6, 6, 6), steps: int = 4, work: float = 10e-3, central: int = 4,
            overload: "dict[str, float] | None" = None, size: int = 4096,
            balanced: Tuple[str, ...] = ()) -> synth.Program:
     """A Zeus-MP/2-like program (seed 000, sections V-B and VI).
@@ -327,9 +327,11 @@ def zeusmp(grid: Tuple[int, int, int] = (4, 4, 4), steps: int = 4, work: float =
         Seconds every process computes in each of the four regions per step.
     central
         Edge length (in processes) of the overloaded central block, centred
-        in the grid (:func:`zeusmp_central`); 2 in a 4 x 4 x 4 grid makes
-        8 central, 24 next-layer (:func:`zeusmp_layer` = 1) and 32 outer
-        processes.
+        in the grid (:func:`zeusmp_central`).  The default 4 in a 6 x 6 x 6
+        grid makes 64 central processes (56 on the border of the block, 8
+        inside it), 96 in the next layer (:func:`zeusmp_layer` = 1), 48 in
+        the second and 8 in the third.  Seed 000 ran 512 processes:
+        ``grid=(8, 8, 8)`` (analysed in about a second).
     overload
         ``{region: fraction}``: inside the central block a region takes
         ``work * (1 + fraction)`` (default :data:`ZEUSMP_OVERLOAD`).
