@@ -157,7 +157,9 @@ def _explain_pattern(a: "AnalysisResult", b: "AnalysisResult", pattern: str, nam
             n = int(np.searchsorted(cum, 0.9 * cum[-1] - eps)) + 1 if cum[-1] > 0 else 0
             chosen = [int(ranks[i]) for i in order[:max(n, 1)] if row[i] > eps]
             if chosen:
-                text += f" on rank{'s' if len(chosen) > 1 else ''} {rank_ranges(chosen)}"
+                ranges = rank_ranges(chosen).split(", ")
+                shown = ", ".join(ranges[:6]) + (f", ... ({len(chosen)} ranks)" if len(ranges) > 6 else "")
+                text += f" on rank{'s' if len(chosen) > 1 else ''} {shown}"
         parts.append(f"{text} {_verb(per_cp[cp])} {abs(per_cp[cp]):.3g} s")
     return "; ".join(parts)
 
