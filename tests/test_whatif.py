@@ -295,6 +295,10 @@ def test_diff_command(tmp_path, capsys) -> None:
     line = next(x for x in out.splitlines() if x.startswith("mpi_barrier_wait") and "main/MPI_Barrier" in x)
     assert "0.400000" in line and "-0.400000" in line
     assert f"delay costs in main/work on rank {R - 1} shrank 0.4 s" in out
+    assert cli.main(["diff", paths[0], paths[0]]) == 0
+    assert "no metric changed" in capsys.readouterr().out
+    assert cli.main(["diff", paths[0], str(tmp_path / "missing")]) == 2
+    assert "missing" in capsys.readouterr().err
 
 
 def test_analyze_prints_pop_metrics(tmp_path, capsys) -> None:

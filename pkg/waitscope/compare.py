@@ -257,12 +257,22 @@ def compare(a: "AnalysisResult", b: "AnalysisResult", metrics: Sequence[str] | N
     return frame
 
 
+def _line_of(r: Row) -> str:
+    return (f"{r.metric:<28} {r.before:12.6f} {r.after:12.6f} {r.change:+12.6f}  "
+            f"{r.callpath}{'' if r.rank is None else f' (rank {r.rank})'}")
+
+
 def format_rows(rows: Sequence[Row], top: int = 20, label_before: str = "before", label_after: str = "after") -> str:
     """A text table of the first `top` rows (the run time and the largest changes)."""
     lines = [f"{'metric':<28} {label_before:>12} {label_after:>12} {'change':>12}  call path"]
-    for r in rows[:top + 1]:
-        lines.append(f"{r.metric:<28} {r.before:12.6f} {r.after:12.6f} {r.change:+12.6f}  "
-                     f"{r.callpath}{'' if r.rank is None else f' (rank {r.rank})'}")
+    # the run time, then the changes that are more than rounding
+    shown = rows[:1] + [r for r in rows[1:] if abs(r.change) > 1e-9 * max(abs(r.before), abs(r.after))]
+    if len(shown) == 1:
+        lines.append(_line_of(rows[0]))
+        lines.append("no metric changed")
+        return "\n".join(lines)
+    for r in shown[:top + 1]:
+        lines.append(_line_of(r))
         if r.explanation:
             lines.append(f"{'':<28}   {r.explanation}")
     return "\n".join(lines)
