@@ -163,10 +163,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         print(f"{trace.n_locations} locations, {int(counts.sum())} events, {len(trace.callpath_names)} call paths, "
               f"clock {trace.clock['resolution']} ticks/s")
         print(result.summary(top=args.top))
-        if trace.comm is None:
-            from .cli_whatif import pop_lines
+        from .cli_whatif import pop_lines
 
-            print("\n".join(pop_lines(result)))
+        # without the ideal-network simulation (waitscope whatif adds it), so that the
+        # report is the same in the parallel mode
+        print("\n".join(pop_lines(result, None)))
     if getattr(args, "output", None) and result is not None:
         try:
             written = result.to_cube(args.output)

@@ -23,11 +23,18 @@ from .result import AnalysisResult
 
 def pop_lines(result: AnalysisResult, ideal: Any = "simulate") -> list[str]:
     """The POP efficiencies as ``waitscope analyze`` prints them (after the summary)."""
+    from . import TraceError
+
+    note = ""
     try:
         pop = result.pop_metrics(ideal)
-    except ValueError as exc:
-        return ["", f"POP efficiencies: not available ({exc})"]
-    note = "" if pop.runtime_ideal is not None else " (serialisation and transfer need Trace.simulate)"
+    except (TraceError, ValueError, NotImplementedError) as exc:
+        if ideal is None:
+            return ["", f"POP efficiencies: not available ({exc})"]
+        # the ideal-network simulation failed: the efficiencies that need none
+        pop, note = result.pop_metrics(None), f" (no ideal-network simulation: {exc})"
+    if pop.runtime_ideal is None and not note:
+        note = " (serialisation and transfer efficiency: waitscope whatif TRACE --network ideal)"
     return ["", f"POP efficiencies (useful = time outside MPI per location){note}:"] + pop.lines()
 
 
