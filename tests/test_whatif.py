@@ -356,3 +356,40 @@ def test_plot_whatif(zeus) -> None:
         np.testing.assert_allclose(np.asarray(axes[3 + col].images[0].get_array()), after)
     with pytest.raises(ValueError, match="plane"):
         plot.whatif(zeus, lorentz, "mpi_latesender", cps, plane=9)
+
+
+def test_whatif_command_report(tmp_path, capsys, monkeypatch) -> None:
+    """The report of ``waitscope whatif``, with the simulation standing in by the program it must
+    predict (the balanced benchmark), so that what the command passes and prints is checked on its own."""
+    static = examples.imbalance_benchmark("static", ranks=R, iterations=ITERS, work=WORK, peak=PEAK)
+    balanced = examples.imbalance_benchmark("balanced", ranks=R, iterations=ITERS, work=WORK, peak=PEAK)
+    path = static.write(str(tmp_path / "static"), latency=0.0)
+    calls = []
+
+    def simulate(self, balance=None, scale=None, network="recorded"):
+        calls.append((balance, scale, network))
+        return balanced.run(latency=0.0)
+
+    monkeypatch.setattr(waitscope.Trace, "simulate", simulate, raising=False)
+    assert cli.main(["whatif", path, "--balance", "work", "--scale", "work=0.5", "--network", "1e-6,1e9",
+                     "-o", str(tmp_path / "sim")]) == 0
+    out = capsys.readouterr().out
+    assert calls[0] == (["work"], {"work": 0.5}, (1e-6, 1e9))
+    assert "balance work; scale work x 0.5; network (1e-06, 1000000000.0)" in out
+    run = next(x for x in out.splitlines() if "run time" in x)
+    assert f"{ITERS * PEAK:.6f}" in run and f"{ITERS * WORK:.6f}" in run and "-20.00 %" in run
+    barrier = next(x for x in out.splitlines() if x.strip().startswith("mpi_barrier_wait"))
+    assert "0.400000" in barrier and "-0.400000" in barrier and "-100.00 %" in barrier
+    delay = next(x for x in out.splitlines() if x.strip().startswith("main/work"))
+    assert "0.400000" in delay
+    assert f"delay costs in main/work on rank {R - 1} shrank 0.4 s" in out
+    # POP of the recorded run: LB = mean / max work = 50 / 62.5
+    assert "80.00 %" in next(x for x in out.splitlines() if "load balance" in x)
+    assert waitscope.open(str(tmp_path / "sim" / "traces.otf2")).run_length == pytest.approx(ITERS * WORK)
+
+
+def test_compare_of_a_result_with_itself(static_and_balanced) -> None:
+    static, _ = static_and_balanced
+    rows = compare_rows(static, static)
+    assert all(r.change == 0.0 and not r.explanation for r in rows)
+    assert any(r.metric == "mpi_barrier_wait" for r in rows)
