@@ -157,6 +157,17 @@ def test_pop_metrics_of_a_serialisation() -> None:
     assert result.pop_metrics(ideal=ideal.analyze()).serialisation_efficiency == pytest.approx(0.5)
 
 
+@pytest.mark.skipif(not hasattr(waitscope.Trace, "simulate"), reason="Trace.simulate is not in this build")
+def test_pop_metrics_simulates_the_ideal_network() -> None:
+    # on an ideal network the pipeline runs as with latency 0 and no transfer time: 6 s
+    prog = _pipeline()
+    pop = prog.run(latency=1e-3, bandwidth=1e7).analyze().pop_metrics()
+    assert pop.runtime_ideal == pytest.approx(6.0, rel=1e-6)
+    assert pop.serialisation_efficiency == pytest.approx(0.5, rel=1e-6)
+    assert pop.parallel_efficiency == pytest.approx(
+        pop.load_balance * pop.serialisation_efficiency * pop.transfer_efficiency, rel=1e-12)
+
+
 def test_pop_metrics_conservation_on_the_zeusmp_example() -> None:
     prog = examples.zeusmp(grid=(3, 3, 3), central=1, steps=2)
     result = prog.run(latency=1e-4, bandwidth=1e8).analyze()

@@ -280,6 +280,8 @@ def format_rows(rows: Sequence[Row], top: int = 20, label_before: str = "before"
 
 def _line(label: str, before: float, after: float) -> str:
     change = after - before
+    if abs(change) <= 1e-12 * max(abs(before), abs(after)):
+        change = 0.0  # rounding of sums
     rel = f"{100 * change / before:+8.2f} %" if before else "        -"
     return f"  {label:<44} {before:12.6f} {after:12.6f} {change:+12.6f} {rel}"
 
