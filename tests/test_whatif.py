@@ -404,3 +404,29 @@ def test_compare_of_a_result_with_itself(static_and_balanced) -> None:
     rows = compare_rows(static, static)
     assert all(r.change == 0.0 and not r.explanation for r in rows)
     assert any(r.metric == "mpi_barrier_wait" for r in rows)
+
+
+@pytest.mark.parametrize("region", examples.ZEUSMP_REGIONS)
+def test_zeusmp_saving_of_balancing_equals_the_critical_path_imbalance(region) -> None:
+    """Balancing one region saves its critical-path imbalance (Böhme et al., IPDPS 2012).
+
+    The critical path runs through the central block in every phase, where
+    each visit of the region takes ``work (1 + f)``; balanced, every visit
+    takes the mean ``work (1 + f n_c / n)``, and the path shortens by the
+    difference per visit, ``steps * work * f * (1 - n_c / n)``, which is
+    the region's time on the path minus its mean per process: its
+    critical-path imbalance.  Both sides carry the same message latencies,
+    which cancel, so they agree to clock ticks.
+    """
+    prog = dict(grid=GRID, central=CENTRAL, steps=STEPS, work=ZWORK)
+    run = dict(latency=1e-6, bandwidth=1e9)
+    recorded = examples.zeusmp(**prog).run(**run)
+    result = recorded.analyze(critical_path=True)
+    imbalance = result.critical_path.imbalance[result.callpath_index(region)]
+    f = examples.ZEUSMP_OVERLOAD[region]
+    assert imbalance == pytest.approx(STEPS * ZWORK * f * (1 - CENTRAL**3 / N), rel=1e-6)
+    balanced = examples.zeusmp(**prog, balanced=(region,)).run(**run)
+    assert result.run_length - balanced.run_length == pytest.approx(imbalance, abs=1e-8)
+    if hasattr(recorded, "simulate"):
+        predicted = recorded.simulate(balance=region)
+        assert result.run_length - predicted.run_length == pytest.approx(imbalance, rel=1e-3)
