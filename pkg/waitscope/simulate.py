@@ -63,10 +63,11 @@ def balance_mask(trace: "Trace", balance: Any) -> np.ndarray | None:
 
 
 def scale_factors(trace: "Trace", scale: Any) -> np.ndarray | None:
+    """Per call path the factor of its time: 1 / the speed-up given (2: twice as fast)."""
     if scale is None:
         return None
     if not isinstance(scale, Mapping) or not scale:
-        raise TypeError(f"scale must be a non-empty dict {{region or call path: factor}}, got {scale!r}")
+        raise TypeError(f"scale must be a non-empty dict {{region or call path: speed-up factor}}, got {scale!r}")
     factors = np.ones(len(trace.callpath_names), dtype=np.float64)
     for key, factor in scale.items():
         if isinstance(factor, bool) or not isinstance(factor, Real):
@@ -74,7 +75,7 @@ def scale_factors(trace: "Trace", scale: Any) -> np.ndarray | None:
         if not (math.isfinite(float(factor)) and float(factor) > 0.0):
             raise ValueError(f"scale: the factor of {key!r} must be finite and > 0, got {factor!r}")
         for cp in callpaths_of(trace, key, "scale"):
-            factors[cp] *= float(factor)
+            factors[cp] /= float(factor)  # the core multiplies times
     return factors
 
 

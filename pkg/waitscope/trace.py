@@ -596,8 +596,8 @@ class Trace:
         ``balance``: a region or call-path name (or a list): every rank's
         i-th visit of that call path gets the mean work of the i-th visits
         (work: the non-MPI time inside the visit), so the total stays.
-        ``scale``: ``{region or call path: factor}`` multiplies its time
-        (of an MPI call: its non-waiting time).  ``network``: ``"recorded"``
+        ``scale``: ``{region or call path: speed-up}`` divides its time by
+        the factor (2: twice as fast; of an MPI call: its non-waiting time).  ``network``: ``"recorded"``
         keeps each MPI operation's recorded non-waiting time, ``"ideal"``
         makes every transfer instantaneous, ``(latency_s, bandwidth_Bps)``
         costs latency + bytes / bandwidth per transfer.  Every event,
