@@ -19,13 +19,14 @@ import pytest
 import waitscope
 from waitscope import examples, synth
 
+from conftest import SHARED_DATA
 from programs import random_collective
 
 WAIT_METRICS = ("mpi_latesender", "mpi_latereceiver", "mpi_barrier_wait", "mpi_wait_nxn", "mpi_latebroadcast",
                 "mpi_earlyreduce", "mpi_earlyscan", "mpi_finalize_wait")
 """The waiting-time metrics (leaves of Scalasca's wait-state patterns; completion times are not waiting)."""
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED = SHARED_DATA
 REFS = SHARED / "scalasca-refs"
 L, O = 2e-6, 1e-6
 T0 = L + O
@@ -407,3 +408,45 @@ def test_needs_every_location():
     trace.load([0], progress=False)
     with pytest.raises(ValueError, match="location 1 is not loaded"):
         trace.simulate(progress=False)
+
+
+# ---- the parallel mode ---------------------------------------------------------------------
+
+
+def test_parallel_mode_equals_embedded(tmp_path):
+    """mpiexec.mpich -n 2: every process simulates its own locations over the MPI
+    transport; the times and the analysis of the simulated trace equal the embedded
+    mode's (up to the order of the sums that form the balanced means)."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    from conftest import mpi4py_implementation, mpi_launcher
+
+    launcher = mpi_launcher()
+    if launcher is None or importlib.util.find_spec(f"waitscope._mpi_{mpi4py_implementation()}") is None:
+        pytest.skip("the parallel mode needs mpi4py, the mpiexec of its MPI and waitscope._mpi_<that MPI>")
+    from mpi_simulate_worker import HYPOTHESES
+
+    paths = []
+    for i, prog in enumerate((examples.imbalance_benchmark("dynamic", ranks=4, iterations=12), _nonblocking())):
+        paths.append(prog.write(tmp_path / f"t{i}", latency=L, mpi_overhead=O, bandwidth=1e10))
+    out = tmp_path / "out"
+    out.mkdir()
+    env = dict(__import__("os").environ)
+    env["PYTHONPATH"] = str(Path(waitscope.__file__).resolve().parents[1])
+    env.update(launcher[1])
+    worker = Path(__file__).with_name("mpi_simulate_worker.py")
+    r = subprocess.run([*launcher[0], "-n", "2", sys.executable, str(worker), str(out), *map(str, paths)],
+                       capture_output=True, text=True, timeout=180, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for i, path in enumerate(paths):
+        trace = waitscope.open(path, progress=False)
+        for name, hypothesis in HYPOTHESES.items():
+            got = np.load(out / f"{i}-{name}.npz")
+            sim = trace.simulate(progress=False, **hypothesis)
+            for loc in range(trace.n_locations):
+                np.testing.assert_allclose(got[f"t{loc}"], sim.events(loc).time, rtol=0, atol=1e-12,
+                                           err_msg=f"{path} {name} location {loc}")
+            assert float(got["run_length"]) == pytest.approx(sim.run_length, rel=1e-12)
+            np.testing.assert_allclose(got["cube"], sim.analyze(progress=False).cube, rtol=1e-9, atol=1e-12)
