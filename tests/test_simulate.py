@@ -450,3 +450,44 @@ def test_parallel_mode_equals_embedded(tmp_path):
                                            err_msg=f"{path} {name} location {loc}")
             assert float(got["run_length"]) == pytest.approx(sim.run_length, rel=1e-12)
             np.testing.assert_allclose(got["cube"], sim.analyze(progress=False).cube, rtol=1e-9, atol=1e-12)
+
+
+# ---- mode="realtime": the re-enactment under mpiexec ---------------------------------------
+
+
+def test_realtime_reenactment(tmp_path):
+    """Seed 000's own method: re-enact the balanced trace with real MPI operations and
+    busy-waiting, recorded by the tracing library.  Rank 0 works 0.2 s and rank 1 0.05 s
+    per iteration before a message from 0 to 1 and a barrier (3 iterations): rank 1 waits
+    0.15 s per iteration (Late Sender).  Balanced, both work 0.125 s: the operations take
+    3 x 0.125 = 0.375 s (the model's prediction) and nobody waits.  Measured on a shared
+    machine, so the bounds are loose: within -20 %/+60 % of the prediction, and the
+    waiting below 0.1 s of the recorded 0.45 s."""
+    import importlib.util
+
+    from waitscope import pmpi
+    from waitscope._parallel import launcher, mpi4py_implementation
+
+    impl = mpi4py_implementation()
+    if launcher() is None or importlib.util.find_spec("mpi4py") is None or impl not in pmpi.available():
+        pytest.skip("mode='realtime' needs mpi4py, the mpiexec of its MPI and the tracing library for it")
+    p = synth.Program(2)
+    for _ in range(3):
+        p.rank(0).compute("a", 0.2).send(1, size=1000).barrier()
+        p.rank(1).compute("a", 0.05).recv(0).barrier()
+    trace = p.run(latency=1e-5, mpi_overhead=1e-6)
+    assert waiting(trace) == pytest.approx(0.45 + 3 * 1e-5, rel=1e-6)  # + rank 0 waits L in each barrier
+    predicted = trace.simulate(balance="a", progress=False)
+    assert predicted.run_length == pytest.approx(0.375 + 5 * 1e-5 + 7 * 1e-6, rel=1e-3)
+
+    after = trace.simulate(mode="realtime", balance="a", output=tmp_path / "rt")
+    assert (tmp_path / "rt" / "trace" / "traces.otf2").exists()
+    assert after.simulation["mode"] == "realtime"
+    assert 0.8 * 0.375 <= after.simulation["reenacted_seconds"] <= 1.6 * 0.375
+    r = after.analyze(progress=False)
+    assert r.total("mpi_latesender") < 0.1
+    # the recorded operations are all there: 3 sends and receives of 1000 bytes
+    assert r.total("bytes_sent") == 3000 and r.total("bytes_rcvd") == 3000
+
+    with pytest.raises(ValueError, match="network must be 'recorded'"):
+        trace.simulate(mode="realtime", network="ideal")
