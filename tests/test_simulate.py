@@ -295,6 +295,39 @@ def test_rendezvous_send_waits_for_the_receive():
     assert leave_times(eager, 0, "MPI_Send") == pytest.approx([T0 + 0.5 + O])
 
 
+def test_which_sends_are_synchronous():
+    """MPI_Ssend always; a standard send when it recorded a Late Receiver and is larger
+    than 64 KiB (synth's rendezvous above its eager limit); small sends that seem to
+    wait (two ranks sending to each other first) are eager."""
+    p = synth.Program(2)
+    p.rank(0).compute("a", 0.5).send(1, size=1 << 20)
+    p.rank(1).compute("b", 2.0).recv(0)
+    trace = p.run(latency=L, mpi_overhead=O, bandwidth=1e10)  # eager limit 64 KiB: rendezvous
+    x = (1 << 20) / 1e10
+    assert leave_times(trace, 0, "MPI_Send") == pytest.approx([T0 + 2.0 + L + x + O])
+    sim = trace.simulate(scale={"b": 0.5}, progress=False)  # the receive is posted at 4.0
+    assert sim.simulation["sync_sends"] == 1
+    assert leave_times(sim, 0, "MPI_Send") == pytest.approx([T0 + 4.0 + L + x + O])
+
+    q = synth.Program(2)
+    for _ in range(3):
+        q.rank(0).compute("a", 1e-3).send(1, size=8).recv(1)
+        q.rank(1).compute("a", 2e-3).send(0, size=8).recv(0)
+    trace = q.run(latency=L, mpi_overhead=O)
+    sim = trace.simulate(scale={"a": 2}, progress=False)
+    assert sim.simulation["sync_sends"] == 0
+    assert sim.run_length < trace.run_length
+
+    # large eager sends to each other (an MPI with a high eager limit) recorded as waiting
+    # on both sides: taken as synchronous they would wait for each other; a clear error
+    big = synth.Program(2)
+    big.rank(0).send(1, size=1 << 20).recv(1)
+    big.rank(1).send(0, size=1 << 20).recv(0)
+    trace = big.run(latency=L, mpi_overhead=O, bandwidth=1e9, eager_limit=1 << 30)
+    with pytest.raises(waitscope.TraceError, match="synchronous.*wait for each other"):
+        trace.simulate(progress=False)
+
+
 def test_nxn_ends_after_the_last_arrival():
     p = synth.Program(3)
     for r, d in enumerate((1.0, 2.0, 3.0)):

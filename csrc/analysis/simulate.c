@@ -349,7 +349,12 @@ static int run(sim *s, ws_transport *tr, const ws_progress *progress, ws_error *
     env.name = "simulation";
     env.backward = 0;
     sim_handlers(s, &h);
-    return ws_replay_run(&env, tr, &h, 1, progress, err);
+    rc = ws_replay_run(&env, tr, &h, 1, progress, err);
+    if (rc == WS_ERR_MATCH && s->stats.sync_sends)
+        ws_error_prefix(err, "the simulation takes %llu sends as synchronous (MPI_Ssend, or a recorded Late "
+                        "Receiver of more than %u bytes); if the program relied on MPI buffering them, they "
+                        "wait for each other: ", (unsigned long long)s->stats.sync_sends, WS_SIM_EAGER_LIMIT);
+    return rc;
 }
 
 static int check_options(const ws_sim_options *o, ws_error *err)

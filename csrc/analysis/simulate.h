@@ -15,6 +15,11 @@ enum ws_sim_network {
     WS_NET_MODEL = 1     /* transfers cost latency + bytes / bandwidth, nothing else */
 };
 
+/* Sends up to this many bytes are never taken as synchronous because
+ * their completion recorded a Late Receiver (64 KiB, the largest default
+ * eager limit of MPICH and Open MPI); MPI_Ssend/MPI_Issend always are. */
+#define WS_SIM_EAGER_LIMIT 65536u
+
 typedef struct ws_sim_options {
     const double *scale;     /* per call path: factor of its time (NULL: all 1) */
     const uint8_t *balance;  /* per call path: nonzero balances its visits (NULL: none) */

@@ -159,6 +159,7 @@ int ws_sim_balance(sim *s, ws_transport *tr, ws_error *err)
 typedef struct send_facts {
     double done_enter; /* enter of the call that completed the send */
     double done_leave; /* its leave */
+    uint64_t bytes;
     uint32_t may_block;
     uint32_t ssend;
 } send_facts;
@@ -173,6 +174,7 @@ static int s1_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
     memset(&f, 0, sizeof f);
     f.done_enter = ls->msg_done_enter[row];
     f.done_leave = ls->msg_done[row];
+    f.bytes = env->trace->locations[loc].events.msg_bytes[row];
     f.may_block = (ls->msg_flags[row] & WS_MSG_MAY_BLOCK) != 0;
     uint32_t cp = ls->msg_callpath[row];
     f.ssend = cp < env->trace->callpaths.n && s->cp_ssend[cp];
@@ -181,10 +183,14 @@ static int s1_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
     return WS_OK;
 }
 
-/* A send is synchronous when it was MPI_Ssend/MPI_Issend or when its
- * completion recorded a Late Receiver (its completing call was entered
- * before the receive was posted and left after that), and it was
- * completed by a call that can wait (MPI_Send, MPI_Ssend, MPI_Wait*). */
+/* A send is synchronous when it was completed by a call that can wait
+ * (MPI_Send, MPI_Ssend, MPI_Wait*) and it was MPI_Ssend/MPI_Issend, or
+ * its completion recorded a Late Receiver (its completing call was
+ * entered before the receive was posted and left after that) and it is
+ * larger than the eager limits MPI libraries use by default: a small
+ * send that seems to wait for its receive only took long (two ranks
+ * that send to each other before receiving show it on both sides, and
+ * taking both as synchronous would make them wait for each other). */
 static int s1_consume(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel,
                       const void *data, size_t size, ws_error *err)
 {
@@ -196,7 +202,7 @@ static int s1_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     memcpy(&f, data, sizeof f);
     double post = env->sync->locs[loc].msg_post[row];
     int late_receiver = f.done_enter < post && f.done_leave >= post;
-    s->locs[loc].sync[row] = f.may_block && (f.ssend || late_receiver);
+    s->locs[loc].sync[row] = f.may_block && (f.ssend || (late_receiver && f.bytes > WS_SIM_EAGER_LIMIT));
     return WS_OK;
 }
 
