@@ -377,7 +377,7 @@ def test_whatif_command_report(tmp_path, capsys, monkeypatch) -> None:
     path = static.write(str(tmp_path / "static"), latency=0.0)
     calls = []
 
-    def simulate(self, balance=None, scale=None, network="recorded"):
+    def simulate(self, balance=None, scale=None, network="recorded", progress="auto"):
         calls.append((balance, scale, network))
         return balanced.run(latency=0.0)
 
@@ -386,7 +386,7 @@ def test_whatif_command_report(tmp_path, capsys, monkeypatch) -> None:
                      "-o", str(tmp_path / "sim")]) == 0
     out = capsys.readouterr().out
     assert calls[0] == (["work"], {"work": 0.5}, (1e-6, 1e9))
-    assert "balance work; scale work x 0.5; network (1e-06, 1000000000.0)" in out
+    assert "balance work; speed up work x 0.5; network (1e-06, 1000000000.0)" in out
     run = next(x for x in out.splitlines() if "run time" in x)
     assert f"{ITERS * PEAK:.6f}" in run and f"{ITERS * WORK:.6f}" in run and "-20.00 %" in run
     barrier = next(x for x in out.splitlines() if x.strip().startswith("mpi_barrier_wait"))

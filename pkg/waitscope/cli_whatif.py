@@ -86,7 +86,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         print("waitscope: note: no --balance, --scale or --network: an identity simulation", file=sys.stderr)
     before = trace.analyze(delay_model=args.delay, progress=False)
     try:
-        simulated = trace.simulate(balance=balance, scale=scale, network=args.network)
+        simulated = trace.simulate(balance=balance, scale=scale, network=args.network, progress=False)
     except (KeyError, ValueError) as exc:
         print(f"waitscope: error: {args.trace}: {exc}", file=sys.stderr)
         return 2
@@ -95,7 +95,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     if balance:
         what.append("balance " + ", ".join(balance))
     if scale:
-        what.append("scale " + ", ".join(f"{k} x {v:g}" for k, v in scale.items()))
+        what.append("speed up " + ", ".join(f"{k} x {v:g}" for k, v in scale.items()))
     if args.network != "recorded":
         what.append(f"network {args.network}")
     print(f"waitscope whatif: {args.trace}: {'; '.join(what) or 'identity'}")
@@ -127,7 +127,7 @@ def add_parsers(sub: Any) -> None:
     whatif.add_argument("--balance", action="append", metavar="REGION",
                         help="region or call path whose work is spread evenly over the ranks (repeatable, or comma-separated)")
     whatif.add_argument("--scale", action="append", type=_scale, metavar="REGION=FACTOR",
-                        help="multiply the duration of a region or call path by FACTOR (repeatable)")
+                        help="speed up a region or call path by FACTOR (2: twice as fast; repeatable)")
     whatif.add_argument("--network", type=_network, default="recorded", metavar="ideal|LAT,BW",
                         help="'recorded' (default), 'ideal' (instantaneous transfers) or latency,bandwidth in s, B/s")
     whatif.add_argument("--delay", choices=["proportional", "wait-first"], default="proportional",

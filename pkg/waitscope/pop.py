@@ -114,7 +114,7 @@ def pop_metrics(result: "AnalysisResult", ideal: Any = "simulate") -> PopMetrics
             raise ValueError(f"ideal must be 'simulate', None, seconds, a Trace or an AnalysisResult, not {ideal!r}")
         trace = result.trace
         if hasattr(trace, "simulate") and getattr(trace, "comm", None) is None:
-            runtime_ideal = float(trace.simulate(network="ideal").run_length)
+            runtime_ideal = float(trace.simulate(network="ideal", progress=False).run_length)
     elif ideal is not None:
         runtime_ideal = _runtime_of(ideal)
     ser = te = None
