@@ -306,6 +306,14 @@ def test_diff_command(tmp_path, capsys) -> None:
     line = next(x for x in out.splitlines() if x.startswith("mpi_barrier_wait") and "main/MPI_Barrier" in x)
     assert "0.400000" in line and "-0.400000" in line
     assert f"delay costs in main/work on rank {R - 1} shrank 0.4 s" in out
+    assert cli.main(["diff", "--ranks", "--top", "60", *paths]) == 0
+    out = capsys.readouterr().out
+    w_0 = examples.imbalance_work_time("static", 0, 0, R, ITERS, WORK, PEAK)
+    assert f"{(PEAK - w_0) * ITERS:.6f}" in next(x for x in out.splitlines() if x.endswith("main/MPI_Barrier (rank 0)")
+                                                 and x.startswith("mpi_barrier_wait"))
+    other = examples.imbalance_benchmark("static", ranks=3, iterations=2).write(str(tmp_path / "three"))
+    assert cli.main(["diff", "--ranks", paths[0], other]) == 2
+    assert "same MPI ranks" in capsys.readouterr().err
     assert cli.main(["diff", paths[0], paths[0]]) == 0
     assert "no metric changed" in capsys.readouterr().out
     assert cli.main(["diff", paths[0], str(tmp_path / "missing")]) == 2

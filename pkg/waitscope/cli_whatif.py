@@ -44,8 +44,13 @@ def cmd_diff(args: argparse.Namespace) -> int:
         trace = open_trace(path, progress=False)
         results.append(trace.analyze(delay_model=args.delay, progress=False))
     a, b = results
+    if args.ranks and (len(a.location_ranks) != len(b.location_ranks)
+                       or sorted(a.location_ranks) != sorted(b.location_ranks)):
+        print(f"waitscope: error: --ranks: {args.before} has {len(a.location_ranks)} locations, "
+              f"{args.after} {len(b.location_ranks)}; they need the same MPI ranks", file=sys.stderr)
+        return 2
     print(f"before: {args.before}\nafter:  {args.after}")
-    rows = compare_rows(a, b, locations=False)
+    rows = compare_rows(a, b, locations=args.ranks)
     print(format_rows(rows, top=args.top))
     return 0
 
@@ -120,6 +125,8 @@ def add_parsers(sub: Any) -> None:
     diff.add_argument("--delay", choices=["proportional", "wait-first"], default="proportional",
                       help="delay cost model (default proportional)")
     diff.add_argument("--top", type=_positive_int, default=20, help="how many changes to list")
+    diff.add_argument("--ranks", action="store_true",
+                      help="one row per MPI rank (both runs must have the same ranks)")
     diff.set_defaults(func=cmd_diff)
 
     whatif = sub.add_parser("whatif", help="predict the effect of balancing or speeding up regions (re-simulated trace)")

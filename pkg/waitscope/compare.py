@@ -283,6 +283,8 @@ def _line(label: str, before: float, after: float) -> str:
     if abs(change) <= 1e-12 * max(abs(before), abs(after)):
         change = 0.0  # rounding of sums
     rel = f"{100 * change / before:+8.2f} %" if before else "        -"
+    if len(label) > 44:
+        label = label[:43] + "…"
     return f"  {label:<44} {before:12.6f} {after:12.6f} {change:+12.6f} {rel}"
 
 
@@ -312,7 +314,8 @@ def side_by_side(a: "AnalysisResult", b: "AnalysisResult", top: int = 5, label_b
         if not order:
             lines.append("  none")
         for cp in order:
-            lines.append(_line(names[cp][-44:], float(da[cp]), float(db[cp])))
+            name = names[cp] if len(names[cp]) <= 44 else "…" + names[cp][-43:]
+            lines.append(_line(name, float(da[cp]), float(db[cp])))
     lines.append("where the saving comes from:")
     rows = [r for r in compare_rows(a, b, metrics=patterns, explain=has_delay)[1:] if r.metric in PATTERN_DELAYS]
     shown = 0
