@@ -438,3 +438,18 @@ def test_zeusmp_saving_of_balancing_equals_the_critical_path_imbalance(region) -
     if hasattr(recorded, "simulate"):
         predicted = recorded.simulate(balance=region)
         assert result.run_length - predicted.run_length == pytest.approx(imbalance, rel=1e-3)
+
+
+def test_plot_whatif_defaults(zeus) -> None:
+    plot = pytest.importorskip("waitscope.plot")
+    lorentz = _zeus(("lorentz",))
+    fig = plot.whatif(zeus, lorentz)
+    axes = [a for a in fig.axes if a.images]
+    # the three call paths with the most Late Sender waiting, in call-path order; the middle plane
+    per_cp = zeus.by_callpath("mpi_latesender")
+    top = sorted(int(i) for i in np.argsort(-per_cp)[:3])
+    assert [a.get_title().split("\n")[0] for a in axes[:3]] == [zeus.callpath_names[i] for i in top]
+    assert axes[0].get_title().endswith("recorded, dim 2 = 3") and axes[3].get_title().endswith("simulated, dim 2 = 3")
+    other = examples.zeusmp(grid=(2, 2, 2), central=1, steps=1).run().analyze()
+    with pytest.raises(ValueError, match="same locations"):
+        plot.whatif(zeus, other)
