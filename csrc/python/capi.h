@@ -7,8 +7,9 @@
 #include <Python.h>
 
 #include "../analysis/analysis.h"
+#include "py_simulate.h"
 
-#define WS_CAPI_VERSION 2u /* 2: ws_analysis_options.wait_records, ws_result.wait_records */
+#define WS_CAPI_VERSION 3u /* 2: ws_analysis_options.wait_records, ws_result.wait_records; 3: simulate */
 
 typedef struct ws_core_capi {
     unsigned version;
@@ -30,6 +31,10 @@ typedef struct ws_core_capi {
     const ws_progress *(*progress_init)(void *storage, PyObject *callback);
     /* sorts wait-state records gathered from several processes */
     void (*wait_records_sort)(ws_wait_record *records, size_t n);
+    /* the what-if simulation (py_simulate.h) */
+    PyObject *(*simulate)(PyObject *trace, PyObject *scale, PyObject *balance, PyObject *network, PyObject *progress,
+                          ws_transport *tr, const uint32_t *locs, uint32_t n,
+                          void (*on_fail)(ws_transport *, ws_error *));
 } ws_core_capi;
 
 #endif

@@ -444,6 +444,7 @@ static const ws_core_capi capi = {
     .progress_size = sizeof(ws_py_progress),
     .progress_init = progress_init,
     .wait_records_sort = ws_wait_records_sort,
+    .simulate = ws_py_simulate_run,
 };
 
 int ws_py_register_analysis(PyObject *module)

@@ -50,5 +50,6 @@ int ws_py_register_trace(PyObject *module);
 int ws_py_register_synth(PyObject *module);
 int ws_py_register_analysis(PyObject *module);
 int ws_py_register_clock(PyObject *module);
+int ws_py_register_simulate(PyObject *module);
 
 #endif

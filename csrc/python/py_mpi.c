@@ -407,11 +407,63 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
     return st->capi->result_to_python(r);
 }
 
+/* simulate(trace, comm, owner, scale=None, balance=None, network=None,
+ * progress=None) -> (this process's share of the new trace, stats) */
+static PyObject *py_simulate(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    module_state *st = state_of(module);
+    static char *kwlist[] = {"trace", "comm", "owner", "scale", "balance", "network", "progress", NULL};
+    PyObject *trace_obj, *comm_obj, *owner_obj, *scale = Py_None, *balance = Py_None, *network = Py_None,
+                                                *callback = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|OOOO", kwlist, &trace_obj, &comm_obj, &owner_obj, &scale,
+                                     &balance, &network, &callback))
+        return NULL;
+    ws_trace *t = get_trace(st, trace_obj);
+    MPI_Comm comm;
+    if (!t || get_comm(st, comm_obj, &comm) != 0)
+        return NULL;
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    PyArrayObject *owner =
+        (PyArrayObject *)PyArray_FROMANY(owner_obj, NPY_UINT32, 1, 1, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST);
+    if (!owner)
+        return NULL;
+    if (PyArray_SIZE(owner) != (npy_intp)t->n_locations) {
+        Py_DECREF(owner);
+        return PyErr_Format(PyExc_ValueError, "owner needs one process per location");
+    }
+    const uint32_t *own = PyArray_DATA(owner);
+    uint32_t *locs = malloc((t->n_locations ? t->n_locations : 1) * sizeof *locs);
+    if (!locs) {
+        Py_DECREF(owner);
+        return PyErr_NoMemory();
+    }
+    uint32_t n = 0;
+    for (uint32_t l = 0; l < t->n_locations; l++)
+        if ((int)own[l] == rank)
+            locs[n++] = l;
+    ws_error err;
+    ws_error_clear(&err);
+    ws_transport *tr = NULL;
+    PyObject *out = NULL;
+    if (ws_transport_mpi_new(comm, t, own, &tr, &err) == WS_OK)
+        out = st->capi->simulate(trace_obj, scale, balance, network, callback, tr, locs, n, ws_transport_mpi_fail);
+    else
+        st->capi->raise_error(&err);
+    if (tr)
+        tr->ops->destroy(tr);
+    free(locs);
+    Py_DECREF(owner);
+    return out;
+}
+
 static PyMethodDef functions[] = {
     {"unify_callpaths", py_unify_callpaths, METH_VARARGS,
      "unify_callpaths(trace, comm): give every process the same call-path tree."},
     {"analyze", (PyCFunction)(void (*)(void))py_analyze, METH_VARARGS | METH_KEYWORDS,
      "analyze(trace, comm, owner, ...): the analyses over the processes of comm."},
+    {"simulate", (PyCFunction)(void (*)(void))py_simulate, METH_VARARGS | METH_KEYWORDS,
+     "simulate(trace, comm, owner, ...): the what-if simulation over the processes of comm."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -252,6 +252,8 @@ typedef struct ws_trace {
 
 ws_trace *ws_trace_new(void);
 void ws_trace_free(ws_trace *t);
+/* A deep copy of the store (trace_copy.c); NULL (and err set) on failure. */
+ws_trace *ws_trace_copy(const ws_trace *t, ws_error *err);
 
 /* Adds definitions; each returns the new dense index or WS_NONE32 on
  * allocation failure.  OTF2 ids must be unique per table. */

@@ -12,6 +12,7 @@ caused them, and extract the critical path.  Results are NumPy arrays.
 
 from ._core import TraceError
 from ._names import EVENT_KINDS
+from .compare import compare
 from .profile import Profile, ProfileEstimates, open_profile
 from .result import AnalysisResult, Metric
 from .trace import CartTopology, Communicator, Events, Location, Region, Trace, open
@@ -28,6 +29,7 @@ __all__ = [
     "CartTopology",
     "EVENT_KINDS",
     "open",
+    "compare",
     "open_profile",
     "Profile",
     "ProfileEstimates",

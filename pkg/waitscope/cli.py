@@ -3,6 +3,8 @@
     waitscope info TRACE             locations, regions, call paths, events
     waitscope analyze TRACE          wait-state report (add --delay, --critical-path, -o report.cubex)
     waitscope demo                   the main job on the bundled Score-P trace
+    waitscope diff A B               what changed between two runs (cli_whatif.py)
+    waitscope whatif TRACE --balance REGION   predicted effect of balancing a region (cli_whatif.py)
     waitscope trace -- COMMAND       run an MPI program and trace it (cli_measure.py)
     waitscope profile -- COMMAND     run an MPI program and profile its wait states
 
@@ -163,6 +165,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         print(f"{trace.n_locations} locations, {int(counts.sum())} events, {len(trace.callpath_names)} call paths, "
               f"clock {trace.clock['resolution']} ticks/s")
         print(result.summary(top=args.top))
+        from .cli_whatif import pop_lines
+
+        # without the ideal-network simulation (waitscope whatif adds it), so that the
+        # report is the same in the parallel mode
+        print("\n".join(pop_lines(result, None)))
     if getattr(args, "output", None) and result is not None:
         try:
             written = result.to_cube(args.output)
@@ -266,6 +273,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_measure import add_parsers as add_measure_parsers
 
     add_measure_parsers(sub)  # trace, profile
+
+    from .cli_whatif import add_parsers as add_whatif_parsers
+
+    add_whatif_parsers(sub)  # diff, whatif
     return parser
 
 

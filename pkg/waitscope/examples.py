@@ -15,7 +15,10 @@ with these functions.  They return a :class:`waitscope.synth.Program`
   and mixed imbalance with the same total work);
 * :func:`mpmd` -- seed 001, section IV-D: an MPMD program in the style of
   ddcMD, a large "particle" and a small "mesh" partition exchanging data
-  every step.
+  every step;
+* :func:`zeusmp` -- seed 000, sections V-B and VI: a Zeus-MP/2-like
+  stencil code on a 3D process grid with an overloaded central block and
+  four non-blocking halo-exchange phases per time step.
 
 :data:`PING_PONG` is the path of the bundled Score-P trace, :data:`HALO2D`
 the directory of a measurement made with ``waitscope trace --profile`` (a
@@ -41,6 +44,11 @@ __all__ = [
     "IMBALANCE_SCENARIOS",
     "mpmd",
     "mpmd_particle_work",
+    "zeusmp",
+    "zeusmp_central",
+    "zeusmp_layer",
+    "ZEUSMP_REGIONS",
+    "ZEUSMP_OVERLOAD",
 ]
 
 
@@ -255,4 +263,141 @@ def mpmd(mesh_work: float, n_particle: int = 12, n_mesh: int = 4, steps: int = 2
             prog.rank(k).compute("particle", p * (1 + spread[k])).recv(n_particle + k // per_mesh, tag=step)
         for rank in range(n_particle + n_mesh):
             prog.rank(rank).allreduce(size=8)
+    return prog
+
+
+# ---- seed 000 V-B / VI: Zeus-MP/2 ---------------------------------------------------------
+
+ZEUSMP_REGIONS = ("lorentz", "i_loop", "j_loop", "k_loop")
+"""The computational regions of :func:`zeusmp`, in program order: ``lorentz``
+before the first communication phase, the three loops of ``hsmoc`` before
+the second, third and fourth (seed 000, section V-B)."""
+
+ZEUSMP_OVERLOAD = {"lorentz": 0.6, "i_loop": 0.3, "j_loop": 0.2, "k_loop": 0.2}
+"""Default extra work of the central block, as a fraction of `work`, per region."""
+
+
+def zeusmp_central(grid: Tuple[int, int, int], central: int) -> Tuple[Tuple[int, int], ...]:
+    """Per dimension the half-open coordinate range ``[lo, hi)`` of the central block:
+    `central` processes wide (at most the grid's extent), centred in the grid."""
+    out = []
+    for n in grid:
+        c = min(central, n)
+        lo = (n - c) // 2
+        out.append((lo, lo + c))
+    return tuple(out)
+
+
+def zeusmp_layer(grid: Tuple[int, int, int], central: int, rank: int) -> int:
+    """Distance of `rank` from the central block of :func:`zeusmp`: 0 inside it,
+    1 for a process that touches it across a face (the next layer), and so on
+    (the number of halo exchanges a delay needs to arrive: the Manhattan
+    distance in the process grid)."""
+    coords = _grid_coords(grid, rank)
+    return sum(max(lo - c, 0, c - (hi - 1)) for c, (lo, hi) in zip(coords, zeusmp_central(grid, central)))
+
+
+def _grid_coords(grid: Tuple[int, int, int], rank: int) -> Tuple[int, int, int]:
+    """Row-major coordinates of `rank` (as MPI_Cart_create numbers the ranks)."""
+    nx, ny, nz = grid
+    return (rank // (ny * nz), (rank // nz) % ny, rank % nz)
+
+
+def zeusmp(grid: Tuple[int, int, int] = (6, 6, 6), steps: int = 4, work: float = 10e-3, central: int = 4,
+           overload: "dict[str, float] | None" = None, size: int = 4096,
+           balanced: Tuple[str, ...] = ()) -> synth.Program:
+    """A Zeus-MP/2-like program (seed 000, sections V-B and VI).
+
+    Zeus-MP/2 decomposes a 3D domain regularly over a 3D process grid and
+    exchanges halos with the face neighbours in four communication phases
+    per time step, with non-blocking point-to-point operations.  In the
+    seed's MHD blast-wave run, the processes of the central region of the
+    domain compute more than the outer ones; the delay analysis finds the
+    excess in ``lorentz()`` and three loops of ``hsmoc()``.
+
+    Parameters
+    ----------
+    grid
+        The process grid ``(nx, ny, nz)``; rank ``(x * ny + y) * nz + z``
+        sits at ``(x, y, z)`` (row-major, as MPI_Cart_create numbers them);
+        the program defines this Cartesian topology (not periodic).
+    steps
+        Time steps of the main loop.
+    work
+        Seconds every process computes in each of the four regions per step.
+    central
+        Edge length (in processes) of the overloaded central block, centred
+        in the grid (:func:`zeusmp_central`).  The default 4 in a 6 x 6 x 6
+        grid makes 64 central processes (56 on the border of the block, 8
+        inside it), 96 in the next layer (:func:`zeusmp_layer` = 1), 48 in
+        the second and 8 in the third.  Seed 000 ran 512 processes:
+        ``grid=(8, 8, 8)`` (analysed in about a second).
+    overload
+        ``{region: fraction}``: inside the central block a region takes
+        ``work * (1 + fraction)`` (default :data:`ZEUSMP_OVERLOAD`).
+    size
+        Bytes of every halo message (4096: below the eager limit, so sends
+        never wait for their receiver).
+    balanced
+        Regions whose work is spread evenly instead: every process computes
+        the mean over all processes of that region's work (the total work
+        stays the same).  ``zeusmp(balanced=("lorentz",))`` is the program
+        the seed's what-if analysis (section VI) predicts by balancing
+        lorentz in the trace of ``zeusmp()``.
+
+    Per step and region ``r`` (in :data:`ZEUSMP_REGIONS` order) each
+    process computes ``r``, then, inside the region ``comm<k>`` (k = 1..4,
+    so that the waiting of each phase has a call path of its own), posts
+    MPI_Irecv from and MPI_Isend to each existing face neighbour (x-, x+,
+    y-, y+, z-, z+) and completes them with one MPI_Waitall.  Regions
+    ``lorentz`` and ``comm1`` run directly in ``main``; ``i_loop`` to
+    ``comm4`` inside ``hsmoc``.
+    """
+    nx, ny, nz = (int(g) for g in grid)
+    if min(nx, ny, nz) < 1:
+        raise ValueError(f"grid must have three positive extents, not {grid!r}")
+    if central < 1:
+        raise ValueError(f"central must be at least 1, not {central}")
+    extra = dict(ZEUSMP_OVERLOAD if overload is None else overload)
+    unknown = (set(extra) | set(balanced)) - set(ZEUSMP_REGIONS)
+    if unknown:
+        raise ValueError(f"unknown regions {sorted(unknown)}; the regions are {ZEUSMP_REGIONS}")
+    if any(not f >= 0 for f in extra.values()):
+        raise ValueError(f"overload fractions must be >= 0, not {extra}")
+    n = nx * ny * nz
+    box = zeusmp_central((nx, ny, nz), central)
+    inside = [all(lo <= c < hi for c, (lo, hi) in zip(_grid_coords((nx, ny, nz), r), box)) for r in range(n)]
+    n_inside = sum(inside)
+
+    def duration(region: str, rank: int) -> float:
+        f = extra.get(region, 0.0)
+        if region in balanced:
+            return work * (1 + f * n_inside / n)
+        return work * (1 + f) if inside[rank] else work
+
+    prog = synth.Program(n, name="zeusmp")
+    prog.cart((nx, ny, nz))
+    strides = (ny * nz, nz, 1)
+    for rank in range(n):
+        b = prog.rank(rank)
+        coords = _grid_coords((nx, ny, nz), rank)
+        neighbours = []
+        for dim, extent in enumerate((nx, ny, nz)):
+            for step in (-1, 1):
+                if 0 <= coords[dim] + step < extent:
+                    neighbours.append(rank + step * strides[dim])
+
+        def phase(t: int, k: int) -> None:
+            region = ZEUSMP_REGIONS[k]
+            b.compute(region, duration(region, rank))
+            with b.region(f"comm{k + 1}"):
+                reqs = [b.irecv(p, tag=4 * t + k) for p in neighbours]
+                reqs += [b.isend(p, tag=4 * t + k, size=size) for p in neighbours]
+                b.waitall(reqs)
+
+        for t in range(steps):
+            phase(t, 0)
+            with b.region("hsmoc"):
+                for k in (1, 2, 3):
+                    phase(t, k)
     return prog

@@ -7,6 +7,9 @@
   (hatched) and the critical path;
 * :func:`delay_profile`: short- and long-term delay costs per call path,
   for one delay model or several side by side;
+* :func:`whatif`: a metric per location before and after a change (a
+  run and its simulation, two runs) on the process topology (seed 000,
+  Fig. 12);
 * :func:`critical_path_profile`: critical-path time per call path next to
   the average time per process, the critical-path imbalance hatched (seed
   001, Fig. 1b);
@@ -54,6 +57,7 @@ from ._plot_heatmap import (ANNOTATE_CELLS, DELAY_ALIASES, SHARE_VMAX, Coords, P
                             topology_grid)
 from ._plot_profiles import activity_average, critical_path_profile, delay_profile
 from ._plot_timeseries import timeseries
+from ._plot_whatif import whatif
 from ._plot_timeline import (CRITICAL_PATH_OFFSET, INIT_REGIONS, TIMELINE_BAR, WAIT_HATCHES, _critical_path_line,
                              _init_end, _rects, _region_colors, _run_span, _states, _wait_source, default_window,
                              timeline, wait_intervals)
@@ -71,4 +75,5 @@ __all__ = [
     "activity_average",
     "wait_intervals",
     "timeseries",
+    "whatif",
 ]

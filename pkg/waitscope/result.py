@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     import pandas
 
+    from .pop import PopMetrics
     from .trace import Trace
 
 CallpathKey = Union[int, str]
@@ -460,6 +461,19 @@ class AnalysisResult:
     def run_length(self) -> float:
         """Wall-clock seconds of the analysed run (from the trace)."""
         return float(self.trace.run_length)
+
+    def pop_metrics(self, ideal: Any = "simulate") -> "PopMetrics":
+        """The POP efficiencies: parallel efficiency, load balance, communication,
+        serialisation and transfer efficiency (see :mod:`waitscope.pop`).
+
+        `ideal` gives the run time on an ideal network, which serialisation
+        and transfer efficiency need: ``"simulate"`` simulates it with
+        ``trace.simulate(network="ideal")`` where available, None leaves
+        them out (None in the result), a number of seconds, a simulated
+        Trace or its AnalysisResult give it."""
+        from .pop import pop_metrics
+
+        return pop_metrics(self, ideal)
 
     def summary(self, top: int = 5) -> str:
         """A readable report, as informative as ``cube_stat``: the metric tree

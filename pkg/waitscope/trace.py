@@ -138,6 +138,7 @@ class Trace:
         self._core = core
         self._comm = comm
         self._owner = owner
+        self._simulation: dict[str, Any] | None = None
         self._defs = core.definitions()
         self._refresh_callpaths()
 
@@ -599,6 +600,38 @@ class Trace:
         _check_clock_correction(method, self._comm)
         stats = _core.correct_clocks(self._core, method)
         return {k: stats[k] for k in ("n_jumps", "n_moved", "max_shift")}
+
+    def simulate(self, balance: str | Sequence[str] | None = None, scale: dict[str, float] | None = None,
+                 network: str | tuple[float, float] = "recorded", mode: str = "model", progress: Any = "auto",
+                 **realtime: Any) -> "Trace":
+        """A new trace with the timestamps this one would have under a hypothesis.
+
+        ``balance``: a region or call-path name (or a list): every rank's
+        i-th visit of that call path gets the mean work of the i-th visits
+        (work: the non-MPI time inside the visit), so the total stays.
+        ``scale``: ``{region or call path: speed-up}`` divides its time by
+        the factor (2: twice as fast; of an MPI call: its non-waiting time).  ``network``: ``"recorded"``
+        keeps each MPI operation's recorded non-waiting time, ``"ideal"``
+        makes every transfer instantaneous, ``(latency_s, bandwidth_Bps)``
+        costs latency + bytes / bandwidth per transfer.  Every event,
+        message, request and collective stays as recorded; only times
+        change, following MPI's semantics (docs/simulate.md).  The result
+        is an in-memory trace that ``analyze``, ``write`` and the plots
+        accept; in the parallel mode every process calls this and gets its
+        share, again a parallel-mode trace.  ``mode="realtime"`` re-enacts
+        the changed trace with real MPI operations under ``mpiexec`` and
+        records it (:mod:`waitscope.reenact`).
+        """
+        from .simulate import simulate
+
+        return simulate(self, balance=balance, scale=scale, network=network, mode=mode, progress=progress,
+                        **realtime)
+
+    @property
+    def simulation(self) -> dict[str, Any] | None:
+        """For a trace made by :meth:`simulate`: its hypothesis and counts
+        (``sync_sends``: sends treated as synchronous, ``balanced_visits``)."""
+        return self._simulation
 
     def write(self, path: str | os.PathLike[str], progress: Any = "auto") -> str:
         """Writes the loaded trace as an OTF2 archive; returns the anchor path."""

@@ -1,0 +1,76 @@
+"""What-if simulation throughput next to the wait-state analysis of the same trace.
+
+Uses the synthetic stencil trace of bench_load.py (default 1024 ranks,
+~10.3 million events; generated once and cached under --dir).  For each
+configuration, interleaved over --repeat runs (best and median wall time):
+
+* wait states only: ``trace.analyze()`` (the baseline);
+* ``trace.simulate()`` (identity: recorded network, no hypothesis);
+* ``trace.simulate(balance="sweep")``;
+* ``trace.simulate(network="ideal")``.
+
+Prints each time, the events per second and the ratio to the analysis.
+Prints, as a check, the identity simulation's run length next to the
+recorded one (equal: the figures are of runs that computed the right
+thing) and the predicted run lengths.  No assertions.
+
+    python bench/bench_simulate.py [--dir DIR] [--side S] [--iters N] [--repeat R]
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import waitscope  # noqa: E402
+from bench_load import DEFAULT_DIR, ensure_trace, warm_page_cache  # noqa: E402
+
+CONFIGS = [
+    ("simulate() identity", {}),
+    ("simulate(balance='sweep')", {"balance": "sweep"}),
+    ("simulate(network='ideal')", {"network": "ideal"}),
+]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dir", default=DEFAULT_DIR, help="cache directory of the generated trace")
+    ap.add_argument("--side", type=int, default=32, help="grid side (ranks = side^2)")
+    ap.add_argument("--iters", type=int, default=200, help="iterations of the stencil")
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs of each configuration")
+    args = ap.parse_args()
+
+    anchor = ensure_trace(args.dir, args.side, args.iters)
+    warm_page_cache(anchor)
+    trace = waitscope.open(anchor, progress=False)
+    n = trace.n_events
+    print(f"trace: {anchor}\n  {trace.n_locations} locations, {n:,} events, run length {trace.run_length:.6f} s")
+    names = ["analyze() wait states (baseline)"] + [name for name, _ in CONFIGS]
+    times = {name: [] for name in names}
+    lengths = {}
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        trace.analyze(progress=False)
+        times[names[0]].append(time.perf_counter() - t0)
+        for name, opts in CONFIGS:
+            t0 = time.perf_counter()
+            sim = trace.simulate(progress=False, **opts)
+            times[name].append(time.perf_counter() - t0)
+            lengths[name] = sim.run_length
+            del sim
+    base = min(times[names[0]])
+    print(f"\n{'':36s} {'best s':>9s} {'median s':>9s} {'Mevents/s':>10s} {'vs analysis':>12s}")
+    for name in names:
+        best, med = min(times[name]), statistics.median(times[name])
+        print(f"{name:36s} {best:9.3f} {med:9.3f} {n / best / 1e6:10.2f} {best / base:11.2f}x")
+    print("\nchecks:")
+    print(f"  identity run length {lengths[CONFIGS[0][0]]:.6f} s vs recorded {trace.run_length:.6f} s "
+          f"(rel. diff {abs(lengths[CONFIGS[0][0]] - trace.run_length) / trace.run_length:.1e})")
+    print(f"  balanced 'sweep': {lengths[CONFIGS[1][0]]:.6f} s; ideal network: {lengths[CONFIGS[2][0]]:.6f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""What-if simulation: a trace's timestamps re-computed under a hypothesis.
+
+:meth:`waitscope.Trace.simulate` is the entry point; this module checks its
+arguments and resolves the regions and call paths they name.  The
+semantics are described in ``docs/simulate.md``.  ``mode="model"`` runs a
+forward replay in the C core (embedded or parallel); ``mode="realtime"``
+re-enacts the changed trace with real MPI operations (:mod:`waitscope.reenact`).
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Real
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
+
+import numpy as np
+
+from . import _callpaths, _core
+
+if TYPE_CHECKING:
+    from .trace import Trace
+
+Network = Union[str, Sequence[float]]
+
+
+def callpaths_of(trace: "Trace", key: Any, argument: str) -> list[int]:
+    """The call paths a region name or call-path name selects (every call
+    path of a region; else one call path by full name or unique suffix)."""
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        return [trace.callpath_index(int(key))]
+    if not isinstance(key, str):
+        raise TypeError(f"{argument}: a region or call path must be given by name (str), not {type(key).__name__}")
+    names = trace.region_names
+    regions = trace.callpath_region
+    wanted = {r for r, name in enumerate(names) if key == name or key in _callpaths.component_names(name)}
+    found = [int(cp) for cp in np.flatnonzero(np.isin(regions, list(wanted)))] if wanted else []
+    if found:
+        return found
+    try:
+        return [_callpaths.resolve(trace.callpath_names, key)]
+    except KeyError as exc:
+        raise ValueError(f"{argument}: unknown region or call path {key!r}: {exc.args[0]}") from None
+
+
+def _is_mpi(trace: "Trace", cp: int) -> bool:
+    return trace.regions[int(trace.callpath_region[cp])].is_mpi
+
+
+def balance_mask(trace: "Trace", balance: Any) -> np.ndarray | None:
+    if balance is None:
+        return None
+    keys = [balance] if isinstance(balance, str) else balance
+    if not isinstance(keys, (list, tuple)) or not keys:
+        raise TypeError(f"balance must be a region or call-path name or a non-empty list of them, got {balance!r}")
+    mask = np.zeros(len(trace.callpath_names), dtype=np.uint8)
+    for key in keys:
+        for cp in callpaths_of(trace, key, "balance"):
+            if _is_mpi(trace, cp):
+                raise ValueError(f"balance: {trace.callpath_names[cp]!r} is an MPI call; balance distributes "
+                                 "computation (scale={...} changes MPI calls)")
+            mask[cp] = 1
+    return mask
+
+
+def scale_factors(trace: "Trace", scale: Any) -> np.ndarray | None:
+    """Per call path the factor of its time: 1 / the speed-up given (2: twice as fast)."""
+    if scale is None:
+        return None
+    if not isinstance(scale, Mapping) or not scale:
+        raise TypeError(f"scale must be a non-empty dict {{region or call path: speed-up factor}}, got {scale!r}")
+    factors = np.ones(len(trace.callpath_names), dtype=np.float64)
+    for key, factor in scale.items():
+        if isinstance(factor, bool) or not isinstance(factor, Real):
+            raise TypeError(f"scale: the factor of {key!r} must be a number, got {factor!r}")
+        if not (math.isfinite(float(factor)) and float(factor) > 0.0):
+            raise ValueError(f"scale: the factor of {key!r} must be finite and > 0, got {factor!r}")
+        for cp in callpaths_of(trace, key, "scale"):
+            factors[cp] /= float(factor)  # the core multiplies times
+    return factors
+
+
+def network_model(network: Any) -> tuple[float, float] | None:
+    """None for the recorded network, else (latency in s, bandwidth in bytes/s)."""
+    if isinstance(network, str):
+        if network == "recorded":
+            return None
+        if network == "ideal":
+            return (0.0, math.inf)
+        raise ValueError(f"network must be 'recorded', 'ideal' or (latency_s, bandwidth_Bps), got {network!r}")
+    if not isinstance(network, (tuple, list)) or len(network) != 2 or any(
+            isinstance(v, bool) or not isinstance(v, Real) for v in network):
+        raise TypeError(f"network must be 'recorded', 'ideal' or (latency_s, bandwidth_Bps), got {network!r}")
+    latency, bandwidth = float(network[0]), float(network[1])
+    if not (math.isfinite(latency) and latency >= 0.0):
+        raise ValueError(f"network: the latency must be finite and >= 0 seconds, got {network[0]!r}")
+    if not bandwidth > 0.0:
+        raise ValueError(f"network: the bandwidth must be > 0 bytes/s, got {network[1]!r}")
+    return (latency, bandwidth)
+
+
+def simulate(trace: "Trace", balance: Any = None, scale: Any = None, network: Network = "recorded",
+             mode: str = "model", progress: Any = "auto", **realtime: Any) -> "Trace":
+    """See :meth:`waitscope.Trace.simulate`."""
+    from .progress import Reporting
+    from .trace import Trace
+
+    if not isinstance(mode, str) or mode not in ("model", "realtime"):
+        raise ValueError(f"mode must be 'model' or 'realtime', got {mode!r}")
+    mask = balance_mask(trace, balance)
+    factors = scale_factors(trace, scale)
+    net = network_model(network)
+    if mode == "realtime":
+        from .reenact import simulate_realtime
+
+        return simulate_realtime(trace, balance=balance, scale=scale, network=network, **realtime)
+    if realtime:
+        raise TypeError(f"simulate: unexpected arguments {sorted(realtime)} (they are for mode='realtime')")
+    if trace.comm is not None:
+        from ._parallel import mpi_module
+
+        with Reporting(progress, trace.comm, trace.n_events) as callback:
+            core, stats = mpi_module().simulate(trace._core, trace.comm, trace.owner, scale=factors, balance=mask,
+                                                network=net, progress=callback)
+        out = Trace(core, comm=trace.comm, owner=trace.owner)
+    else:
+        with Reporting(progress) as callback:
+            core, stats = _core.simulate(trace._core, scale=factors, balance=mask, network=net, progress=callback)
+        out = Trace(core)
+    out._simulation = {"balance": balance, "scale": dict(scale) if scale else None, "network": network,
+                       "mode": mode, **stats}
+    return out
