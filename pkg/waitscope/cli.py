@@ -1,7 +1,8 @@
 """Command line: ``waitscope info|analyze|demo``.
 
     waitscope info TRACE             locations, regions, call paths, events
-    waitscope analyze TRACE          wait-state report (add --delay, --critical-path, -o report.cubex)
+    waitscope analyze TRACE          wait-state report (add --delay, --critical-path, -o report.cubex,
+                                     --perfetto out.json)
     waitscope demo                   the main job on the bundled Score-P trace
     waitscope trace -- COMMAND       run an MPI program and trace it (cli_measure.py)
     waitscope profile -- COMMAND     run an MPI program and profile its wait states
@@ -148,8 +149,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         return 2
     progress = _progress(args)
     trace = open_trace(args.trace, comm=getattr(args, "comm", None), progress=progress)
+    perfetto = getattr(args, "perfetto", None)
     result = trace.analyze(delay_model=args.delay, critical_path=args.critical_path, progress=progress,
-                           clock_correction=getattr(args, "clock_correction", None))
+                           clock_correction=getattr(args, "clock_correction", None),
+                           wait_records=bool(perfetto), delay_records=bool(perfetto and args.delay))
     counts = _event_counts(trace)
     _close(progress)
     if result is None:  # parallel mode: rank 0 has the result and reports
@@ -168,6 +171,14 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             print(f"waitscope: error: cannot write {args.output}: {exc}", file=sys.stderr)
             return 2
         print(f"Cube report written to {written}", file=sys.stderr if args.json else sys.stdout)
+    if perfetto and result is not None:
+        try:
+            written = result.to_perfetto(perfetto)
+        except OSError as exc:
+            print(f"waitscope: error: cannot write {perfetto}: {exc}", file=sys.stderr)
+            return 2
+        print(f"Perfetto trace written to {written} (open it in https://ui.perfetto.dev)",
+              file=sys.stderr if args.json else sys.stdout)
     return 0
 
 
@@ -236,6 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--quiet", action="store_true", help="no progress output")
     analyze.add_argument("-o", "--output", metavar="REPORT.cubex",
                          help="also write the result as a Cube4 report (for CubeGUI, pycubexr)")
+    analyze.add_argument("--perfetto", metavar="OUT.json",
+                         help="also write the trace with its wait states, messages and critical path as "
+                              "Chrome/Perfetto trace-event JSON (ui.perfetto.dev, chrome://tracing)")
     analyze.set_defaults(func=cmd_analyze)
 
     demo = sub.add_parser("demo", help="run the main job on the bundled Score-P trace; writes a report "
@@ -279,6 +293,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the correction needs every location in one process
         if _rank(args) == 0:
             print("waitscope: error: --clock-correction needs all locations in one process; "
+                  "it is not available under mpiexec", file=sys.stderr)
+        return 2
+    if args.comm is not None and getattr(args, "perfetto", None):
+        # the timeline needs every location's events in one process
+        if _rank(args) == 0:
+            print("waitscope: error: --perfetto needs all locations in one process; "
                   "it is not available under mpiexec", file=sys.stderr)
         return 2
     try:

@@ -428,6 +428,22 @@ class AnalysisResult:
 
         return write_cube(self, path)
 
+    def to_perfetto(self, path: str | os.PathLike[str], window: Sequence[float] | None = None,
+                    locations: Sequence[int] | None = None) -> str:
+        """Writes the trace with its analysis as Chrome/Perfetto trace-event JSON; returns the path.
+
+        Regions as nested slices per location, wait states (with
+        ``wait_records=True``) as slices named by pattern, messages as flow
+        arrows, the critical path (with ``critical_path=True``) as a track of
+        its own and a counter of the waiting locations; open it in
+        https://ui.perfetto.dev or ``chrome://tracing``.  `window` = (start,
+        end) in seconds and `locations` (indices) keep the file small.  See
+        :mod:`waitscope.perfetto`.
+        """
+        from .perfetto import to_perfetto
+
+        return to_perfetto(self, path, window=window, locations=locations)
+
     # ---- text --------------------------------------------------------------
 
     WAIT_PATTERNS = WAIT_PATTERNS
