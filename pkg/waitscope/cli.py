@@ -3,6 +3,7 @@
     waitscope info TRACE             locations, regions, call paths, events
     waitscope analyze TRACE          wait-state report (add --delay, --critical-path, -o report.cubex,
                                      --perfetto out.json)
+    waitscope comm TRACE             communication matrix and message sizes
     waitscope demo                   the main job on the bundled Score-P trace
     waitscope trace -- COMMAND       run an MPI program and trace it (cli_measure.py)
     waitscope profile -- COMMAND     run an MPI program and profile its wait states
@@ -182,6 +183,29 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_comm(args: argparse.Namespace) -> int:
+    """The communication matrix and the message-size histogram of a trace."""
+    from .comm import format_matrix
+
+    trace = open_trace(args.trace, progress=_progress(args))
+    matrix = trace.comm_matrix(kind=args.kind, collectives=args.collectives)
+    sizes = trace.message_sizes()
+    if args.json:
+        doc = {"kind": args.kind, "collectives": args.collectives, "matrix": matrix.tolist(),
+               "message_sizes": [{k: int(row[k]) for k in sizes.dtype.names} for row in sizes]}
+        print(json.dumps(doc, indent=1))
+        return 0
+    what = "bytes" if args.kind == "bytes" else "messages"
+    print(f"{what} sent, point-to-point{' and collectives' if args.collectives else ''}: rows send, columns receive")
+    print(format_matrix(matrix, args.kind))
+    if len(sizes):
+        print("\nmessage sizes (point-to-point)")
+        for row in sizes:
+            label = "0 bytes" if row["log2_class"] < 0 else f"[{row['low']}, {row['high']}) bytes"
+            print(f"  {label:>28}  {int(row['count']):>10} messages  {int(row['bytes']):>14} bytes")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """The main job on the bundled trace: analysis, Cube report, heatmap and timeline images."""
     out = os.path.abspath(args.output_dir)
@@ -251,6 +275,14 @@ def build_parser() -> argparse.ArgumentParser:
                          help="also write the trace with its wait states, messages and critical path as "
                               "Chrome/Perfetto trace-event JSON (ui.perfetto.dev, chrome://tracing)")
     analyze.set_defaults(func=cmd_analyze)
+
+    comm = sub.add_parser("comm", help="communication matrix (sender x receiver rank) and message sizes")
+    comm.add_argument("trace", help="OTF2 anchor file or experiment directory")
+    comm.add_argument("--kind", choices=["bytes", "count"], default="bytes", help="bytes (default) or messages")
+    comm.add_argument("--collectives", action="store_true",
+                      help="add the collectives by their recorded bytes (see waitscope.comm)")
+    comm.add_argument("--json", action="store_true", help="machine-readable output")
+    comm.set_defaults(func=cmd_comm)
 
     demo = sub.add_parser("demo", help="run the main job on the bundled Score-P trace; writes a report "
                                        "and pictures into ./waitscope-demo (-o DIR)")

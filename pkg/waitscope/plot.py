@@ -7,6 +7,8 @@
   (hatched) and the critical path;
 * :func:`delay_profile`: short- and long-term delay costs per call path,
   for one delay model or several side by side;
+* :func:`comm_matrix`: bytes or messages per sender and receiver rank on
+  a logarithmic colour scale;
 * :func:`critical_path_profile`: critical-path time per call path next to
   the average time per process, the critical-path imbalance hatched (seed
   001, Fig. 1b).
@@ -50,6 +52,7 @@ from ._plot_heatmap import (ANNOTATE_CELLS, DELAY_ALIASES, SHARE_VMAX, Coords, P
                             _metric_title, _norm, _parse_panels, _placement, _share_colorbar, _share_norm,
                             _subtree_sum, format_value, heatmap, heatmaps, location_values, run_length,
                             topology_grid)
+from ._plot_comm import comm_matrix
 from ._plot_profiles import activity_average, critical_path_profile, delay_profile
 from ._plot_timeline import (CRITICAL_PATH_OFFSET, INIT_REGIONS, TIMELINE_BAR, WAIT_HATCHES, _critical_path_line,
                              _init_end, _rects, _region_colors, _run_span, _states, _wait_source, default_window,
@@ -67,4 +70,5 @@ __all__ = [
     "critical_path_profile",
     "activity_average",
     "wait_intervals",
+    "comm_matrix",
 ]
