@@ -444,6 +444,17 @@ class AnalysisResult:
 
         return to_perfetto(self, path, window=window, locations=locations)
 
+    def to_hatchet(self) -> Any:
+        """The result as a Hatchet ``GraphFrame``: the call-path tree as its graph,
+        every metric per (call path, rank), exclusive and inclusive (``"time (inc)"``).
+
+        Needs Hatchet (``pip install llnl-hatchet``); Thicket takes such
+        GraphFrames for studies over several runs.  See :mod:`waitscope._hatchet`.
+        """
+        from ._hatchet import to_hatchet
+
+        return to_hatchet(self)
+
     # ---- text --------------------------------------------------------------
 
     WAIT_PATTERNS = WAIT_PATTERNS
