@@ -35,13 +35,22 @@ ROOT = Path(__file__).resolve().parent.parent
 OTF2_FILES = sorted({os.path.realpath(p) for p in glob.glob("/usr/lib/x86_64-linux-gnu/libopen-trace-format2.so*")
                      + glob.glob("/usr/lib/x86_64-linux-gnu/libotf2.so*")})
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
-                                reason="hiding the system's OTF2 library needs root and unshare (CI has both)")
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
+                       reason="hiding the system's OTF2 library needs root and unshare (CI has both)"),
+    # .ci/sanitize runs the suite again on a sanitizer build of the C core in a scratch copy; the wheel
+    # is a build of its own (without sanitizers), tested once in the plain run
+    pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""),
+                       reason="the wheel is tested in the plain run, not in the sanitizer run"),
+]
+CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_PRELOAD", "PYTHONHOME")}
+"""The environment of the fresh install: nothing of the development install leaks into it."""
 
 
 def hidden(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     """Runs `cmd` in a mount namespace where the system's OTF2 library files are empty."""
     mounts = " && ".join(f"mount --bind /dev/null {f}" for f in OTF2_FILES)
+    kw.setdefault("env", CLEAN_ENV)
     return subprocess.run(["unshare", "--mount", "--", "sh", "-c", f'{mounts} && exec "$@"', "sh", *cmd],
                           capture_output=True, text=True, timeout=120, **kw)
 
@@ -50,7 +59,7 @@ def hidden(cmd: list[str], **kw) -> subprocess.CompletedProcess:
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheelhouse")
     proc = subprocess.run(["bash", str(ROOT / "tools" / "build_wheel.sh"), str(out)], capture_output=True, text=True,
-                          env={**os.environ, "PYTHON": sys.executable}, timeout=600)
+                          env={**CLEAN_ENV, "PYTHON": sys.executable}, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     path = Path(proc.stdout.strip().splitlines()[-1])
     assert path.is_file() and "manylinux" in path.name
@@ -60,9 +69,10 @@ def wheel(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def fresh_venv(wheel, tmp_path_factory) -> Path:
     venv = tmp_path_factory.mktemp("fresh") / "venv"
-    subprocess.run([sys._base_executable, "-m", "venv", str(venv)], check=True, timeout=120)  # type: ignore[attr-defined]
+    subprocess.run([sys._base_executable, "-m", "venv", str(venv)], check=True, timeout=120,  # type: ignore[attr-defined]
+                   env=CLEAN_ENV)
     proc = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env=CLEAN_ENV)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return venv
 
@@ -99,7 +109,8 @@ def test_wheel_runs_without_the_system_otf2(fresh_venv, tmp_path):
     probe = hidden([sys._base_executable, "-c", "import ctypes; ctypes.CDLL('libopen-trace-format2.so.10')"])  # type: ignore[attr-defined]
     assert probe.returncode != 0 and "libopen-trace-format2" in probe.stderr, probe.stderr
     # 2. so the development install, linked against it, cannot load
-    dev = hidden([sys.executable, "-c", "import waitscope._core"], cwd=tmp_path)
+    dev = hidden([sys.executable, "-c", "import waitscope._core"], cwd=tmp_path,
+                 env={**CLEAN_ENV, "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
     assert dev.returncode != 0 and "libopen-trace-format2" in dev.stderr, dev.stderr
     # 3. the wheel's waitscope can, with its own copy of OTF2
     script = textwrap.dedent("""
@@ -112,7 +123,7 @@ def test_wheel_runs_without_the_system_otf2(fresh_venv, tmp_path):
         print(json.dumps({"file": waitscope.__file__, "otf2": sorted(set(maps)), "totals": out}))
     """)
     python = str(fresh_venv / "bin" / "python")
-    run = hidden([python, "-c", script], cwd=tmp_path, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    run = hidden([python, "-c", script], cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     got = json.loads(run.stdout.strip().splitlines()[-1])
     assert got["file"].startswith(str(fresh_venv)), got["file"]
