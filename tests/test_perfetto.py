@@ -304,3 +304,25 @@ def test_cli_writes_a_valid_file_of_the_bundled_trace(tmp_path):
     result = trace.analyze(wait_records=True)
     assert sum(e["dur"] for e in events(doc, "X", "wait")) == pytest.approx(
         sum(result.total(m) for m in WAIT_METRICS) * 1e6, abs=1e-3)
+
+
+def test_region_slices_are_the_visits_of_the_call_paths(analysed, tmp_path):
+    # the nesting of the slices spells the call paths, and their durations add up to each call
+    # path's inclusive time per location
+    trace, result, _ = analysed
+    doc = validate_load(result, tmp_path / "r.json")
+    inclusive = result.inclusive("time")
+    got = np.zeros_like(inclusive)
+    visits = np.zeros_like(inclusive)
+    stacks: dict[int, list] = defaultdict(list)
+    for e in doc["traceEvents"]:
+        if e["ph"] == "B":
+            stacks[e["tid"]].append(e)
+        elif e["ph"] == "E":
+            path = "/".join(b["name"] for b in stacks[e["tid"]])
+            begin = stacks[e["tid"]].pop()
+            cp = result.callpath_names.index(path)
+            got[cp, e["tid"]] += e["ts"] - begin["ts"]
+            visits[cp, e["tid"]] += 1
+    assert np.allclose(got, inclusive * 1e6, atol=1e-3)
+    assert np.array_equal(visits, result.get("visits"))

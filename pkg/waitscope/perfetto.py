@@ -9,7 +9,7 @@ microseconds since the trace's global offset.
 * one process per MPI rank (``pid`` = rank), one thread per location
   (``tid`` = location index); metadata events (``ph: "M"``) name them and
   fix their order;
-* the regions as nested duration slices (``B``/``E``), in the order of the
+* the regions as nested duration slices (``B``/``E``) named by region, in the order of the
   location's events, so that equal timestamps keep their nesting; with a
   window, slices open at its edges are cut at the edges;
 * the wait states (``wait_records=True``) on a track of their own per
@@ -23,7 +23,8 @@ microseconds since the trace's global offset.
   the receive record, bound to the enclosing slice (the receive or the
   wait call); one id per message, category ``message``;
 * the critical path (``critical_path=True``) as a process of its own
-  ("critical path") with one track of complete slices, one per segment;
+  ("critical path") with one track of complete slices, one per segment
+  (the whole path, also when only some locations are shown);
 * counter tracks (``ph: "C"``) in that process: the number of locations
   waiting at each moment.
 """
@@ -94,7 +95,10 @@ def _us(t: float) -> float:
 
 def _region_events(result: "AnalysisResult", loc: int, window: tuple[float, float] | None,
                    flows: dict[int, list[dict[str, Any]]], pid: int, names: Sequence[str]) -> list[dict[str, Any]]:
-    """B/E events of one location (and its flow events, placed at their records), in event order."""
+    """B/E events of one location (and its flow events, placed at their records), in event order.
+
+    `names` are the slice names per call path (the region's name: the
+    nesting of the slices shows the call path)."""
     ev = result.trace.events(loc)
     time = np.asarray(ev.time)
     kind = np.asarray(ev.kind)
@@ -284,7 +288,8 @@ def _flows(result: "AnalysisResult", locs: list[int], window: tuple[float, float
 
 
 def _critical_path_events(result: "AnalysisResult", window: tuple[float, float] | None, pid: int,
-                          names: Sequence[str], locs: list[int]) -> list[dict[str, Any]]:
+                          names: Sequence[str], leaf: Sequence[str]) -> list[dict[str, Any]]:
+    """Complete slices of the critical path's segments (all of the path, whatever locations are shown)."""
     path = result.critical_path
     seg = path.segments
     out: list[dict[str, Any]] = []
@@ -295,7 +300,7 @@ def _critical_path_events(result: "AnalysisResult", window: tuple[float, float] 
             if b <= a:
                 continue
         cp = int(s["callpath"])
-        name = names[cp].rsplit("/", 1)[-1] if cp >= 0 else "(outside regions)"
+        name = leaf[cp] if cp >= 0 else "(outside regions)"
         out.append({"ph": "X", "name": name, "cat": "critical_path", "ts": _us(a), "dur": max(_us(b) - _us(a), 0.0),
                     "pid": pid, "tid": 0,
                     "args": {"location": int(s["location"]), "rank": int(s["rank"]),
@@ -311,8 +316,10 @@ def trace_events(result: "AnalysisResult", window: Sequence[float] | None = None
     locs = _check_locations(result, locations)
     trace = result.trace
     names = trace.callpath_names
-    locations_ = trace.locations
-    loc_names = [x.name or f"location {x.index}" for x in locations_]
+    region_names = trace.region_names
+    leaf = [region_names[int(r)] if 0 <= int(r) < len(region_names) else names[cp]
+            for cp, r in enumerate(trace.callpath_region)]
+    loc_names = [x.name or f"location {x.index}" for x in trace.locations]
     ranks = result.location_ranks
     pids = {loc: _pid(int(ranks[loc]), loc) for loc in locs}
     events: list[dict[str, Any]] = []
@@ -327,7 +334,7 @@ def trace_events(result: "AnalysisResult", window: Sequence[float] | None = None
                        "args": {"sort_index": 2 * loc}})
     flows = _flows(result, locs, win, pids)
     for loc in locs:
-        events.extend(_region_events(result, loc, win, flows[loc], pids[loc], names))
+        events.extend(_region_events(result, loc, win, flows[loc], pids[loc], leaf))
     summary_pid = max(list(pids.values()) + [-1]) + 1
     summary_used = False
     if result.has_wait_states:
@@ -338,7 +345,7 @@ def trace_events(result: "AnalysisResult", window: Sequence[float] | None = None
                            "args": {"waiting": level}})
         summary_used = summary_used or bool(counter)
     if "critical_path" in result.metric_ids:
-        events.extend(_critical_path_events(result, win, summary_pid, names, locs))
+        events.extend(_critical_path_events(result, win, summary_pid, names, leaf))
         summary_used = True
     if summary_used:
         events.append({"ph": "M", "name": "process_name", "pid": summary_pid, "tid": 0,
