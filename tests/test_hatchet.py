@@ -82,3 +82,27 @@ def test_threads_of_a_rank_are_summed():
     df = result.to_hatchet().dataframe
     wait = df[df["name"] == "MPI_Barrier"]["mpi_barrier_wait"].sort_index(level="rank").to_numpy()
     assert wait.tolist() == pytest.approx([2.0, 1.0, 0.0])  # ranks arrive at 1, 2, 3 s
+
+
+def test_runs_join_a_thicket():
+    # Thicket (LLNL, built on Hatchet) takes the GraphFrames of several runs: here the same
+    # program at two scales of work; the barrier waiting doubles with the imbalance
+    import thicket
+
+    frames = []
+    for scale in (1.0, 2.0):
+        prog = synth.Program(3)
+        for r in range(3):
+            prog.rank(r).compute("work", scale * (1.0 + r)).barrier()
+        gf = prog.run(resolution=1000).analyze().to_hatchet()
+        gf.metadata["scale"] = scale
+        frames.append(gf)
+    tk = thicket.Thicket.concat_thickets(
+        [thicket.Thicket.thicketize_graphframe(gf, f"scale{i}") for i, gf in enumerate(frames)])
+    assert sorted(tk.metadata["scale"]) == [1.0, 2.0]
+    df = tk.dataframe
+    assert df.index.names == ["node", "profile", "rank"]
+    barrier = df[df["name"] == "MPI_Barrier"]
+    by_scale = {float(tk.metadata.loc[p, "scale"]): barrier.xs(p, level="profile")["mpi_barrier_wait"].tolist()
+                for p in tk.metadata.index}
+    assert by_scale == {1.0: [2.0, 1.0, 0.0], 2.0: [4.0, 2.0, 0.0]}
