@@ -20,6 +20,7 @@ import pytest
 import waitscope
 from waitscope import synth
 from waitscope.examples import PING_PONG
+from waitscope.perfetto import SUMMARY_PID, pid_of, tid_of
 
 PHASES = set("BEXsfMC")
 META_NAMES = {"process_name", "thread_name", "process_sort_index", "thread_sort_index"}
@@ -73,6 +74,10 @@ def validate(doc: dict) -> dict:
             bound[(e["id"], ph)] = stacks[thread][-1]["name"]
         elif ph == "C":
             assert e["args"] and all(isinstance(v, (int, float)) for v in e["args"].values()), e
+    owner: dict[int, int] = {}
+    for e in doc["traceEvents"]:  # Perfetto keeps 0 for the idle process and takes a tid as system-wide
+        assert e["pid"] > 0 and e["tid"] > 0, e
+        assert owner.setdefault(e["tid"], e["pid"]) == e["pid"], f"tid {e['tid']} in two processes"
     for thread, stack in stacks.items():
         assert not stack, f"unclosed slices on {thread}: {[b['name'] for b in stack]}"
     for thread, spans in complete.items():  # complete slices of a track nest
@@ -163,9 +168,9 @@ def test_critical_path_track_has_the_path_length(analysed, tmp_path):
     cp = result.critical_path
     assert len(path) == len(cp.segments)
     assert sum(e["dur"] for e in path) == pytest.approx((cp.end - cp.start) * 1e6, abs=1e-3)
-    assert {e["pid"] for e in path} == {4}  # its own process, after the ranks 0-3
+    assert {e["pid"] for e in path} == {SUMMARY_PID}  # a process of its own
     names = {e["pid"]: e["args"]["name"] for e in events(doc, "M") if e["name"] == "process_name"}
-    assert names == {0: "rank 0", 1: "rank 1", 2: "rank 2", 3: "rank 3", 4: "critical path"}
+    assert names == {1: "rank 0", 2: "rank 1", 3: "rank 2", 4: "rank 3", SUMMARY_PID: "critical path"}
 
 
 def test_waiting_counter_follows_the_wait_states(analysed, tmp_path):
@@ -230,11 +235,11 @@ def test_location_subset(analysed, tmp_path):
     trace, result, _ = analysed
     doc = validate_load(result, tmp_path / "sub.json", locations=[1, 2])
     region_threads = {e["tid"] for e in events(doc, "B")}
-    assert region_threads == {1, 2}
+    assert region_threads == {tid_of(1), tid_of(2)} == {2, 3}
     # messages between ranks 1 and 2 only: 1 -> 2 twice per iteration
     assert len(events(doc, "s")) == 8
     waits = events(doc, "X", "wait")
-    assert {e["pid"] for e in waits} <= {1, 2}
+    assert {e["pid"] for e in waits} == {pid_of(1, 1), pid_of(2, 2)} == {2, 3}
     assert sum(e["dur"] for e in waits) == pytest.approx(
         sum(result.by_location(m)[[1, 2]].sum() for m in WAIT_METRICS) * 1e6, abs=1e-3)
 
@@ -322,7 +327,7 @@ def test_region_slices_are_the_visits_of_the_call_paths(analysed, tmp_path):
             path = "/".join(b["name"] for b in stacks[e["tid"]])
             begin = stacks[e["tid"]].pop()
             cp = result.callpath_names.index(path)
-            got[cp, e["tid"]] += e["ts"] - begin["ts"]
-            visits[cp, e["tid"]] += 1
+            got[cp, e["tid"] - 1] += e["ts"] - begin["ts"]  # tid = location + 1
+            visits[cp, e["tid"] - 1] += 1
     assert np.allclose(got, inclusive * 1e6, atol=1e-3)
     assert np.array_equal(visits, result.get("visits"))

@@ -6,9 +6,11 @@ form of the trace-event format, ``{"traceEvents": [...]}``, that
 https://ui.perfetto.dev and ``chrome://tracing`` open.  Timestamps are
 microseconds since the trace's global offset.
 
-* one process per MPI rank (``pid`` = rank), one thread per location
-  (``tid`` = location index); metadata events (``ph: "M"``) name them and
-  fix their order;
+* one process per MPI rank (``pid`` = rank + 1), one thread per location
+  (``tid`` = location index + 1; Perfetto keeps pid and tid 0 for the idle
+  process, and takes a tid as unique over all processes); metadata events
+  (``ph: "M"``) name them ("rank N", the location's name) and fix their
+  order;
 * the regions as nested duration slices (``B``/``E``) named by region, in the order of the
   location's events, so that equal timestamps keep their nesting; with a
   window, slices open at its edges are cut at the edges;
@@ -48,6 +50,11 @@ US = 1e6
 WAIT_TID_BASE = 1 << 30
 """Thread ids of the wait-state tracks: WAIT_TID_BASE + lane * (1 << 20) + location."""
 LANE_STRIDE = 1 << 20
+NO_RANK_PID_BASE = 1 << 24
+"""Process ids of locations without an MPI rank: NO_RANK_PID_BASE + location."""
+SUMMARY_PID = 1 << 25
+"""Process id of the critical path and the counters."""
+SUMMARY_TID = 1 << 29
 SUMMARY_NAME = "critical path"
 
 _ENTER, _LEAVE = 1, 2
@@ -84,9 +91,14 @@ def _check_locations(result: "AnalysisResult", locations: Iterable[int] | None) 
     return sorted(set(out))
 
 
-def _pid(rank: int, loc: int) -> int:
+def pid_of(rank: int, loc: int) -> int:
     """Process id of a location's rank (locations without a rank get one process each past the ranks)."""
-    return rank if rank >= 0 else (1 << 24) + loc
+    return rank + 1 if rank >= 0 else NO_RANK_PID_BASE + loc
+
+
+def tid_of(loc: int) -> int:
+    """Thread id of a location's region track."""
+    return loc + 1
 
 
 def _us(t: float) -> float:
@@ -100,6 +112,7 @@ def _region_events(result: "AnalysisResult", loc: int, window: tuple[float, floa
     `names` are the slice names per call path (the region's name: the
     nesting of the slices shows the call path)."""
     ev = result.trace.events(loc)
+    tid = tid_of(loc)
     time = np.asarray(ev.time)
     kind = np.asarray(ev.kind)
     cps = np.asarray(ev.callpath)
@@ -112,7 +125,7 @@ def _region_events(result: "AnalysisResult", loc: int, window: tuple[float, floa
         if window is not None and not opened_at_start and t >= t0:
             # slices open at the window's start begin there, outermost first
             for cp in stack:
-                out.append({"ph": "B", "name": names[cp], "cat": "region", "ts": _us(t0), "pid": pid, "tid": loc})
+                out.append({"ph": "B", "name": names[cp], "cat": "region", "ts": _us(t0), "pid": pid, "tid": tid})
             opened_at_start = True
         if t > t1:
             break
@@ -122,12 +135,12 @@ def _region_events(result: "AnalysisResult", loc: int, window: tuple[float, floa
             cp = int(cps[i])
             stack.append(cp)
             if inside:
-                out.append({"ph": "B", "name": names[cp], "cat": "region", "ts": _us(t), "pid": pid, "tid": loc})
+                out.append({"ph": "B", "name": names[cp], "cat": "region", "ts": _us(t), "pid": pid, "tid": tid})
         elif k == _LEAVE:
             if stack:
                 stack.pop()
                 if inside:
-                    out.append({"ph": "E", "ts": _us(t), "pid": pid, "tid": loc})
+                    out.append({"ph": "E", "ts": _us(t), "pid": pid, "tid": tid})
         if inside and i in flows:
             out.extend(flows[i])
     if window is not None and not opened_at_start:
@@ -135,7 +148,7 @@ def _region_events(result: "AnalysisResult", loc: int, window: tuple[float, floa
     # slices still open: at the window's end, or at the location's last event
     end = t1 if window is not None and len(time) and float(time[-1]) > t1 else (float(time[-1]) if len(time) else 0.0)
     for _ in stack:
-        out.append({"ph": "E", "ts": _us(end), "pid": pid, "tid": loc})
+        out.append({"ph": "E", "ts": _us(end), "pid": pid, "tid": tid})
     return out
 
 
@@ -280,10 +293,10 @@ def _flows(result: "AnalysisResult", locs: list[int], window: tuple[float, float
         args = {"to_location": r_loc}
         out[s_loc].setdefault(int(m["send_event"]), []).append(
             {"ph": "s", "name": "message", "cat": "message", "id": flow_id, "ts": _us(m["send_time"]),
-             "pid": pids[s_loc], "tid": s_loc, "args": args})
+             "pid": pids[s_loc], "tid": tid_of(s_loc), "args": args})
         out[r_loc].setdefault(int(m["recv_event"]), []).append(
             {"ph": "f", "bp": "e", "name": "message", "cat": "message", "id": flow_id,
-             "ts": _us(m["recv_time"]), "pid": pids[r_loc], "tid": r_loc})
+             "ts": _us(m["recv_time"]), "pid": pids[r_loc], "tid": tid_of(r_loc)})
     return out
 
 
@@ -302,10 +315,10 @@ def _critical_path_events(result: "AnalysisResult", window: tuple[float, float] 
         cp = int(s["callpath"])
         name = leaf[cp] if cp >= 0 else "(outside regions)"
         out.append({"ph": "X", "name": name, "cat": "critical_path", "ts": _us(a), "dur": max(_us(b) - _us(a), 0.0),
-                    "pid": pid, "tid": 0,
+                    "pid": pid, "tid": SUMMARY_TID,
                     "args": {"location": int(s["location"]), "rank": int(s["rank"]),
                              "callpath": names[cp] if cp >= 0 else ""}})
-    out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": 0, "args": {"name": "critical path"}})
+    out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": SUMMARY_TID, "args": {"name": "critical path"}})
     return out
 
 
@@ -321,36 +334,40 @@ def trace_events(result: "AnalysisResult", window: Sequence[float] | None = None
             for cp, r in enumerate(trace.callpath_region)]
     loc_names = [x.name or f"location {x.index}" for x in trace.locations]
     ranks = result.location_ranks
-    pids = {loc: _pid(int(ranks[loc]), loc) for loc in locs}
+    pids = {loc: pid_of(int(ranks[loc]), loc) for loc in locs}
     events: list[dict[str, Any]] = []
-    for pid in sorted(set(pids.values())):
-        rank = pid if pid < (1 << 24) else -1
-        label = f"rank {rank}" if rank >= 0 else f"location {pid - (1 << 24)}"
-        events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": label}})
-        events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
+    first_tid: dict[int, int] = {}  # a process's metadata goes with one of its threads
     for loc in locs:
-        events.append({"ph": "M", "name": "thread_name", "pid": pids[loc], "tid": loc, "args": {"name": loc_names[loc]}})
-        events.append({"ph": "M", "name": "thread_sort_index", "pid": pids[loc], "tid": loc,
+        first_tid.setdefault(pids[loc], tid_of(loc))
+    for pid in sorted(first_tid):
+        label = f"rank {pid - 1}" if pid < NO_RANK_PID_BASE else f"location {pid - NO_RANK_PID_BASE}"
+        events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": first_tid[pid], "args": {"name": label}})
+        events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": first_tid[pid],
+                       "args": {"sort_index": pid}})
+    for loc in locs:
+        events.append({"ph": "M", "name": "thread_name", "pid": pids[loc], "tid": tid_of(loc),
+                       "args": {"name": loc_names[loc]}})
+        events.append({"ph": "M", "name": "thread_sort_index", "pid": pids[loc], "tid": tid_of(loc),
                        "args": {"sort_index": 2 * loc}})
     flows = _flows(result, locs, win, pids)
     for loc in locs:
         events.extend(_region_events(result, loc, win, flows[loc], pids[loc], leaf))
-    summary_pid = max(list(pids.values()) + [-1]) + 1
+    summary_pid = SUMMARY_PID
     summary_used = False
     if result.has_wait_states:
         waits, counter = _wait_events(result, locs, win, names, pids, loc_names)
         events.extend(waits)
         for t, level in counter:
-            events.append({"ph": "C", "name": "waiting locations", "ts": _us(t), "pid": summary_pid, "tid": 0,
+            events.append({"ph": "C", "name": "waiting locations", "ts": _us(t), "pid": summary_pid, "tid": SUMMARY_TID,
                            "args": {"waiting": level}})
         summary_used = summary_used or bool(counter)
     if "critical_path" in result.metric_ids:
         events.extend(_critical_path_events(result, win, summary_pid, names, leaf))
         summary_used = True
     if summary_used:
-        events.append({"ph": "M", "name": "process_name", "pid": summary_pid, "tid": 0,
+        events.append({"ph": "M", "name": "process_name", "pid": summary_pid, "tid": SUMMARY_TID,
                        "args": {"name": SUMMARY_NAME}})
-        events.append({"ph": "M", "name": "process_sort_index", "pid": summary_pid, "tid": 0,
+        events.append({"ph": "M", "name": "process_sort_index", "pid": summary_pid, "tid": SUMMARY_TID,
                        "args": {"sort_index": -1}})
     meta = {"source": str(trace.path), "generator": "waitscope", "time_unit": "us"}
     if win is not None:
