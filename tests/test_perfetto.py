@@ -176,7 +176,7 @@ def test_critical_path_track_has_the_path_length(analysed, tmp_path):
 def test_waiting_counter_follows_the_wait_states(analysed, tmp_path):
     trace, result, _ = analysed
     doc = json.loads(open(result.to_perfetto(tmp_path / "t.json")).read())
-    counter = [(e["ts"], e["args"]["waiting"]) for e in events(doc, "C")]
+    counter = [(e["ts"], e["args"]["waiting"]) for e in events(doc, "C") if e["name"] == "waiting locations"]
     assert counter and counter[-1][1] == 0
     values = [v for _, v in counter]
     assert min(values) >= 0 and max(values) <= trace.n_locations
@@ -196,6 +196,25 @@ def test_waiting_counter_follows_the_wait_states(analysed, tmp_path):
         del grid
     integral = sum((t1 - t0) * v for (t0, v), (t1, _) in zip(counter, counter[1:]))
     assert integral == pytest.approx(covered * 1e6, rel=1e-9)
+
+
+def test_messages_in_flight_counter(analysed, tmp_path):
+    # the integral of the counter is the summed transfer time of the messages (receive minus send)
+    trace, result, n_msgs = analysed
+    doc = validate_load(result, tmp_path / "m.json")
+    counter = [(e["ts"], e["args"]["messages"]) for e in events(doc, "C") if e["name"] == "messages in flight"]
+    assert counter[-1][1] == 0 and min(v for _, v in counter) >= 0
+    integral = sum((t1 - t0) * v for (t0, v), (t1, _) in zip(counter, counter[1:]))
+    transfer = 0.0
+    for loc in range(trace.n_locations):
+        m = trace.messages(loc)
+        transfer -= float(m["time"][np.isin(m["kind"], ("send", "isend"))].sum())
+        transfer += float(m["time"][np.isin(m["kind"], ("recv", "irecv"))].sum())
+    assert transfer > 0
+    assert integral == pytest.approx(transfer * 1e6, rel=1e-9)
+    # every message counts: the counter steps up once per send
+    ups = sum(max(v1 - v0, 0) for (_, v0), (_, v1) in zip([(0, 0)] + counter, counter))
+    assert ups <= n_msgs
 
 
 def test_window_splits_conserve_wait_and_path(analysed, tmp_path):
@@ -277,7 +296,8 @@ def test_without_records_only_regions_and_messages(tmp_path):
     prog, n_msgs = exchange_program(1)
     result = prog.run(resolution=1000).analyze()
     doc = validate_load(result, tmp_path / "plain.json")
-    assert not events(doc, "X") and not events(doc, "C")
+    assert not events(doc, "X")
+    assert {e["name"] for e in events(doc, "C")} == {"messages in flight"}
     assert len(events(doc, "s")) == n_msgs
 
 

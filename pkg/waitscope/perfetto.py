@@ -28,7 +28,8 @@ microseconds since the trace's global offset.
   ("critical path") with one track of complete slices, one per segment
   (the whole path, also when only some locations are shown);
 * counter tracks (``ph: "C"``) in that process: the number of locations
-  waiting at each moment.
+  waiting at each moment, and the number of messages in flight (sent,
+  not yet received) among the shown locations.
 """
 
 from __future__ import annotations
@@ -278,9 +279,28 @@ def _waiting_counter(waits: np.ndarray, window: tuple[float, float] | None) -> l
     return out
 
 
+def _in_flight(msgs: np.ndarray) -> list[tuple[float, int]]:
+    """(time, messages sent and not yet received) at every change (a receive recorded before its send,
+    a broken clock, counts from the send)."""
+    start = msgs["send_time"]
+    end = np.maximum(msgs["recv_time"], start)
+    times = np.concatenate([start, end])
+    steps = np.concatenate([np.ones(len(start), dtype=np.int64), -np.ones(len(end), dtype=np.int64)])
+    order = np.argsort(times, kind="stable")
+    times, level = times[order], np.cumsum(steps[order])
+    last = np.ones(len(times), dtype=bool)
+    last[:-1] = times[1:] != times[:-1]  # one value per distinct time: the level after all its steps
+    out: list[tuple[float, int]] = []
+    for t, v in zip(times[last], level[last]):
+        if not out or out[-1][1] != int(v):
+            out.append((float(t), int(v)))
+    return out
+
+
 def _flows(result: "AnalysisResult", locs: list[int], window: tuple[float, float] | None,
-           pids: dict[int, int]) -> dict[int, dict[int, list[dict[str, Any]]]]:
-    """Flow events per location and event index: one s/f pair per message with both ends shown."""
+           pids: dict[int, int]) -> tuple[dict[int, dict[int, list[dict[str, Any]]]], list[tuple[float, int]]]:
+    """Flow events per location and event index (one s/f pair per message with both ends shown) and
+    the messages-in-flight counter of those messages."""
     msgs = matched_messages(result.trace, locs)
     if window is not None:
         inside = (msgs["send_time"] >= window[0]) & (msgs["send_time"] <= window[1]) & \
@@ -297,7 +317,7 @@ def _flows(result: "AnalysisResult", locs: list[int], window: tuple[float, float
         out[r_loc].setdefault(int(m["recv_event"]), []).append(
             {"ph": "f", "bp": "e", "name": "message", "cat": "message", "id": flow_id,
              "ts": _us(m["recv_time"]), "pid": pids[r_loc], "tid": tid_of(r_loc)})
-    return out
+    return out, _in_flight(msgs)
 
 
 def _critical_path_events(result: "AnalysisResult", window: tuple[float, float] | None, pid: int,
@@ -349,11 +369,14 @@ def trace_events(result: "AnalysisResult", window: Sequence[float] | None = None
                        "args": {"name": loc_names[loc]}})
         events.append({"ph": "M", "name": "thread_sort_index", "pid": pids[loc], "tid": tid_of(loc),
                        "args": {"sort_index": 2 * loc}})
-    flows = _flows(result, locs, win, pids)
+    flows, in_flight = _flows(result, locs, win, pids)
     for loc in locs:
         events.extend(_region_events(result, loc, win, flows[loc], pids[loc], leaf))
     summary_pid = SUMMARY_PID
-    summary_used = False
+    for t, level in in_flight:
+        events.append({"ph": "C", "name": "messages in flight", "ts": _us(t), "pid": summary_pid,
+                       "tid": SUMMARY_TID, "args": {"messages": level}})
+    summary_used = bool(in_flight)
     if result.has_wait_states:
         waits, counter = _wait_events(result, locs, win, names, pids, loc_names)
         events.extend(waits)
