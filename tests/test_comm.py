@@ -9,6 +9,7 @@ by hand from the synthetic programs' recorded bytes.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -163,3 +164,41 @@ def test_plot_comm_matrix():
     assert bool(np.ma.getmaskarray(arr)[0, 0]) and not bool(np.ma.getmaskarray(arr)[1, 0])
     with pytest.raises(ValueError, match="square"):
         plot.comm_matrix(np.zeros((2, 3)))
+
+
+PARALLEL = """
+import json, sys
+from mpi4py import MPI
+import waitscope
+trace = waitscope.open(sys.argv[1], comm=MPI.COMM_WORLD)
+out = {"loaded": [int(x) for x in trace.loaded_locations],
+       "bytes": trace.comm_matrix().tolist(), "count": trace.comm_matrix("count").tolist(),
+       "collectives": trace.comm_matrix(collectives=True).tolist(),
+       "sizes": [[int(v) for v in row] for row in trace.message_sizes()]}
+with open(sys.argv[2] + f"-{MPI.COMM_WORLD.Get_rank()}.json", "w") as f:
+    json.dump(out, f)
+"""
+
+
+def test_parallel_mode_sums_over_the_processes(tmp_path):
+    # under mpiexec every process loads its own locations; each gets the whole matrix
+    from conftest import mpi_launcher  # tests/ is on sys.path
+
+    launcher = mpi_launcher()
+    assert launcher is not None, "the parallel mode needs mpi4py and the mpiexec of its MPI"
+    mpiexec, env = launcher
+    script = tmp_path / "comm_parallel.py"
+    script.write_text(PARALLEL)
+    run = subprocess.run([*mpiexec, "-n", "2", sys.executable, str(script), HALO2D, str(tmp_path / "out")],
+                         env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    trace = waitscope.open(HALO2D)
+    loaded = []
+    for rank in range(2):
+        got = json.loads((tmp_path / f"out-{rank}.json").read_text())
+        loaded.append(got["loaded"])
+        assert got["bytes"] == trace.comm_matrix().tolist()
+        assert got["count"] == trace.comm_matrix("count").tolist()
+        assert got["collectives"] == trace.comm_matrix(collectives=True).tolist()
+        assert got["sizes"] == [[int(v) for v in row] for row in trace.message_sizes()]
+    assert loaded == [[0], [1]]  # each process read one location only

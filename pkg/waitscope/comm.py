@@ -26,6 +26,11 @@ operation that carries bytes counts as one message.
 :func:`message_sizes` is a histogram of the point-to-point message sizes
 in classes k = floor(log2 bytes), i.e. [2**k, 2**(k+1)) bytes; class -1
 holds the empty messages.
+
+In the parallel mode (``waitscope.open(path, comm=...)``) every process
+counts the sends of its own locations and the counts are summed over the
+communicator: every process must call, and every process gets the whole
+matrix (histogram).
 """
 
 from __future__ import annotations
@@ -115,6 +120,18 @@ def _add_collectives(trace: "Trace", out: np.ndarray, kind: str, window: tuple[f
             np.add.at(out[me], member_ranks, share)
 
 
+def _summed(trace: "Trace", values: np.ndarray) -> np.ndarray:
+    """`values` summed over the processes of a parallel-mode trace (unchanged in one process)."""
+    comm = trace.comm
+    if comm is None:
+        return values
+    from mpi4py import MPI
+
+    out = np.zeros_like(values)
+    comm.Allreduce(np.ascontiguousarray(values), out, op=MPI.SUM)
+    return out
+
+
 def comm_matrix(trace: "Trace", kind: str = "bytes", window: Sequence[float] | None = None,
                 collectives: bool = False) -> np.ndarray:
     """Sender x receiver matrix (rank-indexed) of bytes or message counts; see the module's docstring.
@@ -133,11 +150,11 @@ def comm_matrix(trace: "Trace", kind: str = "bytes", window: Sequence[float] | N
     if not collectives:
         exact = np.zeros((n, n), dtype=np.int64)
         np.add.at(exact, (src, dst), values)
-        return exact
+        return _summed(trace, exact)
     out = np.zeros((n, n), dtype=np.float64)
     np.add.at(out, (src, dst), values)
     _add_collectives(trace, out, kind, win)
-    return out
+    return _summed(trace, out)
 
 
 def message_sizes(trace: "Trace", window: Sequence[float] | None = None) -> np.ndarray:
@@ -148,19 +165,26 @@ def message_sizes(trace: "Trace", window: Sequence[float] | None = None) -> np.n
     messages.
     """
     _, _, size = _sends(trace, _check_window(window))
-    if not len(size):
-        return np.zeros(0, dtype=SIZE_DTYPE)
     cls = np.full(len(size), -1, dtype=np.int64)
     pos = size > 0
     # exact floor(log2) for integers: bit length - 1
-    cls[pos] = np.array([int(s).bit_length() - 1 for s in size[pos]], dtype=np.int64)
-    lo, hi = int(cls.min()), int(cls.max())
+    cls[pos] = np.array([int(x).bit_length() - 1 for x in size[pos]], dtype=np.int64)
+    # classes -1..63 (a message has less than 2**64 bytes), summed over the processes, then trimmed
+    counts = np.zeros((2, 65), dtype=np.int64)
+    np.add.at(counts[0], cls + 1, 1)
+    np.add.at(counts[1], cls + 1, size)
+    counts = _summed(trace, counts)
+    used = np.flatnonzero(counts[0])
+    if not len(used):
+        return np.zeros(0, dtype=SIZE_DTYPE)
+    lo, hi = int(used[0]) - 1, int(used[-1]) - 1
     out = np.zeros(hi - lo + 1, dtype=SIZE_DTYPE)
     out["log2_class"] = np.arange(lo, hi + 1)
-    out["low"] = np.where(out["log2_class"] >= 0, 2 ** np.maximum(out["log2_class"], 0), 0)
-    out["high"] = np.where(out["log2_class"] >= 0, 2 ** (np.maximum(out["log2_class"], 0) + 1), 1)
-    np.add.at(out["count"], cls - lo, 1)
-    np.add.at(out["bytes"], cls - lo, size)
+    k = np.maximum(out["log2_class"], 0)
+    out["low"] = np.where(out["log2_class"] >= 0, 2 ** k, 0)
+    out["high"] = np.where(out["log2_class"] >= 0, 2 ** (k + 1), 1)
+    out["count"] = counts[0][lo + 1:hi + 2]
+    out["bytes"] = counts[1][lo + 1:hi + 2]
     return out
 
 

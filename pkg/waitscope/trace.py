@@ -418,7 +418,8 @@ class Trace:
         (number of messages).  `window` = (start, end) in seconds keeps the
         messages sent inside it; ``collectives=True`` adds the collectives
         by their recorded bytes (split as :mod:`waitscope.comm` describes).
-        Counts the loaded locations' sends.
+        In the parallel mode every process must call; the counts of all
+        processes' locations are summed and every process gets them.
         """
         from .comm import comm_matrix
 
@@ -429,6 +430,7 @@ class Trace:
 
         A structured array: log2_class, low, high (the class's bytes are
         [low, high)), count, bytes; class -1 holds the empty messages.
+        In the parallel mode every process must call (see :meth:`comm_matrix`).
         """
         from .comm import message_sizes
 
