@@ -10,6 +10,7 @@ the viewers rely on.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections import defaultdict
@@ -351,3 +352,20 @@ def test_region_slices_are_the_visits_of_the_call_paths(analysed, tmp_path):
             visits[cp, e["tid"] - 1] += 1
     assert np.allclose(got, inclusive * 1e6, atol=1e-3)
     assert np.array_equal(visits, result.get("visits"))
+
+
+def test_cli_refuses_perfetto_under_mpiexec(tmp_path):
+    # the timeline needs every location's events in one process: a clear error, no partial file
+    from conftest import mpi_launcher  # tests/ is on sys.path
+
+    launcher = mpi_launcher()
+    assert launcher is not None, "the parallel mode needs mpi4py and the mpiexec of its MPI"
+    mpiexec, env = launcher
+    out = tmp_path / "x.json"
+    run = subprocess.run([*mpiexec, "-n", "2", sys.executable, "-m", "waitscope", "analyze", PING_PONG, "--quiet",
+                          "--perfetto", str(out)], env={**os.environ, **env},
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2
+    assert "--perfetto needs all locations in one process" in run.stderr
+    assert run.stderr.count("--perfetto needs") == 1  # rank 0 alone says it
+    assert not out.exists()
