@@ -369,3 +369,28 @@ def test_cli_refuses_perfetto_under_mpiexec(tmp_path):
     assert "--perfetto needs all locations in one process" in run.stderr
     assert run.stderr.count("--perfetto needs") == 1  # rank 0 alone says it
     assert not out.exists()
+
+
+def test_window_keeps_each_wait_states_own_delay_costs(tmp_path):
+    # a steady ring: every iteration has wait states of the same length, so a delay record could be
+    # matched to the instance of another iteration; in a window each slice keeps the costs it has
+    # in the whole run
+    prog = synth.Program(4)
+    for i in range(12):
+        for r in range(4):
+            rp = prog.rank(r).compute("work", 0.25 * (1 + r % 2))
+            reqs = [rp.irecv((r - 1) % 4, tag=i), rp.isend((r + 1) % 4, tag=i, size=64)]
+            rp.waitall(reqs)
+    result = prog.run(latency=0.0625, resolution=1024).analyze(
+        delay_model="proportional", delay_records=True, wait_records=True)
+    whole = validate_load(result, tmp_path / "whole.json")
+    t0, t1 = 1.0, 2.0
+    part = validate_load(result, tmp_path / "part.json", window=(t0, t1))
+    key = lambda e: (e["pid"], e["ts"], e["name"])  # noqa: E731
+    full = {key(e): e["args"] for e in events(whole, "X", "wait")}
+    inner = [e for e in events(part, "X", "wait") if t0 * 1e6 < e["ts"] and e["ts"] + e["dur"] < t1 * 1e6]
+    assert inner and any(e["args"]["delay_short_s"] > 0 for e in inner)
+    for e in inner:
+        assert e["args"] == full[key(e)]
+    # and the whole run's slices carry every record's costs once
+    assert sum(a["delay_short_s"] for a in full.values()) == pytest.approx(float(result.delay_short.sum()))

@@ -107,7 +107,8 @@ def _us(t: float) -> float:
 
 
 def _region_events(result: "AnalysisResult", loc: int, window: tuple[float, float] | None,
-                   flows: dict[int, list[dict[str, Any]]], pid: int, names: Sequence[str]) -> list[dict[str, Any]]:
+                   flows: dict[int, list[dict[str, Any]]], pid: int, names: Sequence[str],
+                   parent: np.ndarray) -> list[dict[str, Any]]:
     """B/E events of one location (and its flow events, placed at their records), in event order.
 
     `names` are the slice names per call path (the region's name: the
@@ -121,7 +122,19 @@ def _region_events(result: "AnalysisResult", loc: int, window: tuple[float, floa
     out: list[dict[str, Any]] = []
     stack: list[int] = []  # open call paths
     opened_at_start = False
-    for i in range(len(time)):
+    first = 0
+    if window is not None:
+        # skip to the window: the regions open there are the innermost open call path and its ancestors
+        first = int(np.searchsorted(time, t0, side="left"))
+        if first > 0:
+            cp = int(cps[first - 1])
+            if int(kind[first - 1]) == _LEAVE and cp >= 0:
+                cp = int(parent[cp])
+            while cp >= 0:
+                stack.append(cp)
+                cp = int(parent[cp])
+            stack.reverse()
+    for i in range(first, len(time)):
         t = float(time[i])
         if window is not None and not opened_at_start and t >= t0:
             # slices open at the window's start begin there, outermost first
@@ -172,9 +185,11 @@ def _lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
 def _caused_costs(result: "AnalysisResult", waits: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """Short- and long-term delay costs charged for each wait state (None without delay records).
 
-    A delay record belongs to the wait state of its waiter whose waiting
-    time equals the record's and whose interval ends closest to the
-    record's synchronization time.
+    A delay record belongs to the wait state of its waiter with the same
+    waiting time (the same number: both are the C core's) whose interval
+    ends closest to the record's synchronization time.  `waits` must hold
+    all wait states of the waiters concerned (not a window of them), so
+    that no record is matched to a wrong instance.
     """
     if "records" not in result._raw or "delay_latesender" not in result.metric_ids:
         return None
@@ -184,20 +199,19 @@ def _caused_costs(result: "AnalysisResult", waits: np.ndarray) -> tuple[np.ndarr
         return None
     short = np.zeros(len(waits))
     long_ = np.zeros(len(waits))
-    by_loc: dict[int, np.ndarray] = {}
-    for loc in np.unique(waits["location"]):
-        by_loc[int(loc)] = np.flatnonzero(waits["location"] == loc)
-    for rec in recs:
-        idx = by_loc.get(int(rec["waiter"]))
-        if idx is None:
+    by_key: dict[tuple[int, float], list[int]] = {}
+    for j, (loc, wait) in enumerate(zip(waits["location"].tolist(), waits["wait"].tolist())):
+        by_key.setdefault((loc, wait), []).append(j)
+    ends = waits["end"]
+    for waiter, wait, sync, s_cost, l_cost in zip(recs["waiter"].tolist(), recs["wait"].tolist(),
+                                                  recs["sync_time"].tolist(), recs["short_cost"].tolist(),
+                                                  recs["long_cost"].tolist()):
+        same = by_key.get((waiter, wait))
+        if not same:
             continue
-        w = waits["wait"][idx]
-        same = idx[np.abs(w - rec["wait"]) <= 1e-9 * max(1.0, abs(float(rec["wait"])))]
-        if not len(same):
-            continue
-        j = same[int(np.argmin(np.abs(waits["end"][same] - rec["sync_time"])))]
-        short[j] += rec["short_cost"]
-        long_[j] += rec["long_cost"]
+        j = same[0] if len(same) == 1 else min(same, key=lambda k: abs(float(ends[k]) - sync))
+        short[j] += s_cost
+        long_[j] += l_cost
     return short, long_
 
 
@@ -205,8 +219,12 @@ def _wait_events(result: "AnalysisResult", locs: list[int], window: tuple[float,
                  names: Sequence[str], pids: dict[int, int],
                  loc_names: Sequence[str]) -> tuple[list[dict[str, Any]], list[tuple[float, int]]]:
     """Wait-state slices and their tracks' metadata, and the waiting-locations counter."""
-    waits = result._wait_states(locations=locs, window=window)
+    waits = result._wait_states(locations=locs)
     costs = _caused_costs(result, waits)
+    if window is not None:  # the costs were matched on all instances; now keep those in the window
+        inside = (waits["end"] > window[0]) & (waits["start"] < window[1])
+        waits = waits[inside]
+        costs = None if costs is None else (costs[0][inside], costs[1][inside])
     out: list[dict[str, Any]] = []
     tracks: set[tuple[int, int]] = set()
     for loc in locs:
@@ -353,6 +371,7 @@ def trace_events(result: "AnalysisResult", window: Sequence[float] | None = None
     leaf = [region_names[int(r)] if 0 <= int(r) < len(region_names) else names[cp]
             for cp, r in enumerate(trace.callpath_region)]
     loc_names = [x.name or f"location {x.index}" for x in trace.locations]
+    parent = np.asarray(trace.callpath_parent, dtype=np.int64)
     ranks = result.location_ranks
     pids = {loc: pid_of(int(ranks[loc]), loc) for loc in locs}
     events: list[dict[str, Any]] = []
@@ -371,7 +390,7 @@ def trace_events(result: "AnalysisResult", window: Sequence[float] | None = None
                        "args": {"sort_index": 2 * loc}})
     flows, in_flight = _flows(result, locs, win, pids)
     for loc in locs:
-        events.extend(_region_events(result, loc, win, flows[loc], pids[loc], leaf))
+        events.extend(_region_events(result, loc, win, flows[loc], pids[loc], leaf, parent))
     summary_pid = SUMMARY_PID
     for t, level in in_flight:
         events.append({"ph": "C", "name": "messages in flight", "ts": _us(t), "pid": summary_pid,
@@ -415,6 +434,17 @@ def to_perfetto(result: "AnalysisResult", path: str | os.PathLike[str], window: 
     directory = os.path.dirname(os.path.abspath(target))
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"cannot write {target}: directory {directory} does not exist")
+    encode = json.JSONEncoder(separators=(",", ":")).encode  # the C encoder (json.dump to a file is not)
     with open(target, "w", encoding="utf-8") as f:
-        json.dump(doc, f, separators=(",", ":"))
+        # one event per line: greppable, and written in pieces
+        f.write('{"traceEvents":[\n')
+        events = doc["traceEvents"]
+        for k in range(0, len(events), 4096):
+            chunk = ",\n".join(encode(e) for e in events[k:k + 4096])
+            f.write(chunk if k == 0 else ",\n" + chunk)
+        f.write("\n]")
+        for key, value in doc.items():
+            if key != "traceEvents":
+                f.write(f",{encode(key)}:{encode(value)}")
+        f.write("}\n")
     return target
