@@ -96,6 +96,13 @@ def test_installed_mpi_extensions_use_the_system_mpi(fresh_venv):
             assert "/usr/lib/" in line or " /lib/" in line, line
             checked += 1
     assert checked >= 1
+    # the interposition libraries (LD_PRELOADed into MPI programs) find the wheel's OTF2 through their RPATH
+    preload = sorted((site / "lib").glob("libwaitscope-pmpi-*.so"))
+    assert preload
+    for so in preload:
+        ldd = subprocess.run(["ldd", str(so)], capture_output=True, text=True, check=True).stdout
+        line = next(x for x in ldd.splitlines() if "libopen-trace-format2" in x)
+        assert "/waitscope.libs/" in line and str(fresh_venv) in line, line
 
 
 def test_wheel_runs_without_the_system_otf2(fresh_venv, tmp_path):
