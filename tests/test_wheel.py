@@ -147,3 +147,23 @@ def test_wheel_runs_without_the_system_otf2(fresh_venv, tmp_path):
 def PING_PONG_IN(venv: Path) -> str:
     """The bundled trace inside the installed wheel."""
     return str(next((venv / "lib").glob("python3*/site-packages/waitscope/data/scorep-ping-pong/traces.otf2")))
+
+
+def test_wheel_measures_an_mpi_program_without_the_system_otf2(fresh_venv, tmp_path):
+    # `waitscope trace` preloads the wheel's interposition library into an MPICH program; the
+    # trace it writes (with the wheel's OTF2) is analysed by the wheel's waitscope, all without
+    # the system's OTF2 library
+    if shutil.which("mpiexec.mpich") is None or shutil.which("mpicc.mpich") is None:
+        pytest.fail("MPICH is part of the set-up (.ci/setup installs it)")
+    subprocess.run(["make", "-s", "-C", str(ROOT / "examples"), "mpich"], check=True, env=CLEAN_ENV)
+    out = tmp_path / "run"
+    waitscope_cmd = str(fresh_venv / "bin" / "waitscope")
+    traced = hidden([waitscope_cmd, "trace", "-o", str(out), "--", "mpiexec.mpich", "-n", "2",
+                     str(ROOT / "examples" / "timestep.mpich"), "-k", "2"], cwd=tmp_path)
+    assert traced.returncode == 0, traced.stderr[-3000:]
+    assert (out / "traces.otf2").is_file()
+    analysed = hidden([waitscope_cmd, "analyze", "--quiet", "--json", str(out / "traces.otf2")], cwd=tmp_path)
+    assert analysed.returncode == 0, analysed.stderr[-3000:]
+    doc = json.loads(analysed.stdout)
+    assert doc["metrics"]["time"]
+    assert len(doc["locations"]) == 2
