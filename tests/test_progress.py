@@ -200,3 +200,18 @@ def test_rank_0_reports_for_all_processes(tmp_path: Path):
     assert finals == expected
     assert finals["load"] == (total, total)
     assert list(dict.fromkeys(s for s, _, _ in got["seen"])) == list(dict.fromkeys(s for s, _, _ in one))
+
+
+def test_tqdm_without_ipywidgets_gives_its_text_bar_without_a_warning(monkeypatch: pytest.MonkeyPatch):
+    # tqdm comes with the test extra (Thicket needs it); tqdm.auto would warn "IProgress not found"
+    import warnings
+
+    import tqdm
+
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)
+    for name in [m for m in sys.modules if m.startswith("tqdm.auto") or m.startswith("tqdm.autonotebook")]:
+        monkeypatch.delitem(sys.modules, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bar = progress.notebook_bar()
+    assert isinstance(bar, progress.TqdmBar) and bar.tqdm is tqdm.std.tqdm

@@ -1,7 +1,9 @@
 """Command line: ``waitscope info|analyze|demo``.
 
     waitscope info TRACE             locations, regions, call paths, events
-    waitscope analyze TRACE          wait-state report (add --delay, --critical-path, -o report.cubex)
+    waitscope analyze TRACE          wait-state report (add --delay, --critical-path, -o report.cubex,
+                                     --perfetto out.json)
+    waitscope comm TRACE             communication matrix and message sizes
     waitscope demo                   the main job on the bundled Score-P trace
     waitscope diff A B               what changed between two runs (cli_whatif.py)
     waitscope whatif TRACE --balance REGION   predicted effect of balancing a region (cli_whatif.py)
@@ -151,9 +153,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         return 2
     progress = _progress(args)
     trace = open_trace(args.trace, comm=getattr(args, "comm", None), progress=progress)
+    perfetto = getattr(args, "perfetto", None)
     result = trace.analyze(delay_model=args.delay, critical_path=args.critical_path, progress=progress,
                            clock_correction=getattr(args, "clock_correction", None),
-                           window=getattr(args, "window", None))
+                           window=getattr(args, "window", None),
+                           wait_records=bool(perfetto), delay_records=bool(perfetto and args.delay))
     counts = _event_counts(trace)
     _close(progress)
     if result is None:  # parallel mode: rank 0 has the result and reports
@@ -177,6 +181,37 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             print(f"waitscope: error: cannot write {args.output}: {exc}", file=sys.stderr)
             return 2
         print(f"Cube report written to {written}", file=sys.stderr if args.json else sys.stdout)
+    if perfetto and result is not None:
+        try:
+            written = result.to_perfetto(perfetto, window=getattr(args, "window", None))
+        except OSError as exc:
+            print(f"waitscope: error: cannot write {perfetto}: {exc}", file=sys.stderr)
+            return 2
+        print(f"Perfetto trace written to {written} (open it in https://ui.perfetto.dev)",
+              file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+def cmd_comm(args: argparse.Namespace) -> int:
+    """The communication matrix and the message-size histogram of a trace."""
+    from .comm import format_matrix
+
+    trace = open_trace(args.trace, progress=_progress(args))
+    matrix = trace.comm_matrix(kind=args.kind, collectives=args.collectives)
+    sizes = trace.message_sizes()
+    if args.json:
+        doc = {"kind": args.kind, "collectives": args.collectives, "matrix": matrix.tolist(),
+               "message_sizes": [{k: int(row[k]) for k in sizes.dtype.names} for row in sizes]}
+        print(json.dumps(doc, indent=1))
+        return 0
+    what = "bytes" if args.kind == "bytes" else "messages"
+    print(f"{what} sent, point-to-point{' and collectives' if args.collectives else ''}: rows send, columns receive")
+    print(format_matrix(matrix, args.kind))
+    if len(sizes):
+        print("\nmessage sizes (point-to-point)")
+        for row in sizes:
+            label = "0 bytes" if row["log2_class"] < 0 else f"[{row['low']}, {row['high']}) bytes"
+            print(f"  {label:>28}  {int(row['count']):>10} messages  {int(row['bytes']):>14} bytes")
     return 0
 
 
@@ -261,7 +296,18 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--quiet", action="store_true", help="no progress output")
     analyze.add_argument("-o", "--output", metavar="REPORT.cubex",
                          help="also write the result as a Cube4 report (for CubeGUI, pycubexr)")
+    analyze.add_argument("--perfetto", metavar="OUT.json",
+                         help="also write the trace with its wait states, messages and critical path as "
+                              "Chrome/Perfetto trace-event JSON (ui.perfetto.dev, chrome://tracing)")
     analyze.set_defaults(func=cmd_analyze)
+
+    comm = sub.add_parser("comm", help="communication matrix (sender x receiver rank) and message sizes")
+    comm.add_argument("trace", help="OTF2 anchor file or experiment directory")
+    comm.add_argument("--kind", choices=["bytes", "count"], default="bytes", help="bytes (default) or messages")
+    comm.add_argument("--collectives", action="store_true",
+                      help="add the collectives by their recorded bytes (see waitscope.comm)")
+    comm.add_argument("--json", action="store_true", help="machine-readable output")
+    comm.set_defaults(func=cmd_comm)
 
     demo = sub.add_parser("demo", help="run the main job on the bundled Score-P trace; writes a report "
                                        "and pictures into ./waitscope-demo (-o DIR)")
@@ -308,6 +354,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the correction needs every location in one process
         if _rank(args) == 0:
             print("waitscope: error: --clock-correction needs all locations in one process; "
+                  "it is not available under mpiexec", file=sys.stderr)
+        return 2
+    if args.comm is not None and getattr(args, "perfetto", None):
+        # the timeline needs every location's events in one process
+        if _rank(args) == 0:
+            print("waitscope: error: --perfetto needs all locations in one process; "
                   "it is not available under mpiexec", file=sys.stderr)
         return 2
     try:

@@ -10,6 +10,8 @@
 * :func:`whatif`: a metric per location before and after a change (a
   run and its simulation, two runs) on the process topology (seed 000,
   Fig. 12);
+* :func:`comm_matrix`: bytes or messages per sender and receiver rank on
+  a logarithmic colour scale;
 * :func:`critical_path_profile`: critical-path time per call path next to
   the average time per process, the critical-path imbalance hatched (seed
   001, Fig. 1b);
@@ -55,6 +57,7 @@ from ._plot_heatmap import (ANNOTATE_CELLS, DELAY_ALIASES, SHARE_VMAX, Coords, P
                             _metric_title, _norm, _parse_panels, _placement, _share_colorbar, _share_norm,
                             _subtree_sum, format_value, heatmap, heatmaps, location_values, run_length,
                             topology_grid)
+from ._plot_comm import comm_matrix
 from ._plot_profiles import activity_average, critical_path_profile, delay_profile
 from ._plot_timeseries import timeseries
 from ._plot_whatif import whatif
@@ -76,4 +79,5 @@ __all__ = [
     "wait_intervals",
     "timeseries",
     "whatif",
+    "comm_matrix",
 ]

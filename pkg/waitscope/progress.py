@@ -176,7 +176,7 @@ class WidgetBar(Reporter):
 
 
 class TqdmBar(Reporter):
-    """A tqdm bar per stage (tqdm.auto: a notebook bar in Jupyter)."""
+    """A tqdm bar per stage (its text bar: Jupyter without ipywidgets)."""
 
     def __init__(self, tqdm: Any) -> None:
         super().__init__()
@@ -207,7 +207,9 @@ def notebook_bar() -> Reporter:
     except ImportError:
         pass
     try:
-        from tqdm.auto import tqdm
+        # tqdm's text bar: without ipywidgets, tqdm.auto falls back to it too, but warns
+        # (TqdmWarning "IProgress not found") into the notebook's output
+        from tqdm.std import tqdm
 
         return TqdmBar(tqdm)
     except ImportError:

@@ -452,6 +452,33 @@ class AnalysisResult:
 
         return write_cube(self, path)
 
+    def to_perfetto(self, path: str | os.PathLike[str], window: Sequence[float] | None = None,
+                    locations: Sequence[int] | None = None) -> str:
+        """Writes the trace with its analysis as Chrome/Perfetto trace-event JSON; returns the path.
+
+        Regions as nested slices per location, wait states (with
+        ``wait_records=True``) as slices named by pattern, messages as flow
+        arrows, the critical path (with ``critical_path=True``) as a track of
+        its own and a counter of the waiting locations; open it in
+        https://ui.perfetto.dev or ``chrome://tracing``.  `window` = (start,
+        end) in seconds and `locations` (indices) keep the file small.  See
+        :mod:`waitscope.perfetto`.
+        """
+        from .perfetto import to_perfetto
+
+        return to_perfetto(self, path, window=window, locations=locations)
+
+    def to_hatchet(self) -> Any:
+        """The result as a Hatchet ``GraphFrame``: the call-path tree as its graph,
+        every metric per (call path, rank), exclusive and inclusive (``"time (inc)"``).
+
+        Needs Hatchet (``pip install llnl-hatchet``); Thicket takes such
+        GraphFrames for studies over several runs.  See :mod:`waitscope._hatchet`.
+        """
+        from ._hatchet import to_hatchet
+
+        return to_hatchet(self)
+
     # ---- text --------------------------------------------------------------
 
     WAIT_PATTERNS = WAIT_PATTERNS

@@ -411,6 +411,32 @@ class Trace:
             "received": ev["coll_received"],
         }
 
+    def comm_matrix(self, kind: str = "bytes", window: Sequence[float] | None = None,
+                    collectives: bool = False) -> np.ndarray:
+        """Sender x receiver matrix of the point-to-point messages, indexed by rank.
+
+        ``kind="bytes"`` (the bytes the send records carry) or ``"count"``
+        (number of messages).  `window` = (start, end) in seconds keeps the
+        messages sent inside it; ``collectives=True`` adds the collectives
+        by their recorded bytes (split as :mod:`waitscope.comm` describes).
+        In the parallel mode every process must call; the counts of all
+        processes' locations are summed and every process gets them.
+        """
+        from .comm import comm_matrix
+
+        return comm_matrix(self, kind=kind, window=window, collectives=collectives)
+
+    def message_sizes(self, window: Sequence[float] | None = None) -> np.ndarray:
+        """Histogram of point-to-point message sizes in classes floor(log2 bytes).
+
+        A structured array: log2_class, low, high (the class's bytes are
+        [low, high)), count, bytes; class -1 holds the empty messages.
+        In the parallel mode every process must call (see :meth:`comm_matrix`).
+        """
+        from .comm import message_sizes
+
+        return message_sizes(self, window=window)
+
     def to_pandas(self, location: int | Sequence[int] | None = None) -> "pandas.DataFrame":
         """Events as a pandas DataFrame, for one location, several, or all loaded.
 

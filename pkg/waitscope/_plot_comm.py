@@ -1,0 +1,63 @@
+"""Communication matrix of :mod:`waitscope.plot`: bytes or messages per sender and receiver rank."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from ._plot_base import DEFAULT_CMAP, GRID_BAD_COLOR, Axes, Figure, _single_axes
+from matplotlib import colormaps
+from matplotlib.colors import LogNorm
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .trace import Trace
+
+
+def comm_matrix(source: "Trace | np.ndarray", kind: str = "bytes", window: Sequence[float] | None = None,
+                collectives: bool = False, ax: Axes | None = None, cmap: Any = DEFAULT_CMAP,
+                annotate: bool | None = None) -> Figure:
+    """Sender x receiver matrix on a logarithmic colour scale.
+
+    `source` is a trace (then :meth:`waitscope.Trace.comm_matrix` with
+    `kind`, `window` and `collectives` makes the matrix) or a square
+    matrix.  Rows are senders, columns receivers; cells without
+    communication are grey.  `annotate` writes the values into the cells
+    (default: for up to 16 ranks).
+    """
+    if isinstance(source, np.ndarray) or isinstance(source, (list, tuple)):
+        matrix = np.asarray(source, dtype=np.float64)
+    else:
+        matrix = np.asarray(source.comm_matrix(kind=kind, window=window, collectives=collectives), dtype=np.float64)
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+        raise ValueError(f"a communication matrix must be square (senders x receivers), got shape {matrix.shape}")
+    if np.any(matrix < 0) or not np.all(np.isfinite(matrix)):
+        raise ValueError("a communication matrix holds non-negative finite values")
+    n = matrix.shape[0]
+    fig, ax = _single_axes(ax, (1.6 + 0.35 * max(n, 4), 1.2 + 0.3 * max(n, 4)))
+    masked = np.ma.masked_less_equal(matrix, 0.0)
+    positive = matrix[matrix > 0]
+    vmin, vmax = (float(positive.min()), float(positive.max())) if len(positive) else (1.0, 10.0)
+    if vmax <= vmin:
+        vmin, vmax = vmin / 10.0, vmax * 10.0 if vmax > 0 else 10.0
+    colors = (colormaps[cmap] if isinstance(cmap, str) else cmap).with_extremes(bad=GRID_BAD_COLOR)
+    image = ax.imshow(masked, norm=LogNorm(vmin=vmin, vmax=vmax), cmap=colors, interpolation="nearest")
+    fig.colorbar(image, ax=ax, label="bytes" if kind == "bytes" else "messages")
+    ax.set_xlabel("receiver rank")
+    ax.set_ylabel("sender rank")
+    step = max(1, n // 16)
+    ax.set_xticks(range(0, n, step))
+    ax.set_yticks(range(0, n, step))
+    ax.set_title("bytes sent" if kind == "bytes" else "messages sent")
+    if annotate if annotate is not None else n <= 16:
+        for (i, j), v in np.ndenumerate(matrix):
+            if v > 0:
+                ax.text(j, i, _short_number(v), ha="center", va="center", fontsize=7)
+    return fig
+
+
+def _short_number(v: float) -> str:
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if v >= scale:
+            return f"{v / scale:.3g}{unit}"
+    return f"{v:.3g}"
