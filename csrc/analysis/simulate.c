@@ -18,6 +18,7 @@
 #include "simulate_int.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -350,10 +351,13 @@ static int run(sim *s, ws_transport *tr, const ws_progress *progress, ws_error *
     env.backward = 0;
     sim_handlers(s, &h);
     rc = ws_replay_run(&env, tr, &h, 1, progress, err);
-    if (rc == WS_ERR_MATCH && s->stats.sync_sends)
-        ws_error_prefix(err, "the simulation takes %llu sends as synchronous (MPI_Ssend, or a recorded Late "
-                        "Receiver of more than %u bytes); if the program relied on MPI buffering them, they "
-                        "wait for each other: ", (unsigned long long)s->stats.sync_sends, WS_SIM_EAGER_LIMIT);
+    if (rc == WS_ERR_MATCH && s->stats.sync_sends) {
+        size_t len = strlen(err->message);
+        snprintf(err->message + len, sizeof err->message - len,
+                 " (or: the simulation takes %llu sends as synchronous, MPI_Ssend or a recorded Late Receiver of "
+                 "more than %u bytes; if the program relied on MPI buffering them, they wait for each other)",
+                 (unsigned long long)s->stats.sync_sends, WS_SIM_EAGER_LIMIT);
+    }
     return rc;
 }
 
