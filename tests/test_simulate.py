@@ -199,7 +199,6 @@ def test_saving_versus_critical_path_imbalance():
     for it in range(20):
         for r in range(4):
             b = p.rank(r).compute("work", 1e-3 * (1 + 2 * (r == it % 4)) + rng.uniform(0, 1e-4))
-            b.sendrecv if False else None
             if r % 2 == 0:
                 b.send((r + 1) % 4, size=8).recv((r - 1) % 4)
             else:
@@ -405,6 +404,21 @@ def test_a_simulated_trace_is_a_trace(tmp_path):
         np.testing.assert_array_equal(a.ref, b.ref)
         assert np.all(np.diff(b.time) >= 0)
     assert sim.simulate(progress=False).run_length == pytest.approx(sim.run_length, rel=1e-6)
+
+
+def test_plots_accept_a_simulated_trace():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from waitscope import plot
+
+    trace = _nonblocking().run(latency=L, mpi_overhead=O, bandwidth=1e10)
+    sim = trace.simulate(balance="work", progress=False)
+    fig = plot.timeline(sim, sim.analyze(critical_path=True, wait_records=True, progress=False))
+    assert fig.axes
+    # the drawn window is the simulated run's
+    assert fig.axes[0].get_xlim()[1] <= sim.run_length * 1.1 + 1e-3
 
 
 # ---- bad input ---------------------------------------------------------------------------
