@@ -177,22 +177,26 @@ def test_balancing_work_predicts_the_balanced_scenario(benchmark_runs, scenario)
 
 
 def test_saving_versus_critical_path_imbalance():
-    """Seed 001: the critical-path imbalance of a region is the time its imbalance adds
-    to the run.  Where the region's visits are separated by global synchronisation
-    (work() + barrier), balancing it saves exactly the path's time in the region minus
-    the mean time per rank, which is what the imbalance indicator measures; the two agree
-    up to the MPI overheads on the path (a few microseconds per iteration), so within
-    0.5 %.  With point-to-point coupling (the stencil below) the saving can only be
-    smaller than the indicator sums the imbalance of each synchronisation interval, as
-    balancing one interval also shifts the others; we assert saving <= indicator and
-    that it recovers at least half of it."""
+    """Seed 001: a region's critical-path imbalance (its time on the critical path minus
+    its mean time per rank) is the run time its imbalance costs.  In the benchmark every
+    work() is followed by a barrier, so each iteration lasts the longest work() plus a
+    constant, the path runs through that longest work(), and balancing makes every
+    work() the mean: the saving is the sum over the iterations of (longest - mean), which
+    is exactly the indicator (equal to 1e-6 relative; measured: equal to 1e-8).
+    In a ring of blocking messages (below) the path crosses between ranks at every
+    message; the indicator counts the imbalance of work() on the path, but the path of
+    the balanced run is not the old one minus the imbalance: it passes through the
+    messages differently and keeps about one MPI overhead (1 us) per iteration more.
+    So the saving is slightly below the indicator (measured: 99.93 % of it, 20 us less
+    over 20 iterations); we assert 99 % to 100 %."""
     for scenario in ("static", "dynamic"):
         trace = examples.imbalance_benchmark(scenario, iterations=64).run(latency=L, mpi_overhead=O)
         cp = trace.analyze(critical_path=True, progress=False).critical_path
         work = [i for i, n in enumerate(trace.callpath_names) if n.split("/")[-1] == "work"]
         imbalance = float(sum(cp.imbalance[i] for i in work))
         saving = trace.run_length - trace.simulate(balance="work", progress=False).run_length
-        assert saving == pytest.approx(imbalance, rel=0.005)
+        assert imbalance > 0.5
+        assert saving == pytest.approx(imbalance, rel=1e-6)
 
     p = synth.Program(4)
     rng = random.Random(3)
@@ -208,7 +212,8 @@ def test_saving_versus_critical_path_imbalance():
     work = [i for i, n in enumerate(trace.callpath_names) if n.split("/")[-1] == "work"]
     imbalance = float(sum(cp.imbalance[i] for i in work))
     saving = trace.run_length - trace.simulate(balance="work", progress=False).run_length
-    assert 0.5 * imbalance <= saving <= imbalance * 1.005
+    assert imbalance > 0.02
+    assert 0.99 * imbalance <= saving <= imbalance
 
 
 # ---- the hypotheses ----------------------------------------------------------------------
