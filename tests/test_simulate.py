@@ -501,6 +501,7 @@ def test_parallel_mode_equals_embedded(tmp_path):
                 np.testing.assert_allclose(got[f"t{loc}"], sim.events(loc).time, rtol=0, atol=1e-12,
                                            err_msg=f"{path} {name} location {loc}")
             assert float(got["run_length"]) == pytest.approx(sim.run_length, rel=1e-12)
+            assert list(got["counts"]) == [sim.simulation["sync_sends"], sim.simulation["balanced_visits"]]
             np.testing.assert_allclose(got["cube"], sim.analyze(progress=False).cube, rtol=1e-9, atol=1e-12)
 
 

@@ -437,6 +437,12 @@ int ws_simulate(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_tra
         rc = tr->ops->allreduce_f64(tr, ends, 2, WS_MAX, err);
         s.stats.recorded_end = ends[0];
         s.stats.simulated_end = ends[1];
+        /* the counts of the whole trace on every process */
+        uint64_t counts[2] = {s.stats.sync_sends, s.stats.balanced_visits};
+        if (rc == WS_OK)
+            rc = tr->ops->allreduce_u64(tr, counts, 2, WS_SUM, err);
+        s.stats.sync_sends = counts[0];
+        s.stats.balanced_visits = counts[1];
     }
     *stats = s.stats;
 done:
