@@ -544,3 +544,15 @@ def test_realtime_reenactment(tmp_path):
 
     with pytest.raises(ValueError, match="network must be 'recorded'"):
         trace.simulate(mode="realtime", network="ideal")
+
+    # the same from the command line, on the written trace
+    import subprocess
+    import sys
+
+    path = p.write(tmp_path / "recorded", latency=1e-5, mpi_overhead=1e-6)
+    run = subprocess.run([sys.executable, "-m", "waitscope.reenact", path, "--balance", "a", "-o",
+                          str(tmp_path / "cli")], capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stderr
+    assert "re-enacted operations took" in run.stdout
+    again = waitscope.open(tmp_path / "cli" / "trace", progress=False)
+    assert again.analyze(progress=False).total("bytes_sent") == 3000
