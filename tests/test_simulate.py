@@ -396,6 +396,27 @@ def test_balance_keeps_the_total_work_and_nested_mpi():
     assert leave_times(sim, 0, "y") == pytest.approx([3.0 + 2.25])
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_properties_on_random_programs(seed):
+    """The rules form a max-plus system over the recorded order, which is monotone:
+    making any duration shorter (a speed-up, the ideal network) can never make any event
+    later, so the run never gets longer; a balanced run keeps the total computation; and
+    no simulated receive completes before its send started (no clock violations)."""
+    trace = _random_mix(seed).run(latency=L, mpi_overhead=O, bandwidth=1e9)
+    base = trace.analyze(progress=False)
+    for kwargs in ({"scale": {"w": 1.7}}, {"network": "ideal"}, {"network": (1e-7, 1e11)},
+                   {"scale": {"MPI_Allreduce": 3, "MPI_Recv": 2}}):
+        sim = trace.simulate(progress=False, **kwargs)
+        assert sim.run_length <= trace.run_length * (1 + 1e-12), kwargs
+        for loc in range(trace.n_locations):
+            assert np.all(np.diff(sim.events(loc).time) >= 0)
+            assert np.all(sim.events(loc).time <= trace.events(loc).time + 1e-12), kwargs
+        assert int(np.sum(sim.analyze(progress=False).clock_violations)) == 0
+    balanced = trace.simulate(balance="w", progress=False).analyze(progress=False)
+    assert balanced.total("comp") == pytest.approx(base.total("comp"), rel=1e-9)
+    assert int(np.sum(balanced.clock_violations)) == 0
+
+
 def test_a_simulated_trace_is_a_trace(tmp_path):
     trace = _nonblocking().run(latency=L, mpi_overhead=O, bandwidth=1e10)
     sim = trace.simulate(balance="work", progress=False)

@@ -149,8 +149,10 @@ static int sim_event(void *state, const ws_replay_env *env, uint32_t loc, uint64
                     Ln = st->En;
                 /* the events inside keep their relative position */
                 double span = L - st->E, ratio = span > 0.0 ? (Ln - st->En) / span : 0.0;
-                for (uint64_t k = st->call_enter + 1; k < ev; k++)
-                    st->time[k] = st->En + (e->time[k] - st->E) * ratio;
+                for (uint64_t k = st->call_enter + 1; k < ev; k++) {
+                    double v = st->En + (e->time[k] - st->E) * ratio;
+                    st->time[k] = v < Ln ? v : Ln; /* never after the Leave (rounding) */
+                }
                 tn = Ln;
             }
         }
