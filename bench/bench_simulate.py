@@ -10,6 +10,9 @@ configuration, interleaved over --repeat runs (best and median wall time):
 * ``trace.simulate(network="ideal")``.
 
 Prints each time, the events per second and the ratio to the analysis.
+Then the same for seed 001's load-imbalance benchmark (work() + barrier,
+--bench-ranks ranks x 320 iterations, generated in memory), where every
+step is a collective: ``analyze()`` next to ``simulate(balance="work")``.
 Prints, as a check, the identity simulation's run length next to the
 recorded one (equal: the figures are of runs that computed the right
 thing) and the predicted run lengths.  No assertions.
@@ -41,6 +44,7 @@ def main() -> None:
     ap.add_argument("--side", type=int, default=32, help="grid side (ranks = side^2)")
     ap.add_argument("--iters", type=int, default=200, help="iterations of the stencil")
     ap.add_argument("--repeat", type=int, default=3, help="timed runs of each configuration")
+    ap.add_argument("--bench-ranks", type=int, default=256, help="ranks of the load-imbalance benchmark")
     args = ap.parse_args()
 
     anchor = ensure_trace(args.dir, args.side, args.iters)
@@ -70,6 +74,24 @@ def main() -> None:
     print(f"  identity run length {lengths[CONFIGS[0][0]]:.6f} s vs recorded {trace.run_length:.6f} s "
           f"(rel. diff {abs(lengths[CONFIGS[0][0]] - trace.run_length) / trace.run_length:.1e})")
     print(f"  balanced 'sweep': {lengths[CONFIGS[1][0]]:.6f} s; ideal network: {lengths[CONFIGS[2][0]]:.6f} s")
+
+    from waitscope import examples
+
+    bench = examples.imbalance_benchmark("dynamic", ranks=args.bench_ranks).run(latency=2e-6, mpi_overhead=1e-6)
+    n = bench.n_events
+    print(f"\nseed 001 benchmark (dynamic): {bench.n_locations} ranks x 320 iterations, {n:,} events")
+    t_an, t_sim = [], []
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        bench.analyze(progress=False)
+        t_an.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        sim = bench.simulate(balance="work", progress=False)
+        t_sim.append(time.perf_counter() - t0)
+    print(f"{'analyze() wait states (baseline)':36s} {min(t_an):9.3f} s {n / min(t_an) / 1e6:10.2f} Mevents/s")
+    print(f"{'simulate(balance=work)':36s} {min(t_sim):9.3f} s {n / min(t_sim) / 1e6:10.2f} Mevents/s "
+          f"{min(t_sim) / min(t_an):6.2f}x")
+    print(f"  run length {bench.run_length:.6f} s -> balanced {sim.run_length:.6f} s")
 
 
 if __name__ == "__main__":

@@ -43,7 +43,9 @@ def main() -> None:
                     times.update(part)
                 arrays = {f"t{loc}": t for loc, t in times.items()}
                 np.savez(os.path.join(out, f"{i}-{name}.npz"), cube=result.cube,
-                         run_length=np.array(sim.run_length), **arrays)
+                         run_length=np.array(sim.run_length),
+                         counts=np.array([sim.simulation["sync_sends"], sim.simulation["balanced_visits"]]),
+                         **arrays)
 
 
 if __name__ == "__main__":

@@ -177,29 +177,32 @@ def test_balancing_work_predicts_the_balanced_scenario(benchmark_runs, scenario)
 
 
 def test_saving_versus_critical_path_imbalance():
-    """Seed 001: the critical-path imbalance of a region is the time its imbalance adds
-    to the run.  Where the region's visits are separated by global synchronisation
-    (work() + barrier), balancing it saves exactly the path's time in the region minus
-    the mean time per rank, which is what the imbalance indicator measures; the two agree
-    up to the MPI overheads on the path (a few microseconds per iteration), so within
-    0.5 %.  With point-to-point coupling (the stencil below) the saving can only be
-    smaller than the indicator sums the imbalance of each synchronisation interval, as
-    balancing one interval also shifts the others; we assert saving <= indicator and
-    that it recovers at least half of it."""
+    """Seed 001: a region's critical-path imbalance (its time on the critical path minus
+    its mean time per rank) is the run time its imbalance costs.  In the benchmark every
+    work() is followed by a barrier, so each iteration lasts the longest work() plus a
+    constant, the path runs through that longest work(), and balancing makes every
+    work() the mean: the saving is the sum over the iterations of (longest - mean), which
+    is exactly the indicator (equal to 1e-6 relative; measured: equal to 1e-8).
+    In a ring of blocking messages (below) the path crosses between ranks at every
+    message; the indicator counts the imbalance of work() on the path, but the path of
+    the balanced run is not the old one minus the imbalance: it passes through the
+    messages differently and keeps about one MPI overhead (1 us) per iteration more.
+    So the saving is slightly below the indicator (measured: 99.93 % of it, 20 us less
+    over 20 iterations); we assert 99 % to 100 %."""
     for scenario in ("static", "dynamic"):
         trace = examples.imbalance_benchmark(scenario, iterations=64).run(latency=L, mpi_overhead=O)
         cp = trace.analyze(critical_path=True, progress=False).critical_path
         work = [i for i, n in enumerate(trace.callpath_names) if n.split("/")[-1] == "work"]
         imbalance = float(sum(cp.imbalance[i] for i in work))
         saving = trace.run_length - trace.simulate(balance="work", progress=False).run_length
-        assert saving == pytest.approx(imbalance, rel=0.005)
+        assert imbalance > 0.5
+        assert saving == pytest.approx(imbalance, rel=1e-6)
 
     p = synth.Program(4)
     rng = random.Random(3)
     for it in range(20):
         for r in range(4):
             b = p.rank(r).compute("work", 1e-3 * (1 + 2 * (r == it % 4)) + rng.uniform(0, 1e-4))
-            b.sendrecv if False else None
             if r % 2 == 0:
                 b.send((r + 1) % 4, size=8).recv((r - 1) % 4)
             else:
@@ -209,7 +212,8 @@ def test_saving_versus_critical_path_imbalance():
     work = [i for i, n in enumerate(trace.callpath_names) if n.split("/")[-1] == "work"]
     imbalance = float(sum(cp.imbalance[i] for i in work))
     saving = trace.run_length - trace.simulate(balance="work", progress=False).run_length
-    assert 0.5 * imbalance <= saving <= imbalance * 1.005
+    assert imbalance > 0.02
+    assert 0.99 * imbalance <= saving <= imbalance
 
 
 # ---- the hypotheses ----------------------------------------------------------------------
@@ -392,6 +396,27 @@ def test_balance_keeps_the_total_work_and_nested_mpi():
     assert leave_times(sim, 0, "y") == pytest.approx([3.0 + 2.25])
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_properties_on_random_programs(seed):
+    """The rules form a max-plus system over the recorded order, which is monotone:
+    making any duration shorter (a speed-up, the ideal network) can never make any event
+    later, so the run never gets longer; a balanced run keeps the total computation; and
+    no simulated receive completes before its send started (no clock violations)."""
+    trace = _random_mix(seed).run(latency=L, mpi_overhead=O, bandwidth=1e9)
+    base = trace.analyze(progress=False)
+    for kwargs in ({"scale": {"w": 1.7}}, {"network": "ideal"}, {"network": (1e-7, 1e11)},
+                   {"scale": {"MPI_Allreduce": 3, "MPI_Recv": 2}}):
+        sim = trace.simulate(progress=False, **kwargs)
+        assert sim.run_length <= trace.run_length * (1 + 1e-12), kwargs
+        for loc in range(trace.n_locations):
+            assert np.all(np.diff(sim.events(loc).time) >= 0)
+            assert np.all(sim.events(loc).time <= trace.events(loc).time + 1e-12), kwargs
+        assert int(np.sum(sim.analyze(progress=False).clock_violations)) == 0
+    balanced = trace.simulate(balance="w", progress=False).analyze(progress=False)
+    assert balanced.total("comp") == pytest.approx(base.total("comp"), rel=1e-9)
+    assert int(np.sum(balanced.clock_violations)) == 0
+
+
 def test_a_simulated_trace_is_a_trace(tmp_path):
     trace = _nonblocking().run(latency=L, mpi_overhead=O, bandwidth=1e10)
     sim = trace.simulate(balance="work", progress=False)
@@ -405,6 +430,21 @@ def test_a_simulated_trace_is_a_trace(tmp_path):
         np.testing.assert_array_equal(a.ref, b.ref)
         assert np.all(np.diff(b.time) >= 0)
     assert sim.simulate(progress=False).run_length == pytest.approx(sim.run_length, rel=1e-6)
+
+
+def test_plots_accept_a_simulated_trace():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from waitscope import plot
+
+    trace = _nonblocking().run(latency=L, mpi_overhead=O, bandwidth=1e10)
+    sim = trace.simulate(balance="work", progress=False)
+    fig = plot.timeline(sim, sim.analyze(critical_path=True, wait_records=True, progress=False))
+    assert fig.axes
+    # the drawn window is the simulated run's
+    assert fig.axes[0].get_xlim()[1] <= sim.run_length * 1.1 + 1e-3
 
 
 # ---- bad input ---------------------------------------------------------------------------
@@ -482,6 +522,7 @@ def test_parallel_mode_equals_embedded(tmp_path):
                 np.testing.assert_allclose(got[f"t{loc}"], sim.events(loc).time, rtol=0, atol=1e-12,
                                            err_msg=f"{path} {name} location {loc}")
             assert float(got["run_length"]) == pytest.approx(sim.run_length, rel=1e-12)
+            assert list(got["counts"]) == [sim.simulation["sync_sends"], sim.simulation["balanced_visits"]]
             np.testing.assert_allclose(got["cube"], sim.analyze(progress=False).cube, rtol=1e-9, atol=1e-12)
 
 
@@ -524,3 +565,15 @@ def test_realtime_reenactment(tmp_path):
 
     with pytest.raises(ValueError, match="network must be 'recorded'"):
         trace.simulate(mode="realtime", network="ideal")
+
+    # the same from the command line, on the written trace
+    import subprocess
+    import sys
+
+    path = p.write(tmp_path / "recorded", latency=1e-5, mpi_overhead=1e-6)
+    run = subprocess.run([sys.executable, "-m", "waitscope.reenact", path, "--balance", "a", "-o",
+                          str(tmp_path / "cli")], capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stderr
+    assert "re-enacted operations took" in run.stdout
+    again = waitscope.open(tmp_path / "cli" / "trace", progress=False)
+    assert again.analyze(progress=False).total("bytes_sent") == 3000

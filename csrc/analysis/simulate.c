@@ -18,6 +18,7 @@
 #include "simulate_int.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,8 +149,10 @@ static int sim_event(void *state, const ws_replay_env *env, uint32_t loc, uint64
                     Ln = st->En;
                 /* the events inside keep their relative position */
                 double span = L - st->E, ratio = span > 0.0 ? (Ln - st->En) / span : 0.0;
-                for (uint64_t k = st->call_enter + 1; k < ev; k++)
-                    st->time[k] = st->En + (e->time[k] - st->E) * ratio;
+                for (uint64_t k = st->call_enter + 1; k < ev; k++) {
+                    double v = st->En + (e->time[k] - st->E) * ratio;
+                    st->time[k] = v < Ln ? v : Ln; /* never after the Leave (rounding) */
+                }
                 tn = Ln;
             }
         }
@@ -231,53 +234,108 @@ static double site_bytes(const ws_trace *t, const ws_loc_sync *ls, uint32_t loc,
     return (double)e->coll_sent[c] + (double)e->coll_received[c];
 }
 
+/* the latest arrival of an instance, computed once per instance and
+ * process (so that a collective costs O(members), not O(members^2)) */
+typedef struct arrival_cache {
+    int ready;
+    int bad_size;
+    double enter, new_enter;
+} arrival_cache;
+
+static int member_at(const ws_coll_view *view, uint32_t m, member_time *p, ws_error *err)
+{
+    if (m >= view->n_members || !view->data[m])
+        return 0;
+    if (view->size[m] != sizeof(member_time)) {
+        ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", view->size[m]);
+        return -1;
+    }
+    memcpy(p, view->data[m], sizeof *p);
+    return 1;
+}
+
+/* The constraint of this member (recorded C, new Cn); returns 1 if it has
+ * one, 0 if not, -1 on error (err set). */
+static int coll_constraint(const ws_loc_sync *ls, uint32_t site, const ws_coll_view *view, double *C, double *Cn,
+                           ws_error *err)
+{
+    uint8_t cls = ls->site_class[site];
+    uint32_t me = ls->site_member[site], root = ls->site_root[site];
+    member_time p;
+    int rc;
+    switch (cls) {
+    case WS_SITE_1TON: /* the members wait for the root, the root for nobody */
+        if (root == WS_NONE32 || me == root)
+            return 0;
+        if ((rc = member_at(view, root, &p, err)) <= 0)
+            return rc;
+        *C = p.enter;
+        *Cn = p.new_enter;
+        return 1;
+    case WS_SITE_NTO1: /* the root waits for every member, the members for nobody */
+        if (me != root)
+            return 0;
+        /* fall through */
+    case WS_SITE_BARRIER:
+    case WS_SITE_NXN:
+    case WS_SITE_INIT:
+    case WS_SITE_FINALIZE: { /* the latest arrival */
+        arrival_cache *k = view->cache;
+        if (!k->ready) {
+            k->ready = 1;
+            k->enter = k->new_enter = -INFINITY;
+            for (uint32_t i = 0; i < view->n_present; i++) {
+                if ((rc = member_at(view, view->present[i], &p, err)) < 0) {
+                    k->bad_size = 1;
+                    break;
+                }
+                if (rc && p.enter > k->enter)
+                    k->enter = p.enter;
+                if (rc && p.new_enter > k->new_enter)
+                    k->new_enter = p.new_enter;
+            }
+        }
+        if (k->bad_size) {
+            ws_error_set(err, WS_ERR_INTERNAL, "unexpected collective payload size");
+            return -1;
+        }
+        *C = k->enter;
+        *Cn = k->new_enter;
+        return isfinite(*C) ? 1 : 0;
+    }
+    case WS_SITE_SCAN: { /* a member waits for the members of lower rank */
+        int any = 0;
+        *C = *Cn = -INFINITY;
+        for (uint32_t i = 0; i < view->n_present && view->present[i] <= me; i++) {
+            if ((rc = member_at(view, view->present[i], &p, err)) < 0)
+                return -1;
+            if (!rc)
+                continue;
+            any = 1;
+            if (p.enter > *C)
+                *C = p.enter;
+            if (p.new_enter > *Cn)
+                *Cn = p.new_enter;
+        }
+        return any;
+    }
+    default:
+        return 0;
+    }
+}
+
 static int sim_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site,
                             const ws_coll_view *view, ws_error *err)
 {
     sim *s = state;
     sim_loc *st = &s->locs[loc];
     const ws_loc_sync *ls = &env->sync->locs[loc];
-    uint8_t cls = ls->site_class[site];
-    uint32_t me = ls->site_member[site], root = ls->site_root[site];
-    double C = -INFINITY, Cn = -INFINITY;
-    int any = 0;
-    for (uint32_t k = 0; k < view->n_present; k++) {
-        uint32_t m = view->present[k];
-        int needed;
-        switch (cls) {
-        case WS_SITE_BARRIER:
-        case WS_SITE_NXN:
-        case WS_SITE_INIT:
-        case WS_SITE_FINALIZE:
-            needed = 1; /* everybody waits for the last arrival */
-            break;
-        case WS_SITE_1TON:
-            needed = root != WS_NONE32 && me != root && m == root; /* the members wait for the root */
-            break;
-        case WS_SITE_NTO1:
-            needed = me == root; /* the root waits for every member */
-            break;
-        case WS_SITE_SCAN:
-            needed = m <= me; /* a member waits for the lower ranks */
-            break;
-        default:
-            needed = 0;
-            break;
-        }
-        if (!needed)
-            continue;
-        if (view->size[m] != sizeof(member_time))
-            return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", view->size[m]);
-        member_time p;
-        memcpy(&p, view->data[m], sizeof p);
-        if (p.enter > C)
-            C = p.enter;
-        if (p.new_enter > Cn)
-            Cn = p.new_enter;
-        any = 1;
-    }
+    double C = 0.0, Cn = 0.0;
+    int has = coll_constraint(ls, site, view, &C, &Cn, err);
+    if (has < 0)
+        return err->code;
     double T = transfer(s, site_bytes(env->trace, ls, loc, site));
-    if (any)
+    if (has)
         constrain(st, C, Cn, ls->site_leave[site], T);
     else if (st->mpi_depth && st->En + T > st->M)
         st->M = st->En + T;
@@ -295,6 +353,7 @@ static void sim_handlers(sim *s, ws_handler *h)
     h->msg_consume = sim_consume;
     h->coll_produce = sim_coll_produce;
     h->coll_consume = sim_coll_consume;
+    h->coll_cache_size = sizeof(arrival_cache);
 }
 
 static int region_named(const ws_trace *t, uint32_t cp, const char *a, const char *b)
@@ -350,10 +409,13 @@ static int run(sim *s, ws_transport *tr, const ws_progress *progress, ws_error *
     env.backward = 0;
     sim_handlers(s, &h);
     rc = ws_replay_run(&env, tr, &h, 1, progress, err);
-    if (rc == WS_ERR_MATCH && s->stats.sync_sends)
-        ws_error_prefix(err, "the simulation takes %llu sends as synchronous (MPI_Ssend, or a recorded Late "
-                        "Receiver of more than %u bytes); if the program relied on MPI buffering them, they "
-                        "wait for each other: ", (unsigned long long)s->stats.sync_sends, WS_SIM_EAGER_LIMIT);
+    if (rc == WS_ERR_MATCH && s->stats.sync_sends) {
+        size_t len = strlen(err->message);
+        snprintf(err->message + len, sizeof err->message - len,
+                 " (or: the simulation takes %llu sends as synchronous, MPI_Ssend or a recorded Late Receiver of "
+                 "more than %u bytes; if the program relied on MPI buffering them, they wait for each other)",
+                 (unsigned long long)s->stats.sync_sends, WS_SIM_EAGER_LIMIT);
+    }
     return rc;
 }
 
@@ -433,6 +495,12 @@ int ws_simulate(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_tra
         rc = tr->ops->allreduce_f64(tr, ends, 2, WS_MAX, err);
         s.stats.recorded_end = ends[0];
         s.stats.simulated_end = ends[1];
+        /* the counts of the whole trace on every process */
+        uint64_t counts[2] = {s.stats.sync_sends, s.stats.balanced_visits};
+        if (rc == WS_OK)
+            rc = tr->ops->allreduce_u64(tr, counts, 2, WS_SUM, err);
+        s.stats.sync_sends = counts[0];
+        s.stats.balanced_visits = counts[1];
     }
     *stats = s.stats;
 done:

@@ -29,8 +29,8 @@ typedef struct ws_sim_options {
 } ws_sim_options;
 
 typedef struct ws_sim_stats {
-    uint64_t sync_sends;      /* sends treated as synchronous (here) */
-    uint64_t balanced_visits; /* visits whose work was balanced (here) */
+    uint64_t sync_sends;      /* sends treated as synchronous (all processes) */
+    uint64_t balanced_visits; /* visits whose work was balanced (all processes) */
     double recorded_end;      /* latest recorded event time (all processes) */
     double simulated_end;     /* latest simulated event time (all processes) */
 } ws_sim_stats;

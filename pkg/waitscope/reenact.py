@@ -304,11 +304,11 @@ def _collective(MPI: Any, comm: Any, name: str, root: int, size: int) -> None:
 
 
 def simulate_realtime(trace: "Trace", balance: Any = None, scale: Any = None, network: Any = "recorded",
-                      output: str | os.PathLike[str] | None = None, timeout: float | None = None,
-                      log: Any = None) -> "Trace":
+                      output: str | os.PathLike[str] | None = None, log: Any = None) -> "Trace":
     """Re-enacts `trace` changed by the hypothesis under mpiexec (the MPI mpi4py uses),
-    records it with ``waitscope trace`` into `output` (default: a new temporary
-    directory) and returns the recorded trace."""
+    records it with ``waitscope trace`` into `output`/trace (default: a new temporary
+    directory; the schedule is written next to it) and returns the recorded trace.
+    `log` (a text stream) receives the lines ``waitscope trace`` prints."""
     from . import open as open_trace
     from ._parallel import launcher
     from .cli_measure import measure
@@ -317,8 +317,6 @@ def simulate_realtime(trace: "Trace", balance: Any = None, scale: Any = None, ne
         raise ValueError("mode='realtime' re-enacts on the real network: network must be 'recorded'")
     if trace.comm is not None:
         raise ValueError("mode='realtime' runs its own mpiexec: simulate from one process (open without comm=)")
-    if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     start = launcher(sys.executable)
     if start is None:
         raise ReenactError("mode='realtime' needs mpi4py and the mpiexec of its MPI (mpiexec.mpich or "
@@ -375,7 +373,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run", metavar="SCHEDULE", help=argparse.SUPPRESS)  # what every rank runs
     args = ap.parse_args(argv)
     if args.run:
-        run_schedule(args.run)
+        try:
+            run_schedule(args.run)
+        except Exception:
+            # one failing rank must not leave the others waiting in MPI
+            import traceback
+
+            traceback.print_exc()
+            from mpi4py import MPI
+
+            if MPI.Is_initialized() and not MPI.Is_finalized():
+                MPI.COMM_WORLD.Abort(3)
+            return 3
         return 0
     if not args.trace:
         ap.error("give a TRACE")
