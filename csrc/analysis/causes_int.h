@@ -83,6 +83,9 @@ struct ws_causes {
     uint32_t *touched;
     uint32_t n_touched;
     charge_scratch scratch;
+    /* aligned copy of a note's mini-profile */
+    struct entry *entry_buf;
+    size_t cap_entry_buf;
     /* the path's end */
     uint32_t end_loc;
     double t_end;

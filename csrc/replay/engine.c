@@ -156,6 +156,13 @@ static int site_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t site, 
                     return WS_BLOCKED;
                 if (rc)
                     return rc;
+                if (hd->coll_combine && !view->combined) {
+                    view->combined = 1;
+                    if ((rc = hd->coll_combine(hd->state, env, loc, site, view, err))) {
+                        s->tr->ops->coll_release(s->tr, key, loc);
+                        return rc;
+                    }
+                }
                 rc = hd->coll_consume(hd->state, env, loc, site, view, err);
                 s->tr->ops->coll_release(s->tr, key, loc);
                 if (rc)
