@@ -333,4 +333,5 @@ void ws_waitstates_coll_handlers(ws_handler *h)
     h->coll_produce = p1_coll_produce;
     h->coll_consume = p1_coll_consume;
     h->coll_combine = p1_coll_combine;
+    h->coll_ahead = 1; /* contributions come from the trace alone */
 }

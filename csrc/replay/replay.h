@@ -43,6 +43,12 @@ typedef struct ws_handler {
     int sparse;
     /* bytes of per-instance scratch the collective view offers */
     size_t coll_cache_size;
+    /* Nonzero if coll_active and coll_produce depend on nothing this
+     * replay changes (only on the trace and earlier replays): the engine
+     * may then produce a location's contributions to later sites ahead
+     * of its position, so that a transport between processes sends them
+     * in batches instead of waiting once per instance. */
+    int coll_ahead;
 
     int (*begin)(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err);
     /* every event, after the payloads of a synchronization event */
