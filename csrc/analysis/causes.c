@@ -134,8 +134,9 @@ static int note_for(ws_causes *c, uint32_t loc, uint32_t k, uint32_t delayer, ui
     wait_note note;
     memset(&note, 0, sizeof note);
     note.wait = c->delay && handled(p->wclass) ? p->wait : 0.0;
-    if (c->delay)
-        memcpy(note.gl, &cl->gl[(size_t)k * NCLS], sizeof note.gl);
+    const double *gl = c->delay ? point_gl(cl, k) : NULL;
+    if (gl)
+        memcpy(note.gl, gl, sizeof note.gl);
     note.wclass = p->wclass;
     note.waiter = loc;
     note.delayer = delayer;
@@ -639,6 +640,7 @@ void ws_causes_free(ws_causes *c)
             free(cl->msg_lr);
             free(cl->site_sp);
             free(cl->gl);
+            free(cl->gl_slot);
             free(cl->prop_max);
             free(cl->indirect);
             free(cl->coll_ind);
