@@ -551,11 +551,20 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
         }
     }
     int rc;
-    for (uint32_t i = 0; i < a->n_local; i++)
+    for (uint32_t i = 0; i < a->n_local; i++) {
         if ((rc = ws_points_build(c, a->local[i], err))) {
             ws_causes_free(c);
             return rc;
         }
+        /* the partners' times went into the points: their memory serves
+         * the next location's points */
+        ws_loc_data *d = &a->locs[a->local[i]];
+        free(d->send_enter);
+        free(d->post_time);
+        free(d->partner_leave);
+        free(d->partner_done_leave);
+        d->send_enter = d->post_time = d->partner_leave = d->partner_done_leave = NULL;
+    }
     /* the path ends at the latest Enter of MPI_Finalize (ties: lowest
      * index); MPI_Finalize is never on it.  Without MPI_Finalize a
      * location ends at its last event. */
