@@ -29,7 +29,11 @@ oversubscribed and slow (reported anyway; --max-procs 2 skips them, and a
 run that exceeds --timeout is stopped and reported as such).
 
     python bench/bench_parallel.py [--dir DIR] [--side S] [--iters N] [--max-procs P] [--repeat R]
-                                   [--timeout S]
+                                   [--timeout S] [--barrier ITERS]
+
+With --barrier ITERS the trace is a 2-rank barrier program instead
+(800,000 iterations: 9.6 million events, the case where every collective
+instance spans both analysis processes).
 """
 from __future__ import annotations
 
@@ -46,6 +50,37 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_load import DEFAULT_DIR, ensure_trace, warm_page_cache  # noqa: E402
+
+
+def ensure_barrier_trace(directory: str, iters: int) -> str:
+    """A 2-rank trace of `iters` iterations of imbalanced work + MPI_Barrier
+    (6 events per rank and iteration: 800,000 iterations make 9.6 M events),
+    generated once under `directory`; the path of its anchor file."""
+    import shutil
+    import tempfile
+
+    from waitscope import synth
+
+    target = os.path.join(directory, f"barrier-2-{iters}")
+    anchor = os.path.join(target, "traces.otf2")
+    if os.path.isfile(anchor):
+        return anchor
+    os.makedirs(directory, exist_ok=True)
+    print(f"generating the trace into {target} (once) ...", flush=True)
+    prog = synth.Program(2, name="barrier")
+    for rank in range(2):
+        r = prog.rank(rank)
+        for it in range(iters):
+            r.compute("work", 1e-5 * (1 + (rank + it) % 3))
+            r.barrier()
+    tmp = tempfile.mkdtemp(prefix=".gen-", dir=directory)
+    try:
+        prog.write(os.path.join(tmp, "traces.otf2"), latency=2e-6, bandwidth=5e9, mpi_overhead=1e-7)
+        os.rename(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return anchor
 
 ANALYSIS = {"delay_model": "proportional", "critical_path": True}
 MIB = 1024 * 1024
@@ -150,13 +185,18 @@ def main() -> None:
     ap.add_argument("--max-procs", type=int, default=4, help="largest number of analysis processes (1, 2, 4)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each configuration (the fastest is shown)")
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds after which a run is stopped")
+    ap.add_argument("--barrier", type=int, default=0, metavar="ITERS",
+                    help="instead of the stencil: a 2-rank barrier trace of ITERS iterations (800000: 9.6 M events)")
     ap.add_argument("--child", nargs=2, metavar=("MODE", "ANCHOR"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(*args.child)
         return
 
-    anchor = ensure_trace(args.dir, args.side, args.iters)
+    if args.barrier:
+        anchor = ensure_barrier_trace(args.dir, args.barrier)
+    else:
+        anchor = ensure_trace(args.dir, args.side, args.iters)
     nbytes = warm_page_cache(anchor)
     from waitscope._parallel import launcher
 
@@ -164,7 +204,8 @@ def main() -> None:
     if mpi is not None:
         os.environ.update(mpi[1])  # what that launcher needs (Open MPI as root)
     print(f"trace: {anchor}")
-    print(f"  {args.side * args.side} ranks, {args.iters} iterations, {nbytes / MIB:.1f} MiB of OTF2 files "
+    print(f"  {2 if args.barrier else args.side * args.side} ranks, {args.barrier or args.iters} iterations, "
+          f"{nbytes / MIB:.1f} MiB of OTF2 files "
           f"(read once before: page cache warm)")
     print(f"  analysis: {', '.join(f'{k}={v!r}' for k, v in ANALYSIS.items())}; {os.cpu_count()} cores")
 

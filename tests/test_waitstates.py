@@ -1519,3 +1519,34 @@ def test_larger_random_programs_do_not_depend_on_the_schedule():
                 assert trace.analyze(schedule_seed=seed).cube.tobytes() == r.cube.tobytes(), seed
         except AssertionError as exc:
             raise AssertionError(f"random program {i} ({prog!r}, {params}): {exc}") from None
+
+
+def test_wide_collectives_agree_with_the_reference():
+    """Collective instances of hundreds of members (processed once per
+    instance, shared by the members) give the reference's wait states, and
+    delay costs and the critical path keep their conservation laws."""
+    rng = random.Random(31337)
+    done = 0
+    while done < 3:
+        builder = _Builder(rng, max_ranks=500, max_rounds=10)
+        if builder.n < 200:
+            continue
+        prog = builder.build()
+        params = random_run_params(rng, builder.eager)
+        trace = prog.run(**params)
+        r = trace.analyze()
+        full = trace.analyze(delay_model="proportional", critical_path=True)
+        try:
+            check_invariants(r)
+            compare_with_reference(r, trace)
+            for m in PATTERNS:
+                assert full.get(m).tobytes() == r.get(m).tobytes(), m
+            handled = full.handled_waiting()
+            assert abs(full.total("delay") - handled) <= 1e-9 * max(1.0, handled)
+            cp = full.critical_path
+            assert cp.length == pytest.approx(cp.end - cp.start, rel=1e-9, abs=1e-12)
+            assert trace.analyze(delay_model="proportional", critical_path=True,
+                                 schedule_seed=5).cube.tobytes() == full.cube.tobytes()
+        except AssertionError as exc:
+            raise AssertionError(f"wide program ({prog!r}, {params}): {exc}") from None
+        done += 1

@@ -173,6 +173,15 @@ static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n,
         ws_waitstates_handlers(&a, 3, &h);
         if ((rc = replay(&a, "sync points", 0, &h, 1, progress, err)))
             goto fail;
+        /* what only the wait-state passes need goes before the delay
+         * analysis allocates its own */
+        for (uint32_t i = 0; i < n; i++) {
+            ws_loc_data *d = &a.locs[locations[i]];
+            free(d->ls_cancelled);
+            free(d->send_bytes);
+            d->ls_cancelled = NULL;
+            d->send_bytes = NULL;
+        }
         ws_causes *causes = NULL;
         if ((rc = ws_causes_prepare(&a, &causes, err)))
             goto fail;

@@ -143,8 +143,9 @@ static int note_for(ws_causes *c, uint32_t loc, uint32_t k, uint32_t delayer, ui
     memset(&note, 0, sizeof note);
     note.wait = c->delay && handled(p->wclass) ? p->wait : 0.0;
     note.gamma = c->delay && handled(p->wclass) ? p->wait_in : 0.0;
-    if (c->delay)
-        memcpy(note.gl, &cl->gl[(size_t)k * NCLS], sizeof note.gl);
+    const double *gl = c->delay ? point_gl(cl, k) : NULL;
+    if (gl)
+        memcpy(note.gl, gl, sizeof note.gl);
     note.wclass = p->wclass;
     note.waiter = loc;
     note.delayer = delayer;
@@ -182,6 +183,20 @@ static int p4_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
     return note_for(c, loc, k, cl->sp[k].partner, cl->sp[k].partner, out, err);
 }
 
+/* The entries of a note, copied to aligned scratch memory (they may be
+ * unaligned in the transport's buffer). */
+static const entry *aligned_entries(ws_causes *c, const wait_note *note, const entry *entries, ws_error *err)
+{
+    if (!note->n_entries)
+        return NULL;
+    if (ws_grow((void **)&c->entry_buf, &c->cap_entry_buf, note->n_entries, sizeof *c->entry_buf) != 0) {
+        ws_error_nomem(err, "delay payload");
+        return NULL;
+    }
+    memcpy(c->entry_buf, entries, (size_t)note->n_entries * sizeof *c->entry_buf);
+    return c->entry_buf;
+}
+
 static int parse_note(const void *data, size_t size, wait_note *note, const entry **entries, ws_error *err)
 {
     if (size < sizeof *note)
@@ -204,26 +219,19 @@ static int p4_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     int rc = parse_note(data, size, &note, &entries, err);
     if (rc)
         return rc;
-    /* entries may be unaligned in the transport's buffer: copy them */
-    entry *copy = NULL;
-    if (note.n_entries) {
-        copy = ws_malloc_array(note.n_entries, sizeof *copy);
-        if (!copy)
-            return ws_error_nomem(err, "delay payload");
-        memcpy(copy, entries, (size_t)note.n_entries * sizeof *copy);
-    }
     uint32_t k = ws_point_of_message(cl, row, channel == 0 ? SP_LS : SP_LR);
     if (k == WS_NONE32) {
-        free(copy);
         return ws_error_set(err, WS_ERR_INTERNAL, "location %u: message %u is no synchronization point",
                             (unsigned)loc, (unsigned)row);
     }
     if (c->delay) {
+        const entry *copy = aligned_entries(c, &note, entries, err);
+        if (note.n_entries && !copy)
+            return err->code;
         double indirect;
         rc = ws_charge(c, &c->scratch, loc, k, &note, copy, &indirect, err);
         cl->indirect[row] = indirect;
     }
-    free(copy);
     if (rc)
         return rc;
     if (note.token_target == loc)
@@ -276,6 +284,59 @@ static int p4_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
     return note_for(c, loc, k, delayer, waited ? delayer : WS_NONE32, out, err);
 }
 
+/* What pass 4 shares between the members of an instance: the notes that
+ * hand the critical path over (normally none or one; more are kept, in
+ * member order, as view->shared). */
+typedef struct p4_coll_cache {
+    uint32_t n_tokens;
+    uint32_t target;
+    double time;
+} p4_coll_cache;
+
+typedef struct p4_token {
+    uint32_t target;
+    uint32_t pad;
+    double time;
+} p4_token;
+
+static int p4_coll_combine(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site, ws_coll_view *v,
+                           ws_error *err)
+{
+    (void)state;
+    (void)env;
+    (void)loc;
+    (void)site;
+    p4_coll_cache *k = v->cache;
+    p4_token *tokens = NULL;
+    k->n_tokens = 0;
+    for (uint32_t i = 0; i < v->n_present; i++) {
+        uint32_t m = v->present[i];
+        wait_note note;
+        const entry *entries;
+        int rc = parse_note(v->data[m], v->size[m], &note, &entries, err);
+        if (rc)
+            return rc;
+        if (note.token_target == WS_NONE32)
+            continue;
+        if (k->n_tokens == 1) {
+            tokens = ws_malloc_array(v->n_present, sizeof *tokens);
+            if (!tokens)
+                return ws_error_nomem(err, "collective instance");
+            v->shared = tokens;
+            tokens[0].target = k->target;
+            tokens[0].time = k->time;
+        }
+        if (tokens) {
+            tokens[k->n_tokens].target = note.token_target;
+            tokens[k->n_tokens].time = note.token_time;
+        }
+        k->target = note.token_target;
+        k->time = note.token_time;
+        k->n_tokens++;
+    }
+    return WS_OK;
+}
+
 static int p4_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site,
                            const ws_coll_view *v, ws_error *err)
 {
@@ -285,36 +346,40 @@ static int p4_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
     const ws_loc_data *d = &c->a->locs[loc];
     int rc = WS_OK;
     double token = NAN;
-    for (uint32_t i = 0; i < v->n_present && rc == WS_OK; i++) {
-        uint32_t m = v->present[i];
-        wait_note note;
-        const entry *entries;
-        if ((rc = parse_note(v->data[m], v->size[m], &note, &entries, err)))
-            break;
-        if (note.token_target == loc)
-            token = note.token_time;
-        if (!c->delay || note.wait <= 0.0 || d->site_delayer[site] != loc || cl->site_sp[site] == WS_NONE32)
-            continue;
-        entry *copy = NULL;
-        if (note.n_entries) {
-            copy = ws_malloc_array(note.n_entries, sizeof *copy);
-            if (!copy)
-                return ws_error_nomem(err, "delay payload");
-            memcpy(copy, entries, (size_t)note.n_entries * sizeof *copy);
-        }
-        double indirect;
-        rc = ws_charge(c, &c->scratch, loc, cl->site_sp[site], &note, copy, &indirect, err);
-        free(copy);
-        if (rc == WS_OK && indirect > 0.0) {
-            if (ws_grow((void **)&cl->coll_ind, &cl->cap_coll_ind, cl->n_coll_ind + 1, sizeof *cl->coll_ind) != 0)
-                return ws_error_nomem(err, "delay analysis");
-            if (cl->site_ind_n[site] == 0)
-                cl->site_ind_off[site] = (uint32_t)cl->n_coll_ind;
-            coll_indirect ci = {note.waiter, 0, indirect};
-            cl->coll_ind[cl->n_coll_ind++] = ci;
-            cl->site_ind_n[site]++;
-        }
+    /* the path handed over to this location (the last such note) */
+    const p4_coll_cache *k = v->cache;
+    if (k->n_tokens == 1 && k->target == loc)
+        token = k->time;
+    for (uint32_t i = 0; k->n_tokens > 1 && i < k->n_tokens; i++) {
+        const p4_token *tk = &((const p4_token *)v->shared)[i];
+        if (tk->target == loc)
+            token = tk->time;
     }
+    /* the delayer charges every waiting member: O(members) once per instance */
+    if (c->delay && d->site_delayer[site] == loc && cl->site_sp[site] != WS_NONE32)
+        for (uint32_t i = 0; i < v->n_present && rc == WS_OK; i++) {
+            uint32_t m = v->present[i];
+            wait_note note;
+            const entry *entries;
+            if ((rc = parse_note(v->data[m], v->size[m], &note, &entries, err)))
+                break;
+            if (note.wait <= 0.0)
+                continue;
+            const entry *copy = aligned_entries(c, &note, entries, err);
+            if (note.n_entries && !copy)
+                return err->code;
+            double indirect;
+            rc = ws_charge(c, &c->scratch, loc, cl->site_sp[site], &note, copy, &indirect, err);
+            if (rc == WS_OK && indirect > 0.0) {
+                if (ws_grow((void **)&cl->coll_ind, &cl->cap_coll_ind, cl->n_coll_ind + 1, sizeof *cl->coll_ind) != 0)
+                    return ws_error_nomem(err, "delay analysis");
+                if (cl->site_ind_n[site] == 0)
+                    cl->site_ind_off[site] = (uint32_t)cl->n_coll_ind;
+                coll_indirect ci = {note.waiter, 0, indirect};
+                cl->coll_ind[cl->n_coll_ind++] = ci;
+                cl->site_ind_n[site]++;
+            }
+        }
     if (rc == WS_OK && !isnan(token))
         take_token(cl, token);
     return rc;
@@ -372,27 +437,91 @@ static int p5_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
     return WS_OK;
 }
 
-static int p5_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site,
-                           const ws_coll_view *v, ws_error *err)
+/* The delayers' indirect waiting of an instance, sorted by waiter (and
+ * within a waiter in member order), as view->shared. */
+typedef struct p5_shared {
+    uint64_t n;
+    coll_indirect e[];
+} p5_shared;
+
+typedef struct p5_sortable {
+    coll_indirect ci;
+    uint64_t seq;
+} p5_sortable;
+
+static int p5_order(const void *x, const void *y)
 {
-    ws_causes *c = state;
-    if (!(c->a->locs[loc].site_wait[site] > 0.0))
-        return WS_OK;
+    const p5_sortable *a = x, *b = y;
+    if (a->ci.waiter != b->ci.waiter)
+        return a->ci.waiter < b->ci.waiter ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static int p5_coll_combine(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site, ws_coll_view *v,
+                           ws_error *err)
+{
+    (void)state;
+    (void)env;
+    (void)loc;
+    (void)site;
+    uint64_t total = 0;
     for (uint32_t i = 0; i < v->n_present; i++) {
         uint32_t m = v->present[i];
         uint64_t n;
         if (v->size[m] < sizeof n)
             return ws_error_set(err, WS_ERR_INTERNAL, "short delay payload");
         memcpy(&n, v->data[m], sizeof n);
-        if (v->size[m] != sizeof n + n * sizeof(coll_indirect))
+        if (n > (v->size[m] - sizeof n) / sizeof(coll_indirect) || v->size[m] != sizeof n + n * sizeof(coll_indirect))
             return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", v->size[m]);
-        for (uint64_t k = 0; k < n; k++) {
-            coll_indirect ci;
-            memcpy(&ci, v->data[m] + sizeof n + k * sizeof ci, sizeof ci);
-            if (ci.waiter == loc)
-                add(c, M_MPI_WAIT_INDIRECT_COLLECTIVE, env->sync->locs[loc].site_callpath[site], loc, ci.value);
+        total += n;
+    }
+    if (!total)
+        return WS_OK;
+    p5_sortable *tmp = ws_malloc_array(total, sizeof *tmp);
+    p5_shared *sh = malloc(sizeof *sh + total * sizeof(coll_indirect));
+    if (!tmp || !sh) {
+        free(tmp);
+        free(sh);
+        return ws_error_nomem(err, "collective instance");
+    }
+    uint64_t j = 0;
+    for (uint32_t i = 0; i < v->n_present; i++) {
+        uint32_t m = v->present[i];
+        uint64_t n;
+        memcpy(&n, v->data[m], sizeof n);
+        for (uint64_t q = 0; q < n; q++, j++) {
+            memcpy(&tmp[j].ci, v->data[m] + sizeof n + q * sizeof(coll_indirect), sizeof(coll_indirect));
+            tmp[j].seq = j;
         }
     }
+    qsort(tmp, total, sizeof *tmp, p5_order);
+    sh->n = total;
+    for (j = 0; j < total; j++)
+        sh->e[j] = tmp[j].ci;
+    free(tmp);
+    v->shared = sh;
+    return WS_OK;
+}
+
+static int p5_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site,
+                           const ws_coll_view *v, ws_error *err)
+{
+    (void)err;
+    ws_causes *c = state;
+    const p5_shared *sh = v->shared;
+    if (!(c->a->locs[loc].site_wait[site] > 0.0) || !sh)
+        return WS_OK;
+    /* the first entry of this waiter */
+    uint64_t lo = 0, hi = sh->n;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (sh->e[mid].waiter < loc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < sh->n && sh->e[lo].waiter == loc; lo++)
+        add(c, M_MPI_WAIT_INDIRECT_COLLECTIVE, env->sync->locs[loc].site_callpath[site], loc, sh->e[lo].value);
     return WS_OK;
 }
 
@@ -431,11 +560,20 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
         }
     }
     int rc;
-    for (uint32_t i = 0; i < a->n_local; i++)
+    for (uint32_t i = 0; i < a->n_local; i++) {
         if ((rc = ws_points_build(c, a->local[i], err))) {
             ws_causes_free(c);
             return rc;
         }
+        /* the partners' times went into the points: their memory serves
+         * the next location's points */
+        ws_loc_data *d = &a->locs[a->local[i]];
+        free(d->send_enter);
+        free(d->post_time);
+        free(d->partner_leave);
+        free(d->partner_done_leave);
+        d->send_enter = d->post_time = d->partner_leave = d->partner_done_leave = NULL;
+    }
     /* the path ends at the latest Enter of MPI_Finalize (ties: lowest
      * index); MPI_Finalize is never on it.  Without MPI_Finalize a
      * location ends at its last event. */
@@ -495,12 +633,16 @@ void ws_causes_handlers(ws_causes *c, int pass, ws_handler *h)
         h->coll_active = p4_coll_active;
         h->coll_produce = p4_coll_produce;
         h->coll_consume = p4_coll_consume;
+        h->coll_combine = p4_coll_combine;
+        h->coll_cache_size = sizeof(p4_coll_cache);
     } else {
         h->msg_produce = p5_produce;
         h->msg_consume = p5_consume;
         h->coll_active = p5_coll_active;
         h->coll_produce = p5_coll_produce;
         h->coll_consume = p5_coll_consume;
+        h->coll_combine = p5_coll_combine;
+        h->coll_ahead = 1; /* contributions come from pass 4 */
     }
 }
 
@@ -516,6 +658,7 @@ void ws_causes_free(ws_causes *c)
             free(cl->msg_lr);
             free(cl->site_sp);
             free(cl->gl);
+            free(cl->gl_slot);
             free(cl->prop_max);
             free(cl->indirect);
             free(cl->coll_ind);
@@ -524,6 +667,7 @@ void ws_causes_free(ws_causes *c)
         }
         free(c->locs);
     }
+    free(c->entry_buf);
     charge_scratch *s = &c->scratch;
     free(s->delta);
     free(s->shortc);

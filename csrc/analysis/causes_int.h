@@ -39,7 +39,11 @@ typedef struct cause_loc {
     uint32_t *msg_sp;   /* message row -> its Late Sender point (WS_NONE32) */
     uint32_t *msg_lr;   /* message row -> its Late Receiver point (WS_NONE32) */
     uint32_t *site_sp;  /* site -> point (WS_NONE32) */
-    double *gl;         /* per point and final class: long-term cost carried by its waiting */
+    /* long-term cost carried by a point's waiting, per final class: only
+     * points that wait carry one, so only they have a block of NCLS
+     * doubles in gl, at gl_slot[point] * NCLS (WS_NONE32: none) */
+    double *gl;
+    uint32_t *gl_slot;
     double *prop_max;   /* per point: largest share of its waiting that propagated */
     double *indirect;   /* per message row (delayer side): indirect part of the partner's waiting */
     /* collectives (delayer side): indirect part of each waiter's waiting,
@@ -87,6 +91,9 @@ struct ws_causes {
     uint32_t *touched;
     uint32_t n_touched;
     charge_scratch scratch;
+    /* aligned copy of a note's mini-profile */
+    struct entry *entry_buf;
+    size_t cap_entry_buf;
     /* the path's end */
     uint32_t end_loc;
     double t_end;
@@ -111,6 +118,13 @@ typedef struct wait_note {
     uint32_t n_entries;   /* mini-profile entries that follow */
     uint32_t pad;
 } wait_note;
+
+/* the long-term costs point k carries (NULL: it does not wait) */
+static inline double *point_gl(const cause_loc *cl, uint32_t k)
+{
+    uint32_t slot = cl->gl_slot[k];
+    return slot == UINT32_MAX ? NULL : &cl->gl[(size_t)slot * NCLS];
+}
 
 /* wait states whose cost the delay analysis accounts */
 static inline int handled(uint8_t wclass)

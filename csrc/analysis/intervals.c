@@ -233,9 +233,15 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     free(sp);
     cl->sp = sorted;
     cl->n_sp = (uint32_t)n;
-    cl->gl = ws_calloc((n ? n : 1) * NCLS, sizeof *cl->gl);
+    cl->gl_slot = ws_malloc_array(n ? n : 1, sizeof *cl->gl_slot);
     cl->prop_max = ws_calloc(n ? n : 1, sizeof *cl->prop_max);
-    if (!cl->gl || !cl->prop_max)
+    if (!cl->gl_slot || !cl->prop_max)
+        return ws_error_nomem(err, "synchronization points");
+    uint32_t n_waiting = 0;
+    for (size_t k = 0; k < n; k++)
+        cl->gl_slot[k] = sorted[k].wait > 0.0 ? n_waiting++ : WS_NONE32;
+    cl->gl = ws_calloc((n_waiting ? n_waiting : 1) * (size_t)NCLS, sizeof *cl->gl);
+    if (!cl->gl)
         return ws_error_nomem(err, "synchronization points");
     return WS_OK;
 }
@@ -610,7 +616,7 @@ int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const w
     }
     for (size_t j = 0; j < m; j++) {
         uint32_t q = s->wait_points[j];
-        double *target = &cl->gl[(size_t)q * NCLS];
+        double *target = point_gl(cl, q); /* q waits: it has a block */
         target[w] += s->prop_s[j];
         if (gl > 0.0)
             for (int x = 0; x < NCLS; x++)

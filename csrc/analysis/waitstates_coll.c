@@ -23,6 +23,13 @@ typedef struct coll_cache {
     double root_enter;
     int any_wait;
 } coll_cache;
+/* Scans: the latest enter among the members up to each member (ties: the
+ * earliest), indexed by member; attached to the instance as view->shared. */
+typedef struct scan_prefix {
+    double latest;
+    uint32_t member; /* WS_NONE32: no enter above -inf */
+} scan_prefix;
+
 static int p1_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site, ws_buffer *out,
                            ws_error *err)
 {
@@ -101,12 +108,71 @@ static int coll_clock_violation(uint8_t cls, const coll_cache *k, const ws_coll_
     else if (cls == WS_SITE_1TON && me != root)
         needed = k->root_enter;
     else if (cls == WS_SITE_SCAN)
-        for (uint32_t i = 0; i < v->n_present && v->present[i] <= me; i++) {
-            double enter = member_info(v, v->present[i]).enter;
-            if (enter > needed)
-                needed = enter;
-        }
+        needed = ((const scan_prefix *)v->shared)[me].latest;
     return leave < needed;
+}
+
+/* Everything of an instance that needs all contributions, once per
+ * instance and process, in O(members). */
+static int p1_coll_combine(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site, ws_coll_view *v,
+                           ws_error *err)
+{
+    (void)state;
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    uint8_t cls = ls->site_class[site];
+    uint32_t root = ls->site_root[site];
+    coll_cache *k = v->cache;
+    for (uint32_t i = 0; i < v->n_present; i++)
+        if (v->size[v->present[i]] != sizeof(coll_info))
+            return ws_error_set(err, WS_ERR_INTERNAL, "unexpected collective payload size");
+    k->ready = 1;
+    k->latest = -INFINITY;
+    k->first_leave = INFINITY;
+    k->latest_member = WS_NONE32;
+    k->root_enter = NAN;
+    uint32_t op0 = member_info(v, v->present[0]).op;
+    for (uint32_t i = 0; i < v->n_present; i++) {
+        uint32_t m = v->present[i];
+        coll_info c = member_info(v, m);
+        if (c.op != op0)
+            k->mismatch = 1;
+        if (c.enter > k->latest) {
+            k->latest = c.enter;
+            k->latest_member = m;
+        }
+        if (c.leave < k->first_leave)
+            k->first_leave = c.leave;
+        if (m == root)
+            k->root_enter = c.enter;
+    }
+    if (cls == WS_SITE_1TON && isnan(k->root_enter))
+        k->mismatch = 2;
+    for (uint32_t i = 0; i < v->n_present && !k->mismatch; i++) {
+        uint32_t m = v->present[i];
+        coll_info c = member_info(v, m);
+        if (member_wait(cls, k, m, root, &c, NULL) > 0.0)
+            k->any_wait = 1;
+    }
+    if (cls == WS_SITE_SCAN) {
+        scan_prefix *pre = ws_malloc_array(v->n_members ? v->n_members : 1, sizeof *pre);
+        if (!pre)
+            return ws_error_nomem(err, "collective instance");
+        v->shared = pre;
+        double prefix = -INFINITY;
+        uint32_t prefix_member = WS_NONE32;
+        for (uint32_t i = 0; i < v->n_present; i++) {
+            coll_info c = member_info(v, v->present[i]);
+            if (c.enter > prefix) {
+                prefix = c.enter;
+                prefix_member = v->present[i];
+            }
+            pre[v->present[i]].latest = prefix;
+            pre[v->present[i]].member = prefix_member;
+            if ((prefix < c.leave ? prefix : c.leave) > c.enter)
+                k->any_wait = 1;
+        }
+    }
+    return WS_OK;
 }
 
 static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site,
@@ -117,50 +183,9 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
     ws_loc_data *d = data_of(a, loc);
     uint8_t cls = ls->site_class[site];
     uint32_t root = ls->site_root[site];
-    coll_cache *k = v->cache;
-    for (uint32_t i = 0; i < v->n_present; i++)
-        if (v->size[v->present[i]] != sizeof(coll_info))
-            return ws_error_set(err, WS_ERR_INTERNAL, "unexpected collective payload size");
-    if (!k->ready) {
-        k->ready = 1;
-        k->latest = -INFINITY;
-        k->first_leave = INFINITY;
-        k->latest_member = WS_NONE32;
-        k->root_enter = NAN;
-        uint32_t op0 = member_info(v, v->present[0]).op;
-        for (uint32_t i = 0; i < v->n_present; i++) {
-            uint32_t m = v->present[i];
-            coll_info c = member_info(v, m);
-            if (c.op != op0)
-                k->mismatch = 1;
-            if (c.enter > k->latest) {
-                k->latest = c.enter;
-                k->latest_member = m;
-            }
-            if (c.leave < k->first_leave)
-                k->first_leave = c.leave;
-            if (m == root)
-                k->root_enter = c.enter;
-        }
-        if (cls == WS_SITE_1TON && isnan(k->root_enter))
-            k->mismatch = 2;
-        for (uint32_t i = 0; i < v->n_present && !k->mismatch; i++) {
-            uint32_t m = v->present[i];
-            coll_info c = member_info(v, m);
-            if (member_wait(cls, k, m, root, &c, NULL) > 0.0)
-                k->any_wait = 1;
-        }
-        if (cls == WS_SITE_SCAN) {
-            double prefix = -INFINITY;
-            for (uint32_t i = 0; i < v->n_present; i++) {
-                coll_info c = member_info(v, v->present[i]);
-                if (c.enter > prefix)
-                    prefix = c.enter;
-                if ((prefix < c.leave ? prefix : c.leave) > c.enter)
-                    k->any_wait = 1;
-            }
-        }
-    }
+    const coll_cache *k = v->cache;
+    if (!k->ready)
+        return ws_error_set(err, WS_ERR_INTERNAL, "collective instance consumed before it was combined");
     if (k->mismatch == 1) {
         ws_error_set(err, WS_ERR_MATCH,
                      "location %u: the members of a collective operation at t=%.9f s recorded different operations; "
@@ -222,15 +247,9 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
         break;
     case WS_SITE_SCAN: {
         /* the latest enter among the members up to and including me */
-        double latest = -INFINITY;
-        uint32_t latest_member = me;
-        for (uint32_t i = 0; i < v->n_present && v->present[i] <= me; i++) {
-            coll_info c = member_info(v, v->present[i]);
-            if (c.enter > latest) {
-                latest = c.enter;
-                latest_member = v->present[i];
-            }
-        }
+        const scan_prefix *pre = &((const scan_prefix *)v->shared)[me];
+        double latest = pre->latest;
+        uint32_t latest_member = pre->member != WS_NONE32 ? pre->member : me;
         until = latest < e ? latest : e;
         wait = until - b > 0.0 ? until - b : 0.0;
         wi.end = until;
@@ -313,4 +332,6 @@ void ws_waitstates_coll_handlers(ws_handler *h)
     h->coll_cache_size = sizeof(coll_cache);
     h->coll_produce = p1_coll_produce;
     h->coll_consume = p1_coll_consume;
+    h->coll_combine = p1_coll_combine;
+    h->coll_ahead = 1; /* contributions come from the trace alone */
 }

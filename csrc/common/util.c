@@ -2,6 +2,16 @@
 
 #include <stdlib.h>
 #include <string.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+void ws_release_memory(void)
+{
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+}
 
 int ws_grow(void **array, size_t *capacity, size_t needed, size_t size)
 {

@@ -12,6 +12,10 @@
  * `needed` elements; *capacity is updated.  Returns 0 or -1 on overflow
  * or allocation failure (the old array stays valid). */
 int ws_grow(void **array, size_t *capacity, size_t needed, size_t size);
+/* Returns freed heap memory to the system where the C library can
+ * (glibc's malloc_trim); called after an analysis, whose many small
+ * blocks would otherwise stay resident. */
+void ws_release_memory(void);
 
 /* calloc/malloc with overflow checks on count*size. */
 void *ws_calloc(size_t count, size_t size);

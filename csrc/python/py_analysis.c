@@ -338,6 +338,7 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
     tr->ops->destroy(tr);
     PyMem_Free(locs);
     Py_XDECREF(partition);
+    ws_release_memory();
     if (rc != WS_OK)
         return ws_py_raise(&err);
     return ws_py_result_to_python(r);

@@ -11,6 +11,7 @@ typedef struct loc_state {
     int64_t site;   /* site to meet next */
     uint32_t stage; /* progress inside a synchronization event */
     int64_t ch1;    /* next channel-1 point (index into ch1 lists) */
+    int64_t ahead;  /* with lookahead: the next site not yet produced */
     uint8_t consumed; /* channels consumed at the current stage */
     uint8_t done;
     uint8_t queued;
@@ -28,6 +29,7 @@ typedef struct scheduler {
     uint32_t *queue;       /* ring buffer of local indices */
     uint32_t head, count;
     ws_buffer out;
+    uint32_t lookahead; /* sites produced ahead (0: each at its site) */
     uint64_t processed;
     uint64_t next_report;
     uint64_t total;
@@ -128,11 +130,86 @@ static int message_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t row
     return WS_OK;
 }
 
+/* Handler h's contribution of `loc` to site `site`, if it takes part. */
+static int produce_site(scheduler *s, uint32_t loc, uint32_t site, uint32_t h, ws_error *err)
+{
+    const ws_replay_env *env = s->env;
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    const ws_handler *hd = &s->handlers[h];
+    if (!hd->coll_produce || !hd->coll_consume || (hd->coll_active && !hd->coll_active(hd->state, env, loc, site)))
+        return WS_OK;
+    s->out.size = 0;
+    int rc = hd->coll_produce(hd->state, env, loc, site, &s->out, err);
+    if (rc)
+        return rc;
+    return s->tr->ops->coll_post(s->tr, handler_key(ls->site_instance[site], h), ls->site_n_members[site],
+                                 ls->site_expected[site], ls->site_expected_local[site], ls->site_member[site], loc,
+                                 s->out.data, s->out.size, hd->coll_cache_size, err);
+}
+
+/* With lookahead: once the location reaches site `site`, produces the
+ * contributions of up to `lookahead` sites from it on in replay order, as
+ * long as they follow each other directly among the location's
+ * synchronization events and belong to the same communicator.  Then the
+ * replay still follows the recorded causality: another member can use a
+ * contribution to a later instance of the communicator only after the
+ * earlier ones completed, and with them the location would have reached
+ * the later site anyway (an inconsistent trace stalls exactly where it
+ * stalls without lookahead). */
+static int produce_ahead(scheduler *s, uint32_t loc, loc_state *st, uint32_t site, ws_error *err)
+{
+    const ws_loc_sync *ls = &s->env->sync->locs[loc];
+    int64_t i = (int64_t)site;
+    const int backward = s->env->backward;
+    if (backward ? i < st->ahead : i > st->ahead)
+        return ws_error_set(err, WS_ERR_INTERNAL, "location %u: a site was skipped", (unsigned)loc);
+    if (i != st->ahead)
+        return WS_OK; /* produced before */
+    /* the site's position among the synchronization events */
+    uint64_t lo = 0, hi = ls->n_sync_events;
+    uint32_t ev = ls->site_event[site];
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (ls->sync_events[mid] < ev)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int64_t pos = (int64_t)lo;
+    const uint64_t comm = ls->site_instance[site] >> 40;
+    const int64_t step = backward ? -1 : 1;
+    for (uint32_t k = 0; k < s->lookahead; k++, i += step, pos += step) {
+        if (i < 0 || i >= (int64_t)ls->n_sites || pos < 0 || pos >= (int64_t)ls->n_sync_events ||
+            ls->sync_what[pos] != (WS_SYNC_SITE | (uint32_t)i) || ls->sync_events[pos] != ls->site_event[i] ||
+            (k && ls->site_instance[i] >> 40 != comm))
+            break;
+        for (uint32_t h = 0; h < s->n_handlers; h++) {
+            int rc = produce_site(s, loc, (uint32_t)i, h, err);
+            if (rc)
+                return rc;
+        }
+    }
+    if (i == (int64_t)site) /* not found among the synchronization events: produce it alone */
+        for (uint32_t h = 0; h < s->n_handlers; h++) {
+            int rc = produce_site(s, loc, site, h, err);
+            if (rc)
+                return rc;
+        }
+    st->ahead = i == (int64_t)site ? i + step : i;
+    return WS_OK;
+}
+
 static int site_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t site, ws_error *err)
 {
     const ws_replay_env *env = s->env;
     const ws_loc_sync *ls = &env->sync->locs[loc];
     uint32_t H = s->n_handlers;
+    if (s->lookahead && st->stage == 0) {
+        int rc = produce_ahead(s, loc, st, site, err);
+        if (rc)
+            return rc;
+        st->stage = H;
+    }
     while (st->stage < 2 * H) {
         uint32_t h = st->stage % H;
         const ws_handler *hd = &s->handlers[h];
@@ -156,6 +233,13 @@ static int site_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t site, 
                     return WS_BLOCKED;
                 if (rc)
                     return rc;
+                if (hd->coll_combine && !view->combined) {
+                    view->combined = 1;
+                    if ((rc = hd->coll_combine(hd->state, env, loc, site, view, err))) {
+                        s->tr->ops->coll_release(s->tr, key, loc);
+                        return rc;
+                    }
+                }
                 rc = hd->coll_consume(hd->state, env, loc, site, view, err);
                 s->tr->ops->coll_release(s->tr, key, loc);
                 if (rc)
@@ -306,6 +390,20 @@ int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *
     s.sparse = 1;
     for (size_t h = 0; h < n_handlers; h++)
         s.sparse &= handlers[h].sparse != 0;
+    /* Between processes every instance whose members live apart costs a
+     * message latency when each location produces at its site; producing
+     * ahead batches them.  The window shrinks with the local locations,
+     * which bound the instances it keeps open (none in one process, where
+     * delivering costs no latency). */
+    if (tr->n_processes > 1) {
+        int ahead = 1;
+        for (size_t h = 0; h < n_handlers; h++)
+            if (handlers[h].coll_produce && !handlers[h].coll_ahead)
+                ahead = 0;
+        uint32_t window = n ? 4096 / n : 0;
+        if (ahead && window > 1)
+            s.lookahead = window < 256 ? window : 256;
+    }
     for (uint32_t i = 0; i < n; i++) {
         uint32_t loc = env->locations[i];
         const ws_events *e = &env->trace->locations[loc].events;
@@ -314,6 +412,7 @@ int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *
         s.states[i].cursor = env->backward ? (int64_t)steps - 1 : 0;
         s.states[i].site = env->backward ? (int64_t)env->sync->locs[loc].n_sites - 1 : 0;
         s.states[i].ch1 = env->backward ? (int64_t)env->sync->locs[loc].n_ch1 - 1 : 0;
+        s.states[i].ahead = s.states[i].site;
         s.total += steps;
     }
     tr->wake = wake;

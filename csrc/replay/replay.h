@@ -7,7 +7,8 @@
  * channel 1 it is the other way round.  A handler chooses per message
  * which channels it uses (both sides must choose alike).  At a
  * collective site every member contributes and every member receives all
- * contributions.  A location that needs a payload not yet produced is
+ * contributions; a handler's coll_combine step processes them once per
+ * instance so that each member's consume costs O(1).  A location that needs a payload not yet produced is
  * suspended and resumed when the transport delivers it, so the replay
  * order follows the recorded causality.  Handlers are written once and
  * run unchanged with the in-process and the MPI transport.
@@ -42,6 +43,12 @@ typedef struct ws_handler {
     int sparse;
     /* bytes of per-instance scratch the collective view offers */
     size_t coll_cache_size;
+    /* Nonzero if coll_active and coll_produce depend on nothing this
+     * replay changes (only on the trace and earlier replays): the engine
+     * may then produce a location's contributions to later sites ahead
+     * of its position, so that a transport between processes sends them
+     * in batches instead of waiting once per instance. */
+    int coll_ahead;
 
     int (*begin)(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err);
     /* every event, after the payloads of a synchronization event */
@@ -64,6 +71,16 @@ typedef struct ws_handler {
                         ws_error *err);
     int (*coll_consume)(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site,
                         const ws_coll_view *view, ws_error *err);
+    /* Optional: processes a complete instance once per process, before
+     * the first coll_consume of its members here (called with that first
+     * member's loc and site).  Whatever needs every contribution belongs
+     * here, computed in O(members) into view->cache (coll_cache_size
+     * bytes) or view->shared (malloc'ed by the handler, freed with the
+     * instance), so that coll_consume reads only its own contribution and
+     * the shared result and an instance costs O(members), not
+     * O(members^2).  Must not depend on which member comes first. */
+    int (*coll_combine)(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site, ws_coll_view *view,
+                        ws_error *err);
 } ws_handler;
 
 int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *handlers, size_t n_handlers,

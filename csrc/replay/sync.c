@@ -265,8 +265,37 @@ static int sort_ch1(ws_loc_sync *s)
     return 0;
 }
 
+/* (communicator, location) -> rank, for every non-self communicator: a
+ * linear search per location and communicator made building the sync data
+ * O(locations^2) on wide communicators. */
+static int build_rank_map(const ws_trace *t, ws_map64 *m)
+{
+    for (uint32_t c = 0; c < t->n_comms; c++) {
+        const ws_comm *cm = &t->comms[c];
+        if (cm->is_self)
+            continue;
+        for (uint32_t r = 0; r < cm->size; r++) {
+            uint64_t key = ((uint64_t)c << 32) | cm->rank_location[r];
+            if (cm->rank_location[r] != WS_NONE32 && !ws_map64_get(m, key, NULL) && ws_map64_put(m, key, r) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* the rank of `loc` in `comm` (as ws_comm_rank_of) */
+static uint32_t comm_rank(const ws_trace *t, const ws_map64 *ranks, uint32_t comm, uint32_t loc)
+{
+    if (comm >= t->n_comms)
+        return WS_NONE32;
+    if (t->comms[comm].is_self)
+        return 0;
+    uint64_t r;
+    return ws_map64_get(ranks, ((uint64_t)comm << 32) | loc, &r) ? (uint32_t)r : WS_NONE32;
+}
+
 static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, ws_loc_sync *s, uint64_t *init_count,
-                          uint64_t *finalize_count, comm_counter *comms, ws_error *err)
+                          uint64_t *finalize_count, comm_counter *comms, const ws_map64 *ranks, ws_error *err)
 {
     const ws_location *l = &t->locations[loc];
     const ws_events *e = &l->events;
@@ -478,7 +507,7 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
             const ws_comm *cm = &t->comms[comm];
             comm_counter *cc = &comms[comm];
             if (!cc->known) {
-                cc->rank = ws_comm_rank_of(t, comm, loc);
+                cc->rank = comm_rank(t, ranks, comm, loc);
                 cc->known = 1;
             }
             if (cc->rank == WS_NONE32) {
@@ -787,6 +816,8 @@ int ws_sync_build(const ws_trace *t, const uint32_t *locs, uint32_t n, ws_transp
     uint64_t *counts = NULL;
     uint8_t *local = NULL;
     uint32_t *local_members = NULL;
+    ws_map64 ranks;
+    ws_map64_init(&ranks);
     if (!s)
         rc = ws_error_nomem(err, "synchronization data");
     if (s) {
@@ -803,6 +834,8 @@ int ws_sync_build(const ws_trace *t, const uint32_t *locs, uint32_t n, ws_transp
     local = ws_calloc(t->n_locations ? t->n_locations : 1, 1);
     local_members = ws_calloc(t->n_comms ? t->n_comms : 1, sizeof *local_members);
     if (rc == WS_OK && (!s->locs || !s->region_mpi || !comms || !counts || !local || !local_members))
+        rc = ws_error_nomem(err, "synchronization data");
+    if (rc == WS_OK && build_rank_map(t, &ranks) != 0)
         rc = ws_error_nomem(err, "synchronization data");
     if (rc == WS_OK)
         for (uint32_t r = 0; r < t->n_regions; r++)
@@ -823,7 +856,7 @@ int ws_sync_build(const ws_trace *t, const uint32_t *locs, uint32_t n, ws_transp
         local[loc] = 1;
         memset(comms, 0, (t->n_comms ? t->n_comms : 1) * sizeof *comms);
         uint64_t ni = 0, nf = 0;
-        if ((rc = build_location(t, s, loc, &s->locs[loc], &ni, &nf, comms, err)))
+        if ((rc = build_location(t, s, loc, &s->locs[loc], &ni, &nf, comms, &ranks, err)))
             break;
         if (ni > *init_hi)
             *init_hi = ni;
@@ -837,7 +870,7 @@ int ws_sync_build(const ws_trace *t, const uint32_t *locs, uint32_t n, ws_transp
             if (t->comms[c].is_self)
                 continue;
             if (!comms[c].known) {
-                comms[c].rank = ws_comm_rank_of(t, c, loc);
+                comms[c].rank = comm_rank(t, &ranks, c, loc);
                 comms[c].known = 1;
             }
             if (comms[c].rank == WS_NONE32)
@@ -890,6 +923,7 @@ int ws_sync_build(const ws_trace *t, const uint32_t *locs, uint32_t n, ws_transp
     if ((rc = match_messages(t, s, locs, n, tr, err)))
         goto fail;
     free(comms);
+    ws_map64_free(&ranks);
     free(counts);
     free(local);
     free(local_members);
@@ -897,6 +931,7 @@ int ws_sync_build(const ws_trace *t, const uint32_t *locs, uint32_t n, ws_transp
     return WS_OK;
 fail:
     free(comms);
+    ws_map64_free(&ranks);
     free(counts);
     free(local);
     free(local_members);

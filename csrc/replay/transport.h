@@ -45,6 +45,12 @@ typedef struct ws_coll_view {
      * cache a reduction computed by the first member that consumes. */
     void *cache;
     size_t cache_size;
+    /* Set by the engine once the handler's coll_combine ran on this
+     * instance (in this process). */
+    int combined;
+    /* Heap memory (malloc) a handler's coll_combine may attach to the
+     * instance; the transport frees it with the instance. */
+    void *shared;
 } ws_coll_view;
 
 typedef struct ws_transport ws_transport;

@@ -9,9 +9,13 @@
 
 enum { INLINE_BYTES = 48 };
 
+/* A payload above INLINE_BYTES lives in the slot's heap block, which the
+ * slot keeps when it is released: recycled slots reuse it, so that the
+ * replays allocate no memory per payload. */
 typedef struct slot {
     size_t size;
-    unsigned char *heap;
+    unsigned char *heap; /* used when size > INLINE_BYTES */
+    size_t heap_cap;
     unsigned char inline_data[INLINE_BYTES];
     uint64_t next_free;
 } slot;
@@ -39,7 +43,13 @@ typedef struct instance {
     size_t n_waiters, cap_waiters;
     ws_coll_view view;
     void *cache;
+    /* capacities of the arrays, kept when the instance is recycled */
+    uint32_t cap_members, cap_present;
+    size_t cap_cache;
 } instance;
+
+/* finished instances kept for reuse (no allocation per instance) */
+enum { SPARE_INSTANCES = 16 };
 
 typedef struct local_transport {
     ws_transport base;
@@ -52,6 +62,8 @@ typedef struct local_transport {
     instance **inst;
     size_t n_inst, cap_inst;
     uint64_t free_inst; /* index + 1 */
+    instance *spare[SPARE_INSTANCES];
+    uint32_t n_spare;
     /* optional dense layout: message (location, row) -> offset[location] + row */
     uint64_t *offset;
     uint32_t n_layout;
@@ -109,6 +121,8 @@ static uint64_t new_slot(local_transport *lt)
     }
     if (ws_grow((void **)&lt->slots, &lt->cap_slots, lt->n_slots + 1, sizeof *lt->slots) != 0)
         return WS_NONE64;
+    lt->slots[lt->n_slots].heap = NULL;
+    lt->slots[lt->n_slots].heap_cap = 0;
     return lt->n_slots++;
 }
 
@@ -134,11 +148,18 @@ static int local_post(ws_transport *t, uint32_t dst, uint64_t id, int channel, c
         return ws_error_nomem(err, "transport mailbox");
     slot *s = &lt->slots[k];
     s->size = size;
-    s->heap = NULL;
     if (size > INLINE_BYTES) {
-        s->heap = malloc(size);
-        if (!s->heap)
-            return ws_error_nomem(err, "payload");
+        if (s->heap_cap < size) {
+            unsigned char *p = realloc(s->heap, size);
+            if (!p) {
+                s->size = 0;
+                s->next_free = lt->free_slot;
+                lt->free_slot = k + 1;
+                return ws_error_nomem(err, "payload");
+            }
+            s->heap = p;
+            s->heap_cap = size;
+        }
         memcpy(s->heap, data, size);
     } else if (size) {
         memcpy(s->inline_data, data, size);
@@ -183,7 +204,7 @@ static int local_take(ws_transport *t, uint32_t loc, uint64_t id, int channel, c
             return WS_BLOCKED;
         }
         slot *s = &lt->slots[dense[di] - 1];
-        *data = s->heap ? s->heap : s->inline_data;
+        *data = s->size > INLINE_BYTES ? s->heap : s->inline_data;
         *size = s->size;
         return WS_OK;
     }
@@ -193,7 +214,7 @@ static int local_take(ws_transport *t, uint32_t loc, uint64_t id, int channel, c
         return WS_BLOCKED;
     }
     slot *s = &lt->slots[k];
-    *data = s->heap ? s->heap : s->inline_data;
+    *data = s->size > INLINE_BYTES ? s->heap : s->inline_data;
     *size = s->size;
     return WS_OK;
 }
@@ -222,8 +243,6 @@ static void local_release(ws_transport *t, uint32_t loc, uint64_t id, int channe
         ws_map64_remove(&cm->mail, id);
     }
     slot *s = &lt->slots[k];
-    free(s->heap);
-    s->heap = NULL;
     s->next_free = lt->free_slot;
     lt->free_slot = k + 1;
 }
@@ -238,8 +257,77 @@ static void free_instance(instance *in)
     free(in->present);
     free(in->waiters);
     free(in->cache);
+    free(in->view.shared);
     ws_buffer_free(&in->arena);
     free(in);
+}
+
+static int grow_to(void **p, size_t n, size_t size)
+{
+    void *q = realloc(*p, (n ? n : 1) * size);
+    if (!q)
+        return -1;
+    *p = q;
+    return 0;
+}
+
+/* A reset instance for n_members members (recycled when one is spare). */
+static instance *instance_get(local_transport *lt, uint32_t n_members, uint32_t expected, size_t cache_size)
+{
+    instance *in = lt->n_spare ? lt->spare[--lt->n_spare] : calloc(1, sizeof *in);
+    if (!in)
+        return NULL;
+    if (in->cap_members < n_members || !in->offset) {
+        if (grow_to((void **)&in->offset, n_members, sizeof *in->offset) ||
+            grow_to((void **)&in->size, n_members, sizeof *in->size) ||
+            grow_to((void **)&in->data, n_members, sizeof *in->data)) {
+            free_instance(in);
+            return NULL;
+        }
+        in->cap_members = n_members;
+    }
+    if (in->cap_present < expected || !in->present) {
+        if (grow_to((void **)&in->present, expected, sizeof *in->present)) {
+            free_instance(in);
+            return NULL;
+        }
+        in->cap_present = expected;
+    }
+    if (in->cap_cache < cache_size || !in->cache) {
+        if (grow_to(&in->cache, cache_size, 1)) {
+            free_instance(in);
+            return NULL;
+        }
+        in->cap_cache = cache_size;
+    }
+    if (cache_size)
+        memset(in->cache, 0, cache_size);
+    for (uint32_t m = 0; m < n_members; m++) {
+        in->offset[m] = SIZE_MAX;
+        in->size[m] = 0;
+        in->data[m] = NULL;
+    }
+    in->n_members = n_members;
+    in->expected = expected;
+    in->expected_local = 0;
+    in->count = 0;
+    in->released = 0;
+    in->n_waiters = 0;
+    in->arena.size = 0;
+    memset(&in->view, 0, sizeof in->view);
+    in->view.cache = in->cache;
+    in->view.cache_size = cache_size;
+    return in;
+}
+
+static void instance_put(local_transport *lt, instance *in)
+{
+    free(in->view.shared);
+    in->view.shared = NULL;
+    if (lt->n_spare < SPARE_INSTANCES)
+        lt->spare[lt->n_spare++] = in;
+    else
+        free_instance(in);
 }
 
 static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, uint32_t expected,
@@ -253,25 +341,9 @@ static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, ui
     if (ws_map64_get(&lt->instances, key, &index)) {
         in = lt->inst[index - 1];
     } else {
-        in = calloc(1, sizeof *in);
+        in = instance_get(lt, n_members, expected, cache_size);
         if (!in)
             return ws_error_nomem(err, "collective instance");
-        in->n_members = n_members;
-        in->expected = expected;
-        in->offset = ws_malloc_array(n_members, sizeof *in->offset);
-        in->size = ws_calloc(n_members, sizeof *in->size);
-        in->data = ws_calloc(n_members, sizeof *in->data);
-        in->present = ws_malloc_array(expected ? expected : 1, sizeof *in->present);
-        in->cache = ws_calloc(cache_size ? cache_size : 1, 1);
-        ws_buffer_init(&in->arena);
-        if (!in->offset || !in->size || !in->data || !in->present || !in->cache) {
-            free_instance(in);
-            return ws_error_nomem(err, "collective instance");
-        }
-        for (uint32_t m = 0; m < n_members; m++)
-            in->offset[m] = SIZE_MAX;
-        in->view.cache = in->cache;
-        in->view.cache_size = cache_size;
         if (lt->free_inst) {
             index = lt->free_inst;
             lt->free_inst = (uint64_t)(uintptr_t)lt->inst[index - 1];
@@ -353,7 +425,7 @@ static void local_coll_release(ws_transport *t, uint64_t key, uint32_t loc)
     if (++in->released < takers)
         return;
     ws_map64_remove(&lt->instances, key);
-    free_instance(in);
+    instance_put(lt, in);
     lt->inst[index - 1] = (instance *)(uintptr_t)lt->free_inst;
     lt->free_inst = index;
 }
@@ -380,8 +452,6 @@ static int local_finish(ws_transport *t, ws_error *err)
                 uint32_t e = cm->dense[i];
                 if (e != 0 && e != WAITING) {
                     slot *s = &lt->slots[e - 1];
-                    free(s->heap);
-                    s->heap = NULL;
                     s->next_free = lt->free_slot;
                     lt->free_slot = e;
                 }
@@ -480,6 +550,8 @@ static void local_destroy(ws_transport *t)
         if (lt->instances.keys[i] != UINT64_MAX)
             free_instance(lt->inst[lt->instances.values[i] - 1]);
     ws_map64_free(&lt->instances);
+    for (uint32_t i = 0; i < lt->n_spare; i++)
+        free_instance(lt->spare[i]);
     free(lt->inst);
     free(lt);
 }
