@@ -87,6 +87,12 @@ def _validate(doc: dict, analysis: bool) -> None:
         _conforms(doc["critical_path"], "critical path", "critical_path")
         for k, seg in enumerate(doc["critical_path"]["segments"]):
             _conforms(seg, "segment", f"critical_path.segments[{k}]")
+    if analysis and doc.get("pop") is not None:
+        _conforms(doc["pop"], "pop", "pop")
+        pop = doc["pop"]
+        # PE = LB * CommE, both from the useful times and the run time
+        assert abs(pop["parallel_efficiency"] - pop["load_balance"] * pop["communication_efficiency"]) < 1e-12
+        assert abs(pop["parallel_efficiency"] - pop["useful_mean"] / pop["runtime"]) < 1e-12
 
 
 def _run(capsys, *args: str) -> dict:
@@ -98,8 +104,8 @@ def _run(capsys, *args: str) -> dict:
 
 def test_the_schema_is_documented():
     assert {"Document", "clock", "location", "topology", "callpath", "metric", "value row", "delay",
-            "critical path", "segment"} <= set(SCHEMA)
-    assert len(SCHEMA["Document"]) == 15 and SCHEMA["Document"]["metrics"][1] == "analyze"
+            "critical path", "segment", "pop"} <= set(SCHEMA)
+    assert len(SCHEMA["Document"]) == 16 and SCHEMA["Document"]["metrics"][1] == "analyze"
 
 
 def test_info_json(pingpong_dir: Path, capsys) -> None:
@@ -146,6 +152,10 @@ def test_analyze_json(pingpong_dir: Path, capsys, options: list[str]) -> None:
     send = r.callpath_index("MPI_Send")
     assert [row["callpath"] for row in late["values"]] == [send]
     assert doc["clock_violations"] == [int(x) for x in r.clock_violations]
+    useful = doc["metrics"]["comp"]["by_location"]  # time outside MPI per location
+    assert doc["pop"]["useful_max"] == max(useful)
+    assert doc["pop"]["load_balance"] == pytest.approx(np.mean(useful) / max(useful), rel=1e-12)
+    assert doc["pop"]["communication_efficiency"] == pytest.approx(max(useful) / doc["run_length"], rel=1e-12)
     if not options:
         assert doc["delay"] is None and doc["critical_path"] is None
         return

@@ -111,6 +111,15 @@ def _delay(result: "AnalysisResult") -> dict[str, Any] | None:
     }
 
 
+def _pop(result: "AnalysisResult") -> dict[str, Any] | None:
+    """POP efficiencies that need no simulation (docs/json.md, "pop"); None without useful time."""
+    try:
+        pop = result.pop_metrics(ideal=None)
+    except ValueError:
+        return None
+    return {k: float(v) for k, v in pop.as_dict().items() if v is not None}
+
+
 def analysis_document(result: "AnalysisResult", event_counts: Sequence[int] | None = None) -> dict[str, Any]:
     """A result (and its trace's definitions) as a JSON-ready dict (docs/json.md)."""
     doc = trace_document(result.trace, event_counts)
@@ -119,4 +128,5 @@ def analysis_document(result: "AnalysisResult", event_counts: Sequence[int] | No
     doc["critical_path"] = _critical_path(result)
     doc["clock_violations"] = [int(x) for x in np.asarray(result.clock_violations)]
     doc["window"] = None if result.window is None else [float(result.window[0]), float(result.window[1])]
+    doc["pop"] = _pop(result)
     return doc
