@@ -106,6 +106,7 @@ PMPI_SOURCES = sorted(glob.glob(os.path.join("csrc", "pmpi", "*.c"))) + [
     os.path.join("csrc", "common", "util.c"),
     os.path.join("csrc", "trace", "trace.c"),
     os.path.join("csrc", "trace", "otf2_check.c"),
+    os.path.join("csrc", "trace", "otf2_errors.c"),
     os.path.join("csrc", "trace", "otf2_reader.c"),
     os.path.join("csrc", "trace", "otf2_writer.c"),
 ]
@@ -169,7 +170,7 @@ def extensions():
     out = [
         Extension(
             "waitscope._core",
-            sources=sources("common", "trace", "replay", "analysis", "report", "python")
+            sources=sources("common", "trace", "replay", "analysis", "python")
             + [os.path.join("csrc", "pmpi", "unify.c"), os.path.join("csrc", "pmpi", "rankfiles.c")],
             depends=depends,
             include_dirs=["csrc", numpy_include()],

@@ -213,7 +213,7 @@ typedef struct ws_analysis {
 int ws_analyze(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_transport *tr,
                const ws_analysis_options *options, const ws_progress *progress, ws_result **out, ws_error *err);
 
-/* pieces (waitstates.c, delay.c, critical_path.c) */
+/* wait states (waitstates.c, waitstates_p2p.c, waitstates_coll.c) */
 int ws_waitstates_prepare(ws_analysis *a, ws_error *err);
 void ws_waitstates_handlers(ws_analysis *a, int pass, ws_handler *h);
 int ws_waitstates_finish(ws_analysis *a, ws_error *err);

@@ -16,7 +16,8 @@
 #define WS_REPLAY_REPLAY_H
 
 #include "../common/util.h"
-#include "../trace/otf2_io.h"
+#include "../common/progress.h"
+#include "../trace/trace.h"
 #include "sync.h"
 #include "transport.h"
 

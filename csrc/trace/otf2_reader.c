@@ -12,27 +12,6 @@
 
 #include <otf2/otf2.h>
 
-/* OTF2 prints its errors to stderr unless a handler is registered.  The
- * core reports errors through ws_error instead, so this handler only
- * returns the code.  It keeps no state. */
-static OTF2_ErrorCode silent_otf2_errors(void *user, const char *file, uint64_t line, const char *function,
-                                         OTF2_ErrorCode code, const char *fmt, va_list va)
-{
-    (void)user;
-    (void)file;
-    (void)line;
-    (void)function;
-    (void)fmt;
-    (void)va;
-    return code;
-}
-
-void ws_otf2_silence(void);
-void ws_otf2_silence(void)
-{
-    OTF2_Error_RegisterCallback(silent_otf2_errors, NULL);
-}
-
 static int is_regular_file(const char *path)
 {
     struct stat st;

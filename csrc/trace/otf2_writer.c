@@ -23,7 +23,6 @@
 #include <otf2/otf2.h>
 
 /* defined in otf2_reader.c: routes OTF2's own error printing to nowhere */
-void ws_otf2_silence(void);
 
 /* ---- paths --------------------------------------------------------------- */
 

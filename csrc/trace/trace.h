@@ -16,8 +16,8 @@
 
 /* ---- event kinds (stored as uint8) ------------------------------------ */
 enum ws_event_kind {
-    WS_EV_ENTER = 1,
-    WS_EV_LEAVE = 2,
+    WS_EV_ENTER = 1,             /* Enter           ref: call path    */
+    WS_EV_LEAVE = 2,             /* Leave           ref: call path left */
     WS_EV_SEND = 3,              /* MpiSend         ref: message row  */
     WS_EV_ISEND = 4,             /* MpiIsend        ref: message row  */
     WS_EV_ISEND_COMPLETE = 5,    /* MpiIsendComplete ref: request row */
