@@ -107,7 +107,8 @@ PMPI_SOURCES = sorted(glob.glob(os.path.join("csrc", "pmpi", "*.c"))) + [
     os.path.join("csrc", "trace", "trace.c"),
     os.path.join("csrc", "trace", "otf2_check.c"),
     os.path.join("csrc", "trace", "otf2_errors.c"),
-    os.path.join("csrc", "trace", "otf2_reader.c"),
+    os.path.join("csrc", "trace", "otf2_definitions.c"),
+    os.path.join("csrc", "trace", "otf2_events.c"),
     os.path.join("csrc", "trace", "otf2_writer.c"),
 ]
 

@@ -22,8 +22,6 @@
 
 #include <otf2/otf2.h>
 
-/* defined in otf2_reader.c: routes OTF2's own error printing to nowhere */
-
 /* ---- paths --------------------------------------------------------------- */
 
 /* Creates directory `dir` and its missing parents (like mkdir -p). */
