@@ -171,7 +171,7 @@ def extensions():
     out = [
         Extension(
             "waitscope._core",
-            sources=sources("common", "trace", "replay", "analysis", "python")
+            sources=sources("api", "common", "trace", "replay", "analysis", "python")
             + [os.path.join("csrc", "pmpi", "unify.c"), os.path.join("csrc", "pmpi", "rankfiles.c")],
             depends=depends,
             include_dirs=["csrc", numpy_include()],

@@ -14,20 +14,7 @@
 #include "../replay/replay.h"
 #include "metrics.h"
 
-enum ws_delay_model {
-    WS_DELAY_NONE = 0,
-    WS_DELAY_PROPORTIONAL = 1, /* seed 004 eqs. 2.1-2.6 */
-    WS_DELAY_WAIT_FIRST = 2    /* seed 004 eqs. 3.1-3.9 */
-};
-
-typedef struct ws_analysis_options {
-    int delay_model;          /* enum ws_delay_model */
-    int critical_path;        /* extract the critical path */
-    int keep_delay_records;   /* keep one record per delay calculation */
-    int wait_records;         /* keep one record per wait-state instance */
-    const int32_t *partition; /* per location partition id (NULL: derived) */
-    uint64_t schedule_seed;   /* see ws_replay_env */
-} ws_analysis_options;
+/* enum ws_delay_model and ws_analysis_options are public: waitscope.h. */
 
 /* One delay calculation (seed 000 IV-B): who delayed whom at which
  * synchronization point and what it cost. */
@@ -147,8 +134,6 @@ typedef struct ws_result {
     double undistributed;
 } ws_result;
 
-void ws_result_free(ws_result *r);
-
 static inline double *ws_cube_cell(ws_result *r, int metric, uint32_t callpath, uint32_t loc)
 {
     return &r->cube[((size_t)r->slot[metric] * r->n_callpaths + callpath) * r->n_locations + loc];
@@ -209,9 +194,7 @@ typedef struct ws_analysis {
     int *region_category;
 } ws_analysis;
 
-/* Runs the analyses on the given (local) locations. */
-int ws_analyze(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_transport *tr,
-               const ws_analysis_options *options, const ws_progress *progress, ws_result **out, ws_error *err);
+/* ws_analyze (waitscope.h) runs the analyses on the given (local) locations. */
 
 /* wait states (waitstates.c, waitstates_p2p.c, waitstates_coll.c) */
 int ws_waitstates_prepare(ws_analysis *a, ws_error *err);

@@ -276,33 +276,12 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
         partition = (PyArrayObject *)PyArray_FROMANY(partition_obj, NPY_INT32, 1, 1, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST);
         if (!partition)
             return NULL;
-        if (PyArray_SIZE(partition) != (npy_intp)t->n_locations) {
+        if (PyArray_SIZE(partition) != (npy_intp)ws_trace_n_locations(t)) {
             Py_DECREF(partition);
             return PyErr_Format(PyExc_ValueError, "partition needs one entry per location (%u), got %zd",
-                                (unsigned)t->n_locations, (Py_ssize_t)PyArray_SIZE(partition));
+                                (unsigned)ws_trace_n_locations(t), (Py_ssize_t)PyArray_SIZE(partition));
         }
         opt.partition = PyArray_DATA(partition);
-    }
-    uint32_t *locs = PyMem_Malloc((t->n_locations ? t->n_locations : 1) * sizeof *locs);
-    if (!locs) {
-        Py_XDECREF(partition);
-        return PyErr_NoMemory();
-    }
-    for (uint32_t i = 0; i < t->n_locations; i++) {
-        if (!t->locations[i].loaded) {
-            PyMem_Free(locs);
-            Py_XDECREF(partition);
-            return PyErr_Format(PyExc_ValueError,
-                                "location %u is not loaded: the analysis needs the events of every location",
-                                (unsigned)i);
-        }
-        locs[i] = i;
-    }
-    ws_transport *tr = ws_transport_local_new(t->n_locations);
-    if (!tr) {
-        PyMem_Free(locs);
-        Py_XDECREF(partition);
-        return PyErr_NoMemory();
     }
     ws_py_progress progress;
     ws_py_progress_init(&progress, callback);
@@ -311,10 +290,8 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
     ws_result *r = NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = ws_analyze(t, locs, t->n_locations, tr, &opt, &progress.progress, &r, &err);
+    rc = ws_analyze_all(t, &opt, &progress.progress, &r, &err);
     Py_END_ALLOW_THREADS
-    tr->ops->destroy(tr);
-    PyMem_Free(locs);
     Py_XDECREF(partition);
     if (rc != WS_OK)
         return ws_py_raise(&err);

@@ -80,7 +80,7 @@ static PyObject *py_open(PyObject *module, PyObject *args, PyObject *kwargs)
     ws_trace *t = NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = ws_otf2_open(path, &t, &err);
+    rc = ws_open(path, &t, &err);
     Py_END_ALLOW_THREADS
     Py_DECREF(path_obj);
     if (rc != WS_OK)
@@ -145,7 +145,7 @@ static PyObject *trace_load(ws_py_trace *self, PyObject *args, PyObject *kwargs)
     ws_error_clear(&err);
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = ws_otf2_load_events(self->trace, list, n, &progress.progress, &err);
+    rc = ws_load(self->trace, list, n, &progress.progress, &err);
     Py_END_ALLOW_THREADS
     PyMem_Free(list);
     if (rc != WS_OK)

@@ -16,7 +16,7 @@
 #define WS_REPLAY_REPLAY_H
 
 #include "../common/util.h"
-#include "../common/progress.h"
+#include "../waitscope.h" /* ws_progress */
 #include "../trace/trace.h"
 #include "sync.h"
 #include "transport.h"

@@ -2,7 +2,7 @@
 #ifndef WS_TRACE_OTF2_IO_H
 #define WS_TRACE_OTF2_IO_H
 
-#include "../common/progress.h"
+#include "../waitscope.h" /* ws_progress */
 #include "trace.h"
 
 /* Installs, on the first call in the process, an OTF2 error handler that

@@ -251,7 +251,7 @@ typedef struct ws_trace {
 /* ---- construction ------------------------------------------------------ */
 
 ws_trace *ws_trace_new(void);
-void ws_trace_free(ws_trace *t);
+/* ws_trace_free: waitscope.h */
 
 /* Adds definitions; each returns the new dense index or WS_NONE32 on
  * allocation failure.  OTF2 ids must be unique per table. */
@@ -283,8 +283,7 @@ void ws_events_free(ws_events *ev);
  * locations, MPI ranks of locations, world communicator.  */
 int ws_trace_resolve_definitions(ws_trace *t, ws_error *err);
 
-/* Full-name of a call path ("main/foo/MPI_Recv"); writes into buf. */
-size_t ws_callpath_name(const ws_trace *t, uint32_t cp, char *buf, size_t size);
+/* ws_callpath_name (the full name of a call path): waitscope.h */
 
 /* Index of the location that holds comm rank `rank` of comm `comm`,
  * for the location `self` (needed for COMM_SELF). WS_NONE32 if unknown. */
