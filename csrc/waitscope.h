@@ -251,6 +251,23 @@ int ws_analyze(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_tran
 int ws_analyze_all(const ws_trace *t, const ws_analysis_options *options, const ws_progress *progress,
                    ws_result **out, ws_error *err);
 
+/* ---- parallel mode ---------------------------------------------------------------------
+ * Several processes each load some locations of one trace (ws_load with
+ * their list), agree on the call paths, analyze their locations with a
+ * transport that connects them (the MPI transport: csrc/replay/
+ * transport_mpi.h, built with the MPI compiler) and gather the result on
+ * process 0.  Every call here is collective over the transport's
+ * processes; a failure on one process is reported on all. */
+
+/* Gives every process the call-path tree (and call-path ids in its
+ * events) that one process loading all locations would build. */
+int ws_unify_callpaths(ws_trace *t, ws_transport *tr, ws_error *err);
+
+/* Moves every process's share of a result (from ws_analyze with the same
+ * transport) to process 0, whose `r` then holds the whole result; the
+ * other processes' results are left unspecified (free them). */
+int ws_result_gather(ws_result *r, ws_transport *tr, ws_error *err);
+
 /* ---- simulation ----------------------------------------------------------------------
  * (reserved: the forward replay that simulates a changed execution of a
  * trace, ws_simulate, is declared here, with the same conventions) */

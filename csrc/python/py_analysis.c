@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../analysis/analysis.h"
+#include "../replay/parallel.h"
 #include "capi.h"
 
 static void result_capsule_free(PyObject *capsule)
@@ -398,7 +399,11 @@ static const ws_core_capi capi = {
     .raise_error = ws_py_raise,
     .progress_size = sizeof(ws_py_progress),
     .progress_init = progress_init,
-    .wait_records_sort = ws_wait_records_sort,
+    .trace_n_locations = ws_trace_n_locations,
+    .unify_callpaths = ws_unify_callpaths,
+    .result_gather = ws_result_gather,
+    .comm_layout = ws_comm_layout_of,
+    .comm_layout_free = ws_comm_layout_free,
 };
 
 int ws_py_register_analysis(PyObject *module)

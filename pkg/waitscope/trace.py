@@ -679,7 +679,7 @@ def _open_parallel(path: str, comm: Any, progress: Any) -> Trace:
         except _core.TraceError as exc:
             error = str(exc)
     _agree(comm, error)
-    _mpi.unify_callpaths(core, comm)
+    _mpi.unify_callpaths(core, comm, owner)
     return Trace(core, comm=comm, owner=owner)
 
 
