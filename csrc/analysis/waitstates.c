@@ -7,8 +7,7 @@
  * waitstates_coll.c. */
 #include "waitstates_int.h"
 
-enum { ROLE_BARRIER = 15, ROLE_COLL_ONE2ALL = 23, ROLE_COLL_ALL2ONE = 24, ROLE_COLL_ALL2ALL = 25,
-       ROLE_COLL_OTHER = 26, ROLE_POINT2POINT = 28, PARADIGM_MPI = 4, PARADIGM_MEASUREMENT = 6 };
+#include <otf2/otf2.h>
 
 /* ---- region categories -------------------------------------------------- */
 
@@ -33,10 +32,10 @@ static int is_one_of(const char *s, const char *const *list)
 static int region_category(const ws_trace *t, const ws_region *r)
 {
     const char *name = ws_trace_string(t, r->name);
-    if (r->paradigm == PARADIGM_MEASUREMENT &&
+    if (r->paradigm == OTF2_PARADIGM_MEASUREMENT_SYSTEM &&
         (strcmp(name, "TRACE BUFFER FLUSH") == 0 || strcmp(name, "TRACING") == 0))
         return CATEGORY_OVERHEAD;
-    if (r->paradigm != PARADIGM_MPI)
+    if (r->paradigm != OTF2_PARADIGM_MPI)
         return CATEGORY_COMP;
     static const char *const init_exit[] = {"MPI_Init", "MPI_Init_thread", "MPI_Initialized", "MPI_Finalize",
                                             "MPI_Finalized", NULL};
@@ -72,16 +71,16 @@ static int region_category(const ws_trace *t, const ws_region *r)
         if (is_one_of(name, win) || starts_with(name, "MPI_Win_get_") || starts_with(name, "MPI_Win_set_"))
             return M_MPI_MGMT_WIN;
     }
-    if (r->role == ROLE_BARRIER)
+    if (r->role == OTF2_REGION_ROLE_BARRIER)
         return M_MPI_SYNC_COLLECTIVE;
-    if (r->role == ROLE_POINT2POINT)
+    if (r->role == OTF2_REGION_ROLE_POINT2POINT)
         return M_MPI_POINT2POINT;
     static const char *const completion[] = {"MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome", "MPI_Wait",
                                              "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", NULL};
     if (is_one_of(name, completion))
         return M_MPI_POINT2POINT;
-    if (r->role == ROLE_COLL_ONE2ALL || r->role == ROLE_COLL_ALL2ONE || r->role == ROLE_COLL_ALL2ALL ||
-        r->role == ROLE_COLL_OTHER)
+    if (r->role == OTF2_REGION_ROLE_COLL_ONE2ALL || r->role == OTF2_REGION_ROLE_COLL_ALL2ONE ||
+        r->role == OTF2_REGION_ROLE_COLL_ALL2ALL || r->role == OTF2_REGION_ROLE_COLL_OTHER)
         return M_MPI_COLLECTIVE;
     return M_MPI; /* MPI time outside the named classes stays on "mpi" */
 }

@@ -134,6 +134,10 @@ static int core_exec(PyObject *m)
         return -1;
     if (ws_py_register_clock(m) != 0)
         return -1;
+    if (ws_py_register_match(m) != 0)
+        return -1;
+    if (ws_py_register_constants(m) != 0)
+        return -1;
     return 0;
 }
 

@@ -50,5 +50,7 @@ int ws_py_register_trace(PyObject *module);
 int ws_py_register_synth(PyObject *module);
 int ws_py_register_analysis(PyObject *module);
 int ws_py_register_clock(PyObject *module);
+int ws_py_register_match(PyObject *module);
+int ws_py_register_constants(PyObject *module);
 
 #endif

@@ -153,13 +153,6 @@ typedef struct rank_state {
     uint8_t done;
 } rank_state;
 
-/* message matching table entry */
-typedef struct mentry {
-    uint32_t comm, src, dst, tag; /* comm == WS_NONE32: empty slot */
-    uint64_t head, tail;          /* FIFO of unmatched operations (linked through `link`) */
-    int64_t queued;               /* > 0: sends waiting, < 0: receives waiting */
-    uint64_t n_send, n_recv;
-} mentry;
 
 typedef struct synth {
     const ws_synth_program *p;

@@ -1,5 +1,6 @@
 /* Synthetic programs, passes 2 and 3: message matching and collective instances (see synth.c). */
 #include "synth_int.h"
+#include "../common/match.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -8,131 +9,97 @@
 
 /* ---- pass 2: message matching ----------------------------------------------- */
 
-typedef struct mtable {
-    mentry *e;
-    size_t cap, count;
-} mtable;
+/* Message ends of the program (common/match.h): channel (comm, source
+ * world rank, destination world rank, tag), order the global operation
+ * index, which is program order within a rank. */
+typedef struct pass2 {
+    synth *s;
+    uint64_t first_unmatched; /* earliest operation without a partner */
+    int unmatched_is_send;
+} pass2;
 
-static inline size_t mhash(uint32_t comm, uint32_t src, uint32_t dst, uint32_t tag)
+static void on_pair(void *context, const ws_match_key *send, const ws_match_key *recv)
 {
-    return (size_t)(ws_hash64(((uint64_t)comm << 32) ^ src) ^ ws_hash64(((uint64_t)dst << 32) | tag));
+    synth *s = ((pass2 *)context)->s;
+    s->link[send->order] = recv->order;
+    s->link[recv->order] = send->order;
 }
 
-static mentry *mfind(mtable *m, uint32_t comm, uint32_t src, uint32_t dst, uint32_t tag)
+static int on_unmatched(void *context, const ws_match_key *key, int is_send)
 {
-    size_t mask = m->cap - 1, j = mhash(comm, src, dst, tag) & mask;
-    for (;; j = (j + 1) & mask) {
-        mentry *e = &m->e[j];
-        if (e->comm == WS_NONE32) {
-            e->comm = comm;
-            e->src = src;
-            e->dst = dst;
-            e->tag = tag;
-            e->head = e->tail = WS_NONE64;
-            e->queued = 0;
-            e->n_send = e->n_recv = 0;
-            m->count++;
-            return e;
-        }
-        if (e->comm == comm && e->src == src && e->dst == dst && e->tag == tag)
-            return e;
+    pass2 *m = context;
+    m->s->link[key->order] = WS_NONE64;
+    if (key->order < m->first_unmatched) {
+        m->first_unmatched = key->order;
+        m->unmatched_is_send = is_send;
     }
-}
-
-static int mgrow(mtable *m)
-{
-    size_t cap = m->cap ? m->cap * 2 : 1024;
-    mentry *old = m->e;
-    size_t old_cap = m->cap;
-    m->e = ws_malloc_array(cap, sizeof *m->e);
-    if (!m->e) {
-        m->e = old;
-        return -1;
-    }
-    for (size_t i = 0; i < cap; i++)
-        m->e[i].comm = WS_NONE32;
-    m->cap = cap;
-    m->count = 0;
-    size_t mask = cap - 1;
-    for (size_t i = 0; i < old_cap; i++) {
-        if (old[i].comm == WS_NONE32)
-            continue;
-        size_t j = mhash(old[i].comm, old[i].src, old[i].dst, old[i].tag) & mask;
-        while (m->e[j].comm != WS_NONE32)
-            j = (j + 1) & mask;
-        m->e[j] = old[i];
-        m->count++;
-    }
-    free(old);
     return 0;
 }
 
 int synth_match_messages(synth *s)
 {
-    mtable m = {NULL, 0, 0};
-    if (mgrow(&m) != 0)
+    uint64_t n_p2p = 0;
+    for (uint64_t gi = 0; gi < s->n_ops; gi++)
+        n_p2p += is_p2p((int)op_row(s, gi)[0]);
+    ws_match_key *keys = ws_malloc_array(n_p2p ? n_p2p : 1, sizeof *keys);
+    if (!keys)
         return ws_error_nomem(s->err, "message matching");
+    /* sends from the front, receives from the back */
+    uint64_t n_sends = 0, n_recvs = 0;
     for (uint32_t r = 0; r < s->n; r++) {
         for (uint64_t gi = (uint64_t)s->p->rank_ptr[r]; gi < (uint64_t)s->p->rank_ptr[r + 1]; gi++) {
             const int64_t *op = op_row(s, gi);
             int kind = (int)op[0];
             if (!is_p2p(kind))
                 continue;
-            if ((m.count + 1) * 2 > m.cap && mgrow(&m) != 0) {
-                free(m.e);
-                return ws_error_nomem(s->err, "message matching");
-            }
             uint32_t c = (uint32_t)op[4];
             uint32_t peer = s->comm[c].members[op[1]];
             int send = is_send(kind);
-            mentry *e = send ? mfind(&m, c, r, peer, (uint32_t)op[2]) : mfind(&m, c, peer, r, (uint32_t)op[2]);
-            if (send)
-                e->n_send++;
-            else
-                e->n_recv++;
-            if ((send && e->queued < 0) || (!send && e->queued > 0)) {
-                /* the oldest waiting partner */
-                uint64_t partner = e->head;
-                e->head = s->link[partner];
-                s->link[partner] = gi;
-                s->link[gi] = partner;
-                e->queued += send ? 1 : -1;
-                if (e->queued == 0)
-                    e->head = e->tail = WS_NONE64;
-            } else {
-                s->link[gi] = WS_NONE64;
-                if (e->queued == 0)
-                    e->head = gi;
-                else
-                    s->link[e->tail] = gi;
-                e->tail = gi;
-                e->queued += send ? 1 : -1;
-            }
+            ws_match_key *k = send ? &keys[n_sends++] : &keys[n_p2p - ++n_recvs];
+            k->channel[0] = c;
+            k->channel[1] = send ? r : peer;
+            k->channel[2] = send ? peer : r;
+            k->channel[3] = (uint32_t)op[2];
+            k->order = gi;
         }
     }
-    /* report the earliest unmatched operation */
-    mentry *worst = NULL;
-    for (size_t j = 0; j < m.cap; j++)
-        if (m.e[j].comm != WS_NONE32 && m.e[j].queued != 0 && (!worst || m.e[j].head < worst->head))
-            worst = &m.e[j];
-    int rc = WS_OK;
-    if (worst) {
-        char what[300];
-        synth_describe_op(s, worst->head, what, sizeof what);
-        const char *cname = s->comm[worst->comm].name;
-        if (worst->queued < 0)
-            rc = MATCH_FAIL("%s: no matching send: world rank %u sends %llu message(s) with tag %u on %s to world "
-                            "rank %u, which receives %llu",
-                            what, (unsigned)worst->src, (unsigned long long)worst->n_send, (unsigned)worst->tag,
-                            cname, (unsigned)worst->dst, (unsigned long long)worst->n_recv);
-        else
-            rc = MATCH_FAIL("%s: no matching receive: world rank %u receives %llu message(s) with tag %u on %s from "
-                            "world rank %u, which sends %llu",
-                            what, (unsigned)worst->dst, (unsigned long long)worst->n_recv, (unsigned)worst->tag,
-                            cname, (unsigned)worst->src, (unsigned long long)worst->n_send);
+    pass2 m = {s, WS_NONE64, 0};
+    ws_match_fifo(keys, n_sends, keys + n_sends, n_recvs, on_pair, on_unmatched, &m);
+    free(keys);
+    if (m.first_unmatched == WS_NONE64)
+        return WS_OK;
+    /* report the earliest unmatched operation with its channel's counts */
+    const int64_t *op = op_row(s, m.first_unmatched);
+    uint32_t r = rank_of_op(s, m.first_unmatched);
+    uint32_t c = (uint32_t)op[4], peer = s->comm[c].members[op[1]], tag = (uint32_t)op[2];
+    uint32_t src = m.unmatched_is_send ? r : peer, dst = m.unmatched_is_send ? peer : r;
+    uint64_t n_send = 0, n_recv = 0;
+    for (uint32_t q = 0; q < s->n; q++) {
+        if (q != src && q != dst)
+            continue;
+        for (uint64_t gi = (uint64_t)s->p->rank_ptr[q]; gi < (uint64_t)s->p->rank_ptr[q + 1]; gi++) {
+            const int64_t *o = op_row(s, gi);
+            if (!is_p2p((int)o[0]) || (uint32_t)o[4] != c || (uint32_t)o[2] != tag)
+                continue;
+            uint32_t other = s->comm[c].members[o[1]];
+            if (is_send((int)o[0]) && q == src && other == dst)
+                n_send++;
+            else if (!is_send((int)o[0]) && q == dst && other == src)
+                n_recv++;
+        }
     }
-    free(m.e);
-    return rc;
+    char what[300];
+    synth_describe_op(s, m.first_unmatched, what, sizeof what);
+    const char *cname = s->comm[c].name;
+    if (!m.unmatched_is_send)
+        return MATCH_FAIL("%s: no matching send: world rank %u sends %llu message(s) with tag %u on %s to world "
+                          "rank %u, which receives %llu",
+                          what, (unsigned)src, (unsigned long long)n_send, (unsigned)tag, cname, (unsigned)dst,
+                          (unsigned long long)n_recv);
+    return MATCH_FAIL("%s: no matching receive: world rank %u receives %llu message(s) with tag %u on %s from "
+                      "world rank %u, which sends %llu",
+                      what, (unsigned)dst, (unsigned long long)n_recv, (unsigned)tag, cname, (unsigned)src,
+                      (unsigned long long)n_send);
 }
 
 /* ---- pass 3: collective instances -------------------------------------------- */

@@ -127,7 +127,7 @@ class Events:
         return self._trace._core.event_callpaths(self.location)
 
     def kind_names(self) -> np.ndarray:
-        names = np.array([""] + [EVENT_KINDS.get(i, "?") for i in range(1, 17)], dtype=object)
+        names = np.array([""] + [EVENT_KINDS.get(i, "?") for i in range(1, max(EVENT_KINDS) + 1)], dtype=object)
         return names[self.columns["kind"]]
 
 
