@@ -23,22 +23,13 @@ int ws_grow(void **array, size_t *capacity, size_t needed, size_t size)
     return 0;
 }
 
-void *ws_calloc(size_t count, size_t size)
-{
-    if (count == 0 || size == 0)
-        return calloc(1, 1);
-    if (count > SIZE_MAX / size)
-        return NULL;
-    return calloc(count, size);
-}
-
 void *ws_malloc_array(size_t count, size_t size)
 {
     if (count == 0 || size == 0)
-        return malloc(1);
+        return ws_malloc(1);
     if (count > SIZE_MAX / size)
         return NULL;
-    return malloc(count * size);
+    return ws_malloc(count * size);
 }
 
 char *ws_strdup(const char *s)

@@ -138,6 +138,8 @@ static int core_exec(PyObject *m)
         return -1;
     if (ws_py_register_constants(m) != 0)
         return -1;
+    if (ws_py_register_alloc(m) != 0)
+        return -1;
     return 0;
 }
 

@@ -52,5 +52,6 @@ int ws_py_register_analysis(PyObject *module);
 int ws_py_register_clock(PyObject *module);
 int ws_py_register_match(PyObject *module);
 int ws_py_register_constants(PyObject *module);
+int ws_py_register_alloc(PyObject *module);
 
 #endif
