@@ -393,7 +393,7 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
 {
     *out = NULL;
     const ws_trace *t = a->trace;
-    ws_causes *c = calloc(1, sizeof *c);
+    ws_causes *c = ws_calloc(1, sizeof *c);
     if (!c)
         return ws_error_nomem(err, "delay analysis");
     c->a = a;

@@ -393,16 +393,16 @@ static int reserve(charge_scratch *s, size_t n, size_t m)
     if (n > s->cap_n) {
         size_t cap = n * 2;
         void *p;
-        if (!(p = realloc(s->delta, cap * sizeof *s->delta)))
+        if (!(p = ws_realloc(s->delta, cap * sizeof *s->delta)))
             return -1;
         s->delta = p;
-        if (!(p = realloc(s->shortc, cap * sizeof *s->shortc)))
+        if (!(p = ws_realloc(s->shortc, cap * sizeof *s->shortc)))
             return -1;
         s->shortc = p;
-        if (!(p = realloc(s->longc, cap * sizeof *s->longc)))
+        if (!(p = ws_realloc(s->longc, cap * sizeof *s->longc)))
             return -1;
         s->longc = p;
-        if (!(p = realloc(s->cps, cap * sizeof *s->cps)))
+        if (!(p = ws_realloc(s->cps, cap * sizeof *s->cps)))
             return -1;
         s->cps = p;
         s->cap_n = cap;
@@ -410,16 +410,16 @@ static int reserve(charge_scratch *s, size_t n, size_t m)
     if (m > s->cap_m) {
         size_t cap = m * 2;
         void *p;
-        if (!(p = realloc(s->waits, cap * sizeof *s->waits)))
+        if (!(p = ws_realloc(s->waits, cap * sizeof *s->waits)))
             return -1;
         s->waits = p;
-        if (!(p = realloc(s->prop_s, cap * sizeof *s->prop_s)))
+        if (!(p = ws_realloc(s->prop_s, cap * sizeof *s->prop_s)))
             return -1;
         s->prop_s = p;
-        if (!(p = realloc(s->prop_l, cap * sizeof *s->prop_l)))
+        if (!(p = ws_realloc(s->prop_l, cap * sizeof *s->prop_l)))
             return -1;
         s->prop_l = p;
-        if (!(p = realloc(s->wait_points, cap * sizeof *s->wait_points)))
+        if (!(p = ws_realloc(s->wait_points, cap * sizeof *s->wait_points)))
             return -1;
         s->wait_points = p;
         s->cap_m = cap;

@@ -15,7 +15,7 @@ int ws_grow(void **array, size_t *capacity, size_t needed, size_t size)
     }
     if (size && cap > SIZE_MAX / size)
         return -1;
-    void *p = realloc(*array, cap * size);
+    void *p = ws_realloc(*array, cap * size);
     if (!p)
         return -1;
     *array = p;
@@ -37,7 +37,7 @@ char *ws_strdup(const char *s)
     if (!s)
         s = "";
     size_t n = strlen(s) + 1;
-    char *p = malloc(n);
+    char *p = ws_malloc(n);
     if (p)
         memcpy(p, s, n);
     return p;

@@ -150,7 +150,7 @@ static int add_site(ws_loc_sync *s, loc_pass *p)
     size_t cap = p->site_cap ? p->site_cap * 2 : 16;
 #define GROWS(field)                                                        \
     do {                                                                    \
-        void *a__ = realloc(s->field, cap * sizeof *s->field);              \
+        void *a__ = ws_realloc(s->field, cap * sizeof *s->field);              \
         if (!a__)                                                           \
             return -1;                                                      \
         s->field = a__;                                                     \
@@ -753,7 +753,7 @@ int ws_sync_build(const ws_trace *t, const uint32_t *locs, uint32_t n, ws_transp
 {
     *out = NULL;
     int rc = WS_OK;
-    ws_sync *s = calloc(1, sizeof *s);
+    ws_sync *s = ws_calloc(1, sizeof *s);
     comm_counter *comms = NULL;
     uint64_t *counts = NULL;
     uint8_t *local = NULL;

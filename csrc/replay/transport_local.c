@@ -86,7 +86,7 @@ static channel_maps *channel_of(local_transport *lt, int channel)
         return NULL;
     if ((size_t)channel >= lt->n_channels) {
         size_t n = (size_t)channel + 1;
-        channel_maps *c = realloc(lt->channels, n * sizeof *c);
+        channel_maps *c = ws_realloc(lt->channels, n * sizeof *c);
         if (!c)
             return NULL;
         for (size_t i = lt->n_channels; i < n; i++) {
@@ -136,7 +136,7 @@ static int local_post(ws_transport *t, uint32_t dst, uint64_t id, int channel, c
     s->size = size;
     s->heap = NULL;
     if (size > INLINE_BYTES) {
-        s->heap = malloc(size);
+        s->heap = ws_malloc(size);
         if (!s->heap)
             return ws_error_nomem(err, "payload");
         memcpy(s->heap, data, size);
@@ -253,7 +253,7 @@ static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, ui
     if (ws_map64_get(&lt->instances, key, &index)) {
         in = lt->inst[index - 1];
     } else {
-        in = calloc(1, sizeof *in);
+        in = ws_calloc(1, sizeof *in);
         if (!in)
             return ws_error_nomem(err, "collective instance");
         in->n_members = n_members;
@@ -509,7 +509,7 @@ static const ws_transport_ops local_ops = {
 
 ws_transport *ws_transport_local_new(uint32_t n_locations)
 {
-    local_transport *lt = calloc(1, sizeof *lt);
+    local_transport *lt = ws_calloc(1, sizeof *lt);
     if (!lt)
         return NULL;
     lt->base.ops = &local_ops;
@@ -526,7 +526,7 @@ static int local_gather(ws_transport *t, const void *data, size_t size, int to_a
 {
     (void)t;
     (void)to_all;
-    *out = malloc(size ? size : 1);
+    *out = ws_malloc(size ? size : 1);
     if (!*out)
         return ws_error_nomem(err, "gathered data");
     if (size)

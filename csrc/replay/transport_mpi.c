@@ -255,7 +255,7 @@ static int receive_all(mpi_transport *m, ws_error *err)
             char text[1024];
             if (count > (int)sizeof text - 1)
                 count = (int)sizeof text - 1;
-            char *buf = malloc((size_t)count + 1);
+            char *buf = ws_malloc((size_t)count + 1);
             MPI_Recv(buf ? buf : text, buf ? count : 0, MPI_CHAR, st.MPI_SOURCE, TAG_ABORT, m->comm,
                      MPI_STATUS_IGNORE);
             if (buf) {
@@ -276,7 +276,7 @@ static int receive_all(mpi_transport *m, ws_error *err)
             return WS_OK;
         int count = 0;
         MPI_Get_count(&st, MPI_BYTE, &count);
-        unsigned char *buf = malloc(count ? (size_t)count : 1);
+        unsigned char *buf = ws_malloc(count ? (size_t)count : 1);
         if (!buf)
             return ws_error_nomem(err, "MPI receive buffer");
         rc = MPI_Recv(buf, count, MPI_BYTE, st.MPI_SOURCE, TAG_DATA, m->comm, MPI_STATUS_IGNORE);
@@ -583,10 +583,10 @@ static int t_exchange(ws_transport *t, const void *records, size_t record_size, 
 {
     mpi_transport *m = self_of(t);
     int P = m->size;
-    int *send_counts = calloc((size_t)P, sizeof *send_counts), *recv_counts = calloc((size_t)P, sizeof *recv_counts);
-    int *send_displs = calloc((size_t)P, sizeof *send_displs), *recv_displs = calloc((size_t)P, sizeof *recv_displs);
+    int *send_counts = ws_calloc((size_t)P, sizeof *send_counts), *recv_counts = ws_calloc((size_t)P, sizeof *recv_counts);
+    int *send_displs = ws_calloc((size_t)P, sizeof *send_displs), *recv_displs = ws_calloc((size_t)P, sizeof *recv_displs);
     unsigned char *sorted = ws_malloc_array(n ? n : 1, record_size);
-    size_t *fill = calloc((size_t)P, sizeof *fill);
+    size_t *fill = ws_calloc((size_t)P, sizeof *fill);
     int rc = WS_OK;
     if (!send_counts || !recv_counts || !send_displs || !recv_displs || !sorted || !fill) {
         rc = ws_error_nomem(err, "record exchange");
@@ -611,7 +611,7 @@ static int t_exchange(ws_transport *t, const void *records, size_t record_size, 
         recv_displs[p] = (int)total;
         total += (size_t)recv_counts[p];
     }
-    *out = malloc(total ? total : 1);
+    *out = ws_malloc(total ? total : 1);
     if (!*out) {
         rc = ws_error_nomem(err, "record exchange");
         goto done;
@@ -701,7 +701,7 @@ static int add_proc(uint32_t **list, uint32_t *n, uint32_t proc)
     for (uint32_t i = 0; i < *n; i++)
         if ((*list)[i] == proc)
             return 0;
-    uint32_t *p = realloc(*list, ((size_t)*n + 1) * sizeof *p);
+    uint32_t *p = ws_realloc(*list, ((size_t)*n + 1) * sizeof *p);
     if (!p)
         return -1;
     p[(*n)++] = proc;
@@ -713,7 +713,7 @@ int ws_transport_mpi_new(MPI_Comm comm, const ws_comm_layout *t, const uint32_t 
                          ws_error *err)
 {
     *out = NULL;
-    mpi_transport *m = calloc(1, sizeof *m);
+    mpi_transport *m = ws_calloc(1, sizeof *m);
     if (!m)
         return ws_error_nomem(err, "MPI transport");
     m->base.ops = &mpi_ops;
@@ -733,10 +733,10 @@ int ws_transport_mpi_new(MPI_Comm comm, const ws_comm_layout *t, const uint32_t 
     m->base.process = (uint32_t)m->rank;
     m->base.n_processes = (uint32_t)m->size;
     m->local = ws_transport_local_new(t->n_locations);
-    m->out = calloc((size_t)m->size, sizeof *m->out);
+    m->out = ws_calloc((size_t)m->size, sizeof *m->out);
     m->n_comms = t->n_comms;
-    m->comm_procs = calloc(t->n_comms ? t->n_comms : 1, sizeof *m->comm_procs);
-    m->comm_n_procs = calloc(t->n_comms ? t->n_comms : 1, sizeof *m->comm_n_procs);
+    m->comm_procs = ws_calloc(t->n_comms ? t->n_comms : 1, sizeof *m->comm_procs);
+    m->comm_n_procs = ws_calloc(t->n_comms ? t->n_comms : 1, sizeof *m->comm_n_procs);
     if (!m->local || !m->out || !m->comm_procs || !m->comm_n_procs) {
         t_destroy(&m->base);
         return ws_error_nomem(err, "MPI transport");
@@ -768,8 +768,8 @@ static int t_gather(ws_transport *t, const void *data, size_t size, int to_all, 
     mpi_transport *m = self_of(t);
     *out = NULL;
     int receiver = to_all || m->rank == 0;
-    int *counts = receiver ? calloc((size_t)m->size, sizeof *counts) : NULL;
-    int *displs = receiver ? calloc((size_t)m->size, sizeof *displs) : NULL;
+    int *counts = receiver ? ws_calloc((size_t)m->size, sizeof *counts) : NULL;
+    int *displs = receiver ? ws_calloc((size_t)m->size, sizeof *displs) : NULL;
     int failed = size > INT_MAX || (receiver && (!counts || !displs));
     if (failed)
         ws_error_set(err, size > INT_MAX ? WS_ERR_ARGUMENT : WS_ERR_NOMEM, "gathering %zu bytes of results failed%s",
@@ -792,7 +792,7 @@ static int t_gather(ws_transport *t, const void *data, size_t size, int to_all, 
             total += (size_t)counts[p];
             sizes[p] = (size_t)counts[p];
         }
-        failed = total > INT_MAX || !(*out = malloc(total ? total : 1));
+        failed = total > INT_MAX || !(*out = ws_malloc(total ? total : 1));
         if (failed)
             ws_error_set(err, WS_ERR_NOMEM, "gathering %zu bytes of results failed: %s", total,
                          total > INT_MAX ? "more than one MPI message holds" : "out of memory");

@@ -23,7 +23,7 @@ int ws_otf2_is_regular_file(const char *path)
 static char *join_path(const char *a, const char *b)
 {
     size_t n = strlen(a) + strlen(b) + 2;
-    char *p = malloc(n);
+    char *p = ws_malloc(n);
     if (p)
         snprintf(p, n, "%s/%s", a, b);
     return p;
@@ -482,7 +482,7 @@ char *ws_otf2_archive_directory(const char *anchor)
 static int check_global_definition_file(const ws_trace *t, ws_error *err)
 {
     size_t n = strlen(t->directory) + 5;
-    char *path = malloc(n);
+    char *path = ws_malloc(n);
     if (!path)
         return ws_error_nomem(err, "path");
     snprintf(path, n, "%s.def", t->directory);
@@ -501,7 +501,7 @@ static int check_global_definition_file(const ws_trace *t, ws_error *err)
 static int check_local_definition_files(const ws_trace *t, ws_error *err)
 {
     size_t n = strlen(t->directory) + 32;
-    char *path = malloc(n);
+    char *path = ws_malloc(n);
     if (!path)
         return ws_error_nomem(err, "path");
     uint32_t present = 0, first_missing = WS_NONE32;

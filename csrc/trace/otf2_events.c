@@ -68,7 +68,7 @@ typedef struct load_scratch {
 
 static load_scratch *scratch_new(void)
 {
-    load_scratch *s = calloc(1, sizeof *s);
+    load_scratch *s = ws_calloc(1, sizeof *s);
     if (s)
         for (size_t i = 0; i < CP_MEMO_SIZE; i++)
             s->memo[i].parent = CP_MEMO_EMPTY;
@@ -528,10 +528,10 @@ static OTF2_EvtReaderCallbacks *new_event_callbacks(void)
 static void *exact_copy(const void *rows, uint64_t n, size_t size)
 {
     if (n == 0)
-        return calloc(1, size);
+        return ws_calloc(1, size);
     if (n > SIZE_MAX / size)
         return NULL;
-    void *p = malloc((size_t)n * size);
+    void *p = ws_malloc((size_t)n * size);
     if (p)
         memcpy(p, rows, (size_t)n * size);
     return p;
@@ -544,7 +544,7 @@ static int finish_columns(ws_events *ev, uint64_t cap, const side_rows *r)
 {
 #define SHRINK(field)                                                           \
     do {                                                                        \
-        void *p__ = realloc(ev->field, (size_t)ev->n * sizeof *ev->field + 1);  \
+        void *p__ = ws_realloc(ev->field, (size_t)ev->n * sizeof *ev->field + 1);  \
         if (p__)                                                                \
             ev->field = p__;                                                    \
     } while (0)
@@ -580,7 +580,7 @@ static int finish_columns(ws_events *ev, uint64_t cap, const side_rows *r)
 static char *location_file(const char *directory, uint64_t location, const char *suffix)
 {
     size_t n = strlen(directory) + 48;
-    char *p = malloc(n);
+    char *p = ws_malloc(n);
     if (p)
         snprintf(p, n, "%s/%llu.%s", directory, (unsigned long long)location, suffix);
     return p;

@@ -146,7 +146,7 @@ int synth_build_definitions(synth *s)
     {
         const char *prog = p->name && *p->name ? p->name : "synthetic";
         size_t len = strlen(prog);
-        char *canonical = malloc(len + sizeof "/synthetic/");
+        char *canonical = ws_malloc(len + sizeof "/synthetic/");
         NOMEM_IF(!canonical);
         memcpy(canonical, "/synthetic/", sizeof "/synthetic/" - 1);
         memcpy(canonical + sizeof "/synthetic/" - 1, prog, len + 1);
