@@ -282,9 +282,14 @@ static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, ui
             }
             index = ++lt->n_inst;
         }
-        lt->inst[index - 1] = in;
-        if (ws_map64_put(&lt->instances, key, index) != 0)
+        if (ws_map64_put(&lt->instances, key, index) != 0) {
+            /* the slot goes back to the free list: only mapped instances are freed at the end */
+            lt->inst[index - 1] = (instance *)(uintptr_t)lt->free_inst;
+            lt->free_inst = index;
+            free_instance(in);
             return ws_error_nomem(err, "collective instances");
+        }
+        lt->inst[index - 1] = in;
     }
     /* contributions forwarded from other processes carry no local count */
     if (expected_local > in->expected_local)
