@@ -74,7 +74,7 @@ needs_switch = pytest.mark.skipif(not hasattr(_core, "_alloc_fail_after"),
 
 def analyze_bundled() -> np.ndarray:
     trace = waitscope.open(BUNDLED)
-    r = trace.analyze(delay_model="proportional", critical_path=True, records=True, wait_records=True)
+    r = trace.analyze(delay_model="proportional", critical_path=True, delay_records=True, wait_records=True)
     return np.array(r.cube)
 
 

@@ -14,7 +14,7 @@
  * and ws_comm_layout, ws_transport, ws_transport_ops (replay/transport.h).
  * _mpi reads no field of ws_trace or ws_result: it holds them as opaque
  * handles and leaves them to the functions below.
- * 3: unify_callpaths, result_gather, comm_layout */
+ * 3: unify_callpaths, result_gather, comm_layout, trace_begin/end */
 #define WS_CAPI_VERSION 3u
 
 typedef struct ws_core_capi {
@@ -36,6 +36,11 @@ typedef struct ws_core_capi {
     size_t progress_size;
     const ws_progress *(*progress_init)(void *storage, PyObject *callback);
     uint32_t (*trace_n_locations)(const ws_trace *t);
+    /* brackets work on a Trace object that runs without the GIL (see
+     * ws_py_trace_begin in py_common.h); begin raises and returns -1 on a
+     * conflict with another thread's work */
+    int (*trace_begin)(PyObject *trace, int write, const char *what);
+    void (*trace_end)(PyObject *trace, int write);
     /* the parallel mode's collectives (waitscope.h) on any transport */
     int (*unify_callpaths)(ws_trace *t, ws_transport *tr, ws_error *err);
     int (*result_gather)(ws_result *r, ws_transport *tr, ws_error *err);

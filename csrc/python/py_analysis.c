@@ -290,9 +290,14 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
     ws_error_clear(&err);
     ws_result *r = NULL;
     int rc;
+    if (ws_py_trace_begin((ws_py_trace *)trace_obj, 0, "analyze") != 0) {
+        Py_XDECREF(partition);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     rc = ws_analyze_all(t, &opt, &progress.progress, &r, &err);
     Py_END_ALLOW_THREADS
+    ws_py_trace_end((ws_py_trace *)trace_obj, 0);
     Py_XDECREF(partition);
     if (rc != WS_OK)
         return ws_py_raise(&err);
@@ -389,6 +394,16 @@ static const ws_progress *progress_init(void *storage, PyObject *callback)
     return &p->progress;
 }
 
+static int capi_trace_begin(PyObject *trace, int write, const char *what)
+{
+    return ws_py_trace_begin((ws_py_trace *)trace, write, what);
+}
+
+static void capi_trace_end(PyObject *trace, int write)
+{
+    ws_py_trace_end((ws_py_trace *)trace, write);
+}
+
 static const ws_core_capi capi = {
     .version = WS_CAPI_VERSION,
     .trace_type = ws_py_trace_type,
@@ -400,6 +415,8 @@ static const ws_core_capi capi = {
     .progress_size = sizeof(ws_py_progress),
     .progress_init = progress_init,
     .trace_n_locations = ws_trace_n_locations,
+    .trace_begin = capi_trace_begin,
+    .trace_end = capi_trace_end,
     .unify_callpaths = ws_unify_callpaths,
     .result_gather = ws_result_gather,
     .comm_layout = ws_comm_layout_of,

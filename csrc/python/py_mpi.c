@@ -97,6 +97,10 @@ static PyObject *py_unify_callpaths(PyObject *module, PyObject *args)
     ws_error_clear(&err);
     ws_transport *tr = NULL;
     int rc;
+    if (st->capi->trace_begin(trace_obj, 1, "unify_callpaths") != 0) {
+        Py_DECREF(owner);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     rc = new_transport(st, comm, t, PyArray_DATA(owner), &tr, &err);
     if (rc == WS_OK)
@@ -104,6 +108,7 @@ static PyObject *py_unify_callpaths(PyObject *module, PyObject *args)
     if (tr)
         tr->ops->destroy(tr);
     Py_END_ALLOW_THREADS
+    st->capi->trace_end(trace_obj, 1);
     Py_DECREF(owner);
     if (rc != WS_OK)
         return st->capi->raise_error(&err);
@@ -179,6 +184,13 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
     ws_transport *tr = NULL;
     ws_result *r = NULL;
     int rc;
+    if (st->capi->trace_begin(trace_obj, 0, "analyze") != 0) {
+        free(locs);
+        free(progress_storage);
+        Py_DECREF(owner);
+        Py_XDECREF(partition);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     rc = new_transport(st, comm, t, own, &tr, &err);
     if (rc == WS_OK) {
@@ -194,6 +206,7 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
     if (tr)
         tr->ops->destroy(tr);
     Py_END_ALLOW_THREADS
+    st->capi->trace_end(trace_obj, 0);
     free(locs);
     free(progress_storage);
     Py_DECREF(owner);
