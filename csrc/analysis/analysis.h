@@ -101,8 +101,8 @@ enum ws_wait_class {
 
 typedef struct ws_result {
     uint32_t n_metrics;
-    int metric[M_COUNT];   /* cube metric k -> ws_metric_table index */
-    int slot[M_COUNT];     /* table index -> cube metric or -1 */
+    int metric[WS_M_COUNT];   /* cube metric k -> ws_metric_table index */
+    int slot[WS_M_COUNT];     /* table index -> cube metric or -1 */
     uint32_t n_callpaths;
     uint32_t n_locations;
     double *cube;          /* [metric][callpath][location] */

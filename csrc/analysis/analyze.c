@@ -26,7 +26,7 @@ static ws_result *result_new(const ws_trace *t, unsigned groups, ws_error *err)
         ws_error_nomem(err, "result");
         return NULL;
     }
-    for (int m = 0; m < M_COUNT; m++) {
+    for (int m = 0; m < WS_M_COUNT; m++) {
         r->slot[m] = -1;
         if (ws_metric_table[m].group & groups) {
             r->slot[m] = (int)r->n_metrics;

@@ -21,7 +21,7 @@ static int add_segment(ws_causes *c, uint32_t loc, uint32_t cp, double start, do
     if (!(end > start))
         return WS_OK;
     if (cp != WS_NONE32)
-        add(c, M_CRITICAL_PATH, cp, loc, end - start);
+        add(c, WS_M_CRITICAL_PATH, cp, loc, end - start);
     /* merge with the previous piece when contiguous on the same call path */
     if (r->n_path) {
         ws_path_segment *last = &r->path[r->n_path - 1];
@@ -334,9 +334,9 @@ static int p5_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     memcpy(&v, data, sizeof v);
     const ws_loc_sync *ls = &env->sync->locs[loc];
     if (channel == 0)
-        add(c, M_MPI_WAIT_INDIRECT_LATESENDER, ls->msg_callpath[row], loc, v);
+        add(c, WS_M_MPI_WAIT_INDIRECT_LATESENDER, ls->msg_callpath[row], loc, v);
     else
-        add(c, M_MPI_WAIT_INDIRECT_LATERECEIVER, ls->msg_done_callpath[row], loc, v);
+        add(c, WS_M_MPI_WAIT_INDIRECT_LATERECEIVER, ls->msg_done_callpath[row], loc, v);
     return WS_OK;
 }
 
@@ -381,7 +381,7 @@ static int p5_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
             coll_indirect ci;
             memcpy(&ci, v->data[m] + sizeof n + k * sizeof ci, sizeof ci);
             if (ci.waiter == loc)
-                add(c, M_MPI_WAIT_INDIRECT_COLLECTIVE, env->sync->locs[loc].site_callpath[site], loc, ci.value);
+                add(c, WS_M_MPI_WAIT_INDIRECT_COLLECTIVE, env->sync->locs[loc].site_callpath[site], loc, ci.value);
         }
     }
     return WS_OK;
@@ -571,11 +571,11 @@ int ws_causes_finish(ws_causes *c, ws_error *err)
                 const sync_point *p = &cl->sp[k];
                 double prop = cl->prop_max[k] < p->wait ? cl->prop_max[k] : p->wait;
                 if (p->wclass == WS_WAIT_LATESENDER)
-                    add(c, M_MPI_WAIT_PROPAGATING_LS, p->callpath, loc, prop);
+                    add(c, WS_M_MPI_WAIT_PROPAGATING_LS, p->callpath, loc, prop);
                 else if (p->wclass == WS_WAIT_LATERECEIVER)
-                    add(c, M_MPI_WAIT_PROPAGATING_LR, p->callpath, loc, prop);
+                    add(c, WS_M_MPI_WAIT_PROPAGATING_LR, p->callpath, loc, prop);
                 else if (p->type == SP_SITE && handled(p->wclass) && p->wait > 0.0)
-                    add(c, M_MPI_WAIT_PROPAGATING_COLLECTIVE, p->callpath, loc, prop);
+                    add(c, WS_M_MPI_WAIT_PROPAGATING_COLLECTIVE, p->callpath, loc, prop);
             }
         }
     }

@@ -62,8 +62,8 @@ static int p1_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
     if (ws_buffer_append(out, &p, sizeof p) != 0)
         return ws_error_nomem(err, "payload");
     /* the send is counted where it happens */
-    add(state, p.bytes == 0 ? M_SYNCS_SEND : M_COMMS_SEND, ls->msg_callpath[row], loc, 1.0);
-    add(state, M_BYTES_SENT, ls->msg_callpath[row], loc, (double)p.bytes);
+    add(state, p.bytes == 0 ? WS_M_SYNCS_SEND : WS_M_COMMS_SEND, ls->msg_callpath[row], loc, 1.0);
+    add(state, WS_M_BYTES_SENT, ls->msg_callpath[row], loc, (double)p.bytes);
     return WS_OK;
 }
 
@@ -87,8 +87,8 @@ static int p1_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     if (leave < p.enter)
         a->result->clock_violations[loc]++;
     uint32_t cp = ls->msg_callpath[row];
-    add(a, p.bytes == 0 ? M_SYNCS_RECV : M_COMMS_RECV, cp, loc, 1.0);
-    add(a, M_BYTES_RCVD, cp, loc, (double)p.bytes);
+    add(a, p.bytes == 0 ? WS_M_SYNCS_RECV : WS_M_COMMS_RECV, cp, loc, 1.0);
+    add(a, WS_M_BYTES_RCVD, cp, loc, (double)p.bytes);
 
     /* Late Receiver, decided here and charged at the sender in pass 2:
      * the send's completing call had to wait until this receive was
@@ -180,11 +180,11 @@ static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
         uint32_t j = stack[lo - 1];
         uint32_t cp = ls->msg_callpath[k];
         int same = ls->msg_partner[j] == ls->msg_partner[k];
-        add(a, M_MPI_LATESENDER_WO, cp, loc, d->ls[k]);
-        add(a, same ? M_MPI_LSWO_SAME : M_MPI_LSWO_DIFFERENT, cp, loc, d->ls[k]);
+        add(a, WS_M_MPI_LATESENDER_WO, cp, loc, d->ls[k]);
+        add(a, same ? WS_M_MPI_LSWO_SAME : WS_M_MPI_LSWO_DIFFERENT, cp, loc, d->ls[k]);
         if (wo)
             wo[k] = same ? WS_WO_SAME : WS_WO_DIFFERENT;
-        add(a, d->send_bytes[k] == 0 ? M_MPI_SLSWO_COUNT : M_MPI_CLSWO_COUNT, cp, loc, 1.0);
+        add(a, d->send_bytes[k] == 0 ? WS_M_MPI_SLSWO_COUNT : WS_M_MPI_CLSWO_COUNT, cp, loc, 1.0);
     }
     free(stack);
     free(group);
@@ -317,7 +317,7 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
             wait_instance w = {ls->msg_done_enter[k], d->post_time[k], ls->msg_ch1_event[k], ls->msg_partner[k],
                                WS_WO_NONE};
             rc = ws_add_wait(a, WS_WP_LATERECEIVER, cp, loc, d->lr[k], &w, err);
-            add(a, e->msg_bytes[k] == 0 ? M_MPI_SLR_COUNT : M_MPI_CLR_COUNT, cp, loc, 1.0);
+            add(a, e->msg_bytes[k] == 0 ? WS_M_MPI_SLR_COUNT : WS_M_MPI_CLR_COUNT, cp, loc, 1.0);
         } else if (d->ls[k] > 0.0 && !d->ls_cancelled[k]) {
             /* from the enter of the receiving call to min(send's enter, leave) (as pass 1) */
             uint32_t cp = ls->msg_callpath[k];
@@ -325,7 +325,7 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
             wait_instance w = {ls->msg_enter[k], until, e->msg_event[k], ls->msg_partner[k],
                                wo ? wo[k] : WS_WO_NONE};
             rc = ws_add_wait(a, WS_WP_LATESENDER, cp, loc, d->ls[k], &w, err);
-            add(a, d->send_bytes[k] == 0 ? M_MPI_SLS_COUNT : M_MPI_CLS_COUNT, cp, loc, 1.0);
+            add(a, d->send_bytes[k] == 0 ? WS_M_MPI_SLS_COUNT : WS_M_MPI_CLS_COUNT, cp, loc, 1.0);
         }
     }
     free(wo);

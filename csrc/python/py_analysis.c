@@ -308,10 +308,10 @@ static PyObject *py_metric_table(PyObject *module, PyObject *unused)
 {
     (void)module;
     (void)unused;
-    PyObject *list = PyList_New(M_COUNT);
+    PyObject *list = PyList_New(WS_M_COUNT);
     if (!list)
         return NULL;
-    for (int k = 0; k < M_COUNT; k++) {
+    for (int k = 0; k < WS_M_COUNT; k++) {
         const ws_metric_def *m = &ws_metric_table[k];
         PyObject *item = Py_BuildValue("{s:s,s:s,s:s,s:z,s:s,s:I}", "id", m->id, "name", m->name, "unit", m->unit,
                                        "parent", m->parent, "description", m->description, "group", m->group);
