@@ -170,6 +170,8 @@ def extensions():
         common_link += san
         # the allocation-failure switch of the tests (csrc/common/alloc.h)
         macros.append(("WS_ALLOC_FAILURES", "1"))
+        # invariant checks (WS_CHECK, csrc/common/error.h)
+        macros.append(("WS_CHECKS", "1"))
 
     out = [
         Extension(

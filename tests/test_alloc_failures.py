@@ -52,7 +52,7 @@ def test_every_allocation_failure_in_c_ends_cleanly(tmp_path):
 
     exe = tmp_path / "alloc_failures"
     subprocess.run([cc, "-std=c11", "-O1", "-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer",
-                    "-DWS_ALLOC_FAILURES", "-D_POSIX_C_SOURCE=200809L", f"-I{CSRC}", *ask("--cflags"),
+                    "-DWS_ALLOC_FAILURES", "-DWS_CHECKS", "-D_POSIX_C_SOURCE=200809L", f"-I{CSRC}", *ask("--cflags"),
                     str(ROOT / "tests" / "c" / "alloc_failures.c"), *kernel_sources(), *ask("--ldflags"),
                     *ask("--libs"), "-lm", "-lpthread", "-o", str(exe)], check=True)
     # a clean environment: .ci/sanitize preloads the runtimes into pytest

@@ -78,6 +78,9 @@ int ws_result_gather(ws_result *r, ws_transport *tr, ws_error *err)
             rec += rec_counts[p];
             base += ent_counts[p];
         }
+        /* every delay record's vector lies in the gathered entries */
+        if ((rc = WS_CHECK(rec == n_rec && base == n_ent, err)) != WS_OK)
+            goto done;
         qsort(path, n_path, sizeof *path, cmp_segment);
         free(r->path);
         r->path = path;

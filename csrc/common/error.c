@@ -70,3 +70,10 @@ const char *ws_status_name(int status)
     };
     return status >= 0 && status < WS_STATUS_COUNT ? names[status] : "unknown status";
 }
+
+#ifdef WS_CHECKS
+int ws_check_failed(ws_error *err, const char *file, int line, const char *condition)
+{
+    return ws_error_set(err, WS_ERR_INTERNAL, "%s:%d: broken invariant: %s", file, line, condition);
+}
+#endif

@@ -34,4 +34,19 @@ int ws_error_prefix(ws_error *err, const char *fmt, ...)
 /* Convenience: out-of-memory error with the name of what was allocated. */
 int ws_error_nomem(ws_error *err, const char *what);
 
+/* Invariant checks, as Lua's api_check: WS_CHECK(cond, err) is WS_OK when
+ * the kernel's own bookkeeping holds.  In checked builds (WS_CHECKS, set
+ * by the sanitizer build) a false `cond` sets WS_ERR_INTERNAL naming the
+ * file, line and condition and returns that code; in release builds the
+ * condition is not evaluated at all.  Use:
+ *     if ((rc = WS_CHECK(n == expected, err)) != WS_OK) goto fail;
+ * Conditions that depend on input (files, arguments, other processes'
+ * data) are checked always, with their own error codes, never with this. */
+#ifdef WS_CHECKS
+int ws_check_failed(ws_error *err, const char *file, int line, const char *condition);
+#define WS_CHECK(cond, err) ((cond) ? WS_OK : ws_check_failed((err), __FILE__, __LINE__, #cond))
+#else
+#define WS_CHECK(cond, err) ((void)sizeof(cond), WS_OK)
+#endif
+
 #endif

@@ -122,10 +122,11 @@ static int finish(synth *s)
     for (uint32_t r = 0; r < s->n; r++) {
         ws_location *l = &t->locations[r];
         ws_events *ev = &l->events;
-        if (ev->n != s->st[r].n_events) {
+        /* pass 1 counted exactly what pass 5 wrote */
+        int rc = WS_CHECK(ev->n == s->st[r].n_events, s->err);
+        if (rc != WS_OK) {
             free(stack);
-            return ws_error_set(s->err, WS_ERR_INTERNAL, "rank %u: %llu events written, %llu expected", (unsigned)r,
-                                (unsigned long long)ev->n, (unsigned long long)s->st[r].n_events);
+            return rc;
         }
         uint32_t depth = 0;
         for (uint64_t e = 0; e < ev->n; e++) {
