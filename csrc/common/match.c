@@ -5,10 +5,12 @@
 
 static int cmp_channel(const ws_match_key *a, const ws_match_key *b)
 {
-    for (int k = 0; k < 4; k++)
-        if (a->channel[k] != b->channel[k])
-            return a->channel[k] < b->channel[k] ? -1 : 1;
-    return 0;
+    /* two 64-bit comparisons instead of four 32-bit ones */
+    uint64_t a0 = (uint64_t)a->channel[0] << 32 | a->channel[1], b0 = (uint64_t)b->channel[0] << 32 | b->channel[1];
+    if (a0 != b0)
+        return a0 < b0 ? -1 : 1;
+    uint64_t a1 = (uint64_t)a->channel[2] << 32 | a->channel[3], b1 = (uint64_t)b->channel[2] << 32 | b->channel[3];
+    return (a1 > b1) - (a1 < b1);
 }
 
 static int cmp_key(const void *x, const void *y)
