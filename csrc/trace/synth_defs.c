@@ -39,8 +39,9 @@ static int new_group(synth *s, uint8_t type, uint64_t n_members, uint32_t name)
     g->paradigm = OTF2_PARADIGM_MPI;
     g->flags = OTF2_GROUP_FLAG_NONE;
     g->n_members = n_members;
-    NOMEM_IF(ws_map64_put(&t->group_ids, g->otf2_id, t->n_groups) != 0);
+    /* counted at once, so that freeing the trace frees the members */
     t->n_groups++;
+    NOMEM_IF(ws_map64_put(&t->group_ids, g->otf2_id, t->n_groups - 1) != 0);
     return WS_OK;
 }
 
