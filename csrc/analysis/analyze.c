@@ -1,5 +1,5 @@
 /* Runs the replays of the requested analyses and assembles the result. */
-#include "analysis.h"
+#include "analysis_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* Metrics derived from the replays' results: the parents of the delay and
  * wait-state classification trees, and the critical-path indicators of
  * seed 001 (001_3fb61d0ccb171fe6.txt, sections II-C and II-D). */
-#include "analysis.h"
+#include "analysis_int.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -3,6 +3,9 @@
  * waitscope.h). */
 #include "analysis.h"
 
+#include "../common/util.h"
+#include "../replay/transport.h"
+
 #include <stdlib.h>
 #include <string.h>
 

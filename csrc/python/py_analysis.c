@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../analysis/analysis.h"
+#include "../analysis/delay_kernel.h"
 #include "../replay/parallel.h"
 #include "capi.h"
 
