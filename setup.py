@@ -8,7 +8,7 @@ one matching the MPI that mpi4py uses.  Without MPI the package works in
 one process.  The LD_PRELOAD interposition library (csrc/pmpi) is built
 once per MPI found too: waitscope/lib/libwaitscope-pmpi-<mpi>.so.  Set
 WAITSCOPE_SANITIZE=1 to build with AddressSanitizer
-and UBSan, WAITSCOPE_NO_MPI=1 to skip the MPI part.
+and UBSan (and the allocation-failure switch of csrc/common/alloc.h), WAITSCOPE_NO_MPI=1 to skip the MPI part.
 """
 import glob
 import os
@@ -102,11 +102,14 @@ def headers():
 COMMON_COMPILE = ["-std=c11", "-Wall", "-Wextra", "-O2", "-D_POSIX_C_SOURCE=200809L"]
 
 PMPI_SOURCES = sorted(glob.glob(os.path.join("csrc", "pmpi", "*.c"))) + [
+    os.path.join("csrc", "common", "alloc.c"),
     os.path.join("csrc", "common", "error.c"),
     os.path.join("csrc", "common", "util.c"),
     os.path.join("csrc", "trace", "trace.c"),
     os.path.join("csrc", "trace", "otf2_check.c"),
-    os.path.join("csrc", "trace", "otf2_reader.c"),
+    os.path.join("csrc", "trace", "otf2_errors.c"),
+    os.path.join("csrc", "trace", "otf2_definitions.c"),
+    os.path.join("csrc", "trace", "otf2_events.c"),
     os.path.join("csrc", "trace", "otf2_writer.c"),
 ]
 
@@ -160,16 +163,20 @@ def extensions():
     otf2_cflags, otf2_ldflags = otf2_flags()
     common_compile = list(COMMON_COMPILE)
     common_link = []
+    macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
     if os.environ.get("WAITSCOPE_SANITIZE"):
         san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1", "-g"]
         common_compile += san
         common_link += san
-    macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
+        # the allocation-failure switch of the tests (csrc/common/alloc.h)
+        macros.append(("WS_ALLOC_FAILURES", "1"))
+        # invariant checks (WS_CHECK, csrc/common/error.h)
+        macros.append(("WS_CHECKS", "1"))
 
     out = [
         Extension(
             "waitscope._core",
-            sources=sources("common", "trace", "replay", "analysis", "report", "python")
+            sources=sources("api", "common", "trace", "replay", "analysis", "python")
             + [os.path.join("csrc", "pmpi", "unify.c"), os.path.join("csrc", "pmpi", "rankfiles.c")],
             depends=depends,
             include_dirs=["csrc", numpy_include()],
@@ -186,9 +193,9 @@ def extensions():
             Extension(
                 f"waitscope.{module}",
                 sources=[
+                    os.path.join("csrc", "common", "alloc.c"),
                     os.path.join("csrc", "common", "error.c"),
                     os.path.join("csrc", "common", "util.c"),
-                    os.path.join("csrc", "trace", "trace.c"),
                     os.path.join("csrc", "replay", "transport_local.c"),
                     os.path.join("csrc", "replay", "transport_mpi.c"),
                     os.path.join("csrc", "python", "py_mpi.c"),

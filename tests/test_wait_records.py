@@ -11,7 +11,7 @@ min(reference enter, own leave)], completions [max(first leave, min(last
 enter, own leave)), own leave]).  Times are multiples of 1/4 s at 1000
 ticks/s, exact in binary.  Every pattern appears at least once.
 
-Part 2 analyzes random programs (the generator of tests/test_waitstates.py)
+Part 2 analyzes random programs (the generator of tests/random_programs.py)
 and checks that the records add up to the cube, per metric, call path and
 location, and that their numbers are the count metrics.
 """
@@ -24,7 +24,7 @@ import pytest
 
 import waitscope
 from waitscope import synth
-from test_waitstates import _Builder, _sync_program, random_run_params, random_spliced, spliced
+from random_programs import _Builder, _sync_program, random_run_params, random_spliced, spliced
 
 RES = 1000
 L = 0.5

@@ -1,4 +1,6 @@
 /* Analyses on the replay engine: wait states, delay costs, critical path.
+ * This header: what they produce (ws_result and its records); the passes'
+ * shared internals are in analysis_int.h.
  *
  * Passes (each a replay over all local locations):
  *   1 forward  wait states: Late Sender, collectives, time and counts
@@ -11,28 +13,13 @@
 #ifndef WS_ANALYSIS_ANALYSIS_H
 #define WS_ANALYSIS_ANALYSIS_H
 
-#include "../replay/replay.h"
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../waitscope.h"
 #include "metrics.h"
 
-enum ws_delay_model {
-    WS_DELAY_NONE = 0,
-    WS_DELAY_PROPORTIONAL = 1, /* seed 004 eqs. 2.1-2.6 */
-    WS_DELAY_WAIT_FIRST = 2    /* seed 004 eqs. 3.1-3.9 */
-};
-
-typedef struct ws_analysis_options {
-    int delay_model;          /* enum ws_delay_model */
-    int critical_path;        /* extract the critical path */
-    int keep_delay_records;   /* keep one record per delay calculation */
-    int wait_records;         /* keep one record per wait-state instance */
-    const int32_t *partition; /* per location partition id (NULL: derived) */
-    uint64_t schedule_seed;   /* see ws_replay_env */
-    /* time window (docs/metrics.md, "Time windows"): with has_window the
-     * metrics cover [window_start, window_end] only; the replays still see
-     * every event */
-    int has_window;
-    double window_start, window_end;
-} ws_analysis_options;
+/* enum ws_delay_model and ws_analysis_options are public: waitscope.h. */
 
 /* The part of `value`, spread evenly over [start, end], that lies in the
  * window: `value` itself when there is no window or the interval lies
@@ -142,8 +129,8 @@ enum ws_wait_class {
 
 typedef struct ws_result {
     uint32_t n_metrics;
-    int metric[M_COUNT];   /* cube metric k -> ws_metric_table index */
-    int slot[M_COUNT];     /* table index -> cube metric or -1 */
+    int metric[WS_M_COUNT];   /* cube metric k -> ws_metric_table index */
+    int slot[WS_M_COUNT];     /* table index -> cube metric or -1 */
     uint32_t n_callpaths;
     uint32_t n_locations;
     double *cube;          /* [metric][callpath][location] */
@@ -175,8 +162,6 @@ typedef struct ws_result {
     double undistributed;
 } ws_result;
 
-void ws_result_free(ws_result *r);
-
 static inline double *ws_cube_cell(ws_result *r, int metric, uint32_t callpath, uint32_t loc)
 {
     return &r->cube[((size_t)r->slot[metric] * r->n_callpaths + callpath) * r->n_locations + loc];
@@ -188,88 +173,5 @@ static inline void ws_cube_add(ws_result *r, int metric, uint32_t callpath, uint
     if (r->slot[metric] >= 0 && callpath < r->n_callpaths)
         *ws_cube_cell(r, metric, callpath, loc) += v;
 }
-
-/* Per location data that the passes share. */
-typedef struct ws_loc_data {
-    /* per message row */
-    double *ls;          /* Late Sender wait of the receive (also known at the send after pass 2) */
-    uint8_t *ls_cancelled; /* receive rows: a larger Late Receiver of the same Waitall replaces it */
-    double *lr;          /* Late Receiver wait (receiver: candidate; both sides: final after passes 2/3) */
-    double *send_enter;  /* receive rows: enter of the matched send call */
-    double *post_time;   /* send rows: when the matching receive was posted (from pass 2) */
-    /* leaves of the partner's calls, for the completion parts of the delay
-     * analysis: receive rows: the call holding the send record, the call
-     * completing the send (pass 1); send rows: the call holding the
-     * receive record, the call posting the receive (pass 2) */
-    double *partner_leave;
-    double *partner_done_leave;
-    uint64_t *send_bytes;/* receive rows: bytes of the matched send */
-    /* per site */
-    double *site_wait;
-    double *site_sync_time;
-    uint32_t *site_delayer;  /* location of the process that everybody waited for */
-    uint8_t *site_sync;      /* the site is a synchronization point (someone waited) */
-    uint8_t *site_kind;      /* ws_wait_class of the site's waiting */
-    uint8_t *site_anywait;   /* some member of the instance waited */
-    double *site_completion; /* time in the call after the waiting and the first leave */
-    /* accumulators per call path */
-    double *time;
-    double *visits;
-    double *init_wait;   /* per call path: waiting in MPI_Init for the last entrant (no metric) */
-    /* pass-1 bookkeeping of Waitall/Waitsome completions */
-    uint32_t multi_call;
-    uint32_t multi_row;
-    double multi_max;
-    uint32_t cur_callpath;
-    double last_time;
-} ws_loc_data;
-
-typedef struct ws_analysis {
-    const ws_trace *trace;
-    const ws_sync *sync;
-    ws_transport *transport;
-    ws_result *result;
-    ws_loc_data *locs;   /* indexed by location */
-    const uint32_t *local;
-    uint32_t n_local;
-    ws_analysis_options options;
-    /* per region: category metric of its time (see waitstates.c) */
-    int *region_category;
-} ws_analysis;
-
-/* Runs the analyses on the given (local) locations. */
-int ws_analyze(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_transport *tr,
-               const ws_analysis_options *options, const ws_progress *progress, ws_result **out, ws_error *err);
-
-/* pieces (waitstates.c, delay.c, critical_path.c) */
-int ws_waitstates_prepare(ws_analysis *a, ws_error *err);
-void ws_waitstates_handlers(ws_analysis *a, int pass, ws_handler *h);
-int ws_waitstates_finish(ws_analysis *a, ws_error *err);
-
-/* The kernel of one synchronization interval (seed 004): distributes
- * the incoming short-term (gamma_s) and long-term (gamma_l) costs over
- * the difference profile `delta` (n entries) and the delayer's wait
- * states `waits` (m entries).  Writes short[n], longc[n] and prop[m].
- * Returns 0, or -1 if nothing can carry the cost. */
-int ws_delay_kernel(int model, double gamma_s, double gamma_l, const double *delta, size_t n, const double *waits,
-                    size_t m, double *short_cost, double *long_cost, double *prop_short, double *prop_long);
-
-/* delay and critical path (causes.c): passes 4 and 5 */
-typedef struct ws_causes ws_causes;
-int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err);
-void ws_causes_handlers(ws_causes *c, int pass, ws_handler *h);
-int ws_causes_finish(ws_causes *c, ws_error *err);
-void ws_causes_free(ws_causes *c);
-double ws_causes_path_first(const ws_causes *c);
-/* fills per_location[loc] for the local locations */
-void ws_causes_undistributed(const ws_causes *c, double *per_location);
-
-/* derived.c */
-void ws_derive_delay(ws_analysis *a);
-int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err);
-/* Sums per-location rows ([n_locations x width], local rows filled, zero
- * elsewhere) in location order: the same on every process and with every
- * transport.  out[width] receives the sums; rows are reduced in place. */
-int ws_ordered_sum(ws_analysis *a, double *rows, size_t width, double *out, ws_error *err);
 
 #endif

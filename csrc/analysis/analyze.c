@@ -1,5 +1,5 @@
 /* Runs the replays of the requested analyses and assembles the result. */
-#include "analysis.h"
+#include "analysis_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -21,12 +21,12 @@ void ws_result_free(ws_result *r)
 
 static ws_result *result_new(const ws_trace *t, unsigned groups, ws_error *err)
 {
-    ws_result *r = calloc(1, sizeof *r);
+    ws_result *r = ws_calloc(1, sizeof *r);
     if (!r) {
         ws_error_nomem(err, "result");
         return NULL;
     }
-    for (int m = 0; m < M_COUNT; m++) {
+    for (int m = 0; m < WS_M_COUNT; m++) {
         r->slot[m] = -1;
         if (ws_metric_table[m].group & groups) {
             r->slot[m] = (int)r->n_metrics;
@@ -162,7 +162,7 @@ static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n,
     /* every wait record is made in passes 1-2, in scheduling order */
     ws_wait_records_sort(r->wait_records, r->n_wait_records);
     if (r->n_wait_records && r->cap_wait_records > r->n_wait_records) {
-        void *fit = realloc(r->wait_records, r->n_wait_records * sizeof *r->wait_records);
+        void *fit = ws_realloc(r->wait_records, r->n_wait_records * sizeof *r->wait_records);
         if (fit) { /* else the larger block stays */
             r->wait_records = fit;
             r->cap_wait_records = r->n_wait_records;

@@ -29,7 +29,7 @@ static int add_segment(ws_causes *c, uint32_t loc, uint32_t cp, double start, do
     if (!(end > start))
         return WS_OK;
     if (cp != WS_NONE32)
-        add(c, M_CRITICAL_PATH, cp, loc, end - start);
+        add(c, WS_M_CRITICAL_PATH, cp, loc, end - start);
     /* merge with the previous piece when contiguous on the same call path */
     if (r->n_path) {
         ws_path_segment *last = &r->path[r->n_path - 1];
@@ -408,9 +408,9 @@ static int p5_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     memcpy(&v, data, sizeof v);
     const ws_loc_sync *ls = &env->sync->locs[loc];
     if (channel == 0)
-        add(c, M_MPI_WAIT_INDIRECT_LATESENDER, ls->msg_callpath[row], loc, v);
+        add(c, WS_M_MPI_WAIT_INDIRECT_LATESENDER, ls->msg_callpath[row], loc, v);
     else
-        add(c, M_MPI_WAIT_INDIRECT_LATERECEIVER, ls->msg_done_callpath[row], loc, v);
+        add(c, WS_M_MPI_WAIT_INDIRECT_LATERECEIVER, ls->msg_done_callpath[row], loc, v);
     return WS_OK;
 }
 
@@ -478,7 +478,7 @@ static int p5_coll_combine(void *state, const ws_replay_env *env, uint32_t loc, 
     if (!total)
         return WS_OK;
     p5_sortable *tmp = ws_malloc_array(total, sizeof *tmp);
-    p5_shared *sh = malloc(sizeof *sh + total * sizeof(coll_indirect));
+    p5_shared *sh = ws_malloc(sizeof *sh + total * sizeof(coll_indirect));
     if (!tmp || !sh) {
         free(tmp);
         free(sh);
@@ -521,7 +521,7 @@ static int p5_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
             hi = mid;
     }
     for (; lo < sh->n && sh->e[lo].waiter == loc; lo++)
-        add(c, M_MPI_WAIT_INDIRECT_COLLECTIVE, env->sync->locs[loc].site_callpath[site], loc, sh->e[lo].value);
+        add(c, WS_M_MPI_WAIT_INDIRECT_COLLECTIVE, env->sync->locs[loc].site_callpath[site], loc, sh->e[lo].value);
     return WS_OK;
 }
 
@@ -531,7 +531,7 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
 {
     *out = NULL;
     const ws_trace *t = a->trace;
-    ws_causes *c = calloc(1, sizeof *c);
+    ws_causes *c = ws_calloc(1, sizeof *c);
     if (!c)
         return ws_error_nomem(err, "delay analysis");
     c->a = a;
@@ -728,11 +728,11 @@ int ws_causes_finish(ws_causes *c, ws_error *err)
                 if (p->wait_in != p->wait)
                     prop = p->wait > 0.0 ? prop * (p->wait_in / p->wait) : 0.0;
                 if (p->wclass == WS_WAIT_LATESENDER)
-                    add(c, M_MPI_WAIT_PROPAGATING_LS, p->callpath, loc, prop);
+                    add(c, WS_M_MPI_WAIT_PROPAGATING_LS, p->callpath, loc, prop);
                 else if (p->wclass == WS_WAIT_LATERECEIVER)
-                    add(c, M_MPI_WAIT_PROPAGATING_LR, p->callpath, loc, prop);
+                    add(c, WS_M_MPI_WAIT_PROPAGATING_LR, p->callpath, loc, prop);
                 else if (p->type == SP_SITE && handled(p->wclass) && p->wait > 0.0)
-                    add(c, M_MPI_WAIT_PROPAGATING_COLLECTIVE, p->callpath, loc, prop);
+                    add(c, WS_M_MPI_WAIT_PROPAGATING_COLLECTIVE, p->callpath, loc, prop);
             }
         }
     }

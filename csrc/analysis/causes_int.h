@@ -4,7 +4,7 @@
 #ifndef WS_ANALYSIS_CAUSES_INT_H
 #define WS_ANALYSIS_CAUSES_INT_H
 
-#include "analysis.h"
+#include "analysis_int.h"
 
 #include <math.h>
 #include <stdlib.h>

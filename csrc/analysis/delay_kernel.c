@@ -16,7 +16,7 @@
  *
  * Both distribute exactly gamma_s + gamma_l (seed 004, Theorem 5).
  */
-#include "analysis.h"
+#include "analysis_int.h"
 
 static double sum(const double *v, size_t n)
 {

@@ -1,7 +1,7 @@
 /* Metrics derived from the replays' results: the parents of the delay and
  * wait-state classification trees, and the critical-path indicators of
  * seed 001 (001_3fb61d0ccb171fe6.txt, sections II-C and II-D). */
-#include "analysis.h"
+#include "analysis_int.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -30,63 +30,63 @@ static void sum_into(ws_result *r, int parent, const int *children, uint32_t cp,
 void ws_derive_delay(ws_analysis *a)
 {
     ws_result *r = a->result;
-    static const int ls_agg[] = {M_DELAY_LATESENDER, M_DELAY_LATESENDER_LONGTERM, -1};
-    static const int lr_agg[] = {M_DELAY_LATERECEIVER, M_DELAY_LATERECEIVER_LONGTERM, -1};
-    static const int bar_agg[] = {M_DELAY_BARRIER, M_DELAY_BARRIER_LONGTERM, -1};
-    static const int n2n_agg[] = {M_DELAY_N2N, M_DELAY_N2N_LONGTERM, -1};
-    static const int o2n_agg[] = {M_DELAY_12N, M_DELAY_12N_LONGTERM, -1};
-    static const int n21_agg[] = {M_DELAY_N21, M_DELAY_N21_LONGTERM, -1};
-    static const int p2p[] = {M_DELAY_LATESENDER_AGGREGATE, M_DELAY_LATERECEIVER_AGGREGATE, -1};
-    static const int coll[] = {M_DELAY_BARRIER_AGGREGATE, M_DELAY_N2N_AGGREGATE, M_DELAY_12N_AGGREGATE,
-                               M_DELAY_N21_AGGREGATE, -1};
-    static const int mpi[] = {M_DELAY_P2P, M_DELAY_COLLECTIVE, -1};
-    static const int all[] = {M_DELAY_MPI, -1};
-    static const int direct[] = {M_MPI_WAIT_DIRECT_LATESENDER, M_MPI_WAIT_DIRECT_LATERECEIVER,
-                                 M_MPI_WAIT_DIRECT_COLLECTIVE, -1};
-    static const int indirect[] = {M_MPI_WAIT_INDIRECT_LATESENDER, M_MPI_WAIT_INDIRECT_LATERECEIVER,
-                                   M_MPI_WAIT_INDIRECT_COLLECTIVE, -1};
-    static const int dvi[] = {M_MPI_WAIT_DIRECT, M_MPI_WAIT_INDIRECT, -1};
-    static const int prop[] = {M_MPI_WAIT_PROPAGATING_LS, M_MPI_WAIT_PROPAGATING_LR,
-                               M_MPI_WAIT_PROPAGATING_COLLECTIVE, -1};
-    static const int term[] = {M_MPI_WAIT_TERMINAL_LS, M_MPI_WAIT_TERMINAL_LR, M_MPI_WAIT_TERMINAL_COLLECTIVE, -1};
-    static const int pvt[] = {M_MPI_WAIT_PROPAGATING, M_MPI_WAIT_TERMINAL, -1};
+    static const int ls_agg[] = {WS_M_DELAY_LATESENDER, WS_M_DELAY_LATESENDER_LONGTERM, -1};
+    static const int lr_agg[] = {WS_M_DELAY_LATERECEIVER, WS_M_DELAY_LATERECEIVER_LONGTERM, -1};
+    static const int bar_agg[] = {WS_M_DELAY_BARRIER, WS_M_DELAY_BARRIER_LONGTERM, -1};
+    static const int n2n_agg[] = {WS_M_DELAY_N2N, WS_M_DELAY_N2N_LONGTERM, -1};
+    static const int o2n_agg[] = {WS_M_DELAY_12N, WS_M_DELAY_12N_LONGTERM, -1};
+    static const int n21_agg[] = {WS_M_DELAY_N21, WS_M_DELAY_N21_LONGTERM, -1};
+    static const int p2p[] = {WS_M_DELAY_LATESENDER_AGGREGATE, WS_M_DELAY_LATERECEIVER_AGGREGATE, -1};
+    static const int coll[] = {WS_M_DELAY_BARRIER_AGGREGATE, WS_M_DELAY_N2N_AGGREGATE, WS_M_DELAY_12N_AGGREGATE,
+                               WS_M_DELAY_N21_AGGREGATE, -1};
+    static const int mpi[] = {WS_M_DELAY_P2P, WS_M_DELAY_COLLECTIVE, -1};
+    static const int all[] = {WS_M_DELAY_MPI, -1};
+    static const int direct[] = {WS_M_MPI_WAIT_DIRECT_LATESENDER, WS_M_MPI_WAIT_DIRECT_LATERECEIVER,
+                                 WS_M_MPI_WAIT_DIRECT_COLLECTIVE, -1};
+    static const int indirect[] = {WS_M_MPI_WAIT_INDIRECT_LATESENDER, WS_M_MPI_WAIT_INDIRECT_LATERECEIVER,
+                                   WS_M_MPI_WAIT_INDIRECT_COLLECTIVE, -1};
+    static const int dvi[] = {WS_M_MPI_WAIT_DIRECT, WS_M_MPI_WAIT_INDIRECT, -1};
+    static const int prop[] = {WS_M_MPI_WAIT_PROPAGATING_LS, WS_M_MPI_WAIT_PROPAGATING_LR,
+                               WS_M_MPI_WAIT_PROPAGATING_COLLECTIVE, -1};
+    static const int term[] = {WS_M_MPI_WAIT_TERMINAL_LS, WS_M_MPI_WAIT_TERMINAL_LR, WS_M_MPI_WAIT_TERMINAL_COLLECTIVE, -1};
+    static const int pvt[] = {WS_M_MPI_WAIT_PROPAGATING, WS_M_MPI_WAIT_TERMINAL, -1};
     for (uint32_t i = 0; i < a->n_local; i++) {
         uint32_t loc = a->local[i];
         for (uint32_t cp = 0; cp < r->n_callpaths; cp++) {
-            sum_into(r, M_DELAY_LATESENDER_AGGREGATE, ls_agg, cp, loc);
-            sum_into(r, M_DELAY_LATERECEIVER_AGGREGATE, lr_agg, cp, loc);
-            sum_into(r, M_DELAY_BARRIER_AGGREGATE, bar_agg, cp, loc);
-            sum_into(r, M_DELAY_N2N_AGGREGATE, n2n_agg, cp, loc);
-            sum_into(r, M_DELAY_12N_AGGREGATE, o2n_agg, cp, loc);
-            sum_into(r, M_DELAY_N21_AGGREGATE, n21_agg, cp, loc);
-            sum_into(r, M_DELAY_P2P, p2p, cp, loc);
-            sum_into(r, M_DELAY_COLLECTIVE, coll, cp, loc);
-            sum_into(r, M_DELAY_MPI, mpi, cp, loc);
-            sum_into(r, M_DELAY, all, cp, loc);
+            sum_into(r, WS_M_DELAY_LATESENDER_AGGREGATE, ls_agg, cp, loc);
+            sum_into(r, WS_M_DELAY_LATERECEIVER_AGGREGATE, lr_agg, cp, loc);
+            sum_into(r, WS_M_DELAY_BARRIER_AGGREGATE, bar_agg, cp, loc);
+            sum_into(r, WS_M_DELAY_N2N_AGGREGATE, n2n_agg, cp, loc);
+            sum_into(r, WS_M_DELAY_12N_AGGREGATE, o2n_agg, cp, loc);
+            sum_into(r, WS_M_DELAY_N21_AGGREGATE, n21_agg, cp, loc);
+            sum_into(r, WS_M_DELAY_P2P, p2p, cp, loc);
+            sum_into(r, WS_M_DELAY_COLLECTIVE, coll, cp, loc);
+            sum_into(r, WS_M_DELAY_MPI, mpi, cp, loc);
+            sum_into(r, WS_M_DELAY, all, cp, loc);
             /* direct = total - indirect; terminal = total - propagating (seed 002) */
-            double ls = cell(r, M_MPI_LATESENDER, cp, loc), lr = cell(r, M_MPI_LATERECEIVER, cp, loc);
+            double ls = cell(r, WS_M_MPI_LATESENDER, cp, loc), lr = cell(r, WS_M_MPI_LATERECEIVER, cp, loc);
             double v;
-            v = ls - cell(r, M_MPI_WAIT_INDIRECT_LATESENDER, cp, loc);
-            set_cell(r, M_MPI_WAIT_DIRECT_LATESENDER, cp, loc, v > 0.0 ? v : 0.0);
-            v = lr - cell(r, M_MPI_WAIT_INDIRECT_LATERECEIVER, cp, loc);
-            set_cell(r, M_MPI_WAIT_DIRECT_LATERECEIVER, cp, loc, v > 0.0 ? v : 0.0);
-            v = ls - cell(r, M_MPI_WAIT_PROPAGATING_LS, cp, loc);
-            set_cell(r, M_MPI_WAIT_TERMINAL_LS, cp, loc, v > 0.0 ? v : 0.0);
-            v = lr - cell(r, M_MPI_WAIT_PROPAGATING_LR, cp, loc);
-            set_cell(r, M_MPI_WAIT_TERMINAL_LR, cp, loc, v > 0.0 ? v : 0.0);
+            v = ls - cell(r, WS_M_MPI_WAIT_INDIRECT_LATESENDER, cp, loc);
+            set_cell(r, WS_M_MPI_WAIT_DIRECT_LATESENDER, cp, loc, v > 0.0 ? v : 0.0);
+            v = lr - cell(r, WS_M_MPI_WAIT_INDIRECT_LATERECEIVER, cp, loc);
+            set_cell(r, WS_M_MPI_WAIT_DIRECT_LATERECEIVER, cp, loc, v > 0.0 ? v : 0.0);
+            v = ls - cell(r, WS_M_MPI_WAIT_PROPAGATING_LS, cp, loc);
+            set_cell(r, WS_M_MPI_WAIT_TERMINAL_LS, cp, loc, v > 0.0 ? v : 0.0);
+            v = lr - cell(r, WS_M_MPI_WAIT_PROPAGATING_LR, cp, loc);
+            set_cell(r, WS_M_MPI_WAIT_TERMINAL_LR, cp, loc, v > 0.0 ? v : 0.0);
             /* the handled collective wait states */
-            double coll = cell(r, M_MPI_BARRIER_WAIT, cp, loc) + cell(r, M_MPI_WAIT_NXN, cp, loc) +
-                          cell(r, M_MPI_LATEBROADCAST, cp, loc) + cell(r, M_MPI_EARLYREDUCE, cp, loc);
-            v = coll - cell(r, M_MPI_WAIT_INDIRECT_COLLECTIVE, cp, loc);
-            set_cell(r, M_MPI_WAIT_DIRECT_COLLECTIVE, cp, loc, v > 0.0 ? v : 0.0);
-            v = coll - cell(r, M_MPI_WAIT_PROPAGATING_COLLECTIVE, cp, loc);
-            set_cell(r, M_MPI_WAIT_TERMINAL_COLLECTIVE, cp, loc, v > 0.0 ? v : 0.0);
-            sum_into(r, M_MPI_WAIT_DIRECT, direct, cp, loc);
-            sum_into(r, M_MPI_WAIT_INDIRECT, indirect, cp, loc);
-            sum_into(r, M_WAITSTATES_DIRECT_VS_INDIRECT, dvi, cp, loc);
-            sum_into(r, M_MPI_WAIT_PROPAGATING, prop, cp, loc);
-            sum_into(r, M_MPI_WAIT_TERMINAL, term, cp, loc);
-            sum_into(r, M_WAITSTATES_PROPAGATING_VS_TERMINAL, pvt, cp, loc);
+            double coll = cell(r, WS_M_MPI_BARRIER_WAIT, cp, loc) + cell(r, WS_M_MPI_WAIT_NXN, cp, loc) +
+                          cell(r, WS_M_MPI_LATEBROADCAST, cp, loc) + cell(r, WS_M_MPI_EARLYREDUCE, cp, loc);
+            v = coll - cell(r, WS_M_MPI_WAIT_INDIRECT_COLLECTIVE, cp, loc);
+            set_cell(r, WS_M_MPI_WAIT_DIRECT_COLLECTIVE, cp, loc, v > 0.0 ? v : 0.0);
+            v = coll - cell(r, WS_M_MPI_WAIT_PROPAGATING_COLLECTIVE, cp, loc);
+            set_cell(r, WS_M_MPI_WAIT_TERMINAL_COLLECTIVE, cp, loc, v > 0.0 ? v : 0.0);
+            sum_into(r, WS_M_MPI_WAIT_DIRECT, direct, cp, loc);
+            sum_into(r, WS_M_MPI_WAIT_INDIRECT, indirect, cp, loc);
+            sum_into(r, WS_M_WAITSTATES_DIRECT_VS_INDIRECT, dvi, cp, loc);
+            sum_into(r, WS_M_MPI_WAIT_PROPAGATING, prop, cp, loc);
+            sum_into(r, WS_M_MPI_WAIT_TERMINAL, term, cp, loc);
+            sum_into(r, WS_M_WAITSTATES_PROPAGATING_VS_TERMINAL, pvt, cp, loc);
         }
     }
 }
@@ -96,10 +96,10 @@ void ws_derive_delay(ws_analysis *a)
  * scans never move the critical path (as in Scalasca 2.6). */
 static double activity(const ws_analysis *a, uint32_t cp, uint32_t loc)
 {
-    static const int waits[] = {M_MPI_LATESENDER,  M_MPI_LATERECEIVER,  M_MPI_BARRIER_WAIT, M_MPI_WAIT_NXN,
-                                M_MPI_LATEBROADCAST, M_MPI_EARLYREDUCE, M_MPI_FINALIZE_WAIT};
+    static const int waits[] = {WS_M_MPI_LATESENDER,  WS_M_MPI_LATERECEIVER,  WS_M_MPI_BARRIER_WAIT, WS_M_MPI_WAIT_NXN,
+                                WS_M_MPI_LATEBROADCAST, WS_M_MPI_EARLYREDUCE, WS_M_MPI_FINALIZE_WAIT};
     ws_result *r = a->result;
-    double v = cell(r, M_TIME, cp, loc);
+    double v = cell(r, WS_M_TIME, cp, loc);
     for (size_t k = 0; k < sizeof waits / sizeof waits[0]; k++)
         v -= cell(r, waits[k], cp, loc);
     v -= a->locs[loc].init_wait[cp];
@@ -169,7 +169,7 @@ static int derive_partitions(ws_analysis *a, ws_error *err)
         uint32_t loc = a->local[i];
         uint64_t h = 0x9e3779b97f4a7c15ULL;
         for (uint32_t cp = 0; cp < C; cp++)
-            if (cell(r, M_VISITS, cp, loc) > 0.0)
+            if (cell(r, WS_M_VISITS, cp, loc) > 0.0)
                 h = ws_hash64(h ^ (cp + 0x51ed27b1ULL));
         sig[loc] = h;
     }
@@ -254,9 +254,9 @@ int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
         uint32_t loc = a->local[i];
         double *row = rows + (size_t)loc * W;
         for (uint32_t cp = 0; cp < C; cp++) {
-            row[cp] = cell(r, M_CRITICAL_PATH, cp, loc);
+            row[cp] = cell(r, WS_M_CRITICAL_PATH, cp, loc);
             row[C + cp] = activity(a, cp, loc);
-            if (cell(r, M_VISITS, cp, loc) > 0.0 && r->partition[loc] >= 0)
+            if (cell(r, WS_M_VISITS, cp, loc) > 0.0 && r->partition[loc] >= 0)
                 occurs[(size_t)r->partition[loc] * C + cp] = 1;
         }
         row[2 * C] = t->locations[loc].events.n ? 1.0 : 0.0;
@@ -306,30 +306,30 @@ int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
     for (uint32_t i = 0; i < a->n_local; i++) {
         uint32_t loc = a->local[i];
         for (uint32_t cp = 0; cp < C; cp++) {
-            double own = cell(r, M_CRITICAL_PATH, cp, loc);
+            double own = cell(r, WS_M_CRITICAL_PATH, cp, loc);
             double d = activity(a, cp, loc);
             if (gcp[cp] > 0.0) {
                 double share = own / gcp[cp];
                 double excess = gcp[cp] - avg[cp];
                 /* critical-path imbalance: the path's time in cp above the
                  * average activity per process, on the path's locations */
-                set_cell(r, M_CRITICAL_PATH_IMBALANCE, cp, loc, excess > 0.0 ? excess / gcp[cp] * own : 0.0);
-                set_cell(r, M_INTRA_PARTITION_IMBALANCE, cp, loc, share * s_intra[cp]);
-                set_cell(r, M_INTER_PARTITION_IMBALANCE, cp, loc, share * s_inter[cp]);
+                set_cell(r, WS_M_CRITICAL_PATH_IMBALANCE, cp, loc, excess > 0.0 ? excess / gcp[cp] * own : 0.0);
+                set_cell(r, WS_M_INTRA_PARTITION_IMBALANCE, cp, loc, share * s_intra[cp]);
+                set_cell(r, WS_M_INTER_PARTITION_IMBALANCE, cp, loc, share * s_inter[cp]);
             }
             /* a location's activity counts as critical up to the path's
              * time in the call path, the rest is non-critical */
             double crit = d < gcp[cp] ? d : gcp[cp];
-            set_cell(r, M_CRITICAL_PATH_ACTIVITIES, cp, loc, crit);
-            set_cell(r, M_NON_CRITICAL_PATH_ACTIVITIES, cp, loc, d - crit);
-            double intra = cell(r, M_INTRA_PARTITION_IMBALANCE, cp, loc);
-            double inter = cell(r, M_INTER_PARTITION_IMBALANCE, cp, loc);
-            set_cell(r, M_CRITICAL_IMBALANCE_IMPACT, cp, loc, intra + inter);
-            set_cell(r, M_PERFORMANCE_IMPACT_CRITICALPATH, cp, loc,
-                     cell(r, M_CRITICAL_PATH_ACTIVITIES, cp, loc) + intra + inter);
-            set_cell(r, M_PERFORMANCE_IMPACT, cp, loc,
-                     cell(r, M_PERFORMANCE_IMPACT_CRITICALPATH, cp, loc) +
-                         cell(r, M_NON_CRITICAL_PATH_ACTIVITIES, cp, loc));
+            set_cell(r, WS_M_CRITICAL_PATH_ACTIVITIES, cp, loc, crit);
+            set_cell(r, WS_M_NON_CRITICAL_PATH_ACTIVITIES, cp, loc, d - crit);
+            double intra = cell(r, WS_M_INTRA_PARTITION_IMBALANCE, cp, loc);
+            double inter = cell(r, WS_M_INTER_PARTITION_IMBALANCE, cp, loc);
+            set_cell(r, WS_M_CRITICAL_IMBALANCE_IMPACT, cp, loc, intra + inter);
+            set_cell(r, WS_M_PERFORMANCE_IMPACT_CRITICALPATH, cp, loc,
+                     cell(r, WS_M_CRITICAL_PATH_ACTIVITIES, cp, loc) + intra + inter);
+            set_cell(r, WS_M_PERFORMANCE_IMPACT, cp, loc,
+                     cell(r, WS_M_PERFORMANCE_IMPACT_CRITICALPATH, cp, loc) +
+                         cell(r, WS_M_NON_CRITICAL_PATH_ACTIVITIES, cp, loc));
         }
     }
 done:

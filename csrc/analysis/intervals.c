@@ -6,14 +6,14 @@
 #include "causes_int.h"
 
 static const int short_metric[NCLS] = {
-    [WS_WAIT_LATESENDER] = M_DELAY_LATESENDER, [WS_WAIT_LATERECEIVER] = M_DELAY_LATERECEIVER,
-    [WS_WAIT_BARRIER] = M_DELAY_BARRIER,       [WS_WAIT_NXN] = M_DELAY_N2N,
-    [WS_WAIT_12N] = M_DELAY_12N,               [WS_WAIT_N21] = M_DELAY_N21,
+    [WS_WAIT_LATESENDER] = WS_M_DELAY_LATESENDER, [WS_WAIT_LATERECEIVER] = WS_M_DELAY_LATERECEIVER,
+    [WS_WAIT_BARRIER] = WS_M_DELAY_BARRIER,       [WS_WAIT_NXN] = WS_M_DELAY_N2N,
+    [WS_WAIT_12N] = WS_M_DELAY_12N,               [WS_WAIT_N21] = WS_M_DELAY_N21,
 };
 static const int long_metric[NCLS] = {
-    [WS_WAIT_LATESENDER] = M_DELAY_LATESENDER_LONGTERM, [WS_WAIT_LATERECEIVER] = M_DELAY_LATERECEIVER_LONGTERM,
-    [WS_WAIT_BARRIER] = M_DELAY_BARRIER_LONGTERM,       [WS_WAIT_NXN] = M_DELAY_N2N_LONGTERM,
-    [WS_WAIT_12N] = M_DELAY_12N_LONGTERM,               [WS_WAIT_N21] = M_DELAY_N21_LONGTERM,
+    [WS_WAIT_LATESENDER] = WS_M_DELAY_LATESENDER_LONGTERM, [WS_WAIT_LATERECEIVER] = WS_M_DELAY_LATERECEIVER_LONGTERM,
+    [WS_WAIT_BARRIER] = WS_M_DELAY_BARRIER_LONGTERM,       [WS_WAIT_NXN] = WS_M_DELAY_N2N_LONGTERM,
+    [WS_WAIT_12N] = WS_M_DELAY_12N_LONGTERM,               [WS_WAIT_N21] = WS_M_DELAY_N21_LONGTERM,
 };
 
 /* ---- synchronization points ------------------------------------------- */
@@ -404,16 +404,16 @@ static int reserve(charge_scratch *s, size_t n, size_t m)
     if (n > s->cap_n) {
         size_t cap = n * 2;
         void *p;
-        if (!(p = realloc(s->delta, cap * sizeof *s->delta)))
+        if (!(p = ws_realloc(s->delta, cap * sizeof *s->delta)))
             return -1;
         s->delta = p;
-        if (!(p = realloc(s->shortc, cap * sizeof *s->shortc)))
+        if (!(p = ws_realloc(s->shortc, cap * sizeof *s->shortc)))
             return -1;
         s->shortc = p;
-        if (!(p = realloc(s->longc, cap * sizeof *s->longc)))
+        if (!(p = ws_realloc(s->longc, cap * sizeof *s->longc)))
             return -1;
         s->longc = p;
-        if (!(p = realloc(s->cps, cap * sizeof *s->cps)))
+        if (!(p = ws_realloc(s->cps, cap * sizeof *s->cps)))
             return -1;
         s->cps = p;
         s->cap_n = cap;
@@ -421,16 +421,16 @@ static int reserve(charge_scratch *s, size_t n, size_t m)
     if (m > s->cap_m) {
         size_t cap = m * 2;
         void *p;
-        if (!(p = realloc(s->waits, cap * sizeof *s->waits)))
+        if (!(p = ws_realloc(s->waits, cap * sizeof *s->waits)))
             return -1;
         s->waits = p;
-        if (!(p = realloc(s->prop_s, cap * sizeof *s->prop_s)))
+        if (!(p = ws_realloc(s->prop_s, cap * sizeof *s->prop_s)))
             return -1;
         s->prop_s = p;
-        if (!(p = realloc(s->prop_l, cap * sizeof *s->prop_l)))
+        if (!(p = ws_realloc(s->prop_l, cap * sizeof *s->prop_l)))
             return -1;
         s->prop_l = p;
-        if (!(p = realloc(s->wait_points, cap * sizeof *s->wait_points)))
+        if (!(p = ws_realloc(s->wait_points, cap * sizeof *s->wait_points)))
             return -1;
         s->wait_points = p;
         s->cap_m = cap;
@@ -443,7 +443,7 @@ static int reserve_whole(charge_scratch *s, size_t m)
 {
     if (m + 1 > s->cap_whole) {
         size_t cap = (m + 1) * 2;
-        void *p = realloc(s->whole_prop, cap * sizeof *s->whole_prop);
+        void *p = ws_realloc(s->whole_prop, cap * sizeof *s->whole_prop);
         if (!p)
             return -1;
         s->whole_prop = p;

@@ -73,11 +73,11 @@ static int push_factor(sim_loc *st, double f, double extra)
 {
     if (st->depth == st->cap) {
         size_t cap = st->cap ? 2 * st->cap : 32;
-        double *a = realloc(st->fac, cap * sizeof *a);
+        double *a = ws_realloc(st->fac, cap * sizeof *a);
         if (!a)
             return -1;
         st->fac = a;
-        double *b = realloc(st->extra, cap * sizeof *b);
+        double *b = ws_realloc(st->extra, cap * sizeof *b);
         if (!b)
             return -1;
         st->extra = b;

@@ -7,8 +7,7 @@
  * waitstates_coll.c. */
 #include "waitstates_int.h"
 
-enum { ROLE_BARRIER = 15, ROLE_COLL_ONE2ALL = 23, ROLE_COLL_ALL2ONE = 24, ROLE_COLL_ALL2ALL = 25,
-       ROLE_COLL_OTHER = 26, ROLE_POINT2POINT = 28, PARADIGM_MPI = 4, PARADIGM_MEASUREMENT = 6 };
+#include <otf2/otf2.h>
 
 /* ---- region categories -------------------------------------------------- */
 
@@ -33,73 +32,73 @@ static int is_one_of(const char *s, const char *const *list)
 static int region_category(const ws_trace *t, const ws_region *r)
 {
     const char *name = ws_trace_string(t, r->name);
-    if (r->paradigm == PARADIGM_MEASUREMENT &&
+    if (r->paradigm == OTF2_PARADIGM_MEASUREMENT_SYSTEM &&
         (strcmp(name, "TRACE BUFFER FLUSH") == 0 || strcmp(name, "TRACING") == 0))
         return CATEGORY_OVERHEAD;
-    if (r->paradigm != PARADIGM_MPI)
+    if (r->paradigm != OTF2_PARADIGM_MPI)
         return CATEGORY_COMP;
     static const char *const init_exit[] = {"MPI_Init", "MPI_Init_thread", "MPI_Initialized", "MPI_Finalize",
                                             "MPI_Finalized", NULL};
     if (is_one_of(name, init_exit))
-        return M_MPI_INIT_EXIT;
+        return WS_M_MPI_INIT_EXIT;
     static const char *const comm_prefixes[] = {"MPI_Cart_", "MPI_Cartdim_", "MPI_Comm_", "MPI_Graph_",
                                                 "MPI_Graphdims_", "MPI_Dist_graph_", "MPI_Intercomm_", NULL};
     for (const char *const *p = comm_prefixes; *p; p++)
         if (starts_with(name, *p))
-            return M_MPI_MGMT_COMM;
+            return WS_M_MPI_MGMT_COMM;
     static const char *const comm_names[] = {"MPI_Topo_test", "MPI_Dims_create", "MPI_Open_port", "MPI_Close_port",
                                              "MPI_Publish_name", "MPI_Unpublish_name", "MPI_Lookup_name", NULL};
     if (is_one_of(name, comm_names))
-        return M_MPI_MGMT_COMM;
+        return WS_M_MPI_MGMT_COMM;
     if (starts_with(name, "MPI_File_")) {
         const char *op = name + 9;
         static const char *const individual[] = {"read", "write", "read_at", "write_at", "read_shared",
                                                  "write_shared", "iread", "iwrite", "iread_at", "iwrite_at",
                                                  "iread_shared", "iwrite_shared", NULL};
         if (is_one_of(op, individual))
-            return M_MPI_IO_INDIVIDUAL;
+            return WS_M_MPI_IO_INDIVIDUAL;
         if (starts_with(op, "read_all") || starts_with(op, "write_all") || starts_with(op, "read_at_all") ||
             starts_with(op, "write_at_all") || starts_with(op, "read_ordered") || starts_with(op, "write_ordered") ||
             starts_with(op, "iread_all") || starts_with(op, "iwrite_all") || starts_with(op, "iread_at_all") ||
             starts_with(op, "iwrite_at_all"))
-            return M_MPI_IO_COLLECTIVE;
-        return M_MPI_MGMT_FILE;
+            return WS_M_MPI_IO_COLLECTIVE;
+        return WS_M_MPI_MGMT_FILE;
     }
     if (starts_with(name, "MPI_Win_")) {
         static const char *const win[] = {"MPI_Win_allocate", "MPI_Win_allocate_shared", "MPI_Win_attach",
                                           "MPI_Win_create", "MPI_Win_create_dynamic", "MPI_Win_detach",
                                           "MPI_Win_free", "MPI_Win_shared_query", NULL};
         if (is_one_of(name, win) || starts_with(name, "MPI_Win_get_") || starts_with(name, "MPI_Win_set_"))
-            return M_MPI_MGMT_WIN;
+            return WS_M_MPI_MGMT_WIN;
     }
-    if (r->role == ROLE_BARRIER)
-        return M_MPI_SYNC_COLLECTIVE;
-    if (r->role == ROLE_POINT2POINT)
-        return M_MPI_POINT2POINT;
+    if (r->role == OTF2_REGION_ROLE_BARRIER)
+        return WS_M_MPI_SYNC_COLLECTIVE;
+    if (r->role == OTF2_REGION_ROLE_POINT2POINT)
+        return WS_M_MPI_POINT2POINT;
     static const char *const completion[] = {"MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome", "MPI_Wait",
                                              "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", NULL};
     if (is_one_of(name, completion))
-        return M_MPI_POINT2POINT;
-    if (r->role == ROLE_COLL_ONE2ALL || r->role == ROLE_COLL_ALL2ONE || r->role == ROLE_COLL_ALL2ALL ||
-        r->role == ROLE_COLL_OTHER)
-        return M_MPI_COLLECTIVE;
-    return M_MPI; /* MPI time outside the named classes stays on "mpi" */
+        return WS_M_MPI_POINT2POINT;
+    if (r->role == OTF2_REGION_ROLE_COLL_ONE2ALL || r->role == OTF2_REGION_ROLE_COLL_ALL2ONE ||
+        r->role == OTF2_REGION_ROLE_COLL_ALL2ALL || r->role == OTF2_REGION_ROLE_COLL_OTHER)
+        return WS_M_MPI_COLLECTIVE;
+    return WS_M_MPI; /* MPI time outside the named classes stays on "mpi" */
 }
 
 /* ---- wait-state records ------------------------------------------------- */
 
 static const int pattern_metric[WS_WP_COUNT] = {
-    [WS_WP_LATESENDER] = M_MPI_LATESENDER,
-    [WS_WP_LATERECEIVER] = M_MPI_LATERECEIVER,
-    [WS_WP_BARRIER] = M_MPI_BARRIER_WAIT,
-    [WS_WP_BARRIER_COMPLETION] = M_MPI_BARRIER_COMPLETION,
-    [WS_WP_NXN] = M_MPI_WAIT_NXN,
-    [WS_WP_NXN_COMPLETION] = M_MPI_NXN_COMPLETION,
-    [WS_WP_LATEBROADCAST] = M_MPI_LATEBROADCAST,
-    [WS_WP_EARLYREDUCE] = M_MPI_EARLYREDUCE,
-    [WS_WP_EARLYSCAN] = M_MPI_EARLYSCAN,
-    [WS_WP_FINALIZE] = M_MPI_FINALIZE_WAIT,
-    [WS_WP_INIT_COMPLETION] = M_MPI_INIT_COMPLETION,
+    [WS_WP_LATESENDER] = WS_M_MPI_LATESENDER,
+    [WS_WP_LATERECEIVER] = WS_M_MPI_LATERECEIVER,
+    [WS_WP_BARRIER] = WS_M_MPI_BARRIER_WAIT,
+    [WS_WP_BARRIER_COMPLETION] = WS_M_MPI_BARRIER_COMPLETION,
+    [WS_WP_NXN] = WS_M_MPI_WAIT_NXN,
+    [WS_WP_NXN_COMPLETION] = WS_M_MPI_NXN_COMPLETION,
+    [WS_WP_LATEBROADCAST] = WS_M_MPI_LATEBROADCAST,
+    [WS_WP_EARLYREDUCE] = WS_M_MPI_EARLYREDUCE,
+    [WS_WP_EARLYSCAN] = WS_M_MPI_EARLYSCAN,
+    [WS_WP_FINALIZE] = WS_M_MPI_FINALIZE_WAIT,
+    [WS_WP_INIT_COMPLETION] = WS_M_MPI_INIT_COMPLETION,
 };
 
 int ws_wait_pattern_metric(int pattern)
@@ -261,29 +260,29 @@ int ws_waitstates_finish(ws_analysis *a, ws_error *err)
         time_profile(t, &a->options, loc, d);
         for (uint32_t cp = 0; cp < t->callpaths.n; cp++) {
             double v = d->time[cp];
-            add(a, M_VISITS, cp, loc, d->visits[cp]);
+            add(a, WS_M_VISITS, cp, loc, d->visits[cp]);
             if (v == 0.0)
                 continue;
-            add(a, M_TIME, cp, loc, v);
+            add(a, WS_M_TIME, cp, loc, v);
             int cat = a->region_category[t->callpaths.region[cp]];
             if (cat == CATEGORY_OVERHEAD) {
-                add(a, M_OVERHEAD, cp, loc, v);
+                add(a, WS_M_OVERHEAD, cp, loc, v);
             } else if (cat == CATEGORY_COMP) {
-                add(a, M_EXECUTION, cp, loc, v);
-                add(a, M_COMP, cp, loc, v);
+                add(a, WS_M_EXECUTION, cp, loc, v);
+                add(a, WS_M_COMP, cp, loc, v);
             } else {
                 /* the leaf category and every ancestor up to execution */
-                add_chain(a, cat, cp, loc, v, M_TIME);
+                add_chain(a, cat, cp, loc, v, WS_M_TIME);
             }
         }
     }
     /* count parents are sums of their children */
     static const int sums[][3] = {
-        {M_SYNCS_P2P, M_SYNCS_SEND, M_SYNCS_RECV}, {M_SYNCS, M_SYNCS_P2P, M_SYNCS_COLL},
-        {M_COMMS_P2P, M_COMMS_SEND, M_COMMS_RECV}, {M_COMMS_COLL, M_COMMS_CXCH, M_COMMS_CSRC},
-        {M_COMMS_COLL, M_COMMS_CDST, -1},          {M_COMMS, M_COMMS_P2P, M_COMMS_COLL},
-        {M_BYTES_P2P, M_BYTES_SENT, M_BYTES_RCVD}, {M_BYTES_COLL, M_BYTES_COUT, M_BYTES_CIN},
-        {M_BYTES, M_BYTES_P2P, M_BYTES_COLL},
+        {WS_M_SYNCS_P2P, WS_M_SYNCS_SEND, WS_M_SYNCS_RECV}, {WS_M_SYNCS, WS_M_SYNCS_P2P, WS_M_SYNCS_COLL},
+        {WS_M_COMMS_P2P, WS_M_COMMS_SEND, WS_M_COMMS_RECV}, {WS_M_COMMS_COLL, WS_M_COMMS_CXCH, WS_M_COMMS_CSRC},
+        {WS_M_COMMS_COLL, WS_M_COMMS_CDST, -1},          {WS_M_COMMS, WS_M_COMMS_P2P, WS_M_COMMS_COLL},
+        {WS_M_BYTES_P2P, WS_M_BYTES_SENT, WS_M_BYTES_RCVD}, {WS_M_BYTES_COLL, WS_M_BYTES_COUT, WS_M_BYTES_CIN},
+        {WS_M_BYTES, WS_M_BYTES_P2P, WS_M_BYTES_COLL},
     };
     for (size_t s = 0; s < sizeof sums / sizeof sums[0]; s++) {
         int parent = sums[s][0];

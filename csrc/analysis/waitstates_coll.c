@@ -282,15 +282,15 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
      * included (as Scalasca does; only the waiting skips them) */
     if (own.op != 0xff && ws_window_has(&a->options, env->trace->locations[loc].events.time[ev])) {
         if (own.sent == 0 && own.received == 0)
-            add(a, M_SYNCS_COLL, cp, loc, 1.0);
+            add(a, WS_M_SYNCS_COLL, cp, loc, 1.0);
         else if (own.sent && own.received)
-            add(a, M_COMMS_CXCH, cp, loc, 1.0);
+            add(a, WS_M_COMMS_CXCH, cp, loc, 1.0);
         else if (own.sent)
-            add(a, M_COMMS_CSRC, cp, loc, 1.0);
+            add(a, WS_M_COMMS_CSRC, cp, loc, 1.0);
         else
-            add(a, M_COMMS_CDST, cp, loc, 1.0);
-        add(a, M_BYTES_COUT, cp, loc, (double)own.sent);
-        add(a, M_BYTES_CIN, cp, loc, (double)own.received);
+            add(a, WS_M_COMMS_CDST, cp, loc, 1.0);
+        add(a, WS_M_BYTES_COUT, cp, loc, (double)own.sent);
+        add(a, WS_M_BYTES_CIN, cp, loc, (double)own.received);
     }
 
     /* annotations for the later passes */

@@ -5,7 +5,7 @@
 #ifndef WS_ANALYSIS_WAITSTATES_INT_H
 #define WS_ANALYSIS_WAITSTATES_INT_H
 
-#include "analysis.h"
+#include "analysis_int.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -78,8 +78,8 @@ static int p1_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
         return ws_error_nomem(err, "payload");
     /* the send is counted where it happens (in a window: when its record is in it) */
     if (message_in_window(state, env, loc, row)) {
-        add(state, p.bytes == 0 ? M_SYNCS_SEND : M_COMMS_SEND, ls->msg_callpath[row], loc, 1.0);
-        add(state, M_BYTES_SENT, ls->msg_callpath[row], loc, (double)p.bytes);
+        add(state, p.bytes == 0 ? WS_M_SYNCS_SEND : WS_M_COMMS_SEND, ls->msg_callpath[row], loc, 1.0);
+        add(state, WS_M_BYTES_SENT, ls->msg_callpath[row], loc, (double)p.bytes);
     }
     return WS_OK;
 }
@@ -105,8 +105,8 @@ static int p1_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
         a->result->clock_violations[loc]++;
     uint32_t cp = ls->msg_callpath[row];
     if (message_in_window(a, env, loc, row)) {
-        add(a, p.bytes == 0 ? M_SYNCS_RECV : M_COMMS_RECV, cp, loc, 1.0);
-        add(a, M_BYTES_RCVD, cp, loc, (double)p.bytes);
+        add(a, p.bytes == 0 ? WS_M_SYNCS_RECV : WS_M_COMMS_RECV, cp, loc, 1.0);
+        add(a, WS_M_BYTES_RCVD, cp, loc, (double)p.bytes);
     }
 
     /* Late Receiver, decided here and charged at the sender in pass 2:
@@ -200,12 +200,12 @@ static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
         uint32_t cp = ls->msg_callpath[k];
         int same = ls->msg_partner[j] == ls->msg_partner[k];
         double part = late_sender_part(a, ls, d, k);
-        add(a, M_MPI_LATESENDER_WO, cp, loc, part);
-        add(a, same ? M_MPI_LSWO_SAME : M_MPI_LSWO_DIFFERENT, cp, loc, part);
+        add(a, WS_M_MPI_LATESENDER_WO, cp, loc, part);
+        add(a, same ? WS_M_MPI_LSWO_SAME : WS_M_MPI_LSWO_DIFFERENT, cp, loc, part);
         if (wo)
             wo[k] = same ? WS_WO_SAME : WS_WO_DIFFERENT;
         if (ws_window_has(&a->options, ls->msg_enter[k]))
-            add(a, d->send_bytes[k] == 0 ? M_MPI_SLSWO_COUNT : M_MPI_CLSWO_COUNT, cp, loc, 1.0);
+            add(a, d->send_bytes[k] == 0 ? WS_M_MPI_SLSWO_COUNT : WS_M_MPI_CLSWO_COUNT, cp, loc, 1.0);
     }
     free(stack);
     free(group);
@@ -339,7 +339,7 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
                                WS_WO_NONE};
             rc = ws_add_wait(a, WS_WP_LATERECEIVER, cp, loc, d->lr[k], &w, err);
             if (ws_window_has(&a->options, w.start))
-                add(a, e->msg_bytes[k] == 0 ? M_MPI_SLR_COUNT : M_MPI_CLR_COUNT, cp, loc, 1.0);
+                add(a, e->msg_bytes[k] == 0 ? WS_M_MPI_SLR_COUNT : WS_M_MPI_CLR_COUNT, cp, loc, 1.0);
         } else if (d->ls[k] > 0.0 && !d->ls_cancelled[k]) {
             /* from the enter of the receiving call to min(send's enter, leave) (as pass 1) */
             uint32_t cp = ls->msg_callpath[k];
@@ -348,7 +348,7 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
                                wo ? wo[k] : WS_WO_NONE};
             rc = ws_add_wait(a, WS_WP_LATESENDER, cp, loc, d->ls[k], &w, err);
             if (ws_window_has(&a->options, w.start))
-                add(a, d->send_bytes[k] == 0 ? M_MPI_SLS_COUNT : M_MPI_CLS_COUNT, cp, loc, 1.0);
+                add(a, d->send_bytes[k] == 0 ? WS_M_MPI_SLS_COUNT : WS_M_MPI_CLS_COUNT, cp, loc, 1.0);
         }
     }
     free(wo);

@@ -54,3 +54,26 @@ int ws_error_nomem(ws_error *err, const char *what)
 {
     return ws_error_set(err, WS_ERR_NOMEM, "out of memory while allocating %s", what);
 }
+
+const char *ws_status_name(int status)
+{
+    static const char *const names[WS_STATUS_COUNT] = {
+        [WS_OK] = "WS_OK",
+        [WS_ERR_IO] = "WS_ERR_IO",
+        [WS_ERR_FORMAT] = "WS_ERR_FORMAT",
+        [WS_ERR_NOMEM] = "WS_ERR_NOMEM",
+        [WS_ERR_ARGUMENT] = "WS_ERR_ARGUMENT",
+        [WS_ERR_INTERRUPTED] = "WS_ERR_INTERRUPTED",
+        [WS_ERR_MATCH] = "WS_ERR_MATCH",
+        [WS_ERR_MPI] = "WS_ERR_MPI",
+        [WS_ERR_INTERNAL] = "WS_ERR_INTERNAL",
+    };
+    return status >= 0 && status < WS_STATUS_COUNT ? names[status] : "unknown status";
+}
+
+#ifdef WS_CHECKS
+int ws_check_failed(ws_error *err, const char *file, int line, const char *condition)
+{
+    return ws_error_set(err, WS_ERR_INTERNAL, "%s:%d: broken invariant: %s", file, line, condition);
+}
+#endif

@@ -10,25 +10,12 @@
 
 #include <stddef.h>
 
-enum ws_status {
-    WS_OK = 0,
-    WS_ERR_IO = 1,          /* a file is missing or unreadable            */
-    WS_ERR_FORMAT = 2,      /* a file is not what it claims to be         */
-    WS_ERR_NOMEM = 3,       /* allocation failed                          */
-    WS_ERR_ARGUMENT = 4,    /* a caller passed an invalid argument        */
-    WS_ERR_INTERRUPTED = 5, /* the caller asked to stop (e.g. Ctrl-C)     */
-    WS_ERR_MATCH = 6,       /* communication records do not match up      */
-    WS_ERR_MPI = 7,         /* an MPI call failed                         */
-    WS_ERR_INTERNAL = 8     /* a broken invariant inside the core         */
-};
+#include "../waitscope.h" /* enum ws_status, ws_error, ws_error_clear, ws_status_name */
+
 
 /* Returned by non-blocking transport calls when data is not there yet. */
 #define WS_BLOCKED (-1)
 
-typedef struct ws_error {
-    int code;
-    char message[1024];
-} ws_error;
 
 /* Sets code and a printf-style message; returns code for tail calls. */
 int ws_error_set(ws_error *err, int code, const char *fmt, ...)
@@ -44,9 +31,22 @@ int ws_error_prefix(ws_error *err, const char *fmt, ...)
 #endif
     ;
 
-void ws_error_clear(ws_error *err);
-
 /* Convenience: out-of-memory error with the name of what was allocated. */
 int ws_error_nomem(ws_error *err, const char *what);
+
+/* Invariant checks, as Lua's api_check: WS_CHECK(cond, err) is WS_OK when
+ * the kernel's own bookkeeping holds.  In checked builds (WS_CHECKS, set
+ * by the sanitizer build) a false `cond` sets WS_ERR_INTERNAL naming the
+ * file, line and condition and returns that code; in release builds the
+ * condition is not evaluated at all.  Use:
+ *     if ((rc = WS_CHECK(n == expected, err)) != WS_OK) goto fail;
+ * Conditions that depend on input (files, arguments, other processes'
+ * data) are checked always, with their own error codes, never with this. */
+#ifdef WS_CHECKS
+int ws_check_failed(ws_error *err, const char *file, int line, const char *condition);
+#define WS_CHECK(cond, err) ((cond) ? WS_OK : ws_check_failed((err), __FILE__, __LINE__, #cond))
+#else
+#define WS_CHECK(cond, err) ((void)sizeof(cond), WS_OK)
+#endif
 
 #endif

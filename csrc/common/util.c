@@ -25,7 +25,7 @@ int ws_grow(void **array, size_t *capacity, size_t needed, size_t size)
     }
     if (size && cap > SIZE_MAX / size)
         return -1;
-    void *p = realloc(*array, cap * size);
+    void *p = ws_realloc(*array, cap * size);
     if (!p)
         return -1;
     *array = p;
@@ -33,22 +33,13 @@ int ws_grow(void **array, size_t *capacity, size_t needed, size_t size)
     return 0;
 }
 
-void *ws_calloc(size_t count, size_t size)
-{
-    if (count == 0 || size == 0)
-        return calloc(1, 1);
-    if (count > SIZE_MAX / size)
-        return NULL;
-    return calloc(count, size);
-}
-
 void *ws_malloc_array(size_t count, size_t size)
 {
     if (count == 0 || size == 0)
-        return malloc(1);
+        return ws_malloc(1);
     if (count > SIZE_MAX / size)
         return NULL;
-    return malloc(count * size);
+    return ws_malloc(count * size);
 }
 
 char *ws_strdup(const char *s)
@@ -56,7 +47,7 @@ char *ws_strdup(const char *s)
     if (!s)
         s = "";
     size_t n = strlen(s) + 1;
-    char *p = malloc(n);
+    char *p = ws_malloc(n);
     if (p)
         memcpy(p, s, n);
     return p;

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "alloc.h"
+
 #define WS_NONE32 UINT32_MAX
 #define WS_NONE64 UINT64_MAX
 
@@ -17,8 +19,7 @@ int ws_grow(void **array, size_t *capacity, size_t needed, size_t size);
  * blocks would otherwise stay resident. */
 void ws_release_memory(void);
 
-/* calloc/malloc with overflow checks on count*size. */
-void *ws_calloc(size_t count, size_t size);
+/* malloc with an overflow check on count*size (ws_calloc: alloc.h). */
 void *ws_malloc_array(size_t count, size_t size);
 char *ws_strdup(const char *s);
 

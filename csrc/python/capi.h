@@ -6,10 +6,18 @@
 
 #include <Python.h>
 
-#include "../analysis/analysis.h"
+#include "../replay/transport.h"
+#include "../waitscope.h"
 #include "py_simulate.h"
 
-#define WS_CAPI_VERSION 3u /* 2: ws_analysis_options.wait_records, ws_result.wait_records; 3: simulate */
+/* The version covers this table and every structure whose fields both
+ * modules read: ws_analysis_options, ws_progress, ws_error (waitscope.h)
+ * and ws_comm_layout, ws_transport, ws_transport_ops (replay/transport.h).
+ * _mpi reads no field of ws_trace or ws_result: it holds them as opaque
+ * handles and leaves them to the functions below.
+ * 3: unify_callpaths, result_gather, comm_layout, trace_begin/end;
+ * 4: simulate, ws_analysis_options' window */
+#define WS_CAPI_VERSION 4u
 
 typedef struct ws_core_capi {
     unsigned version;
@@ -29,8 +37,18 @@ typedef struct ws_core_capi {
      * callable; `storage` must hold capi->progress_size bytes */
     size_t progress_size;
     const ws_progress *(*progress_init)(void *storage, PyObject *callback);
-    /* sorts wait-state records gathered from several processes */
-    void (*wait_records_sort)(ws_wait_record *records, size_t n);
+    uint32_t (*trace_n_locations)(const ws_trace *t);
+    /* brackets work on a Trace object that runs without the GIL (see
+     * ws_py_trace_begin in py_common.h); begin raises and returns -1 on a
+     * conflict with another thread's work */
+    int (*trace_begin)(PyObject *trace, int write, const char *what);
+    void (*trace_end)(PyObject *trace, int write);
+    /* the parallel mode's collectives (waitscope.h) on any transport */
+    int (*unify_callpaths)(ws_trace *t, ws_transport *tr, ws_error *err);
+    int (*result_gather)(ws_result *r, ws_transport *tr, ws_error *err);
+    /* the trace's communicators for a transport (replay/parallel.h) */
+    int (*comm_layout)(const ws_trace *t, ws_comm_layout *out, ws_error *err);
+    void (*comm_layout_free)(ws_comm_layout *layout);
     /* the what-if simulation (py_simulate.h) */
     PyObject *(*simulate)(PyObject *trace, PyObject *scale, PyObject *balance, PyObject *network, PyObject *progress,
                           ws_transport *tr, const uint32_t *locs, uint32_t n,

@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "../analysis/analysis.h"
+#include "../analysis/delay_kernel.h"
+#include "../replay/parallel.h"
 #include "capi.h"
 
 static void result_capsule_free(PyObject *capsule)
@@ -298,33 +300,12 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
         partition = (PyArrayObject *)PyArray_FROMANY(partition_obj, NPY_INT32, 1, 1, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST);
         if (!partition)
             return NULL;
-        if (PyArray_SIZE(partition) != (npy_intp)t->n_locations) {
+        if (PyArray_SIZE(partition) != (npy_intp)ws_trace_n_locations(t)) {
             Py_DECREF(partition);
             return PyErr_Format(PyExc_ValueError, "partition needs one entry per location (%u), got %zd",
-                                (unsigned)t->n_locations, (Py_ssize_t)PyArray_SIZE(partition));
+                                (unsigned)ws_trace_n_locations(t), (Py_ssize_t)PyArray_SIZE(partition));
         }
         opt.partition = PyArray_DATA(partition);
-    }
-    uint32_t *locs = PyMem_Malloc((t->n_locations ? t->n_locations : 1) * sizeof *locs);
-    if (!locs) {
-        Py_XDECREF(partition);
-        return PyErr_NoMemory();
-    }
-    for (uint32_t i = 0; i < t->n_locations; i++) {
-        if (!t->locations[i].loaded) {
-            PyMem_Free(locs);
-            Py_XDECREF(partition);
-            return PyErr_Format(PyExc_ValueError,
-                                "location %u is not loaded: the analysis needs the events of every location",
-                                (unsigned)i);
-        }
-        locs[i] = i;
-    }
-    ws_transport *tr = ws_transport_local_new(t->n_locations);
-    if (!tr) {
-        PyMem_Free(locs);
-        Py_XDECREF(partition);
-        return PyErr_NoMemory();
     }
     ws_py_progress progress;
     ws_py_progress_init(&progress, callback);
@@ -332,11 +313,14 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
     ws_error_clear(&err);
     ws_result *r = NULL;
     int rc;
+    if (ws_py_trace_begin((ws_py_trace *)trace_obj, 0, "analyze") != 0) {
+        Py_XDECREF(partition);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
-    rc = ws_analyze(t, locs, t->n_locations, tr, &opt, &progress.progress, &r, &err);
+    rc = ws_analyze_all(t, &opt, &progress.progress, &r, &err);
     Py_END_ALLOW_THREADS
-    tr->ops->destroy(tr);
-    PyMem_Free(locs);
+    ws_py_trace_end((ws_py_trace *)trace_obj, 0);
     Py_XDECREF(partition);
     ws_release_memory();
     if (rc != WS_OK)
@@ -348,10 +332,10 @@ static PyObject *py_metric_table(PyObject *module, PyObject *unused)
 {
     (void)module;
     (void)unused;
-    PyObject *list = PyList_New(M_COUNT);
+    PyObject *list = PyList_New(WS_M_COUNT);
     if (!list)
         return NULL;
-    for (int k = 0; k < M_COUNT; k++) {
+    for (int k = 0; k < WS_M_COUNT; k++) {
         const ws_metric_def *m = &ws_metric_table[k];
         PyObject *item = Py_BuildValue("{s:s,s:s,s:s,s:z,s:s,s:I}", "id", m->id, "name", m->name, "unit", m->unit,
                                        "parent", m->parent, "description", m->description, "group", m->group);
@@ -434,6 +418,16 @@ static const ws_progress *progress_init(void *storage, PyObject *callback)
     return &p->progress;
 }
 
+static int capi_trace_begin(PyObject *trace, int write, const char *what)
+{
+    return ws_py_trace_begin((ws_py_trace *)trace, write, what);
+}
+
+static void capi_trace_end(PyObject *trace, int write)
+{
+    ws_py_trace_end((ws_py_trace *)trace, write);
+}
+
 static const ws_core_capi capi = {
     .version = WS_CAPI_VERSION,
     .trace_type = ws_py_trace_type,
@@ -444,8 +438,14 @@ static const ws_core_capi capi = {
     .raise_error = ws_py_raise,
     .progress_size = sizeof(ws_py_progress),
     .progress_init = progress_init,
-    .wait_records_sort = ws_wait_records_sort,
     .simulate = ws_py_simulate_run,
+    .trace_n_locations = ws_trace_n_locations,
+    .trace_begin = capi_trace_begin,
+    .trace_end = capi_trace_end,
+    .unify_callpaths = ws_unify_callpaths,
+    .result_gather = ws_result_gather,
+    .comm_layout = ws_comm_layout_of,
+    .comm_layout_free = ws_comm_layout_free,
 };
 
 int ws_py_register_analysis(PyObject *module)

@@ -39,9 +39,14 @@ static PyObject *py_correct_clocks(PyObject *module, PyObject *args, PyObject *k
     ws_error_clear(&err);
     ws_clc_stats stats;
     int rc;
+    if (ws_py_trace_begin((ws_py_trace *)trace_obj, 0, "correct_clocks") != 0) {
+        free(times);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     rc = ws_clock_correct_clc(t, NULL, times, &stats, &err);
     Py_END_ALLOW_THREADS
+    ws_py_trace_end((ws_py_trace *)trace_obj, 0);
     if (rc != WS_OK) {
         free_times(times, t->n_locations);
         return ws_py_raise(&err);
@@ -95,6 +100,8 @@ static PyObject *py_set_times(PyObject *module, PyObject *args)
     (void)module;
     PyObject *trace_obj, *list;
     if (!PyArg_ParseTuple(args, "O!O!", ws_py_trace_type(), &trace_obj, &PyList_Type, &list))
+        return NULL;
+    if (ws_py_trace_check((ws_py_trace *)trace_obj, 1, "set_times") != 0)
         return NULL;
     ws_trace *t = ((ws_py_trace *)trace_obj)->trace;
     if (PyList_GET_SIZE(list) != (Py_ssize_t)t->n_locations)

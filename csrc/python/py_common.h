@@ -36,7 +36,24 @@ void ws_py_progress_init(ws_py_progress *p, PyObject *callback);
 typedef struct ws_py_trace {
     PyObject_HEAD
     ws_trace *trace;
+    /* Work running without the GIL on this trace: readers (analyze, write,
+     * clock correction) may overlap; a writer (load, call-path
+     * unification) excludes everything else.  Changed with the GIL held. */
+    int readers;
+    int writer;
 } ws_py_trace;
+
+/* Starts work on the trace that runs without the GIL: `write` nonzero for
+ * work that changes the store.  Returns 0, or raises RuntimeError naming
+ * `what` (e.g. "load") and returns -1 if another thread's work on the
+ * same trace conflicts.  Each successful call is paired with
+ * ws_py_trace_end(t, write). */
+int ws_py_trace_begin(ws_py_trace *t, int write, const char *what);
+void ws_py_trace_end(ws_py_trace *t, int write);
+/* For work that holds the GIL throughout (reading columns and definitions,
+ * or writing times): 0, or RuntimeError and -1 while a conflicting
+ * operation of another thread runs without the GIL. */
+int ws_py_trace_check(ws_py_trace *t, int write, const char *what);
 
 PyTypeObject *ws_py_trace_type(void);
 /* Wraps (and takes ownership of) a trace. */
@@ -51,5 +68,8 @@ int ws_py_register_synth(PyObject *module);
 int ws_py_register_analysis(PyObject *module);
 int ws_py_register_clock(PyObject *module);
 int ws_py_register_simulate(PyObject *module);
+int ws_py_register_match(PyObject *module);
+int ws_py_register_constants(PyObject *module);
+int ws_py_register_alloc(PyObject *module);
 
 #endif

@@ -62,6 +62,12 @@ PyObject *ws_py_simulate_run(PyObject *trace_obj, PyObject *scale_obj, PyObject 
     ws_sim_stats stats;
     ws_trace *copy = NULL;
     int rc;
+    if (ws_py_trace_begin((ws_py_trace *)trace_obj, 0, "simulate") != 0) {
+        Py_XDECREF(scale);
+        Py_XDECREF(balance);
+        free(times);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     rc = ws_simulate(t, locs, n, tr, &o, &progress.progress, times, &stats, &err);
     if (rc == WS_OK && !(copy = ws_trace_copy(t, &err)))
@@ -69,6 +75,7 @@ PyObject *ws_py_simulate_run(PyObject *trace_obj, PyObject *scale_obj, PyObject 
     if (rc != WS_OK && on_fail)
         on_fail(tr, &err);
     Py_END_ALLOW_THREADS
+    ws_py_trace_end((ws_py_trace *)trace_obj, 0);
     Py_XDECREF(scale);
     Py_XDECREF(balance);
     if (rc == WS_OK && copy->clock.length && isfinite(stats.simulated_end) && isfinite(stats.recorded_end)) {

@@ -221,7 +221,7 @@ static PyObject *py_synth_run(PyObject *module, PyObject *args, PyObject *kwargs
     ws_trace *t = NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = ws_synth_run(&program, &params, &progress.progress, &t, &err);
+    rc = ws_synthesize(&program, &params, &progress.progress, &t, &err);
     Py_END_ALLOW_THREADS
     if (rc != WS_OK)
         ws_py_raise(&err);

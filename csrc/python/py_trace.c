@@ -35,6 +35,8 @@ PyObject *ws_py_trace_wrap(ws_trace *t)
         return NULL;
     }
     self->trace = t;
+    self->readers = 0;
+    self->writer = 0;
     return (PyObject *)self;
 }
 
@@ -67,6 +69,37 @@ static int64_t idx(uint32_t v)
     return v == WS_NONE32 ? -1 : (int64_t)v;
 }
 
+int ws_py_trace_check(ws_py_trace *t, int write, const char *what)
+{
+    if (t->writer || (write && t->readers)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "Trace.%s: another thread is %s this trace; a trace is loaded by one thread at a time and "
+                     "not used meanwhile",
+                     what, t->writer ? "loading (changing)" : "reading");
+        return -1;
+    }
+    return 0;
+}
+
+int ws_py_trace_begin(ws_py_trace *t, int write, const char *what)
+{
+    if (ws_py_trace_check(t, write, what) != 0)
+        return -1;
+    if (write)
+        t->writer = 1;
+    else
+        t->readers++;
+    return 0;
+}
+
+void ws_py_trace_end(ws_py_trace *t, int write)
+{
+    if (write)
+        t->writer = 0;
+    else
+        t->readers--;
+}
+
 static PyObject *py_open(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     (void)module;
@@ -80,7 +113,7 @@ static PyObject *py_open(PyObject *module, PyObject *args, PyObject *kwargs)
     ws_trace *t = NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = ws_otf2_open(path, &t, &err);
+    rc = ws_open(path, &t, &err);
     Py_END_ALLOW_THREADS
     Py_DECREF(path_obj);
     if (rc != WS_OK)
@@ -144,9 +177,14 @@ static PyObject *trace_load(ws_py_trace *self, PyObject *args, PyObject *kwargs)
     ws_error err;
     ws_error_clear(&err);
     int rc;
+    if (ws_py_trace_begin(self, 1, "load") != 0) {
+        PyMem_Free(list);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
-    rc = ws_otf2_load_events(self->trace, list, n, &progress.progress, &err);
+    rc = ws_load(self->trace, list, n, &progress.progress, &err);
     Py_END_ALLOW_THREADS
+    ws_py_trace_end(self, 1);
     PyMem_Free(list);
     if (rc != WS_OK)
         return ws_py_raise(&err);
@@ -165,9 +203,14 @@ static PyObject *trace_write(ws_py_trace *self, PyObject *args, PyObject *kwargs
     ws_error_clear(&err);
     int rc;
     const char *path = PyBytes_AS_STRING(path_obj);
+    if (ws_py_trace_begin(self, 0, "write") != 0) {
+        Py_DECREF(path_obj);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     rc = ws_otf2_write(self->trace, path, &progress.progress, &err);
     Py_END_ALLOW_THREADS
+    ws_py_trace_end(self, 0);
     Py_DECREF(path_obj);
     if (rc != WS_OK)
         return ws_py_raise(&err);
@@ -433,6 +476,8 @@ static PyObject *cut_short_list(const ws_trace *t)
 
 static PyObject *trace_definitions(ws_py_trace *self, PyObject *unused)
 {
+    if (ws_py_trace_check(self, 0, "definitions") != 0)
+        return NULL;
     (void)unused;
     const ws_trace *t = self->trace;
     PyObject *d = PyDict_New();
@@ -460,6 +505,8 @@ static PyObject *trace_definitions(ws_py_trace *self, PyObject *unused)
 
 static PyObject *trace_callpaths(ws_py_trace *self, PyObject *unused)
 {
+    if (ws_py_trace_check(self, 0, "callpaths") != 0)
+        return NULL;
     (void)unused;
     const ws_callpaths *cp = &self->trace->callpaths;
     npy_intp n = cp->n;
@@ -498,6 +545,8 @@ static ws_location *loaded_location(ws_py_trace *self, PyObject *args)
 
 static PyObject *trace_events(ws_py_trace *self, PyObject *args)
 {
+    if (ws_py_trace_check(self, 0, "events") != 0)
+        return NULL;
     ws_location *l = loaded_location(self, args);
     if (!l)
         return NULL;
@@ -533,6 +582,8 @@ static PyObject *trace_events(ws_py_trace *self, PyObject *args)
 
 static PyObject *trace_event_callpaths(ws_py_trace *self, PyObject *args)
 {
+    if (ws_py_trace_check(self, 0, "event_callpaths") != 0)
+        return NULL;
     const ws_location *l = loaded_location(self, args);
     if (!l)
         return NULL;
@@ -561,6 +612,8 @@ static PyObject *trace_event_callpaths(ws_py_trace *self, PyObject *args)
 
 static PyObject *trace_n_events(ws_py_trace *self, void *closure)
 {
+    if (ws_py_trace_check(self, 0, "n_events") != 0)
+        return NULL;
     (void)closure;
     return PyLong_FromUnsignedLongLong(self->trace->n_events);
 }
@@ -573,6 +626,8 @@ static PyObject *trace_n_locations(ws_py_trace *self, void *closure)
 
 static PyObject *trace_memory(ws_py_trace *self, PyObject *unused)
 {
+    if (ws_py_trace_check(self, 0, "memory") != 0)
+        return NULL;
     (void)unused;
     /* bytes held by the event columns of loaded locations */
     unsigned long long bytes = 0;

@@ -302,11 +302,11 @@ static int add_jump(loc_state *st, uint32_t event, double delta)
 {
     if (st->n_jumps == st->cap_jumps) {
         size_t cap = st->cap_jumps ? st->cap_jumps * 2 : 16;
-        uint32_t *ev = realloc(st->jump_event, cap * sizeof *ev);
+        uint32_t *ev = ws_realloc(st->jump_event, cap * sizeof *ev);
         if (!ev)
             return -1;
         st->jump_event = ev;
-        double *d = realloc(st->jump_delta, cap * sizeof *d);
+        double *d = ws_realloc(st->jump_delta, cap * sizeof *d);
         if (!d)
             return -1;
         st->jump_delta = d;

@@ -17,7 +17,8 @@
 #define WS_REPLAY_REPLAY_H
 
 #include "../common/util.h"
-#include "../trace/otf2_io.h"
+#include "../waitscope.h" /* ws_progress */
+#include "../trace/trace.h"
 #include "sync.h"
 #include "transport.h"
 

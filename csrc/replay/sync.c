@@ -3,52 +3,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* OTF2 numbering (see OTF2_Definitions.h / OTF2_GeneralDefinitions.h) */
-enum {
-    PARADIGM_MPI = 4,
-    OP_BARRIER = 0,
-    OP_BCAST = 1,
-    OP_GATHER = 2,
-    OP_GATHERV = 3,
-    OP_SCATTER = 4,
-    OP_SCATTERV = 5,
-    OP_ALLGATHER = 6,
-    OP_ALLGATHERV = 7,
-    OP_ALLTOALL = 8,
-    OP_ALLTOALLV = 9,
-    OP_ALLTOALLW = 10,
-    OP_ALLREDUCE = 11,
-    OP_REDUCE = 12,
-    OP_REDUCE_SCATTER = 13,
-    OP_SCAN = 14,
-    OP_EXSCAN = 15,
-    OP_REDUCE_SCATTER_BLOCK = 16
-};
+#include <otf2/otf2.h>
+
+#include "../common/match.h"
+
+/* OTF2's numbers (paradigms, collective operations) come from its headers */
 
 static uint8_t site_class_of(uint8_t op)
 {
     switch (op) {
-    case OP_BARRIER:
+    case OTF2_COLLECTIVE_OP_BARRIER:
         return WS_SITE_BARRIER;
-    case OP_BCAST:
-    case OP_SCATTER:
-    case OP_SCATTERV:
+    case OTF2_COLLECTIVE_OP_BCAST:
+    case OTF2_COLLECTIVE_OP_SCATTER:
+    case OTF2_COLLECTIVE_OP_SCATTERV:
         return WS_SITE_1TON;
-    case OP_GATHER:
-    case OP_GATHERV:
-    case OP_REDUCE:
+    case OTF2_COLLECTIVE_OP_GATHER:
+    case OTF2_COLLECTIVE_OP_GATHERV:
+    case OTF2_COLLECTIVE_OP_REDUCE:
         return WS_SITE_NTO1;
-    case OP_ALLGATHER:
-    case OP_ALLGATHERV:
-    case OP_ALLTOALL:
-    case OP_ALLTOALLV:
-    case OP_ALLTOALLW:
-    case OP_ALLREDUCE:
-    case OP_REDUCE_SCATTER:
-    case OP_REDUCE_SCATTER_BLOCK:
+    case OTF2_COLLECTIVE_OP_ALLGATHER:
+    case OTF2_COLLECTIVE_OP_ALLGATHERV:
+    case OTF2_COLLECTIVE_OP_ALLTOALL:
+    case OTF2_COLLECTIVE_OP_ALLTOALLV:
+    case OTF2_COLLECTIVE_OP_ALLTOALLW:
+    case OTF2_COLLECTIVE_OP_ALLREDUCE:
+    case OTF2_COLLECTIVE_OP_REDUCE_SCATTER:
+    case OTF2_COLLECTIVE_OP_REDUCE_SCATTER_BLOCK:
         return WS_SITE_NXN;
-    case OP_SCAN:
-    case OP_EXSCAN:
+    case OTF2_COLLECTIVE_OP_SCAN:
+    case OTF2_COLLECTIVE_OP_EXSCAN:
         return WS_SITE_SCAN;
     default:
         return WS_SITE_OTHER;
@@ -57,7 +41,7 @@ static uint8_t site_class_of(uint8_t op)
 
 static uint8_t classify_region(const ws_trace *t, const ws_region *r)
 {
-    if (r->paradigm != PARADIGM_MPI)
+    if (r->paradigm != OTF2_PARADIGM_MPI)
         return WS_MPIFN_NONE;
     const char *name = ws_trace_string(t, r->name);
     if (strcmp(name, "MPI_Init") == 0 || strcmp(name, "MPI_Init_thread") == 0)
@@ -166,7 +150,7 @@ static int add_site(ws_loc_sync *s, loc_pass *p)
     size_t cap = p->site_cap ? p->site_cap * 2 : 16;
 #define GROWS(field)                                                        \
     do {                                                                    \
-        void *a__ = realloc(s->field, cap * sizeof *s->field);              \
+        void *a__ = ws_realloc(s->field, cap * sizeof *s->field);              \
         if (!a__)                                                           \
             return -1;                                                      \
         s->field = a__;                                                     \
@@ -603,75 +587,61 @@ typedef struct send_record {
     uint32_t row;  /* message row at the sender */
 } send_record;
 
-/* A message end as sorted for matching: within one (source, comm, tag)
- * group the rows are in program order, which is MPI's matching order. */
-typedef struct match_key {
-    uint32_t src;
-    uint32_t comm;
-    uint32_t tag;
-    uint32_t row; /* send: row at the sender; receive: row at the receiver */
-} match_key;
+/* Message ends as matched (common/match.h): channel (source location,
+ * comm, tag), order the row (at the sender for sends, at the receiver
+ * for receives), which is program order. */
+typedef struct match_ctx {
+    const ws_trace *t;
+    ws_loc_sync *ls;
+    uint32_t loc;
+    ws_error *err;
+} match_ctx;
 
-static int cmp_match_key(const void *x, const void *y)
+static void on_pair(void *context, const ws_match_key *send, const ws_match_key *recv)
 {
-    const match_key *a = x, *b = y;
-    if (a->src != b->src)
-        return a->src < b->src ? -1 : 1;
-    if (a->comm != b->comm)
-        return a->comm < b->comm ? -1 : 1;
-    if (a->tag != b->tag)
-        return a->tag < b->tag ? -1 : 1;
-    return (a->row > b->row) - (a->row < b->row);
+    match_ctx *c = context;
+    c->ls->msg_match[recv->order] = ws_message_id(send->channel[0], (uint32_t)send->order);
 }
 
-static int same_channel(const match_key *a, const match_key *b)
+static int on_unmatched(void *context, const ws_match_key *key, int is_send)
 {
-    return a->src == b->src && a->comm == b->comm && a->tag == b->tag;
+    match_ctx *c = context;
+    const ws_trace *t = c->t;
+    if (!is_send) {
+        const ws_events *e = &t->locations[c->loc].events;
+        uint64_t m = key->order;
+        ws_error_set(c->err, WS_ERR_MATCH,
+                     "location %u: receive from rank %u (tag %u, communicator '%s') at t=%.9f s has no "
+                     "matching send",
+                     (unsigned)c->loc, (unsigned)e->msg_peer[m], (unsigned)e->msg_tag[m],
+                     ws_trace_string(t, t->comms[e->msg_comm[m]].name), e->time[e->msg_event[m]]);
+        return ws_trace_error_at(t, c->loc, c->err);
+    }
+    ws_error_set(c->err, WS_ERR_MATCH,
+                 "location %u: send %u to location %u (tag %u, communicator '%s') is never received",
+                 (unsigned)key->channel[0], (unsigned)key->order, (unsigned)c->loc, (unsigned)key->channel[2],
+                 ws_trace_string(t, t->comms[key->channel[1]].name));
+    return ws_trace_error_at(t, key->channel[0], c->err);
 }
 
 /* Matches the receives of one location to the sends addressed to it. */
-static int match_location(const ws_trace *t, ws_loc_sync *ls, uint32_t loc, match_key *sends, size_t n_sends,
-                          match_key *recvs, ws_error *err)
+static int match_location(const ws_trace *t, ws_loc_sync *ls, uint32_t loc, ws_match_key *sends, size_t n_sends,
+                          ws_match_key *recvs, ws_error *err)
 {
     const ws_events *e = &t->locations[loc].events;
     size_t n_recvs = 0;
     for (uint64_t m = 0; m < e->n_messages; m++) {
         if (ls->msg_flags[m] & WS_MSG_SEND)
             continue;
-        match_key *k = &recvs[n_recvs++];
-        k->src = ls->msg_partner[m];
-        k->comm = e->msg_comm[m];
-        k->tag = e->msg_tag[m];
-        k->row = (uint32_t)m;
+        ws_match_key *k = &recvs[n_recvs++];
+        k->channel[0] = ls->msg_partner[m];
+        k->channel[1] = e->msg_comm[m];
+        k->channel[2] = e->msg_tag[m];
+        k->channel[3] = 0;
+        k->order = m;
     }
-    qsort(sends, n_sends, sizeof *sends, cmp_match_key);
-    qsort(recvs, n_recvs, sizeof *recvs, cmp_match_key);
-    size_t i = 0, j = 0;
-    while (i < n_sends || j < n_recvs) {
-        if (i < n_sends && j < n_recvs && same_channel(&sends[i], &recvs[j])) {
-            ls->msg_match[recvs[j].row] = ws_message_id(sends[i].src, sends[i].row);
-            i++;
-            j++;
-            continue;
-        }
-        /* the groups differ: the smaller key has no partner */
-        int recv_first = i == n_sends || (j < n_recvs && cmp_match_key(&recvs[j], &sends[i]) < 0);
-        if (recv_first) {
-            uint32_t m = recvs[j].row;
-            ws_error_set(err, WS_ERR_MATCH,
-                                "location %u: receive from rank %u (tag %u, communicator '%s') at t=%.9f s has no "
-                                "matching send",
-                                (unsigned)loc, (unsigned)e->msg_peer[m], (unsigned)e->msg_tag[m],
-                                ws_trace_string(t, t->comms[e->msg_comm[m]].name), e->time[e->msg_event[m]]);
-            return ws_trace_error_at(t, loc, err);
-        }
-        ws_error_set(err, WS_ERR_MATCH,
-                     "location %u: send %u to location %u (tag %u, communicator '%s') is never received",
-                     (unsigned)sends[i].src, (unsigned)sends[i].row, (unsigned)loc, (unsigned)sends[i].tag,
-                     ws_trace_string(t, t->comms[sends[i].comm].name));
-        return ws_trace_error_at(t, sends[i].src, err);
-    }
-    return WS_OK;
+    match_ctx c = {t, ls, loc, err};
+    return ws_match_fifo(sends, n_sends, recvs, n_recvs, on_pair, on_unmatched, &c);
 }
 
 static int match_messages(const ws_trace *t, ws_sync *s, const uint32_t *locs, uint32_t n, ws_transport *tr,
@@ -683,7 +653,7 @@ static int match_messages(const ws_trace *t, ws_sync *s, const uint32_t *locs, u
     size_t n_records = 0;
     void *received = NULL;
     size_t n_received = 0;
-    match_key *keys = NULL, *recvs = NULL;
+    ws_match_key *keys = NULL, *recvs = NULL;
     uint64_t *start = NULL;
 
     for (uint32_t i = 0; i < n; i++) {
@@ -742,11 +712,12 @@ static int match_messages(const ws_trace *t, ws_sync *s, const uint32_t *locs, u
     for (uint32_t l = 0; l < t->n_locations; l++)
         start[l + 1] += start[l];
     for (size_t r = 0; r < n_received; r++) {
-        match_key *key = &keys[start[in[r].dst]++];
-        key->src = in[r].src;
-        key->comm = in[r].comm;
-        key->tag = in[r].tag;
-        key->row = in[r].row;
+        ws_match_key *key = &keys[start[in[r].dst]++];
+        key->channel[0] = in[r].src;
+        key->channel[1] = in[r].comm;
+        key->channel[2] = in[r].tag;
+        key->channel[3] = 0;
+        key->order = in[r].row;
     }
     for (uint32_t l = t->n_locations; l > 0; l--)
         start[l] = start[l - 1];
@@ -811,7 +782,7 @@ int ws_sync_build(const ws_trace *t, const uint32_t *locs, uint32_t n, ws_transp
 {
     *out = NULL;
     int rc = WS_OK;
-    ws_sync *s = calloc(1, sizeof *s);
+    ws_sync *s = ws_calloc(1, sizeof *s);
     comm_counter *comms = NULL;
     uint64_t *counts = NULL;
     uint8_t *local = NULL;

@@ -117,10 +117,10 @@ int ws_sync_build(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_t
                   ws_error *err);
 void ws_sync_free(ws_sync *s);
 
-/* Is event `ev` of location `loc` a message record (returns the row) */
+/* Does an event of this kind carry a message record (ref: message row)? */
 static inline int ws_is_message_kind(uint8_t kind)
 {
-    return kind == 3 || kind == 4 || kind == 7 || kind == 8;
+    return kind == WS_EV_SEND || kind == WS_EV_ISEND || kind == WS_EV_RECV || kind == WS_EV_IRECV;
 }
 
 #endif

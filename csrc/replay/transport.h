@@ -114,6 +114,18 @@ typedef struct ws_transport_ops {
     int (*exchange)(ws_transport *t, const void *records, size_t record_size, const uint32_t *dest, size_t n,
                     void **out, size_t *n_out, ws_error *err);
 
+    /* Collective over all processes: concatenates every process's `size`
+     * bytes in process order.  With `to_all` every process receives the
+     * concatenation, else process 0 only.  A receiving process gets a
+     * malloc'ed block in *out (which it frees) and, in sizes[p] (an array
+     * of n_processes entries that the caller provides), the bytes that
+     * process p contributed; elsewhere *out is NULL. */
+    int (*gather)(ws_transport *t, const void *data, size_t size, int to_all, void **out, size_t *sizes,
+                  ws_error *err);
+    /* Element-wise WS_SUM, WS_MAX or WS_MIN of doubles over all processes,
+     * result on process 0 (elsewhere `values` is left unspecified). */
+    int (*reduce_f64)(ws_transport *t, double *values, size_t n, int op, ws_error *err);
+
     /* Optional (may be NULL): the number of message records of every
      * location of the trace, so that payloads can be kept in dense
      * arrays indexed by message instead of hash maps. */
@@ -136,7 +148,22 @@ struct ws_transport {
     const struct ws_progress *progress;
 };
 
-/* The in-process transport: every location lives here. */
-ws_transport *ws_transport_local_new(uint32_t n_locations);
+/* The in-process transport: every location lives here
+ * (ws_transport_local_new, ws_transport_free: waitscope.h). */
+
+/* What a transport that distributes locations over processes needs to
+ * know of the trace's communicators: a flat description that
+ * ws_comm_layout_of fills from a trace, so that a transport built into
+ * another module never reads the trace store's own structures. */
+typedef struct ws_comm_ranks {
+    uint32_t size;                  /* ranks; 0 for MPI_COMM_SELF-like communicators */
+    const uint32_t *rank_location;  /* comm rank -> location or WS_NONE32 (borrowed from the trace) */
+} ws_comm_ranks;
+
+typedef struct ws_comm_layout {
+    uint32_t n_locations;
+    uint32_t n_comms;
+    ws_comm_ranks *comms;           /* n_comms entries, owned by the layout */
+} ws_comm_layout;
 
 #endif

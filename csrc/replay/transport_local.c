@@ -98,7 +98,7 @@ static channel_maps *channel_of(local_transport *lt, int channel)
         return NULL;
     if ((size_t)channel >= lt->n_channels) {
         size_t n = (size_t)channel + 1;
-        channel_maps *c = realloc(lt->channels, n * sizeof *c);
+        channel_maps *c = ws_realloc(lt->channels, n * sizeof *c);
         if (!c)
             return NULL;
         for (size_t i = lt->n_channels; i < n; i++) {
@@ -150,7 +150,7 @@ static int local_post(ws_transport *t, uint32_t dst, uint64_t id, int channel, c
     s->size = size;
     if (size > INLINE_BYTES) {
         if (s->heap_cap < size) {
-            unsigned char *p = realloc(s->heap, size);
+            unsigned char *p = ws_realloc(s->heap, size);
             if (!p) {
                 s->size = 0;
                 s->next_free = lt->free_slot;
@@ -264,7 +264,7 @@ static void free_instance(instance *in)
 
 static int grow_to(void **p, size_t n, size_t size)
 {
-    void *q = realloc(*p, (n ? n : 1) * size);
+    void *q = ws_realloc(*p, (n ? n : 1) * size);
     if (!q)
         return -1;
     *p = q;
@@ -274,7 +274,7 @@ static int grow_to(void **p, size_t n, size_t size)
 /* A reset instance for n_members members (recycled when one is spare). */
 static instance *instance_get(local_transport *lt, uint32_t n_members, uint32_t expected, size_t cache_size)
 {
-    instance *in = lt->n_spare ? lt->spare[--lt->n_spare] : calloc(1, sizeof *in);
+    instance *in = lt->n_spare ? lt->spare[--lt->n_spare] : ws_calloc(1, sizeof *in);
     if (!in)
         return NULL;
     if (in->cap_members < n_members || !in->offset) {
@@ -354,9 +354,14 @@ static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, ui
             }
             index = ++lt->n_inst;
         }
-        lt->inst[index - 1] = in;
-        if (ws_map64_put(&lt->instances, key, index) != 0)
+        if (ws_map64_put(&lt->instances, key, index) != 0) {
+            /* the slot goes back to the free list: only mapped instances are freed at the end */
+            lt->inst[index - 1] = (instance *)(uintptr_t)lt->free_inst;
+            lt->free_inst = index;
+            free_instance(in);
             return ws_error_nomem(err, "collective instances");
+        }
+        lt->inst[index - 1] = in;
     }
     /* contributions forwarded from other processes carry no local count */
     if (expected_local > in->expected_local)
@@ -556,6 +561,9 @@ static void local_destroy(ws_transport *t)
     free(lt);
 }
 
+static int local_gather(ws_transport *t, const void *data, size_t size, int to_all, void **out, size_t *sizes,
+                        ws_error *err);
+
 static const ws_transport_ops local_ops = {
     .post = local_post,
     .take = local_take,
@@ -570,13 +578,15 @@ static const ws_transport_ops local_ops = {
     .allreduce_u64 = local_allreduce_u64,
     .allreduce_f64 = local_allreduce_f64,
     .exchange = local_exchange,
+    .gather = local_gather,
+    .reduce_f64 = local_allreduce_f64, /* one process: the same */
     .set_layout = local_set_layout,
     .destroy = local_destroy,
 };
 
 ws_transport *ws_transport_local_new(uint32_t n_locations)
 {
-    local_transport *lt = calloc(1, sizeof *lt);
+    local_transport *lt = ws_calloc(1, sizeof *lt);
     if (!lt)
         return NULL;
     lt->base.ops = &local_ops;
@@ -585,4 +595,19 @@ ws_transport *ws_transport_local_new(uint32_t n_locations)
     lt->base.n_processes = 1;
     ws_map64_init(&lt->instances);
     return &lt->base;
+}
+
+/* One process: the concatenation is this process's data. */
+static int local_gather(ws_transport *t, const void *data, size_t size, int to_all, void **out, size_t *sizes,
+                        ws_error *err)
+{
+    (void)t;
+    (void)to_all;
+    *out = ws_malloc(size ? size : 1);
+    if (!*out)
+        return ws_error_nomem(err, "gathered data");
+    if (size)
+        memcpy(*out, data, size);
+    sizes[0] = size;
+    return WS_OK;
 }

@@ -27,6 +27,7 @@
  */
 #include "transport_mpi.h"
 
+#include <limits.h>
 #include <mpi.h>
 #include <sched.h>
 #include <stdio.h>
@@ -34,7 +35,7 @@
 #include <string.h>
 
 #include "../common/util.h"
-#include "../trace/otf2_io.h"
+#include "../waitscope.h" /* ws_progress */
 
 enum { TAG_DATA = 7001, TAG_ABORT = 7002 };
 enum { RECORD_P2P = 1, RECORD_COLL = 2 };
@@ -254,7 +255,7 @@ static int receive_all(mpi_transport *m, ws_error *err)
             char text[1024];
             if (count > (int)sizeof text - 1)
                 count = (int)sizeof text - 1;
-            char *buf = malloc((size_t)count + 1);
+            char *buf = ws_malloc((size_t)count + 1);
             MPI_Recv(buf ? buf : text, buf ? count : 0, MPI_CHAR, st.MPI_SOURCE, TAG_ABORT, m->comm,
                      MPI_STATUS_IGNORE);
             if (buf) {
@@ -275,7 +276,7 @@ static int receive_all(mpi_transport *m, ws_error *err)
             return WS_OK;
         int count = 0;
         MPI_Get_count(&st, MPI_BYTE, &count);
-        unsigned char *buf = malloc(count ? (size_t)count : 1);
+        unsigned char *buf = ws_malloc(count ? (size_t)count : 1);
         if (!buf)
             return ws_error_nomem(err, "MPI receive buffer");
         rc = MPI_Recv(buf, count, MPI_BYTE, st.MPI_SOURCE, TAG_DATA, m->comm, MPI_STATUS_IGNORE);
@@ -582,10 +583,10 @@ static int t_exchange(ws_transport *t, const void *records, size_t record_size, 
 {
     mpi_transport *m = self_of(t);
     int P = m->size;
-    int *send_counts = calloc((size_t)P, sizeof *send_counts), *recv_counts = calloc((size_t)P, sizeof *recv_counts);
-    int *send_displs = calloc((size_t)P, sizeof *send_displs), *recv_displs = calloc((size_t)P, sizeof *recv_displs);
+    int *send_counts = ws_calloc((size_t)P, sizeof *send_counts), *recv_counts = ws_calloc((size_t)P, sizeof *recv_counts);
+    int *send_displs = ws_calloc((size_t)P, sizeof *send_displs), *recv_displs = ws_calloc((size_t)P, sizeof *recv_displs);
     unsigned char *sorted = ws_malloc_array(n ? n : 1, record_size);
-    size_t *fill = calloc((size_t)P, sizeof *fill);
+    size_t *fill = ws_calloc((size_t)P, sizeof *fill);
     int rc = WS_OK;
     if (!send_counts || !recv_counts || !send_displs || !recv_displs || !sorted || !fill) {
         rc = ws_error_nomem(err, "record exchange");
@@ -610,7 +611,7 @@ static int t_exchange(ws_transport *t, const void *records, size_t record_size, 
         recv_displs[p] = (int)total;
         total += (size_t)recv_counts[p];
     }
-    *out = malloc(total ? total : 1);
+    *out = ws_malloc(total ? total : 1);
     if (!*out) {
         rc = ws_error_nomem(err, "record exchange");
         goto done;
@@ -671,6 +672,10 @@ static void t_destroy(ws_transport *t)
     free(m);
 }
 
+static int t_gather(ws_transport *t, const void *data, size_t size, int to_all, void **out, size_t *sizes,
+                    ws_error *err);
+static int t_reduce_f64(ws_transport *t, double *values, size_t n, int op, ws_error *err);
+
 static const ws_transport_ops mpi_ops = {
     .post = t_post,
     .take = t_take,
@@ -685,6 +690,8 @@ static const ws_transport_ops mpi_ops = {
     .allreduce_u64 = t_allreduce_u64,
     .allreduce_f64 = t_allreduce_f64,
     .exchange = t_exchange,
+    .gather = t_gather,
+    .reduce_f64 = t_reduce_f64,
     .set_layout = t_set_layout,
     .destroy = t_destroy,
 };
@@ -694,7 +701,7 @@ static int add_proc(uint32_t **list, uint32_t *n, uint32_t proc)
     for (uint32_t i = 0; i < *n; i++)
         if ((*list)[i] == proc)
             return 0;
-    uint32_t *p = realloc(*list, ((size_t)*n + 1) * sizeof *p);
+    uint32_t *p = ws_realloc(*list, ((size_t)*n + 1) * sizeof *p);
     if (!p)
         return -1;
     p[(*n)++] = proc;
@@ -702,10 +709,11 @@ static int add_proc(uint32_t **list, uint32_t *n, uint32_t proc)
     return 0;
 }
 
-int ws_transport_mpi_new(MPI_Comm comm, const ws_trace *t, const uint32_t *owner, ws_transport **out, ws_error *err)
+int ws_transport_mpi_new(MPI_Comm comm, const ws_comm_layout *t, const uint32_t *owner, ws_transport **out,
+                         ws_error *err)
 {
     *out = NULL;
-    mpi_transport *m = calloc(1, sizeof *m);
+    mpi_transport *m = ws_calloc(1, sizeof *m);
     if (!m)
         return ws_error_nomem(err, "MPI transport");
     m->base.ops = &mpi_ops;
@@ -725,10 +733,10 @@ int ws_transport_mpi_new(MPI_Comm comm, const ws_trace *t, const uint32_t *owner
     m->base.process = (uint32_t)m->rank;
     m->base.n_processes = (uint32_t)m->size;
     m->local = ws_transport_local_new(t->n_locations);
-    m->out = calloc((size_t)m->size, sizeof *m->out);
+    m->out = ws_calloc((size_t)m->size, sizeof *m->out);
     m->n_comms = t->n_comms;
-    m->comm_procs = calloc(t->n_comms ? t->n_comms : 1, sizeof *m->comm_procs);
-    m->comm_n_procs = calloc(t->n_comms ? t->n_comms : 1, sizeof *m->comm_n_procs);
+    m->comm_procs = ws_calloc(t->n_comms ? t->n_comms : 1, sizeof *m->comm_procs);
+    m->comm_n_procs = ws_calloc(t->n_comms ? t->n_comms : 1, sizeof *m->comm_n_procs);
     if (!m->local || !m->out || !m->comm_procs || !m->comm_n_procs) {
         t_destroy(&m->base);
         return ws_error_nomem(err, "MPI transport");
@@ -736,9 +744,7 @@ int ws_transport_mpi_new(MPI_Comm comm, const ws_trace *t, const uint32_t *owner
     for (int p = 0; p < m->size; p++)
         ws_buffer_init(&m->out[p]);
     for (uint32_t c = 0; c < t->n_comms; c++) {
-        const ws_comm *cm = &t->comms[c];
-        if (cm->is_self)
-            continue;
+        const ws_comm_ranks *cm = &t->comms[c];
         for (uint32_t r = 0; r < cm->size; r++) {
             uint32_t loc = cm->rank_location[r];
             if (loc != WS_NONE32 && add_proc(&m->comm_procs[c], &m->comm_n_procs[c], owner[loc]) != 0) {
@@ -753,5 +759,73 @@ int ws_transport_mpi_new(MPI_Comm comm, const ws_trace *t, const uint32_t *owner
             return ws_error_nomem(err, "MPI transport");
         }
     *out = &m->base;
+    return WS_OK;
+}
+
+static int t_gather(ws_transport *t, const void *data, size_t size, int to_all, void **out, size_t *sizes,
+                    ws_error *err)
+{
+    mpi_transport *m = self_of(t);
+    *out = NULL;
+    int receiver = to_all || m->rank == 0;
+    int *counts = receiver ? ws_calloc((size_t)m->size, sizeof *counts) : NULL;
+    int *displs = receiver ? ws_calloc((size_t)m->size, sizeof *displs) : NULL;
+    int failed = size > INT_MAX || (receiver && (!counts || !displs));
+    if (failed)
+        ws_error_set(err, size > INT_MAX ? WS_ERR_ARGUMENT : WS_ERR_NOMEM, "gathering %zu bytes of results failed%s",
+                     size, size > INT_MAX ? ": more than one MPI message holds" : ": out of memory");
+    /* every process learns of a failure anywhere, so none waits in the
+     * collectives below for one that gave up */
+    if (t_agree(t, failed, err))
+        goto fail;
+    int bytes = (int)size;
+    int rc = to_all ? MPI_Allgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, m->comm)
+                    : MPI_Gather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, 0, m->comm);
+    if (rc != MPI_SUCCESS) {
+        mpi_error(err, rc, to_all ? "MPI_Allgather" : "MPI_Gather");
+        goto fail;
+    }
+    if (receiver) {
+        size_t total = 0;
+        for (int p = 0; p < m->size; p++) {
+            displs[p] = (int)total;
+            total += (size_t)counts[p];
+            sizes[p] = (size_t)counts[p];
+        }
+        failed = total > INT_MAX || !(*out = ws_malloc(total ? total : 1));
+        if (failed)
+            ws_error_set(err, WS_ERR_NOMEM, "gathering %zu bytes of results failed: %s", total,
+                         total > INT_MAX ? "more than one MPI message holds" : "out of memory");
+    }
+    if (t_agree(t, failed, err))
+        goto fail;
+    rc = to_all ? MPI_Allgatherv(data, bytes, MPI_BYTE, *out, counts, displs, MPI_BYTE, m->comm)
+                : MPI_Gatherv(data, bytes, MPI_BYTE, *out, counts, displs, MPI_BYTE, 0, m->comm);
+    if (rc != MPI_SUCCESS) {
+        mpi_error(err, rc, to_all ? "MPI_Allgatherv" : "MPI_Gatherv");
+        goto fail;
+    }
+    free(counts);
+    free(displs);
+    return WS_OK;
+fail:
+    free(*out);
+    *out = NULL;
+    free(counts);
+    free(displs);
+    return err->code ? err->code : WS_ERR_INTERNAL;
+}
+
+static int t_reduce_f64(ws_transport *t, double *values, size_t n, int op, ws_error *err)
+{
+    mpi_transport *m = self_of(t);
+    const size_t chunk = (size_t)1 << 24;
+    for (size_t off = 0; off < n; off += chunk) {
+        int k = (int)(n - off < chunk ? n - off : chunk);
+        int rc = m->rank == 0 ? MPI_Reduce(MPI_IN_PLACE, values + off, k, MPI_DOUBLE, op_of(op), 0, m->comm)
+                              : MPI_Reduce(values + off, NULL, k, MPI_DOUBLE, op_of(op), 0, m->comm);
+        if (rc != MPI_SUCCESS)
+            return mpi_error(err, rc, "MPI_Reduce");
+    }
     return WS_OK;
 }

@@ -4,12 +4,12 @@
 
 #include <mpi.h>
 
-#include "../trace/trace.h"
 #include "transport.h"
 
 /* `owner[l]` is the rank in `comm` of the process that replays location
- * l; the array must outlive the transport. */
-int ws_transport_mpi_new(MPI_Comm comm, const ws_trace *t, const uint32_t *owner, ws_transport **out,
+ * l; the array must outlive the transport.  `layout` (the trace's
+ * communicators, ws_comm_layout_of) is read during the call only. */
+int ws_transport_mpi_new(MPI_Comm comm, const ws_comm_layout *layout, const uint32_t *owner, ws_transport **out,
                          ws_error *err);
 
 /* Called by every process whose analysis failed (in place of ops->fail):

@@ -21,6 +21,8 @@
  *     8-byte trace id and two 4-byte counts (snapshots, thumbnails). */
 #include "otf2_check.h"
 
+#include "../common/alloc.h"
+
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,7 +60,7 @@ static int read_all(const char *path, unsigned char **data, size_t *size, size_t
                             (long long)st.st_size);
     }
     size_t n = (size_t)st.st_size;
-    unsigned char *buf = malloc(n ? n : 1);
+    unsigned char *buf = ws_malloc(n ? n : 1);
     if (!buf) {
         fclose(f);
         return ws_error_nomem(err, "anchor file");

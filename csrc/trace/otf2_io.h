@@ -2,18 +2,15 @@
 #ifndef WS_TRACE_OTF2_IO_H
 #define WS_TRACE_OTF2_IO_H
 
+#include "../waitscope.h" /* ws_progress */
 #include "trace.h"
 
-typedef struct ws_progress {
-    /* Called now and then during long work; a nonzero return stops the
-     * work with WS_ERR_INTERRUPTED.  `done` and `total` count events. */
-    int (*callback)(void *context, const char *stage, uint64_t done, uint64_t total);
-    void *context;
-    /* May be NULL.  Asked now and then while a process waits for others
-     * (the parallel replay) without reporting: a nonzero return stops the
-     * work with WS_ERR_INTERRUPTED (Ctrl-C). */
-    int (*interrupted)(void *context);
-} ws_progress;
+/* Installs, on the first call in the process, an OTF2 error handler that
+ * only returns the code (libotf2 would print to stderr; the kernel reports
+ * through ws_error).  Later calls do nothing, so a host that installs its
+ * own handler afterwards keeps it.  Every entry point that calls libotf2
+ * calls this first. */
+void ws_otf2_silence(void);
 
 /* Opens an archive (anchor file or experiment directory) and reads its
  * anchor and global definitions.  No event is read yet. */

@@ -22,9 +22,6 @@
 
 #include <otf2/otf2.h>
 
-/* defined in otf2_reader.c: routes OTF2's own error printing to nowhere */
-void ws_otf2_silence(void);
-
 /* ---- paths --------------------------------------------------------------- */
 
 /* Creates directory `dir` and its missing parents (like mkdir -p). */
@@ -63,7 +60,7 @@ static int make_directories(const char *dir, ws_error *err)
 static char *path_join(const char *a, const char *b, const char *suffix)
 {
     size_t n = strlen(a) + strlen(b) + strlen(suffix) + 2;
-    char *p = malloc(n);
+    char *p = ws_malloc(n);
     if (p)
         snprintf(p, n, "%s/%s%s", a, b, suffix);
     return p;
@@ -86,13 +83,13 @@ static int split_path(const char *path, char **dir, char **name, ws_error *err)
         else if (slash == path)
             *dir = ws_strdup("/");
         else {
-            *dir = malloc((size_t)(slash - path) + 1);
+            *dir = ws_malloc((size_t)(slash - path) + 1);
             if (*dir) {
                 memcpy(*dir, path, (size_t)(slash - path));
                 (*dir)[slash - path] = '\0';
             }
         }
-        *name = malloc(base_len + 1);
+        *name = ws_malloc(base_len + 1);
         if (*name) {
             memcpy(*name, base, base_len);
             (*name)[base_len] = '\0';
@@ -157,7 +154,7 @@ static int remove_old_archive(const char *dir, const char *name, ws_error *err)
         goto done;
     }
     size_t n = strlen(locdir) + 300;
-    file = malloc(n);
+    file = ws_malloc(n);
     if (!file) {
         closedir(d);
         rc = ws_error_nomem(err, "path");
@@ -639,7 +636,7 @@ int ws_otf2_write(const ws_trace *t, const char *path, const ws_progress *progre
         w.extra_program = 1;
         w.program_stem = name;
         size_t len = strlen(name);
-        w.program_canonical = malloc(len + sizeof "/synthetic/");
+        w.program_canonical = ws_malloc(len + sizeof "/synthetic/");
         if (!w.program_canonical) {
             rc = ws_error_nomem(err, "program region");
             goto done;

@@ -6,7 +6,7 @@
 
 ws_trace *ws_trace_new(void)
 {
-    ws_trace *t = calloc(1, sizeof *t);
+    ws_trace *t = ws_calloc(1, sizeof *t);
     if (!t)
         return NULL;
     ws_map64_init(&t->string_ids);
@@ -147,20 +147,20 @@ uint32_t ws_callpath_child(ws_callpaths *cp, uint32_t parent, uint32_t region)
         return WS_NONE32;
     if (cp->n == cp->capacity) {
         size_t cap = cp->capacity ? cp->capacity * 2 : 64;
-        uint32_t *a = realloc(cp->parent, cap * sizeof *a);
+        uint32_t *a = ws_realloc(cp->parent, cap * sizeof *a);
         if (!a)
             return WS_NONE32;
         cp->parent = a;
-        if (!(a = realloc(cp->region, cap * sizeof *a)))
+        if (!(a = ws_realloc(cp->region, cap * sizeof *a)))
             return WS_NONE32;
         cp->region = a;
-        if (!(a = realloc(cp->first_child, cap * sizeof *a)))
+        if (!(a = ws_realloc(cp->first_child, cap * sizeof *a)))
             return WS_NONE32;
         cp->first_child = a;
-        if (!(a = realloc(cp->next_sibling, cap * sizeof *a)))
+        if (!(a = ws_realloc(cp->next_sibling, cap * sizeof *a)))
             return WS_NONE32;
         cp->next_sibling = a;
-        if (!(a = realloc(cp->depth, cap * sizeof *a)))
+        if (!(a = ws_realloc(cp->depth, cap * sizeof *a)))
             return WS_NONE32;
         cp->depth = a;
         cp->capacity = cap;
@@ -190,7 +190,7 @@ uint32_t ws_callpath_child(ws_callpaths *cp, uint32_t parent, uint32_t region)
 
 #define RESERVE(field, count)                                                   \
     do {                                                                        \
-        void *p__ = realloc(ev->field, (size_t)(count) * sizeof *ev->field + 1); \
+        void *p__ = ws_realloc(ev->field, (size_t)(count) * sizeof *ev->field + 1); \
         if (!p__)                                                               \
             return -1;                                                          \
         ev->field = p__;                                                        \

@@ -16,8 +16,8 @@
 
 /* ---- event kinds (stored as uint8) ------------------------------------ */
 enum ws_event_kind {
-    WS_EV_ENTER = 1,
-    WS_EV_LEAVE = 2,
+    WS_EV_ENTER = 1,             /* Enter           ref: call path    */
+    WS_EV_LEAVE = 2,             /* Leave           ref: call path left */
     WS_EV_SEND = 3,              /* MpiSend         ref: message row  */
     WS_EV_ISEND = 4,             /* MpiIsend        ref: message row  */
     WS_EV_ISEND_COMPLETE = 5,    /* MpiIsendComplete ref: request row */
@@ -251,7 +251,7 @@ typedef struct ws_trace {
 /* ---- construction ------------------------------------------------------ */
 
 ws_trace *ws_trace_new(void);
-void ws_trace_free(ws_trace *t);
+/* ws_trace_free: waitscope.h */
 /* A deep copy of the store (trace_copy.c); NULL (and err set) on failure. */
 ws_trace *ws_trace_copy(const ws_trace *t, ws_error *err);
 
@@ -285,8 +285,7 @@ void ws_events_free(ws_events *ev);
  * locations, MPI ranks of locations, world communicator.  */
 int ws_trace_resolve_definitions(ws_trace *t, ws_error *err);
 
-/* Full-name of a call path ("main/foo/MPI_Recv"); writes into buf. */
-size_t ws_callpath_name(const ws_trace *t, uint32_t cp, char *buf, size_t size);
+/* ws_callpath_name (the full name of a call path): waitscope.h */
 
 /* Index of the location that holds comm rank `rank` of comm `comm`,
  * for the location `self` (needed for COMM_SELF). WS_NONE32 if unknown. */

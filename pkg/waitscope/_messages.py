@@ -1,11 +1,10 @@
 """Point-to-point messages of a trace as (send, receive) pairs, for drawing them.
 
 Messages match like in MPI: the n-th send from s to d with tag T on a
-communicator matches the n-th receive by d from s with T on it.  The C
-core matches them too (csrc/replay/sync.c) but keeps the pairs inside the
-analysis; the timeline only needs the two ends of each message, which
-this finds with NumPy on the event columns (the Python loops run over
-locations only).  Wait states are not derived here: they come from the
+communicator matches the n-th receive by d from s with T on it.  The
+kernel's one matcher (csrc/common/match.c, also used by the analysis and
+the synthesizer) pairs them; this module collects the message records of
+the event columns with NumPy (the Python loops run over locations only).  Wait states are not derived here: they come from the
 analysis (:attr:`waitscope.AnalysisResult.wait_states`).
 """
 
@@ -15,31 +14,18 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from . import _core
+
 if TYPE_CHECKING:  # pragma: no cover
     from .trace import Trace
 
-_SEND, _ISEND = 3, 4
+_SEND, _ISEND = _core.EV_SEND, _core.EV_ISEND
 
 MESSAGE_DTYPE = np.dtype([
     ("send_location", np.int64), ("send_event", np.int64), ("send_time", np.float64),
     ("recv_location", np.int64), ("recv_event", np.int64), ("recv_time", np.float64),
 ])
 """Fields of a matched message: location, event index and time of its send and of its receive record."""
-
-
-def _group_rank(keys: np.ndarray) -> np.ndarray:
-    """0, 1, 2, ... within each group of equal rows of `keys` (n x k), in row order."""
-    n = len(keys)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    order = np.lexsort(tuple(keys[:, c] for c in range(keys.shape[1] - 1, -1, -1)))
-    sk = keys[order]
-    new = np.ones(n, dtype=bool)
-    new[1:] = np.any(sk[1:] != sk[:-1], axis=1)
-    first = np.maximum.accumulate(np.where(new, np.arange(n), 0))
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = np.arange(n) - first
-    return rank
 
 
 def _records(trace: "Trace", loc: int) -> dict[str, np.ndarray]:
@@ -86,21 +72,14 @@ def matched_messages(trace: "Trace", locations: Sequence[int] | None = None) -> 
     is_send = column("is_send").astype(bool)
     src = np.where(is_send, loc_col, partner)
     dst = np.where(is_send, partner, loc_col)
-    # rows are in (location, row) order: program order per channel
-    seq = _group_rank(np.stack([src, dst, comm, tag, is_send.astype(np.int64)], axis=1))
-    s_idx = np.flatnonzero(is_send)
-    r_idx = np.flatnonzero(~is_send)
-    if not len(s_idx) or not len(r_idx):
-        return np.zeros(0, dtype=MESSAGE_DTYPE)
-    # the same (src, dst, comm, tag, seq) in the other direction
-    _, inverse = np.unique(np.stack([src, dst, comm, tag, seq], axis=1), axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    recv_of = np.full(int(inverse.max()) + 1, -1, dtype=np.int64)
-    recv_of[inverse[r_idx]] = r_idx
-    r = recv_of[inverse[s_idx]]
+    # rows are in (location, row) order: program order per channel, and
+    # the row number identifies the record
+    known = partner >= 0
+    channels = np.stack([src, dst, comm, tag], axis=1).astype(np.uint32)
+    s_idx = np.flatnonzero(is_send & known)
+    r_idx = np.flatnonzero(~is_send & known)
+    s, r = _core.match_messages(channels[s_idx], s_idx, channels[r_idx], r_idx)
     inside = np.isin(loc_col, locs)
-    ok = r >= 0
-    s, r = s_idx[ok], r[ok]
     keep = inside[s] & inside[r]
     s, r = s[keep], r[keep]
     out = np.zeros(len(s), dtype=MESSAGE_DTYPE)

@@ -15,6 +15,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, PathPatch
 from matplotlib.path import Path
 
+from . import _core
 from ._messages import matched_messages
 from .result import AnalysisResult
 
@@ -73,7 +74,7 @@ def _states(time: np.ndarray, kind: np.ndarray, callpath: np.ndarray, parent: np
         return np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64)
     i = np.arange(lo, hi)
     cp = callpath[i].astype(np.int64)
-    left = kind[i] == 2
+    left = kind[i] == _core.EV_LEAVE
     state = cp.copy()
     ok = left & (cp >= 0)
     state[ok] = parent[cp[ok]]
@@ -118,7 +119,7 @@ def _init_end(trace: "Trace", locs: Sequence[int]) -> float | None:
     leaves = []
     for loc in locs:
         ev = trace.events(loc)
-        hit = (np.asarray(ev.kind) == 2) & np.isin(np.asarray(ev.callpath), list(init))
+        hit = (np.asarray(ev.kind) == _core.EV_LEAVE) & np.isin(np.asarray(ev.callpath), list(init))
         if hit.any():
             leaves.append(float(np.asarray(ev.time)[hit][0]))
     return min(leaves) if leaves else None

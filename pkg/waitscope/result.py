@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Sequence, Union
 import numpy as np
 
 from . import _callpaths
+from ._names import WAIT_CLASSES
 from .report import WAIT_PATTERNS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -26,7 +27,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 CallpathKey = Union[int, str]
 
-WAIT_CLASSES = ("none", "latesender", "latereceiver", "barrier", "n2n", "12n", "n21", "scan", "finalize")
 """Names of wait-state classes in delay records (index = the C core's code)."""
 
 WRONG_ORDER = ("", "same", "different")

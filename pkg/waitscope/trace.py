@@ -127,7 +127,7 @@ class Events:
         return self._trace._core.event_callpaths(self.location)
 
     def kind_names(self) -> np.ndarray:
-        names = np.array([""] + [EVENT_KINDS.get(i, "?") for i in range(1, 17)], dtype=object)
+        names = np.array([""] + [EVENT_KINDS.get(i, "?") for i in range(1, max(EVENT_KINDS) + 1)], dtype=object)
         return names[self.columns["kind"]]
 
 
@@ -769,7 +769,7 @@ def _open_parallel(path: str, comm: Any, progress: Any) -> Trace:
         except _core.TraceError as exc:
             error = str(exc)
     _agree(comm, error)
-    _mpi.unify_callpaths(core, comm)
+    _mpi.unify_callpaths(core, comm, owner)
     return Trace(core, comm=comm, owner=owner)
 
 

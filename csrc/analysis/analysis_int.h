@@ -1,0 +1,87 @@
+/* Internals of the analysis passes: the per-location data they share,
+ * the analysis state, the hooks of each pass and the delay kernel.  Only
+ * csrc/analysis/ includes this; hosts and bindings see the results
+ * (analysis.h) and the public interface (waitscope.h). */
+#ifndef WS_ANALYSIS_ANALYSIS_INT_H
+#define WS_ANALYSIS_ANALYSIS_INT_H
+
+#include "../replay/replay.h"
+#include "analysis.h"
+#include "delay_kernel.h"
+
+/* Per location data that the passes share. */
+typedef struct ws_loc_data {
+    /* per message row */
+    double *ls;          /* Late Sender wait of the receive (also known at the send after pass 2) */
+    uint8_t *ls_cancelled; /* receive rows: a larger Late Receiver of the same Waitall replaces it */
+    double *lr;          /* Late Receiver wait (receiver: candidate; both sides: final after passes 2/3) */
+    double *send_enter;  /* receive rows: enter of the matched send call */
+    double *post_time;   /* send rows: when the matching receive was posted (from pass 2) */
+    /* leaves of the partner's calls, for the completion parts of the delay
+     * analysis: receive rows: the call holding the send record, the call
+     * completing the send (pass 1); send rows: the call holding the
+     * receive record, the call posting the receive (pass 2) */
+    double *partner_leave;
+    double *partner_done_leave;
+    uint64_t *send_bytes;/* receive rows: bytes of the matched send */
+    /* per site */
+    double *site_wait;
+    double *site_sync_time;
+    uint32_t *site_delayer;  /* location of the process that everybody waited for */
+    uint8_t *site_sync;      /* the site is a synchronization point (someone waited) */
+    uint8_t *site_kind;      /* ws_wait_class of the site's waiting */
+    uint8_t *site_anywait;   /* some member of the instance waited */
+    double *site_completion; /* time in the call after the waiting and the first leave */
+    /* accumulators per call path */
+    double *time;
+    double *visits;
+    double *init_wait;   /* per call path: waiting in MPI_Init for the last entrant (no metric) */
+    /* pass-1 bookkeeping of Waitall/Waitsome completions */
+    uint32_t multi_call;
+    uint32_t multi_row;
+    double multi_max;
+    uint32_t cur_callpath;
+    double last_time;
+} ws_loc_data;
+
+typedef struct ws_analysis {
+    const ws_trace *trace;
+    const ws_sync *sync;
+    ws_transport *transport;
+    ws_result *result;
+    ws_loc_data *locs;   /* indexed by location */
+    const uint32_t *local;
+    uint32_t n_local;
+    ws_analysis_options options;
+    /* per region: category metric of its time (see waitstates.c) */
+    int *region_category;
+} ws_analysis;
+
+/* ws_analyze (waitscope.h) runs the analyses on the given (local) locations. */
+
+/* wait states (waitstates.c, waitstates_p2p.c, waitstates_coll.c) */
+int ws_waitstates_prepare(ws_analysis *a, ws_error *err);
+void ws_waitstates_handlers(ws_analysis *a, int pass, ws_handler *h);
+int ws_waitstates_finish(ws_analysis *a, ws_error *err);
+
+/* ws_delay_kernel: delay_kernel.h */
+
+/* delay and critical path (causes.c): passes 4 and 5 */
+typedef struct ws_causes ws_causes;
+int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err);
+void ws_causes_handlers(ws_causes *c, int pass, ws_handler *h);
+int ws_causes_finish(ws_causes *c, ws_error *err);
+void ws_causes_free(ws_causes *c);
+double ws_causes_path_first(const ws_causes *c);
+/* fills per_location[loc] for the local locations */
+void ws_causes_undistributed(const ws_causes *c, double *per_location);
+
+/* derived.c */
+void ws_derive_delay(ws_analysis *a);
+int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err);
+/* Sums per-location rows ([n_locations x width], local rows filled, zero
+ * elsewhere) in location order: the same on every process and with every
+ * transport.  out[width] receives the sums; rows are reduced in place. */
+int ws_ordered_sum(ws_analysis *a, double *rows, size_t width, double *out, ws_error *err);
+
+#endif

@@ -1,0 +1,172 @@
+/* The name tables (see names.h). */
+#include "names.h"
+
+#include <otf2/otf2.h>
+
+#include "../trace/trace.h"
+#include "analysis.h" /* enum ws_wait_class */
+
+#define TABLE(id, array) [id] = {#array, sizeof array / sizeof *array, array}
+
+static const char *const event_kinds[WS_EV_KIND_COUNT] = {
+    [WS_EV_ENTER] = "enter",
+    [WS_EV_LEAVE] = "leave",
+    [WS_EV_SEND] = "send",
+    [WS_EV_ISEND] = "isend",
+    [WS_EV_ISEND_COMPLETE] = "isend_complete",
+    [WS_EV_IRECV_REQUEST] = "irecv_request",
+    [WS_EV_RECV] = "recv",
+    [WS_EV_IRECV] = "irecv",
+    [WS_EV_REQUEST_TEST] = "request_test",
+    [WS_EV_REQUEST_CANCELLED] = "request_cancelled",
+    [WS_EV_COLL_BEGIN] = "coll_begin",
+    [WS_EV_COLL_END] = "coll_end",
+    [WS_EV_PROGRAM_BEGIN] = "program_begin",
+    [WS_EV_PROGRAM_END] = "program_end",
+    [WS_EV_MEASUREMENT_ON] = "measurement_on",
+    [WS_EV_MEASUREMENT_OFF] = "measurement_off",
+};
+
+static const char *const otf2_records[WS_EV_KIND_COUNT] = {
+    [WS_EV_ENTER] = "ENTER",
+    [WS_EV_LEAVE] = "LEAVE",
+    [WS_EV_SEND] = "MPI_SEND",
+    [WS_EV_ISEND] = "MPI_ISEND",
+    [WS_EV_ISEND_COMPLETE] = "MPI_ISEND_COMPLETE",
+    [WS_EV_IRECV_REQUEST] = "MPI_IRECV_REQUEST",
+    [WS_EV_RECV] = "MPI_RECV",
+    [WS_EV_IRECV] = "MPI_IRECV",
+    [WS_EV_REQUEST_TEST] = "MPI_REQUEST_TEST",
+    [WS_EV_REQUEST_CANCELLED] = "MPI_REQUEST_CANCELLED",
+    [WS_EV_COLL_BEGIN] = "MPI_COLLECTIVE_BEGIN",
+    [WS_EV_COLL_END] = "MPI_COLLECTIVE_END",
+    [WS_EV_PROGRAM_BEGIN] = "PROGRAM_BEGIN",
+    [WS_EV_PROGRAM_END] = "PROGRAM_END",
+    [WS_EV_MEASUREMENT_ON] = "MEASUREMENT_ON_OFF",
+    [WS_EV_MEASUREMENT_OFF] = "MEASUREMENT_ON_OFF",
+};
+
+static const char *const region_roles[OTF2_REGION_ROLE_FILE_IO_METADATA + 1] = {
+    [OTF2_REGION_ROLE_UNKNOWN] = "unknown",
+    [OTF2_REGION_ROLE_FUNCTION] = "function",
+    [OTF2_REGION_ROLE_WRAPPER] = "wrapper",
+    [OTF2_REGION_ROLE_LOOP] = "loop",
+    [OTF2_REGION_ROLE_CODE] = "code",
+    [OTF2_REGION_ROLE_PARALLEL] = "parallel",
+    [OTF2_REGION_ROLE_SECTIONS] = "sections",
+    [OTF2_REGION_ROLE_SECTION] = "section",
+    [OTF2_REGION_ROLE_WORKSHARE] = "workshare",
+    [OTF2_REGION_ROLE_SINGLE] = "single",
+    [OTF2_REGION_ROLE_SINGLE_SBLOCK] = "single_sblock",
+    [OTF2_REGION_ROLE_MASTER] = "master",
+    [OTF2_REGION_ROLE_CRITICAL] = "critical",
+    [OTF2_REGION_ROLE_CRITICAL_SBLOCK] = "critical_sblock",
+    [OTF2_REGION_ROLE_ATOMIC] = "atomic",
+    [OTF2_REGION_ROLE_BARRIER] = "barrier",
+    [OTF2_REGION_ROLE_IMPLICIT_BARRIER] = "implicit_barrier",
+    [OTF2_REGION_ROLE_FLUSH] = "flush",
+    [OTF2_REGION_ROLE_ORDERED] = "ordered",
+    [OTF2_REGION_ROLE_ORDERED_SBLOCK] = "ordered_sblock",
+    [OTF2_REGION_ROLE_TASK] = "task",
+    [OTF2_REGION_ROLE_TASK_CREATE] = "task_create",
+    [OTF2_REGION_ROLE_TASK_WAIT] = "task_wait",
+    [OTF2_REGION_ROLE_COLL_ONE2ALL] = "coll_one2all",
+    [OTF2_REGION_ROLE_COLL_ALL2ONE] = "coll_all2one",
+    [OTF2_REGION_ROLE_COLL_ALL2ALL] = "coll_all2all",
+    [OTF2_REGION_ROLE_COLL_OTHER] = "coll_other",
+    [OTF2_REGION_ROLE_FILE_IO] = "file_io",
+    [OTF2_REGION_ROLE_POINT2POINT] = "point2point",
+    [OTF2_REGION_ROLE_RMA] = "rma",
+    [OTF2_REGION_ROLE_DATA_TRANSFER] = "data_transfer",
+    [OTF2_REGION_ROLE_ARTIFICIAL] = "artificial",
+    [OTF2_REGION_ROLE_THREAD_CREATE] = "thread_create",
+    [OTF2_REGION_ROLE_THREAD_WAIT] = "thread_wait",
+    [OTF2_REGION_ROLE_TASK_UNTIED] = "task_untied",
+    [OTF2_REGION_ROLE_ALLOCATE] = "allocate",
+    [OTF2_REGION_ROLE_DEALLOCATE] = "deallocate",
+    [OTF2_REGION_ROLE_REALLOCATE] = "reallocate",
+    [OTF2_REGION_ROLE_FILE_IO_METADATA] = "file_io_metadata",
+};
+
+static const char *const paradigms[OTF2_PARADIGM_KOKKOS + 1] = {
+    [OTF2_PARADIGM_UNKNOWN] = "unknown",
+    [OTF2_PARADIGM_USER] = "user",
+    [OTF2_PARADIGM_COMPILER] = "compiler",
+    [OTF2_PARADIGM_OPENMP] = "openmp",
+    [OTF2_PARADIGM_MPI] = "mpi",
+    [OTF2_PARADIGM_CUDA] = "cuda",
+    [OTF2_PARADIGM_MEASUREMENT_SYSTEM] = "measurement_system",
+    [OTF2_PARADIGM_PTHREAD] = "pthread",
+    [OTF2_PARADIGM_HMPP] = "hmpp",
+    [OTF2_PARADIGM_OMPSS] = "ompss",
+    [OTF2_PARADIGM_HARDWARE] = "hardware",
+    [OTF2_PARADIGM_GASPI] = "gaspi",
+    [OTF2_PARADIGM_UPC] = "upc",
+    [OTF2_PARADIGM_SHMEM] = "shmem",
+    [OTF2_PARADIGM_WINTHREAD] = "winthread",
+    [OTF2_PARADIGM_QTTHREAD] = "qtthread",
+    [OTF2_PARADIGM_ACETHREAD] = "acethread",
+    [OTF2_PARADIGM_TBBTHREAD] = "tbbthread",
+    [OTF2_PARADIGM_OPENACC] = "openacc",
+    [OTF2_PARADIGM_OPENCL] = "opencl",
+    [OTF2_PARADIGM_MTAPI] = "mtapi",
+    [OTF2_PARADIGM_SAMPLING] = "sampling",
+    [OTF2_PARADIGM_NONE] = "none",
+    [OTF2_PARADIGM_HIP] = "hip",
+    [OTF2_PARADIGM_KOKKOS] = "kokkos",
+};
+
+static const char *const collective_ops[OTF2_COLLECTIVE_OP_DESTROY_HANDLE_AND_DEALLOCATE + 1] = {
+    [OTF2_COLLECTIVE_OP_BARRIER] = "barrier",
+    [OTF2_COLLECTIVE_OP_BCAST] = "bcast",
+    [OTF2_COLLECTIVE_OP_GATHER] = "gather",
+    [OTF2_COLLECTIVE_OP_GATHERV] = "gatherv",
+    [OTF2_COLLECTIVE_OP_SCATTER] = "scatter",
+    [OTF2_COLLECTIVE_OP_SCATTERV] = "scatterv",
+    [OTF2_COLLECTIVE_OP_ALLGATHER] = "allgather",
+    [OTF2_COLLECTIVE_OP_ALLGATHERV] = "allgatherv",
+    [OTF2_COLLECTIVE_OP_ALLTOALL] = "alltoall",
+    [OTF2_COLLECTIVE_OP_ALLTOALLV] = "alltoallv",
+    [OTF2_COLLECTIVE_OP_ALLTOALLW] = "alltoallw",
+    [OTF2_COLLECTIVE_OP_ALLREDUCE] = "allreduce",
+    [OTF2_COLLECTIVE_OP_REDUCE] = "reduce",
+    [OTF2_COLLECTIVE_OP_REDUCE_SCATTER] = "reduce_scatter",
+    [OTF2_COLLECTIVE_OP_SCAN] = "scan",
+    [OTF2_COLLECTIVE_OP_EXSCAN] = "exscan",
+    [OTF2_COLLECTIVE_OP_REDUCE_SCATTER_BLOCK] = "reduce_scatter_block",
+    [OTF2_COLLECTIVE_OP_CREATE_HANDLE] = "create_handle",
+    [OTF2_COLLECTIVE_OP_DESTROY_HANDLE] = "destroy_handle",
+    [OTF2_COLLECTIVE_OP_ALLOCATE] = "allocate",
+    [OTF2_COLLECTIVE_OP_DEALLOCATE] = "deallocate",
+    [OTF2_COLLECTIVE_OP_CREATE_HANDLE_AND_ALLOCATE] = "create_handle_and_allocate",
+    [OTF2_COLLECTIVE_OP_DESTROY_HANDLE_AND_DEALLOCATE] = "destroy_handle_and_deallocate",
+};
+
+static const char *const location_types[OTF2_LOCATION_TYPE_METRIC + 1] = {
+    [OTF2_LOCATION_TYPE_UNKNOWN] = "unknown",
+    [OTF2_LOCATION_TYPE_CPU_THREAD] = "cpu_thread",
+    [OTF2_LOCATION_TYPE_ACCELERATOR_STREAM] = "accelerator_stream",
+    [OTF2_LOCATION_TYPE_METRIC] = "metric",
+};
+
+static const char *const wait_classes[WS_WAIT_CLASS_COUNT] = {
+    [WS_WAIT_NONE] = "none",
+    [WS_WAIT_LATESENDER] = "latesender",
+    [WS_WAIT_LATERECEIVER] = "latereceiver",
+    [WS_WAIT_BARRIER] = "barrier",
+    [WS_WAIT_NXN] = "n2n",
+    [WS_WAIT_12N] = "12n",
+    [WS_WAIT_N21] = "n21",
+    [WS_WAIT_SCAN] = "scan",
+    [WS_WAIT_FINALIZE] = "finalize",
+};
+
+const ws_name_table ws_name_tables[WS_NAMES_COUNT] = {
+    TABLE(WS_NAMES_EVENT_KINDS, event_kinds),
+    TABLE(WS_NAMES_OTF2_RECORDS, otf2_records),
+    TABLE(WS_NAMES_REGION_ROLES, region_roles),
+    TABLE(WS_NAMES_PARADIGMS, paradigms),
+    TABLE(WS_NAMES_COLLECTIVE_OPS, collective_ops),
+    TABLE(WS_NAMES_LOCATION_TYPES, location_types),
+    TABLE(WS_NAMES_WAIT_CLASSES, wait_classes),
+};

@@ -1,0 +1,57 @@
+/* The allocation helper (see alloc.h). */
+#include "alloc.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#ifdef WS_ALLOC_FAILURES
+#include <stdatomic.h>
+
+/* The one piece of process-wide mutable state of the kernel, and only in
+ * the sanitizer build: the failure switch of the tests. */
+static struct {
+    atomic_llong remaining; /* < 0: off */
+    atomic_ullong count;
+} failures = {-1, 0};
+
+void ws_alloc_fail_after(long long n)
+{
+    atomic_store(&failures.remaining, n < 0 ? -1 : n);
+}
+
+unsigned long long ws_alloc_count(void)
+{
+    return atomic_load(&failures.count);
+}
+
+static int should_fail(void)
+{
+    atomic_fetch_add(&failures.count, 1);
+    long long r = atomic_load(&failures.remaining);
+    while (r > 0 && !atomic_compare_exchange_weak(&failures.remaining, &r, r - 1))
+        ;
+    return r == 0;
+}
+#define FAIL_HERE() should_fail()
+#else
+#define FAIL_HERE() 0
+#endif
+
+void *ws_malloc(size_t size)
+{
+    return FAIL_HERE() ? NULL : malloc(size ? size : 1);
+}
+
+void *ws_realloc(void *p, size_t size)
+{
+    return FAIL_HERE() ? NULL : realloc(p, size ? size : 1);
+}
+
+void *ws_calloc(size_t count, size_t size)
+{
+    if (count == 0 || size == 0)
+        count = size = 1;
+    if (count > SIZE_MAX / size)
+        return NULL;
+    return FAIL_HERE() ? NULL : calloc(count, size);
+}

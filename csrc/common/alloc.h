@@ -1,0 +1,29 @@
+/* The kernel's one allocation helper: every allocation of csrc/common,
+ * trace, replay, analysis and api goes through these (free() releases).
+ *
+ * Built with WS_ALLOC_FAILURES (the sanitizer build, .ci/sanitize), the
+ * helper can be told to fail: ws_alloc_fail_after(n) lets n more
+ * allocations succeed and makes every later one return NULL, until
+ * ws_alloc_fail_after(-1).  The tests loop n over open, load and analyze
+ * so that every out-of-memory branch they reach runs.  Without the macro
+ * the helpers are plain malloc/realloc/calloc with overflow checks and no
+ * state. */
+#ifndef WS_COMMON_ALLOC_H
+#define WS_COMMON_ALLOC_H
+
+#include <stddef.h>
+
+void *ws_malloc(size_t size);
+void *ws_realloc(void *p, size_t size);
+/* calloc with an overflow check on count * size; never NULL for 0 bytes
+ * unless allocation fails. */
+void *ws_calloc(size_t count, size_t size);
+
+#ifdef WS_ALLOC_FAILURES
+/* n >= 0: allocations after the next n fail; n < 0: none fails. */
+void ws_alloc_fail_after(long long n);
+/* Allocations made since the process started (successful or not). */
+unsigned long long ws_alloc_count(void);
+#endif
+
+#endif
