@@ -135,6 +135,7 @@ static int core_exec(PyObject *m)
     if (ws_py_register_clock(m) != 0)
         return -1;
     if (ws_py_register_simulate(m) != 0)
+        return -1;
     if (ws_py_register_match(m) != 0)
         return -1;
     if (ws_py_register_constants(m) != 0)
