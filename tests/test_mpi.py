@@ -585,6 +585,12 @@ end = os._exit
 def recorded_exit(status):  # the status this process ends with, for the test to read
     with open(os.path.join(ready, "status-" + rank), "w") as f:
         f.write(str(status))
+    # hydra kills the other processes as soon as one ends with a failure: on a
+    # loaded machine rank 0 could be killed before it has handled its own
+    # SIGINT, so the others give it a moment to record its status first
+    deadline = time.monotonic() + 10
+    while rank != "0" and not os.path.exists(os.path.join(ready, "status-0")) and time.monotonic() < deadline:
+        time.sleep(0.01)
     end(status)
 
 os._exit = recorded_exit
