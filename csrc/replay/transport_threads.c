@@ -448,6 +448,13 @@ static int t_progress(ws_transport *t, int wait, int *woken, ws_error *err)
     sync_wake(m);
     pthread_mutex_lock(&h->lock);
     for (;;) {
+        /* a stall first: the threads that report it fail (abort) while
+         * others still wake up to it, and these must describe it too */
+        if (h->stalled) {
+            m->stalled_here = 1;
+            pthread_mutex_unlock(&h->lock);
+            return WS_OK;
+        }
         if (h->aborted) {
             int rc = aborted_error(h, err);
             pthread_mutex_unlock(&h->lock);
@@ -456,11 +463,6 @@ static int t_progress(ws_transport *t, int wait, int *woken, ws_error *err)
         if (h->inbox[m->index].size) {
             *woken = 1;
             return drain_locked(m, err);
-        }
-        if (h->stalled) {
-            m->stalled_here = 1;
-            pthread_mutex_unlock(&h->lock);
-            return WS_OK;
         }
         if (!wait) {
             pthread_mutex_unlock(&h->lock);
