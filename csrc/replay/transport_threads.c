@@ -553,8 +553,9 @@ static int t_agree(ws_transport *t, int failed, ws_error *err)
     barrier(h, 0, NULL);
     if (first == UINT32_MAX)
         return 0;
+    /* the failing thread's code too (out of memory stays out of memory) */
     if (!failed && err)
-        ws_error_set(err, WS_ERR_MATCH, "%s", copy.message);
+        ws_error_set(err, copy.code ? copy.code : WS_ERR_MATCH, "%s", copy.message);
     return 1;
 }
 
