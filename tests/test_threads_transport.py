@@ -283,3 +283,20 @@ def test_a_failing_progress_callback_stops_every_thread(tmp_path):
             trace.analyze(delay_model="proportional", critical_path=True, progress=callback, threads=3)
     # afterwards the trace analyzes normally
     assert trace.analyze(progress=False, threads=3).cube.tobytes() == trace.analyze(progress=False).cube.tobytes()
+
+
+# ---- command line -------------------------------------------------------------------------
+
+
+def test_command_line_threads(capsys, tmp_path):
+    from waitscope import cli
+
+    path = Path(_collective_runs().write(tmp_path / "trace"))
+    outputs = []
+    for extra in ([], ["--threads", "3"], ["--threads", "auto"]):
+        assert cli.main(["analyze", str(path), "--quiet", "--delay", "wait-first", "--critical-path", *extra]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] and outputs[1] == outputs[0] and outputs[2] == outputs[0]
+    with pytest.raises(SystemExit):
+        cli.main(["analyze", str(path), "--threads", "0"])
+    assert "--threads" in capsys.readouterr().err
