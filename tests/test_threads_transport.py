@@ -119,7 +119,15 @@ def test_random_programs(seed, tmp_path):
     prog = builder.build()
     path = prog.write(tmp_path / "trace", **random_run_params(rng, builder.eager))
     trace = waitscope.open(path)
-    assert_threads_equal(trace, f"random program {seed} ({trace.n_locations} ranks)", threads=(2, 3))
+    what = f"random program {seed} ({trace.n_locations} ranks)"
+    assert_threads_equal(trace, what, threads=(2, 3))
+    # another schedule on every thread, and a time window: still the one-thread result
+    options = dict(CONFIGS["wait-first"])
+    full = raw(trace, 1, **options)
+    start, end = full["path_start"], full["path_end"]
+    options["window"] = (start + 0.3 * (end - start), start + 0.7 * (end - start))
+    expected = raw(trace, 1, **options)
+    assert_same_result(expected, raw(trace, 2, schedule_seed=seed + 1, **options), f"{what}, window, seeded")
 
 
 @pytest.mark.parametrize("seed", range(4))
