@@ -165,6 +165,9 @@ static void pick_error(shared *sh, worker *w, uint32_t n, int interrupted, ws_er
 int ws_analyze_threads(const ws_trace *t, const ws_analysis_options *options, uint32_t n_threads,
                        const ws_progress *progress, ws_result **out, ws_error *err)
 {
+    ws_error scratch; /* the status is returned even when the caller passes no err */
+    if (!err)
+        err = &scratch;
     if (!out)
         return ws_error_set(err, WS_ERR_ARGUMENT, "ws_analyze_threads: out is NULL");
     *out = NULL;
@@ -259,9 +262,7 @@ int ws_analyze_threads(const ws_trace *t, const ws_analysis_options *options, ui
         failed |= w[i].rc != WS_OK;
     if (failed) {
         pick_error(&sh, w, n_threads, interrupted, err);
-        rc = err ? err->code : WS_ERR_INTERNAL;
-        if (!rc)
-            rc = WS_ERR_INTERNAL;
+        rc = err->code ? err->code : WS_ERR_INTERNAL;
         goto done;
     }
     *out = w[0].result;
