@@ -308,3 +308,46 @@ def test_command_line_threads(capsys, tmp_path):
     with pytest.raises(SystemExit):
         cli.main(["analyze", str(path), "--threads", "0"])
     assert "--threads" in capsys.readouterr().err
+
+
+CTRL_C_SCRIPT = r"""
+import sys, waitscope
+from waitscope import synth
+n = 32
+p = synth.Program(n)
+for it in range(400):
+    for r in range(n):
+        p.rank(r).compute("work", 0.001 * (1 + (r + it) % 5))
+    for r in range(0, n, 2):
+        p.rank(r).send(r + 1, tag=1, size=8)
+        p.rank(r + 1).recv(r, tag=1)
+    for r in range(n):
+        p.rank(r).allreduce(size=8)
+trace = waitscope.open(p.write(sys.argv[1]))
+print("analyzing", flush=True)
+while True:  # the analysis takes most of the time: Ctrl-C lands in one
+    trace.analyze(delay_model="proportional", critical_path=True, threads=3, progress=False)
+"""
+
+
+def test_ctrl_c_stops_a_threaded_analysis(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT, str(tmp_path / "trace")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "analyzing"
+        time.sleep(0.5)
+        assert proc.poll() is None, proc.stderr.read()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+            pytest.fail("the threaded analysis did not stop on Ctrl-C")
+    assert proc.returncode != 0
+    assert err.rstrip().endswith("KeyboardInterrupt"), err
