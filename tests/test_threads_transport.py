@@ -351,3 +351,42 @@ def test_ctrl_c_stops_a_threaded_analysis(tmp_path):
             pytest.fail("the threaded analysis did not stop on Ctrl-C")
     assert proc.returncode != 0
     assert err.rstrip().endswith("KeyboardInterrupt"), err
+
+
+# ---- data races -------------------------------------------------------------------------------
+
+
+def test_no_data_race_under_threadsanitizer(tmp_path):
+    """The kernel built with -fsanitize=thread (tests/c/threads_race.c): the
+    threaded analyses of a clean trace and of a stalling one report no race."""
+    import os
+    import re
+    import shlex
+    import subprocess
+
+    from test_alloc_failures import CSRC, ROOT, kernel_sources
+
+    cc, config = shutil.which("gcc"), shutil.which("otf2-config")
+    if cc is None or config is None:
+        pytest.skip("no gcc or otf2-config")
+    tsan = subprocess.run([cc, "-print-file-name=libtsan.so"], capture_output=True, text=True).stdout.strip()
+    if not os.path.isabs(tsan) or not os.path.exists(tsan):
+        pytest.skip("gcc has no ThreadSanitizer runtime")
+
+    def ask(*args: str) -> list[str]:
+        return shlex.split(subprocess.check_output([config, *args], text=True))
+
+    exe = tmp_path / "threads_race"
+    subprocess.run([cc, "-std=c11", "-O1", "-g", "-fsanitize=thread", "-D_POSIX_C_SOURCE=200809L", f"-I{CSRC}",
+                    *ask("--cflags"), str(ROOT / "tests" / "c" / "threads_race.c"), *kernel_sources(),
+                    *ask("--ldflags"), *ask("--libs"), "-lm", "-lpthread", "-o", str(exe)], check=True)
+    stalled = splice(tmp_path / "stalled", _collective_runs(), _collective_runs(world_first=True), 3)
+    clean = Path(_collective_runs().write(tmp_path / "clean" / "trace")).parent
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS")}
+    env["TSAN_OPTIONS"] = "halt_on_error=1:exitcode=66"
+    out = subprocess.run([str(exe), str(BUNDLED), str(clean), str(stalled)], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr[-4000:]
+    lines = re.findall(r" threads (\d) status (\w+) same 1$", out.stdout, re.M)
+    assert len(lines) == 9, out.stdout
+    assert [status for _, status in lines[-3:]] == ["WS_ERR_MATCH"] * 3
