@@ -256,6 +256,15 @@ int ws_analyze(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_tran
 int ws_analyze_all(const ws_trace *t, const ws_analysis_options *options, const ws_progress *progress,
                    ws_result **out, ws_error *err);
 
+/* The same over every location with `n_threads` threads of this process
+ * (capped at the number of locations; 1: ws_analyze_all): each thread
+ * replays a contiguous block of locations (the parallel mode's partition)
+ * with a threaded transport, and the result is gathered as in the
+ * parallel mode, so it equals the one-thread result bit for bit.  The
+ * progress callback and the interruption check run on the calling thread
+ * only; an error on one thread stops all and is reported once. */
+int ws_analyze_threads(const ws_trace *t, const ws_analysis_options *options, uint32_t n_threads,
+                       const ws_progress *progress, ws_result **out, ws_error *err);
 /* ---- parallel mode ---------------------------------------------------------------------
  * Several processes each load some locations of one trace (ws_load with
  * their list), agree on the call paths, analyze their locations with a

@@ -6,7 +6,8 @@ the result of the run without failures, never in a crash or a leak.
 
 - In C (tests/c/alloc_failures.c), built here with AddressSanitizer, whose
   leak checker runs at the program's exit: the leak check is exact, as no
-  Python is in the process.  Also synthesize + analyze of a small program.
+  Python is in the process.  Also synthesize + analyze of a small program,
+  and the analysis with two threads (ws_analyze_threads).
 - In Python, when waitscope._core itself is the sanitizer build
   (.ci/sanitize): MemoryError or the same cube, for every n.
 """
@@ -68,6 +69,12 @@ def test_every_allocation_failure_in_c_ends_cleanly(tmp_path):
         # one run per allocation (each failing there) and one that reaches the end
         assert runs == total + 1 and total > 50
         assert nomem == total  # every failing allocation is reported as such
+    # two threads: every run ended (no hang, no leak: the exit status), most in out-of-memory
+    threaded = re.findall(r"^threads runs (\d+) nomem (\d+) allocations (\d+)$", out.stdout, re.M)
+    assert len(threaded) == 1, out.stdout
+    runs, nomem, total = map(int, threaded[0])
+    assert runs == total + 1 and total > 50
+    assert nomem >= total // 2, out.stdout
 
 
 needs_switch = pytest.mark.skipif(not hasattr(_core, "_alloc_fail_after"),

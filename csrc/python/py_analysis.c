@@ -276,14 +276,17 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
     (void)module;
     PyObject *window_obj = Py_None;
     static char *kwlist[] = {"trace",     "delay_model", "critical_path", "records",
-                             "partition", "progress",    "schedule_seed", "wait_records", "window", NULL};
+                             "partition", "progress",    "schedule_seed", "wait_records", "window", "threads", NULL};
     PyObject *trace_obj, *model_obj = Py_None, *partition_obj = Py_None, *callback = Py_None;
     int critical_path = 0, records = 0, wait_records = 0;
     unsigned long long seed = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|OppOOKpO", kwlist, ws_py_trace_type(), &trace_obj,
+    unsigned int threads = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|OppOOKpOI", kwlist, ws_py_trace_type(), &trace_obj,
                                      &model_obj, &critical_path, &records, &partition_obj, &callback, &seed,
-                                     &wait_records, &window_obj))
+                                     &wait_records, &window_obj, &threads))
         return NULL;
+    if (threads == 0)
+        return PyErr_Format(PyExc_ValueError, "threads must be at least 1");
     ws_trace *t = ((ws_py_trace *)trace_obj)->trace;
     ws_analysis_options opt;
     memset(&opt, 0, sizeof opt);
@@ -318,7 +321,8 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
-    rc = ws_analyze_all(t, &opt, &progress.progress, &r, &err);
+    rc = threads > 1 ? ws_analyze_threads(t, &opt, threads, &progress.progress, &r, &err)
+                     : ws_analyze_all(t, &opt, &progress.progress, &r, &err);
     Py_END_ALLOW_THREADS
     ws_py_trace_end((ws_py_trace *)trace_obj, 0);
     Py_XDECREF(partition);

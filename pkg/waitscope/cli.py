@@ -151,12 +151,17 @@ def _check_output(args: argparse.Namespace) -> bool:
 def cmd_analyze(args: argparse.Namespace) -> int:
     if not _check_output(args):
         return 2
+    threads = getattr(args, "threads", 1)
+    if threads != 1 and getattr(args, "comm", None) is not None:
+        if _rank(args) == 0:
+            print("waitscope: error: --threads: not under mpiexec (the processes divide the work)", file=sys.stderr)
+        return 2
     progress = _progress(args)
     trace = open_trace(args.trace, comm=getattr(args, "comm", None), progress=progress)
     perfetto = getattr(args, "perfetto", None)
     result = trace.analyze(delay_model=args.delay, critical_path=args.critical_path, progress=progress,
                            clock_correction=getattr(args, "clock_correction", None),
-                           window=getattr(args, "window", None),
+                           window=getattr(args, "window", None), threads=threads,
                            wait_records=bool(perfetto), delay_records=bool(perfetto and args.delay))
     counts = _event_counts(trace)
     _close(progress)
@@ -258,6 +263,11 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _threads(text: str) -> "int | str":
+    """argparse type of --threads: a positive integer or 'auto'."""
+    return "auto" if text == "auto" else _positive_int(text)
+
+
 def _window(text: str) -> tuple[float, float]:
     """argparse type of --window: START:END in seconds, START < END."""
     parts = text.split(":")
@@ -291,6 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="correct the timestamps with the controlled logical clock before the analysis")
     analyze.add_argument("--window", type=_window, metavar="START:END", default=None,
                          help="report only the part of the run between START and END seconds (trace time)")
+    analyze.add_argument("--threads", type=_threads, default=1, metavar="N|auto",
+                         help="replay with N threads (auto: one per core); the same result as one thread")
     analyze.add_argument("--json", action="store_true", help="machine-readable output")
     analyze.add_argument("--top", type=_positive_int, default=5, help="how many call paths and locations to list")
     analyze.add_argument("--quiet", action="store_true", help="no progress output")

@@ -538,6 +538,7 @@ class Trace:
         wait_records: bool = False,
         clock_correction: str | None = None,
         window: tuple[float, float] | None = None,
+        threads: int | str = 1,
     ) -> "AnalysisResult | None":
         """Replays the trace and returns the wait-state analysis.
 
@@ -570,6 +571,13 @@ class Trace:
         are those of the events in ``start <= t < end``; the replays still
         see the whole trace, so causes outside the window explain waiting
         inside it (docs/metrics.md, "Time windows").
+
+        ``threads=N`` replays with N threads of this process, each over a
+        contiguous block of locations (as the parallel mode distributes
+        them over processes), connected by an in-memory transport; the
+        result is the same, bit for bit, as with one thread.
+        ``threads="auto"`` uses ``os.cpu_count()`` threads, at most one per
+        location.  Not with the parallel mode (there, use more processes).
         """
         from .result import AnalysisResult
 
@@ -582,13 +590,15 @@ class Trace:
             raise ValueError(f"schedule_seed must be a non-negative integer, got {schedule_seed}")
         part = None if partition is None else _check_partition(partition, self.n_locations)
         win = _check_window(window)
+        n_threads = _check_threads(threads, self.n_locations, self._comm)
         if clock_correction is not None:
             _check_clock_correction(clock_correction, self._comm)
             kept = _core.correct_clocks(self._core, clock_correction, keep_original=True)["original"]
             try:
                 return self.analyze(delay_model=delay_model, critical_path=critical_path,
                                     delay_records=delay_records, partition=partition, progress=progress,
-                                    schedule_seed=schedule_seed, wait_records=wait_records, window=window)
+                                    schedule_seed=schedule_seed, wait_records=wait_records, window=window,
+                                    threads=n_threads)
             finally:
                 _core.set_times(self._core, kept)
         if self._comm is not None:
@@ -605,7 +615,8 @@ class Trace:
         with Reporting(progress) as callback:
             raw = _core.analyze(self._core, delay_model=delay_model, critical_path=critical_path,
                                 records=delay_records, partition=part, progress=callback,
-                                schedule_seed=int(schedule_seed), wait_records=wait_records, window=win)
+                                schedule_seed=int(schedule_seed), wait_records=wait_records, window=win,
+                                threads=n_threads)
         raw["window"] = win
         return AnalysisResult(self, raw)
 
@@ -733,6 +744,24 @@ def _check_clock_correction(method: str, comm: Any) -> None:
     if comm is not None:
         raise ValueError("clock_correction: the correction needs every location's events in one process; "
                          "it is not available in the parallel mode (open the trace without comm)")
+
+
+def _check_threads(threads: Any, n_locations: int, comm: Any) -> int:
+    """The number of analysis threads ``threads`` asks for (see Trace.analyze)."""
+    if isinstance(threads, str):
+        if threads != "auto":
+            raise ValueError(f"threads must be a positive integer or 'auto', got {threads!r}")
+        n = os.cpu_count() or 1
+    elif isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)):
+        raise TypeError(f"threads must be a positive integer or 'auto', got {threads!r}")
+    else:
+        n = int(threads)
+        if n < 1:
+            raise ValueError(f"threads must be a positive integer or 'auto', got {n}")
+    n = max(1, min(n, n_locations, 2**31 - 1))
+    if n > 1 and comm is not None:
+        raise ValueError("threads > 1 is not available in the parallel mode (comm=...): use more processes")
+    return n
 
 
 def block_owners(n_locations: int, n_processes: int) -> np.ndarray:

@@ -3,7 +3,11 @@
  * for n = 0, 1, 2, ... lets n kernel allocations succeed and fails the
  * later ones, then opens, loads and analyses ARCHIVE.  Every run must end
  * in WS_OK or WS_ERR_NOMEM; a successful run must give the same cube as
- * the run without failures.  Prints "runs N nomem M allocations A". */
+ * the run without failures.  Prints "runs N nomem M allocations A".
+ * Then the same with ws_analyze_threads (2 threads) on ARCHIVE, printed
+ * as "threads runs N nomem M allocations A": which allocation fails
+ * there depends on the threads' timing, so a run past the failing
+ * allocation count of another may succeed; none may hang or leak. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +42,7 @@ static int synthesize(ws_trace **t, ws_error *err)
 
 /* One open/load/analyze of `path`, or synthesize/analyze when path is
  * NULL; *cube gets a malloc'ed copy of the cube on success. */
-static int run(const char *path, double **cube, size_t *n_cells, ws_error *err)
+static int run(const char *path, uint32_t threads, double **cube, size_t *n_cells, ws_error *err)
 {
     ws_trace *t = NULL;
     ws_result *r = NULL;
@@ -52,7 +56,7 @@ static int run(const char *path, double **cube, size_t *n_cells, ws_error *err)
         o.critical_path = 1;
         o.wait_records = 1;
         o.keep_delay_records = 1;
-        rc = ws_analyze_all(t, &o, NULL, &r, err);
+        rc = threads > 1 ? ws_analyze_threads(t, &o, threads, NULL, &r, err) : ws_analyze_all(t, &o, NULL, &r, err);
     }
     if (rc == WS_OK) {
         *n_cells = (size_t)ws_result_n_metrics(r) * ws_result_n_callpaths(r) * ws_result_n_locations(r);
@@ -66,14 +70,14 @@ static int run(const char *path, double **cube, size_t *n_cells, ws_error *err)
 }
 
 /* The loop over n for one scenario; 0 or 1 (reported on stderr). */
-static int loop(const char *path)
+static int loop(const char *path, uint32_t threads)
 {
     ws_error err;
     ws_error_clear(&err);
     double *want = NULL;
     size_t n_want = 0;
     unsigned long long before = ws_alloc_count();
-    if (run(path, &want, &n_want, &err) != WS_OK || !want) {
+    if (run(path, threads, &want, &n_want, &err) != WS_OK || !want) {
         fprintf(stderr, "the run without failures failed: %s\n", err.message);
         return 1;
     }
@@ -84,21 +88,24 @@ static int loop(const char *path)
         size_t n_got = 0;
         ws_error_clear(&err);
         ws_alloc_fail_after((long long)n);
-        int rc = run(path, &got, &n_got, &err);
+        int rc = run(path, threads, &got, &n_got, &err);
         ws_alloc_fail_after(-1);
         if (rc == WS_ERR_NOMEM) {
             nomem++;
         } else if (rc != WS_OK) {
             fprintf(stderr, "n=%llu: %s: %s\n", n, ws_status_name(rc), err.message);
+            free(want);
             return 1;
         } else if (!got || n_got != n_want || memcmp(got, want, n_want * sizeof *want) != 0) {
             fprintf(stderr, "n=%llu: the run succeeded with another result\n", n);
+            free(got);
+            free(want);
             return 1;
         }
         free(got);
     }
     free(want);
-    printf("runs %llu nomem %llu allocations %llu\n", runs, nomem, total);
+    printf("%sruns %llu nomem %llu allocations %llu\n", threads > 1 ? "threads " : "", runs, nomem, total);
     return 0;
 }
 
@@ -108,5 +115,5 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s ARCHIVE\n", argv[0]);
         return 2;
     }
-    return loop(argv[1]) || loop(NULL);
+    return loop(argv[1], 1) || loop(NULL, 1) || loop(argv[1], 2);
 }

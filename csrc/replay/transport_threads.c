@@ -1,0 +1,761 @@
+/* Threaded transport (see transport_threads.h).
+ *
+ * - Every thread keeps its locations' payloads in an in-process transport
+ *   of its own (transport_local.c), touched by that thread only.
+ * - A payload or collective contribution for another thread's locations
+ *   is appended as a record to that thread's inbox (under the hub's lock);
+ *   the owner moves it into its own storage when its engine runs out of
+ *   work (progress) or while it waits in finish.
+ * - Quiescence is exact: a thread goes idle only with an empty inbox and
+ *   under the lock, so "every thread idle and every inbox empty" means
+ *   nothing can move any more.  If all threads are then in finish, the
+ *   replay is done (the generation advances); otherwise it stalled.
+ * - Collectives (agree, allreduce, gather, reduce, exchange) deposit a
+ *   pointer per thread, meet at a barrier, read each other's data in
+ *   thread order, and meet again before anybody returns.
+ * - An error on one thread (or Ctrl-C seen by the supervising caller)
+ *   aborts the hub: every wait returns the error, nothing hangs.
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include "transport_threads.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/util.h"
+#include "../waitscope.h"
+
+enum { RECORD_P2P = 1, RECORD_COLL = 2 };
+
+typedef struct deposit {
+    const void *data;
+    size_t size;
+    const uint32_t *dest;
+    int flag;
+    const ws_error *err;
+} deposit;
+
+struct ws_thread_hub {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    uint32_t n;
+    uint32_t n_locations;
+    const uint32_t *owner;
+    ws_buffer *inbox;
+    unsigned char *idle;
+    unsigned char *in_finish;
+    uint32_t n_idle;
+    uint64_t generation;  /* replays completed by all threads */
+    int stalled;          /* a replay stalled (then every wait fails) */
+    int aborted;
+    ws_error abort_err;
+    uint32_t first_failure;
+    /* collectives */
+    uint32_t arrived;
+    uint64_t barrier_gen;
+    deposit *dep;
+    /* threads owning members of each communicator */
+    uint32_t n_comms;
+    uint32_t **comm_threads;
+    uint32_t *comm_n_threads;
+    uint32_t *all_threads;
+    uint32_t n_all_threads;
+};
+
+typedef struct thread_transport {
+    ws_transport base;
+    ws_transport *local;
+    ws_thread_hub *h;
+    uint32_t index;
+    int stalled_here;
+    ws_buffer drained; /* records taken from the inbox, reused */
+} thread_transport;
+
+static thread_transport *self_of(ws_transport *t)
+{
+    return (thread_transport *)t;
+}
+
+static void sync_wake(thread_transport *m)
+{
+    m->local->wake = m->base.wake;
+    m->local->scheduler = m->base.scheduler;
+}
+
+/* ---- hub ------------------------------------------------------------------ */
+
+static void release_idle(ws_thread_hub *h)
+{
+    memset(h->idle, 0, h->n);
+    h->n_idle = 0;
+}
+
+static int aborted_error(ws_thread_hub *h, ws_error *err)
+{
+    /* called with the lock held */
+    if (err)
+        ws_error_set(err, h->abort_err.code ? h->abort_err.code : WS_ERR_INTERNAL, "%s", h->abort_err.message);
+    return h->abort_err.code ? h->abort_err.code : WS_ERR_INTERNAL;
+}
+
+void ws_thread_hub_abort(ws_thread_hub *h, uint32_t index, const ws_error *err)
+{
+    pthread_mutex_lock(&h->lock);
+    if (!h->aborted) {
+        h->aborted = 1;
+        h->first_failure = index;
+        h->abort_err.code = err && err->code ? err->code : WS_ERR_INTERNAL;
+        memcpy(h->abort_err.message, err ? err->message : "analysis thread failed", sizeof h->abort_err.message);
+        h->abort_err.message[sizeof h->abort_err.message - 1] = '\0';
+        release_idle(h);
+        pthread_cond_broadcast(&h->cond);
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+int ws_thread_hub_stalled(ws_thread_hub *h)
+{
+    return h->stalled;
+}
+
+uint32_t ws_thread_hub_first_failure(ws_thread_hub *h)
+{
+    return h->aborted ? h->first_failure : UINT32_MAX;
+}
+
+static int all_inboxes_empty(const ws_thread_hub *h)
+{
+    for (uint32_t i = 0; i < h->n; i++)
+        if (h->inbox[i].size)
+            return 0;
+    return 1;
+}
+
+/* Called with the lock held by a thread about to wait: marks it idle and
+ * returns 1 if that made the whole hub quiescent. */
+static int go_idle(ws_thread_hub *h, uint32_t me)
+{
+    if (!h->idle[me]) {
+        h->idle[me] = 1;
+        h->n_idle++;
+    }
+    return h->n_idle == h->n && all_inboxes_empty(h);
+}
+
+static void wait_once(ws_thread_hub *h, uint32_t me)
+{
+    pthread_cond_wait(&h->cond, &h->lock);
+    if (h->idle[me]) {
+        h->idle[me] = 0;
+        h->n_idle--;
+    }
+}
+
+/* Every thread arrives before any leaves.  With `abortable` an abort
+ * releases the waiters (error); without, the barrier is one every thread
+ * is sure to reach (the second half of a collective). */
+static int barrier(ws_thread_hub *h, int abortable, ws_error *err)
+{
+    pthread_mutex_lock(&h->lock);
+    if (abortable && h->aborted) {
+        int rc = aborted_error(h, err);
+        pthread_mutex_unlock(&h->lock);
+        return rc;
+    }
+    uint64_t gen = h->barrier_gen;
+    if (++h->arrived == h->n) {
+        h->arrived = 0;
+        h->barrier_gen++;
+        pthread_cond_broadcast(&h->cond);
+    } else {
+        while (gen == h->barrier_gen && !(abortable && h->aborted))
+            pthread_cond_wait(&h->cond, &h->lock);
+    }
+    int rc = WS_OK;
+    if (gen == h->barrier_gen)
+        rc = aborted_error(h, err);
+    pthread_mutex_unlock(&h->lock);
+    return rc;
+}
+
+static int add_thread(uint32_t **list, uint32_t *n, uint32_t t)
+{
+    for (uint32_t i = 0; i < *n; i++)
+        if ((*list)[i] == t)
+            return 0;
+    uint32_t *p = ws_realloc(*list, ((size_t)*n + 1) * sizeof *p);
+    if (!p)
+        return -1;
+    p[(*n)++] = t;
+    *list = p;
+    return 0;
+}
+
+void ws_thread_hub_free(ws_thread_hub *h)
+{
+    if (!h)
+        return;
+    pthread_mutex_destroy(&h->lock);
+    pthread_cond_destroy(&h->cond);
+    if (h->inbox)
+        for (uint32_t i = 0; i < h->n; i++)
+            ws_buffer_free(&h->inbox[i]);
+    free(h->inbox);
+    free(h->idle);
+    free(h->in_finish);
+    free(h->dep);
+    for (uint32_t c = 0; c < h->n_comms; c++)
+        free(h->comm_threads ? h->comm_threads[c] : NULL);
+    free(h->comm_threads);
+    free(h->comm_n_threads);
+    free(h->all_threads);
+    free(h);
+}
+
+int ws_thread_hub_new(uint32_t n_threads, const ws_comm_layout *layout, const uint32_t *owner, ws_thread_hub **out,
+                      ws_error *err)
+{
+    *out = NULL;
+    if (n_threads == 0)
+        return ws_error_set(err, WS_ERR_ARGUMENT, "threaded transport: no threads");
+    ws_thread_hub *h = ws_calloc(1, sizeof *h);
+    if (!h)
+        return ws_error_nomem(err, "threaded transport");
+    if (pthread_mutex_init(&h->lock, NULL) != 0) {
+        free(h);
+        return ws_error_set(err, WS_ERR_INTERNAL, "threaded transport: cannot create a mutex");
+    }
+    if (pthread_cond_init(&h->cond, NULL) != 0) {
+        pthread_mutex_destroy(&h->lock);
+        free(h);
+        return ws_error_set(err, WS_ERR_INTERNAL, "threaded transport: cannot create a condition variable");
+    }
+    h->n = n_threads;
+    h->n_locations = layout->n_locations;
+    h->owner = owner;
+    h->first_failure = UINT32_MAX;
+    h->inbox = ws_calloc(n_threads, sizeof *h->inbox);
+    h->idle = ws_calloc(n_threads, 1);
+    h->in_finish = ws_calloc(n_threads, 1);
+    h->dep = ws_calloc(n_threads, sizeof *h->dep);
+    h->n_comms = layout->n_comms;
+    h->comm_threads = ws_calloc(layout->n_comms ? layout->n_comms : 1, sizeof *h->comm_threads);
+    h->comm_n_threads = ws_calloc(layout->n_comms ? layout->n_comms : 1, sizeof *h->comm_n_threads);
+    if (!h->inbox || !h->idle || !h->in_finish || !h->dep || !h->comm_threads || !h->comm_n_threads)
+        goto nomem;
+    for (uint32_t i = 0; i < n_threads; i++)
+        ws_buffer_init(&h->inbox[i]);
+    for (uint32_t c = 0; c < layout->n_comms; c++) {
+        const ws_comm_ranks *cm = &layout->comms[c];
+        for (uint32_t r = 0; r < cm->size; r++) {
+            uint32_t loc = cm->rank_location[r];
+            if (loc != WS_NONE32 && loc < layout->n_locations &&
+                add_thread(&h->comm_threads[c], &h->comm_n_threads[c], owner[loc]) != 0)
+                goto nomem;
+        }
+    }
+    for (uint32_t l = 0; l < layout->n_locations; l++)
+        if (add_thread(&h->all_threads, &h->n_all_threads, owner[l]) != 0)
+            goto nomem;
+    *out = h;
+    return WS_OK;
+nomem:
+    ws_thread_hub_free(h);
+    return ws_error_nomem(err, "threaded transport");
+}
+
+/* ---- records ---------------------------------------------------------------- */
+
+static int take_bytes(const unsigned char **p, const unsigned char *end, void *out, size_t n)
+{
+    if ((size_t)(end - *p) < n)
+        return -1;
+    memcpy(out, *p, n);
+    *p += n;
+    return 0;
+}
+
+/* Appends a record to thread `to`'s inbox and wakes it. */
+static int send_record(thread_transport *m, uint32_t to, const void *head, size_t head_size, const void *data,
+                       size_t size, ws_error *err)
+{
+    ws_thread_hub *h = m->h;
+    pthread_mutex_lock(&h->lock);
+    if (h->aborted) {
+        int rc = aborted_error(h, err);
+        pthread_mutex_unlock(&h->lock);
+        return rc;
+    }
+    ws_buffer *b = &h->inbox[to];
+    size_t before = b->size;
+    int bad = ws_buffer_append(b, head, head_size) || (size && ws_buffer_append(b, data, size));
+    if (bad)
+        b->size = before;
+    else if (h->idle[to])
+        pthread_cond_broadcast(&h->cond);
+    pthread_mutex_unlock(&h->lock);
+    return bad ? ws_error_nomem(err, "threaded transport mailbox") : WS_OK;
+}
+
+static int unpack(thread_transport *m, const unsigned char *data, size_t size, ws_error *err)
+{
+    const unsigned char *p = data, *end = data + size;
+    while (p < end) {
+        uint8_t type;
+        if (take_bytes(&p, end, &type, 1))
+            return ws_error_set(err, WS_ERR_INTERNAL, "malformed record between analysis threads");
+        if (type == RECORD_P2P) {
+            uint32_t dst, ch;
+            uint64_t id, n;
+            if (take_bytes(&p, end, &dst, 4) || take_bytes(&p, end, &ch, 4) || take_bytes(&p, end, &id, 8) ||
+                take_bytes(&p, end, &n, 8) || (uint64_t)(end - p) < n)
+                return ws_error_set(err, WS_ERR_INTERNAL, "malformed record between analysis threads");
+            int rc = m->local->ops->post(m->local, dst, id, (int)ch, p, (size_t)n, err);
+            if (rc)
+                return rc;
+            p += n;
+        } else if (type == RECORD_COLL) {
+            uint64_t key, cache_size, n;
+            uint32_t n_members, expected, member;
+            if (take_bytes(&p, end, &key, 8) || take_bytes(&p, end, &n_members, 4) ||
+                take_bytes(&p, end, &expected, 4) || take_bytes(&p, end, &member, 4) ||
+                take_bytes(&p, end, &cache_size, 8) || take_bytes(&p, end, &n, 8) || (uint64_t)(end - p) < n)
+                return ws_error_set(err, WS_ERR_INTERNAL, "malformed record between analysis threads");
+            int rc = m->local->ops->coll_post(m->local, key, n_members, expected, 0, member, WS_NONE32, p, (size_t)n,
+                                              (size_t)cache_size, err);
+            if (rc)
+                return rc;
+            p += n;
+        } else {
+            return ws_error_set(err, WS_ERR_INTERNAL, "unknown record type %u between analysis threads",
+                                (unsigned)type);
+        }
+    }
+    return WS_OK;
+}
+
+/* Called with the lock held and a nonempty inbox: takes the records,
+ * unlocks, moves them into local storage. */
+static int drain_locked(thread_transport *m, ws_error *err)
+{
+    ws_thread_hub *h = m->h;
+    ws_buffer mine = h->inbox[m->index];
+    h->inbox[m->index] = m->drained;
+    h->inbox[m->index].size = 0;
+    pthread_mutex_unlock(&h->lock);
+    int rc = unpack(m, mine.data, mine.size, err);
+    m->drained = mine;
+    return rc;
+}
+
+/* ---- operations ---------------------------------------------------------------- */
+
+static int t_post(ws_transport *t, uint32_t dst, uint64_t id, int channel, const void *data, size_t size,
+                  ws_error *err)
+{
+    thread_transport *m = self_of(t);
+    if (dst >= t->n_locations)
+        return ws_error_set(err, WS_ERR_INTERNAL, "payload for unknown location %u", (unsigned)dst);
+    uint32_t to = m->h->owner[dst];
+    if (to == m->index) {
+        sync_wake(m);
+        return m->local->ops->post(m->local, dst, id, channel, data, size, err);
+    }
+    unsigned char head[1 + 4 + 4 + 8 + 8];
+    uint32_t ch = (uint32_t)channel;
+    uint64_t n = size;
+    head[0] = RECORD_P2P;
+    memcpy(head + 1, &dst, 4);
+    memcpy(head + 5, &ch, 4);
+    memcpy(head + 9, &id, 8);
+    memcpy(head + 17, &n, 8);
+    return send_record(m, to, head, sizeof head, data, size, err);
+}
+
+static int t_take(ws_transport *t, uint32_t loc, uint64_t id, int channel, const void **data, size_t *size,
+                  ws_error *err)
+{
+    thread_transport *m = self_of(t);
+    sync_wake(m);
+    return m->local->ops->take(m->local, loc, id, channel, data, size, err);
+}
+
+static void t_release(ws_transport *t, uint32_t loc, uint64_t id, int channel)
+{
+    thread_transport *m = self_of(t);
+    m->local->ops->release(m->local, loc, id, channel);
+}
+
+static int t_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, uint32_t expected, uint32_t expected_local,
+                       uint32_t member, uint32_t loc, const void *data, size_t size, size_t cache_size, ws_error *err)
+{
+    thread_transport *m = self_of(t);
+    ws_thread_hub *h = m->h;
+    sync_wake(m);
+    int rc = m->local->ops->coll_post(m->local, key, n_members, expected, expected_local, member, loc, data, size,
+                                      cache_size, err);
+    if (rc)
+        return rc;
+    uint32_t comm = (uint32_t)((key >> 40) & 0x7FFFF);
+    const uint32_t *threads = comm < h->n_comms ? h->comm_threads[comm] : h->all_threads;
+    uint32_t n = comm < h->n_comms ? h->comm_n_threads[comm] : h->n_all_threads;
+    unsigned char head[1 + 8 + 4 + 4 + 4 + 8 + 8];
+    uint64_t cs = cache_size, bytes = size;
+    head[0] = RECORD_COLL;
+    memcpy(head + 1, &key, 8);
+    memcpy(head + 9, &n_members, 4);
+    memcpy(head + 13, &expected, 4);
+    memcpy(head + 17, &member, 4);
+    memcpy(head + 21, &cs, 8);
+    memcpy(head + 29, &bytes, 8);
+    for (uint32_t i = 0; i < n; i++) {
+        if (threads[i] == m->index)
+            continue;
+        if ((rc = send_record(m, threads[i], head, sizeof head, data, size, err)))
+            return rc;
+    }
+    return WS_OK;
+}
+
+static int t_coll_take(ws_transport *t, uint64_t key, uint32_t loc, ws_coll_view **view, ws_error *err)
+{
+    thread_transport *m = self_of(t);
+    sync_wake(m);
+    return m->local->ops->coll_take(m->local, key, loc, view, err);
+}
+
+static void t_coll_release(ws_transport *t, uint64_t key, uint32_t loc)
+{
+    thread_transport *m = self_of(t);
+    m->local->ops->coll_release(m->local, key, loc);
+}
+
+static void declare_stall(ws_thread_hub *h)
+{
+    h->stalled = 1;
+    release_idle(h);
+    pthread_cond_broadcast(&h->cond);
+}
+
+static int t_progress(ws_transport *t, int wait, int *woken, ws_error *err)
+{
+    thread_transport *m = self_of(t);
+    ws_thread_hub *h = m->h;
+    *woken = 0;
+    sync_wake(m);
+    pthread_mutex_lock(&h->lock);
+    for (;;) {
+        /* a stall first: the threads that report it fail (abort) while
+         * others still wake up to it, and these must describe it too */
+        if (h->stalled) {
+            m->stalled_here = 1;
+            pthread_mutex_unlock(&h->lock);
+            return WS_OK;
+        }
+        if (h->aborted) {
+            int rc = aborted_error(h, err);
+            pthread_mutex_unlock(&h->lock);
+            return rc;
+        }
+        if (h->inbox[m->index].size) {
+            *woken = 1;
+            return drain_locked(m, err);
+        }
+        if (!wait) {
+            pthread_mutex_unlock(&h->lock);
+            return WS_OK;
+        }
+        if (go_idle(h, m->index)) {
+            /* quiet while locations here still wait: nobody can progress */
+            declare_stall(h);
+            continue;
+        }
+        wait_once(h, m->index);
+    }
+}
+
+static int t_finish(ws_transport *t, ws_error *err)
+{
+    thread_transport *m = self_of(t);
+    ws_thread_hub *h = m->h;
+    /* this thread's locations are done: payloads still arriving are
+     * stored (and dropped by the local finish), nobody is woken */
+    m->local->wake = NULL;
+    m->local->scheduler = NULL;
+    pthread_mutex_lock(&h->lock);
+    uint64_t gen = h->generation;
+    h->in_finish[m->index] = 1;
+    for (;;) {
+        if (h->generation != gen)
+            break;
+        if (h->aborted) {
+            h->in_finish[m->index] = 0;
+            int rc = aborted_error(h, err);
+            pthread_mutex_unlock(&h->lock);
+            return rc;
+        }
+        if (h->stalled) {
+            h->in_finish[m->index] = 0;
+            pthread_mutex_unlock(&h->lock);
+            return ws_error_set(err, WS_ERR_MATCH,
+                                "the replay cannot continue on another analysis thread: the trace's "
+                                "communication is inconsistent");
+        }
+        if (h->inbox[m->index].size) {
+            int rc = drain_locked(m, err);
+            if (rc)
+                return rc;
+            pthread_mutex_lock(&h->lock);
+            continue;
+        }
+        if (go_idle(h, m->index)) {
+            uint32_t finishing = 0;
+            for (uint32_t i = 0; i < h->n; i++)
+                finishing += h->in_finish[i];
+            if (finishing == h->n) {
+                h->generation++;
+                memset(h->in_finish, 0, h->n);
+                release_idle(h);
+                pthread_cond_broadcast(&h->cond);
+                break;
+            }
+            declare_stall(h);
+            continue;
+        }
+        wait_once(h, m->index);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return m->local->ops->finish(m->local, err);
+}
+
+/* ---- collectives ------------------------------------------------------------------- */
+
+static int t_agree(ws_transport *t, int failed, ws_error *err)
+{
+    thread_transport *m = self_of(t);
+    ws_thread_hub *h = m->h;
+    h->dep[m->index].flag = failed != 0;
+    h->dep[m->index].err = err;
+    int rc = barrier(h, 1, err);
+    if (rc)
+        return 1;
+    uint32_t first = UINT32_MAX;
+    for (uint32_t i = 0; i < h->n && first == UINT32_MAX; i++)
+        if (h->dep[i].flag)
+            first = i;
+    ws_error copy;
+    ws_error_clear(&copy);
+    if (first != UINT32_MAX && first != m->index && h->dep[first].err)
+        copy = *h->dep[first].err;
+    barrier(h, 0, NULL);
+    if (first == UINT32_MAX)
+        return 0;
+    /* the failing thread's code too (out of memory stays out of memory) */
+    if (!failed && err)
+        ws_error_set(err, copy.code ? copy.code : WS_ERR_MATCH, "%s", copy.message);
+    return 1;
+}
+
+static void t_fail(ws_transport *t, const ws_error *err)
+{
+    thread_transport *m = self_of(t);
+    ws_thread_hub_abort(m->h, m->index, err);
+}
+
+static double fold_f64(double a, double b, int op)
+{
+    return op == WS_MAX ? (b > a ? b : a) : op == WS_MIN ? (b < a ? b : a) : a + b;
+}
+
+static uint64_t fold_u64(uint64_t a, uint64_t b, int op)
+{
+    return op == WS_MAX ? (b > a ? b : a) : op == WS_MIN ? (b < a ? b : a) : a + b;
+}
+
+/* Thread 0 folds every thread's values into its own, in thread order;
+ * with `to_all` the others then copy the result. */
+static int reduce(ws_transport *t, void *values, size_t n, int op, int is_f64, int to_all, ws_error *err)
+{
+    thread_transport *m = self_of(t);
+    ws_thread_hub *h = m->h;
+    h->dep[m->index].data = values;
+    int rc = barrier(h, 1, err);
+    if (rc)
+        return rc;
+    if (m->index == 0)
+        for (uint32_t p = 1; p < h->n; p++) {
+            if (is_f64) {
+                double *v = values;
+                const double *o = h->dep[p].data;
+                for (size_t i = 0; i < n; i++)
+                    v[i] = fold_f64(v[i], o[i], op);
+            } else {
+                uint64_t *v = values;
+                const uint64_t *o = h->dep[p].data;
+                for (size_t i = 0; i < n; i++)
+                    v[i] = fold_u64(v[i], o[i], op);
+            }
+        }
+    barrier(h, 0, NULL);
+    if (!to_all)
+        return WS_OK;
+    if (m->index != 0 && n)
+        memcpy(values, h->dep[0].data, n * (is_f64 ? sizeof(double) : sizeof(uint64_t)));
+    barrier(h, 0, NULL);
+    return WS_OK;
+}
+
+static int t_allreduce_u64(ws_transport *t, uint64_t *values, size_t n, int op, ws_error *err)
+{
+    return reduce(t, values, n, op, 0, 1, err);
+}
+
+static int t_allreduce_f64(ws_transport *t, double *values, size_t n, int op, ws_error *err)
+{
+    return reduce(t, values, n, op, 1, 1, err);
+}
+
+static int t_reduce_f64(ws_transport *t, double *values, size_t n, int op, ws_error *err)
+{
+    return reduce(t, values, n, op, 1, 0, err);
+}
+
+static int t_gather(ws_transport *t, const void *data, size_t size, int to_all, void **out, size_t *sizes,
+                    ws_error *err)
+{
+    thread_transport *m = self_of(t);
+    ws_thread_hub *h = m->h;
+    *out = NULL;
+    h->dep[m->index].data = data;
+    h->dep[m->index].size = size;
+    int rc = barrier(h, 1, err);
+    if (rc)
+        return rc;
+    if (to_all || m->index == 0) {
+        size_t total = 0;
+        for (uint32_t p = 0; p < h->n; p++)
+            total += h->dep[p].size;
+        unsigned char *buf = ws_malloc(total ? total : 1);
+        if (!buf) {
+            rc = ws_error_nomem(err, "gathered data");
+        } else {
+            size_t off = 0;
+            for (uint32_t p = 0; p < h->n; p++) {
+                if (h->dep[p].size)
+                    memcpy(buf + off, h->dep[p].data, h->dep[p].size);
+                sizes[p] = h->dep[p].size;
+                off += h->dep[p].size;
+            }
+            *out = buf;
+        }
+    }
+    barrier(h, 0, NULL);
+    if (rc)
+        ws_thread_hub_abort(h, m->index, err);
+    return rc;
+}
+
+static int t_exchange(ws_transport *t, const void *records, size_t record_size, const uint32_t *dest, size_t n,
+                      void **out, size_t *n_out, ws_error *err)
+{
+    thread_transport *m = self_of(t);
+    ws_thread_hub *h = m->h;
+    *out = NULL;
+    *n_out = 0;
+    h->dep[m->index].data = records;
+    h->dep[m->index].size = n;
+    h->dep[m->index].dest = dest;
+    int rc = barrier(h, 1, err);
+    if (rc)
+        return rc;
+    size_t count = 0;
+    for (uint32_t p = 0; p < h->n; p++)
+        for (size_t i = 0; i < h->dep[p].size; i++)
+            count += h->owner[h->dep[p].dest[i]] == m->index;
+    unsigned char *buf = ws_malloc_array(count ? count : 1, record_size);
+    if (!buf) {
+        rc = ws_error_nomem(err, "record exchange");
+    } else {
+        size_t k = 0;
+        for (uint32_t p = 0; p < h->n; p++)
+            for (size_t i = 0; i < h->dep[p].size; i++)
+                if (h->owner[h->dep[p].dest[i]] == m->index)
+                    memcpy(buf + record_size * k++, (const unsigned char *)h->dep[p].data + i * record_size,
+                           record_size);
+        *out = buf;
+        *n_out = count;
+    }
+    barrier(h, 0, NULL);
+    if (rc)
+        ws_thread_hub_abort(h, m->index, err);
+    return rc;
+}
+
+static int t_set_layout(ws_transport *t, const uint64_t *counts, uint32_t n_locations, ws_error *err)
+{
+    thread_transport *m = self_of(t);
+    return m->local->ops->set_layout(m->local, counts, n_locations, err);
+}
+
+static void t_destroy(ws_transport *t)
+{
+    thread_transport *m = self_of(t);
+    if (!m)
+        return;
+    if (m->local)
+        m->local->ops->destroy(m->local);
+    ws_buffer_free(&m->drained);
+    free(m);
+}
+
+static const ws_transport_ops thread_ops = {
+    .post = t_post,
+    .take = t_take,
+    .release = t_release,
+    .coll_post = t_coll_post,
+    .coll_take = t_coll_take,
+    .coll_release = t_coll_release,
+    .progress = t_progress,
+    .finish = t_finish,
+    .agree = t_agree,
+    .fail = t_fail,
+    .allreduce_u64 = t_allreduce_u64,
+    .allreduce_f64 = t_allreduce_f64,
+    .exchange = t_exchange,
+    .gather = t_gather,
+    .reduce_f64 = t_reduce_f64,
+    .set_layout = t_set_layout,
+    .destroy = t_destroy,
+};
+
+int ws_transport_thread_new(ws_thread_hub *h, uint32_t index, ws_transport **out, ws_error *err)
+{
+    *out = NULL;
+    if (!h || index >= h->n)
+        return ws_error_set(err, WS_ERR_ARGUMENT, "threaded transport: no thread %u", (unsigned)index);
+    thread_transport *m = ws_calloc(1, sizeof *m);
+    if (!m)
+        return ws_error_nomem(err, "threaded transport");
+    m->base.ops = &thread_ops;
+    m->base.n_locations = h->n_locations;
+    m->local = ws_transport_local_new(h->n_locations);
+    if (!m->local) {
+        free(m);
+        return ws_error_nomem(err, "threaded transport");
+    }
+    m->h = h;
+    m->index = index;
+    ws_buffer_init(&m->drained);
+    m->base.process = index;
+    m->base.n_processes = h->n;
+    *out = &m->base;
+    return WS_OK;
+}
+
+int ws_transport_thread_stalled_here(ws_transport *t)
+{
+    return t ? self_of(t)->stalled_here : 0;
+}

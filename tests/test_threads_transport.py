@@ -1,0 +1,392 @@
+"""Trace.analyze(threads=N): the parallel mode inside one process.
+
+N threads each replay a contiguous block of locations (the parallel
+mode's block partition) and exchange payloads through the threaded
+transport (csrc/replay/transport_threads.c); the result is gathered on
+thread 0 as the parallel mode gathers it on process 0.  The one-thread
+analysis is the reference: with any number of threads every array of the
+result (cube, clock violations, critical path, delay records and their
+vectors, wait-state records) must be bitwise equal to it, and a trace the
+replay cannot get through must fail with the same message, not hang.
+"""
+from __future__ import annotations
+
+import random
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import waitscope
+from waitscope import _core, synth
+from waitscope.trace import block_owners
+
+from conftest import BUNDLED, SHARED_DATA
+from random_programs import _Builder, random_run_params, random_spliced
+
+REFS = SHARED_DATA / "scalasca-refs"
+
+CONFIGS: dict[str, dict[str, Any]] = {
+    "waitstates": {},
+    "proportional": {"delay_model": "proportional", "critical_path": True, "records": True, "wait_records": True},
+    "wait-first": {"delay_model": "wait-first", "critical_path": True, "records": True, "wait_records": True},
+}
+
+
+def raw(trace: waitscope.Trace, threads: int, **options: Any) -> dict[str, Any]:
+    return _core.analyze(trace._core, threads=threads, **options)
+
+
+def assert_bitwise_equal(expected: Any, got: Any, what: str) -> None:
+    """Equal structure, every array equal byte for byte (NaN and -0.0 included)."""
+    if isinstance(expected, dict):
+        assert isinstance(got, dict) and sorted(got) == sorted(expected), what
+        for key in expected:
+            assert_bitwise_equal(expected[key], got[key], f"{what}: {key}")
+    elif isinstance(expected, np.ndarray):
+        assert isinstance(got, np.ndarray), what
+        assert got.dtype == expected.dtype and got.shape == expected.shape, what
+        if expected.dtype.hasobject:
+            assert_bitwise_equal(list(expected.ravel()), list(got.ravel()), what)
+        else:
+            assert np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(expected).tobytes(), \
+                f"{what} is not bitwise equal"
+    elif isinstance(expected, (list, tuple)):
+        assert type(got) is type(expected) and len(got) == len(expected), what
+        for i, (e, g) in enumerate(zip(expected, got)):
+            assert_bitwise_equal(e, g, f"{what}[{i}]")
+    elif isinstance(expected, float):
+        assert isinstance(got, float) and np.float64(got).tobytes() == np.float64(expected).tobytes(), what
+    else:
+        assert got == expected, what
+
+
+def record_rows(records: dict[str, np.ndarray]) -> list[tuple]:
+    """Delay records as rows of bit patterns, the vector in place of its offset, sorted.
+
+    The records are a set: their order follows the replay's schedule (one
+    process also reorders them with another schedule_seed), and the
+    parallel mode concatenates them by process."""
+    fields = [f for f in records if f not in ("vector_offset", "vector_length", "vector_callpath", "vector_value")]
+    cps, values = records["vector_callpath"], records["vector_value"]
+    rows = []
+    for i in range(len(records["delayer"])):
+        off, n = int(records["vector_offset"][i]), int(records["vector_length"][i])
+        vector = tuple(zip(cps[off:off + n].tolist(), values[off:off + n].view(np.int64).tolist()))
+        row = tuple(records[f][i:i + 1].view(np.int64)[0].item() for f in fields)
+        rows.append(row + (vector,))
+    assert sum(len(r[-1]) for r in rows) == len(cps)  # every vector entry belongs to one record
+    return sorted(rows)
+
+
+def assert_same_result(expected: dict[str, Any], got: dict[str, Any], what: str) -> None:
+    expected, got = dict(expected), dict(got)
+    if "records" in expected:
+        assert "records" in got, what
+        assert record_rows(got.pop("records")) == record_rows(expected.pop("records")), f"{what}: delay records"
+    assert_bitwise_equal(expected, got, what)
+
+
+def assert_threads_equal(trace: waitscope.Trace, what: str, threads=(2, 3), configs=CONFIGS) -> None:
+    for config, options in configs.items():
+        expected = raw(trace, 1, **options)
+        for n in threads:
+            assert_same_result(expected, raw(trace, n, **options), f"{what}, {config}, {n} threads")
+
+
+def test_bundled_trace():
+    trace = waitscope.open(BUNDLED)
+    assert_threads_equal(trace, "bundled trace", threads=(2, 3, 8))  # 3 and 8 are capped at 2 locations
+
+
+@pytest.mark.parametrize("name", ["nxn", "ls_wrongorder", "chain_longterm"])
+def test_scalasca_reference_traces(name):
+    path = REFS / name
+    if not path.exists():
+        pytest.skip(f"{path} is not available")
+    trace = waitscope.open(path)
+    assert trace.n_locations >= 3
+    assert_threads_equal(trace, name, threads=(2, 3))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_programs(seed, tmp_path):
+    rng = random.Random(9100 + seed)
+    builder = _Builder(rng)
+    prog = builder.build()
+    path = prog.write(tmp_path / "trace", **random_run_params(rng, builder.eager))
+    trace = waitscope.open(path)
+    what = f"random program {seed} ({trace.n_locations} ranks)"
+    assert_threads_equal(trace, what, threads=(2, 3))
+    # another schedule on every thread, and a time window: still the one-thread result
+    options = dict(CONFIGS["wait-first"])
+    full = raw(trace, 1, **options)
+    start, end = full["path_start"], full["path_end"]
+    options["window"] = (start + 0.3 * (end - start), start + 0.7 * (end - start))
+    expected = raw(trace, 1, **options)
+    assert_same_result(expected, raw(trace, 2, schedule_seed=seed + 1, **options), f"{what}, window, seeded")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_spliced_traces(seed, tmp_path):
+    """Distinct leave times in collectives and broken clocks."""
+    rng = random.Random(9200 + seed)
+    *_, trace = random_spliced(tmp_path, rng, "spliced")
+    assert_threads_equal(trace, f"spliced program {seed}", threads=(2, 3))
+
+
+def test_public_api_threads_argument():
+    trace = waitscope.open(BUNDLED)
+    one = trace.analyze(delay_model="wait-first", critical_path=True, progress=False)
+    for threads in (2, "auto"):
+        got = trace.analyze(delay_model="wait-first", critical_path=True, progress=False, threads=threads)
+        assert got.cube.tobytes() == one.cube.tobytes()
+        assert got.critical_path.segments.tobytes() == one.critical_path.segments.tobytes()
+    for bad, exc in ((0, ValueError), (-2, ValueError), ("many", ValueError), (1.5, TypeError), (True, TypeError)):
+        with pytest.raises(exc, match="threads"):
+            trace.analyze(threads=bad, progress=False)
+    with pytest.raises(ValueError, match="threads"):
+        _core.analyze(trace._core, threads=0)
+
+
+def test_block_partition_is_the_parallel_modes():
+    # the C driver's owner formula, (l * P) // n, is block_owners's
+    assert list(block_owners(7, 3)) == [0, 0, 0, 1, 1, 2, 2]
+    assert list(block_owners(2, 3)) == [0, 1]
+
+
+# ---- errors ---------------------------------------------------------------------------
+
+
+def _six_ranks(bad_tag: int = 1, send_late: bool = False) -> synth.Program:
+    """0, 2 and 4 send a message to 1, 3 and 5, then all do an allreduce and a barrier."""
+    p = synth.Program(6)
+    for r in range(6):
+        p.rank(r).compute("work", 0.1 * (r + 1))
+    for a in (0, 2, 4):
+        tag = bad_tag if a == 2 else 1
+        if not (a == 2 and send_late):
+            p.rank(a).send(a + 1, tag=tag, size=8)
+            p.rank(a + 1).recv(a, tag=tag)
+    for r in range(6):
+        p.rank(r).allreduce(size=8)
+    if send_late:
+        p.rank(2).send(3, tag=bad_tag, size=8)
+        p.rank(3).recv(2, tag=bad_tag)
+    for r in range(6):
+        p.rank(r).barrier()
+    return p
+
+
+def _collective_runs(world_first: bool = False) -> synth.Program:
+    """Ranks 0-3 run collectives on a sub-communicator, all ranks on the world."""
+    p = synth.Program(6)
+    sub = p.comm([0, 1, 2, 3])
+    for it in range(3):
+        for r in range(6):
+            p.rank(r).compute("work", 0.01 * (1 + (r + it) % 4))
+        for r in range(6):
+            rp = p.rank(r)
+            steps = [lambda: rp.allreduce(size=8).barrier()]
+            if r < 4:
+                steps.append(lambda: rp.barrier(comm=sub).allreduce(size=8, comm=sub).bcast(root=1, size=8, comm=sub))
+            for step in (steps if world_first else steps[::-1]):
+                step()
+    return p
+
+
+def splice(out: Path, base: synth.Program, other: synth.Program, location: int) -> Path:
+    """An archive of `base` whose location's files come from `other` (valid OTF2 throughout)."""
+    a = Path(base.write(out.parent / f"{out.name}-a")).parent
+    b = Path(other.write(out.parent / f"{out.name}-b")).parent
+    shutil.copytree(a, out)
+    for ext in ("evt", "def"):
+        shutil.copyfile(b / "traces" / f"{location}.{ext}", out / "traces" / f"{location}.{ext}")
+    return out
+
+
+def error_of(trace: waitscope.Trace, threads: int) -> str:
+    """The message of the TraceError the analysis raises (run in a thread with a deadline: no hang)."""
+    box: list[Any] = []
+
+    def body():
+        try:
+            raw(trace, threads, **CONFIGS["proportional"])
+            box.append(None)
+        except waitscope.TraceError as exc:
+            box.append(str(exc))
+        except BaseException as exc:  # noqa: BLE001 (reported below)
+            box.append(exc)
+
+    t = threading.Thread(target=body, daemon=True)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), f"the analysis with {threads} threads hangs"
+    assert box and isinstance(box[0], str), f"{threads} threads: expected a TraceError, got {box!r}"
+    return box[0]
+
+
+@pytest.mark.parametrize("case", ["missing send", "stalled replay", "crossed collectives"])
+def test_inconsistent_traces_fail_as_with_one_thread(case, tmp_path):
+    if case == "missing send":
+        # location 3 receives 2 -> 3 with another tag: neither side matches
+        path = splice(tmp_path / "trace", _six_ranks(), _six_ranks(bad_tag=99), 3)
+    elif case == "stalled replay":
+        # location 2 sends after the allreduce, location 3 receives before it
+        path = splice(tmp_path / "trace", _six_ranks(), _six_ranks(send_late=True), 2)
+    else:
+        # location 3 waits in the world's allreduce for 0-2, which wait for 3 in the sub-communicator
+        path = splice(tmp_path / "trace", _collective_runs(), _collective_runs(world_first=True), 3)
+    trace = waitscope.open(path)
+    expected = error_of(trace, 1)
+    if case != "missing send":
+        assert "cannot continue" in expected, expected
+    for n in (2, 3, 6):
+        assert error_of(trace, n) == expected, f"{case}, {n} threads"
+    # the trace stays usable: nothing of the failed runs is left behind
+    assert error_of(trace, 2) == expected
+
+
+# ---- progress and interruption ----------------------------------------------------------
+
+
+def test_progress_runs_on_the_calling_thread(tmp_path):
+    rng = random.Random(9300)
+    builder = _Builder(rng, max_ranks=6, max_rounds=8)
+    path = builder.build().write(tmp_path / "trace")
+    trace = waitscope.open(path)
+    me = threading.get_ident()
+    calls: list[tuple[str, int, int, int]] = []
+
+    def callback(stage: str, done: int, total: int) -> None:
+        calls.append((stage, done, total, threading.get_ident()))
+
+    one = trace.analyze(delay_model="proportional", progress=callback, threads=1)
+    calls.clear()
+    got = trace.analyze(delay_model="proportional", progress=callback, threads=3)
+    assert got.cube.tobytes() == one.cube.tobytes()
+    assert calls, "the progress callback was never called"
+    assert {c[3] for c in calls} == {me}
+    assert all(0 <= done <= total for _, done, total, _ in calls)
+    stage, done, total, _ = calls[-1]
+    assert done == total > 0
+
+
+def test_a_failing_progress_callback_stops_every_thread(tmp_path):
+    rng = random.Random(9301)
+    path = _Builder(rng).build().write(tmp_path / "trace")
+    trace = waitscope.open(path)
+
+    class Stop(Exception):
+        pass
+
+    def callback(stage: str, done: int, total: int) -> None:
+        raise Stop(stage)
+
+    for _ in range(3):
+        with pytest.raises(Stop):
+            trace.analyze(delay_model="proportional", critical_path=True, progress=callback, threads=3)
+    # afterwards the trace analyzes normally
+    assert trace.analyze(progress=False, threads=3).cube.tobytes() == trace.analyze(progress=False).cube.tobytes()
+
+
+# ---- command line -------------------------------------------------------------------------
+
+
+def test_command_line_threads(capsys, tmp_path):
+    from waitscope import cli
+
+    path = Path(_collective_runs().write(tmp_path / "trace"))
+    outputs = []
+    for extra in ([], ["--threads", "3"], ["--threads", "auto"]):
+        assert cli.main(["analyze", str(path), "--quiet", "--delay", "wait-first", "--critical-path", *extra]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] and outputs[1] == outputs[0] and outputs[2] == outputs[0]
+    with pytest.raises(SystemExit):
+        cli.main(["analyze", str(path), "--threads", "0"])
+    assert "--threads" in capsys.readouterr().err
+
+
+CTRL_C_SCRIPT = r"""
+import sys, waitscope
+from waitscope import synth
+n = 32
+p = synth.Program(n)
+for it in range(400):
+    for r in range(n):
+        p.rank(r).compute("work", 0.001 * (1 + (r + it) % 5))
+    for r in range(0, n, 2):
+        p.rank(r).send(r + 1, tag=1, size=8)
+        p.rank(r + 1).recv(r, tag=1)
+    for r in range(n):
+        p.rank(r).allreduce(size=8)
+trace = waitscope.open(p.write(sys.argv[1]))
+print("analyzing", flush=True)
+while True:  # the analysis takes most of the time: Ctrl-C lands in one
+    trace.analyze(delay_model="proportional", critical_path=True, threads=3, progress=False)
+"""
+
+
+def test_ctrl_c_stops_a_threaded_analysis(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT, str(tmp_path / "trace")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "analyzing"
+        time.sleep(0.5)
+        assert proc.poll() is None, proc.stderr.read()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+            pytest.fail("the threaded analysis did not stop on Ctrl-C")
+    assert proc.returncode != 0
+    assert err.rstrip().endswith("KeyboardInterrupt"), err
+
+
+# ---- data races -------------------------------------------------------------------------------
+
+
+def test_no_data_race_under_threadsanitizer(tmp_path):
+    """The kernel built with -fsanitize=thread (tests/c/threads_race.c): the
+    threaded analyses of a clean trace and of a stalling one report no race."""
+    import os
+    import re
+    import shlex
+    import subprocess
+
+    from test_alloc_failures import CSRC, ROOT, kernel_sources
+
+    cc, config = shutil.which("gcc"), shutil.which("otf2-config")
+    if cc is None or config is None:
+        pytest.skip("no gcc or otf2-config")
+    tsan = subprocess.run([cc, "-print-file-name=libtsan.so"], capture_output=True, text=True).stdout.strip()
+    if not os.path.isabs(tsan) or not os.path.exists(tsan):
+        pytest.skip("gcc has no ThreadSanitizer runtime")
+
+    def ask(*args: str) -> list[str]:
+        return shlex.split(subprocess.check_output([config, *args], text=True))
+
+    exe = tmp_path / "threads_race"
+    subprocess.run([cc, "-std=c11", "-O1", "-g", "-fsanitize=thread", "-D_POSIX_C_SOURCE=200809L", f"-I{CSRC}",
+                    *ask("--cflags"), str(ROOT / "tests" / "c" / "threads_race.c"), *kernel_sources(),
+                    *ask("--ldflags"), *ask("--libs"), "-lm", "-lpthread", "-o", str(exe)], check=True)
+    stalled = splice(tmp_path / "stalled", _collective_runs(), _collective_runs(world_first=True), 3)
+    clean = Path(_collective_runs().write(tmp_path / "clean" / "trace")).parent
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS")}
+    env["TSAN_OPTIONS"] = "halt_on_error=1:exitcode=66"
+    out = subprocess.run([str(exe), str(BUNDLED), str(clean), str(stalled)], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr[-4000:]
+    lines = re.findall(r" threads (\d) status (\w+) same 1$", out.stdout, re.M)
+    assert len(lines) == 9, out.stdout
+    assert [status for _, status in lines[-3:]] == ["WS_ERR_MATCH"] * 3
