@@ -16,7 +16,7 @@
  * _mpi reads no field of ws_trace or ws_result: it holds them as opaque
  * handles and leaves them to the functions below.
  * 3: unify_callpaths, result_gather, comm_layout, trace_begin/end;
- * 4: simulate, ws_analysis_options' window */
+ * 4: simulate, ws_analysis_options' window, parse_options */
 #define WS_CAPI_VERSION 4u
 
 typedef struct ws_core_capi {
@@ -49,6 +49,8 @@ typedef struct ws_core_capi {
     /* the trace's communicators for a transport (replay/parallel.h) */
     int (*comm_layout)(const ws_trace *t, ws_comm_layout *out, ws_error *err);
     void (*comm_layout_free)(ws_comm_layout *layout);
+    /* delay_model and window from Python into `opt`; raises and returns -1 */
+    int (*parse_options)(PyObject *delay_model, PyObject *window, ws_analysis_options *opt);
     /* the what-if simulation (py_simulate.h) */
     PyObject *(*simulate)(PyObject *trace, PyObject *scale, PyObject *balance, PyObject *network, PyObject *progress,
                           ws_transport *tr, const uint32_t *locs, uint32_t n,

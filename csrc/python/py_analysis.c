@@ -252,14 +252,18 @@ static int parse_model(PyObject *obj, int *model)
     return 0;
 }
 
-/* window=None or (start, end) in seconds, start < end (the Python layer
- * checks the arguments and names them in its errors) */
-static int parse_window(PyObject *obj, ws_analysis_options *opt)
+/* The options both modules take from Python (capi.h): delay_model (see
+ * parse_model) and window None or (start, end) in seconds, start < end
+ * (the Python layer checks the arguments and names them in its errors).
+ * Raises and returns -1 on a bad value. */
+static int parse_options(PyObject *model_obj, PyObject *window_obj, ws_analysis_options *opt)
 {
-    if (obj == Py_None)
+    if (parse_model(model_obj, &opt->delay_model) != 0)
+        return -1;
+    if (window_obj == Py_None)
         return 0;
     double start, end;
-    if (!PyArg_ParseTuple(obj, "dd", &start, &end))
+    if (!PyArg_ParseTuple(window_obj, "dd", &start, &end))
         return -1;
     if (!(start < end)) {
         PyErr_Format(PyExc_ValueError, "window: start (%g) must be before end (%g)", start, end);
@@ -290,14 +294,12 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
     ws_trace *t = ((ws_py_trace *)trace_obj)->trace;
     ws_analysis_options opt;
     memset(&opt, 0, sizeof opt);
-    if (parse_model(model_obj, &opt.delay_model) != 0)
+    if (parse_options(model_obj, window_obj, &opt) != 0)
         return NULL;
     opt.critical_path = critical_path;
     opt.keep_delay_records = records;
     opt.wait_records = wait_records;
     opt.schedule_seed = seed;
-    if (parse_window(window_obj, &opt) != 0)
-        return NULL;
     PyArrayObject *partition = NULL;
     if (partition_obj != Py_None) {
         partition = (PyArrayObject *)PyArray_FROMANY(partition_obj, NPY_INT32, 1, 1, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST);
@@ -450,6 +452,7 @@ static const ws_core_capi capi = {
     .result_gather = ws_result_gather,
     .comm_layout = ws_comm_layout_of,
     .comm_layout_free = ws_comm_layout_free,
+    .parse_options = parse_options,
 };
 
 int ws_py_register_analysis(PyObject *module)

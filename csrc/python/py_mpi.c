@@ -66,6 +66,19 @@ static PyArrayObject *owner_array(module_state *st, ws_trace *t, PyObject *owner
     return owner;
 }
 
+/* The locations `owner` gives to `rank` (caller frees), their count in *n;
+ * NULL when out of memory. */
+static uint32_t *own_locations(const uint32_t *owner, uint32_t n_locations, int rank, uint32_t *n)
+{
+    uint32_t *locs = malloc((n_locations ? n_locations : 1) * sizeof *locs);
+    *n = 0;
+    if (locs)
+        for (uint32_t l = 0; l < n_locations; l++)
+            if ((int)owner[l] == rank)
+                locs[(*n)++] = l;
+    return locs;
+}
+
 /* The MPI transport over comm for the trace's locations. */
 static int new_transport(module_state *st, MPI_Comm comm, ws_trace *t, const uint32_t *owner, ws_transport **tr,
                          ws_error *err)
@@ -117,25 +130,6 @@ static PyObject *py_unify_callpaths(PyObject *module, PyObject *args)
 
 /* ---- the analyses over the processes of comm, result on rank 0 ------------ */
 
-/* window=None or (start, end) in seconds, start < end (the Python layer
- * checks the arguments and names them in its errors) */
-static int parse_window(PyObject *obj, ws_analysis_options *opt)
-{
-    if (obj == Py_None)
-        return 0;
-    double start, end;
-    if (!PyArg_ParseTuple(obj, "dd", &start, &end))
-        return -1;
-    if (!(start < end)) {
-        PyErr_Format(PyExc_ValueError, "window: start (%g) must be before end (%g)", start, end);
-        return -1;
-    }
-    opt->has_window = 1;
-    opt->window_start = start;
-    opt->window_end = end;
-    return 0;
-}
-
 static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     module_state *st = state_of(module);
@@ -156,22 +150,11 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
     MPI_Comm_rank(comm, &rank);
     ws_analysis_options opt;
     memset(&opt, 0, sizeof opt);
-    if (model_obj != Py_None) {
-        const char *s = PyUnicode_AsUTF8(model_obj);
-        if (!s)
-            return NULL;
-        if (strcmp(s, "proportional") == 0)
-            opt.delay_model = WS_DELAY_PROPORTIONAL;
-        else if (strcmp(s, "wait-first") == 0)
-            opt.delay_model = WS_DELAY_WAIT_FIRST;
-        else
-            return PyErr_Format(PyExc_ValueError, "unknown delay model '%s'", s);
-    }
+    if (st->capi->parse_options(model_obj, window_obj, &opt) != 0)
+        return NULL;
     opt.critical_path = critical_path;
     opt.keep_delay_records = records;
     opt.wait_records = wait_records;
-    if (parse_window(window_obj, &opt) != 0)
-        return NULL;
     PyArrayObject *owner = owner_array(st, t, owner_obj);
     if (!owner)
         return NULL;
@@ -186,8 +169,8 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
         opt.partition = PyArray_DATA(partition);
     }
     const uint32_t *own = PyArray_DATA(owner);
-    uint32_t n_locations = st->capi->trace_n_locations(t);
-    uint32_t *locs = malloc((n_locations ? n_locations : 1) * sizeof *locs);
+    uint32_t n;
+    uint32_t *locs = own_locations(own, st->capi->trace_n_locations(t), rank, &n);
     void *progress_storage = malloc(st->capi->progress_size);
     if (!locs || !progress_storage) {
         free(locs);
@@ -196,10 +179,6 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
         Py_XDECREF(partition);
         return PyErr_NoMemory();
     }
-    uint32_t n = 0;
-    for (uint32_t l = 0; l < n_locations; l++)
-        if ((int)own[l] == rank)
-            locs[n++] = l;
     const ws_progress *progress = st->capi->progress_init(progress_storage, callback);
     ws_error err;
     ws_error_clear(&err);
@@ -263,16 +242,12 @@ static PyObject *py_simulate(PyObject *module, PyObject *args, PyObject *kwargs)
     if (!owner)
         return NULL;
     const uint32_t *own = PyArray_DATA(owner);
-    uint32_t n_locations = st->capi->trace_n_locations(t);
-    uint32_t *locs = malloc((n_locations ? n_locations : 1) * sizeof *locs);
+    uint32_t n;
+    uint32_t *locs = own_locations(own, st->capi->trace_n_locations(t), rank, &n);
     if (!locs) {
         Py_DECREF(owner);
         return PyErr_NoMemory();
     }
-    uint32_t n = 0;
-    for (uint32_t l = 0; l < n_locations; l++)
-        if ((int)own[l] == rank)
-            locs[n++] = l;
     ws_error err;
     ws_error_clear(&err);
     ws_transport *tr = NULL;
