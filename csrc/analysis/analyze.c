@@ -134,22 +134,8 @@ static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n,
     }
     if ((rc = ws_waitstates_prepare(&a, err)))
         goto fail;
-    if (tr->ops->set_layout) {
-        /* message records per location, known where the location lives */
-        uint64_t *counts = ws_calloc(t->n_locations ? t->n_locations : 1, sizeof *counts);
-        if (!counts) {
-            rc = ws_error_nomem(err, "message layout");
-            goto fail;
-        }
-        for (uint32_t i = 0; i < n; i++)
-            counts[locations[i]] = t->locations[locations[i]].events.n_messages;
-        rc = tr->ops->allreduce_u64(tr, counts, t->n_locations, WS_SUM, err);
-        if (rc == WS_OK)
-            rc = tr->ops->set_layout(tr, counts, t->n_locations, err);
-        free(counts);
-        if (rc)
-            goto fail;
-    }
+    if ((rc = ws_replay_share_layout(tr, t, locations, n, err)))
+        goto fail;
     ws_handler h;
     ws_waitstates_handlers(&a, 1, &h);
     if ((rc = replay(&a, "wait states 1/2", 0, &h, 1, progress, err)))

@@ -464,21 +464,8 @@ int ws_simulate(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_tra
         rc = ws_error_nomem(err, "simulation");
         goto done;
     }
-    if (tr->ops->set_layout) {
-        uint64_t *counts = ws_calloc(t->n_locations ? t->n_locations : 1, sizeof *counts);
-        if (!counts) {
-            rc = ws_error_nomem(err, "message layout");
-            goto done;
-        }
-        for (uint32_t i = 0; i < n; i++)
-            counts[locations[i]] = t->locations[locations[i]].events.n_messages;
-        rc = tr->ops->allreduce_u64(tr, counts, t->n_locations, WS_SUM, err);
-        if (rc == WS_OK)
-            rc = tr->ops->set_layout(tr, counts, t->n_locations, err);
-        free(counts);
-        if (rc)
-            goto done;
-    }
+    if ((rc = ws_replay_share_layout(tr, t, locations, n, err)))
+        goto done;
     rc = run(&s, tr, progress, err);
     if (rc == WS_OK) {
         /* where the run ends, before and after (the clock's length) */

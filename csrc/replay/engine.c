@@ -362,6 +362,23 @@ static int report_deadlock(scheduler *s, ws_error *err)
     return ws_error_set(err, WS_ERR_INTERNAL, "replay stalled without a waiting location");
 }
 
+int ws_replay_share_layout(ws_transport *tr, const ws_trace *t, const uint32_t *locations, uint32_t n,
+                           ws_error *err)
+{
+    if (!tr->ops->set_layout)
+        return WS_OK;
+    uint64_t *counts = ws_calloc(t->n_locations ? t->n_locations : 1, sizeof *counts);
+    if (!counts)
+        return ws_error_nomem(err, "message layout");
+    for (uint32_t i = 0; i < n; i++)
+        counts[locations[i]] = t->locations[locations[i]].events.n_messages;
+    int rc = tr->ops->allreduce_u64(tr, counts, t->n_locations, WS_SUM, err);
+    if (rc == WS_OK)
+        rc = tr->ops->set_layout(tr, counts, t->n_locations, err);
+    free(counts);
+    return rc;
+}
+
 int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *handlers, size_t n_handlers,
                   const ws_progress *progress, ws_error *err)
 {

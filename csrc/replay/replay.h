@@ -84,6 +84,13 @@ typedef struct ws_handler {
                         ws_error *err);
 } ws_handler;
 
+/* Tells a transport that wants it (ops->set_layout) how many message
+ * records every location has: each process counts its `locations` of `t`
+ * and the counts are summed over the processes.  Collective over the
+ * transport's processes; a no-op for transports without set_layout. */
+int ws_replay_share_layout(ws_transport *tr, const ws_trace *t, const uint32_t *locations, uint32_t n,
+                           ws_error *err);
+
 int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *handlers, size_t n_handlers,
                   const ws_progress *progress, ws_error *err);
 
