@@ -1,4 +1,4 @@
-"""Pieces of random test programs (waitscope.synth) shared by several tests."""
+"""Test programs (waitscope.synth) shared by several tests: random collectives and fixed programs."""
 
 from __future__ import annotations
 
@@ -23,3 +23,25 @@ def random_collective(prog: synth.Program, rng: random.Random, n: int, comm: Any
             getattr(b, op)(root, 8, comm=comm)
         else:
             getattr(b, op)(8, comm=comm)
+
+
+def six_ranks(bad_tag: int = 1, send_late: bool = False) -> synth.Program:
+    """6 ranks: 0, 2 and 4 send a message to 1, 3 and 5, then all do an allreduce and a barrier.
+
+    bad_tag: the tag of the message 2 -> 3; send_late: 2 -> 3 after the allreduce."""
+    p = synth.Program(6)
+    for r in range(6):
+        p.rank(r).compute("work", 0.1 * (r + 1))
+    for a in (0, 2, 4):
+        tag = bad_tag if a == 2 else 1
+        if not (a == 2 and send_late):
+            p.rank(a).send(a + 1, tag=tag, size=8)
+            p.rank(a + 1).recv(a, tag=tag)
+    for r in range(6):
+        p.rank(r).allreduce(size=8)
+    if send_late:
+        p.rank(2).send(3, tag=bad_tag, size=8)
+        p.rank(3).recv(2, tag=bad_tag)
+    for r in range(6):
+        p.rank(r).barrier()
+    return p

@@ -265,3 +265,13 @@ def random_spliced(tmp_path, rng: random.Random, name: str):
         runs.append((prog, params))
     pick = [rng.randrange(2) for _ in range(builder.n)]
     return prog, runs, pick, spliced(tmp_path, name, runs, pick)
+
+
+def splice(out: Path, base: synth.Program, other: synth.Program, location: int) -> Path:
+    """An archive of `base` whose location's files come from `other` (same definitions, valid OTF2)."""
+    a = Path(base.write(out.parent / f"{out.name}-a")).parent
+    b = Path(other.write(out.parent / f"{out.name}-b")).parent
+    shutil.copytree(a, out)
+    for ext in ("evt", "def"):
+        shutil.copyfile(b / "traces" / f"{location}.{ext}", out / "traces" / f"{location}.{ext}")
+    return out

@@ -40,7 +40,8 @@ from waitscope import cli, progress, synth
 from waitscope.trace import block_owners
 
 from conftest import mpi4py_implementation, mpi_launcher  # tests/ is on sys.path
-from programs import random_collective
+from programs import random_collective, six_ranks
+from random_programs import splice
 
 
 def _importable(name: str) -> bool:
@@ -305,38 +306,6 @@ def assert_failed_cleanly(r: Run, out: Path, n: int) -> dict[int, str]:
     return {rank: text[len("TraceError: "):] for rank, text in messages.items()}
 
 
-def _six_ranks(bad_tag: int = 1, send_late: bool = False) -> synth.Program:
-    """6 ranks: 0, 2 and 4 send a message to 1, 3 and 5, then all do an allreduce and a barrier.
-
-    bad_tag: the tag of the message 2 -> 3; send_late: 2 -> 3 after the allreduce."""
-    p = synth.Program(6)
-    for r in range(6):
-        p.rank(r).compute("work", 0.1 * (r + 1))
-    for a in (0, 2, 4):
-        tag = bad_tag if a == 2 else 1
-        if not (a == 2 and send_late):
-            p.rank(a).send(a + 1, tag=tag, size=8)
-            p.rank(a + 1).recv(a, tag=tag)
-    for r in range(6):
-        p.rank(r).allreduce(size=8)
-    if send_late:
-        p.rank(2).send(3, tag=bad_tag, size=8)
-        p.rank(3).recv(2, tag=bad_tag)
-    for r in range(6):
-        p.rank(r).barrier()
-    return p
-
-
-def splice(out: Path, base: synth.Program, other: synth.Program, location: int) -> Path:
-    """An archive of `base` whose location's files come from `other` (same definitions, valid OTF2)."""
-    a = Path(base.write(out.parent / f"{out.name}-a")).parent
-    b = Path(other.write(out.parent / f"{out.name}-b")).parent
-    shutil.copytree(a, out)
-    for ext in ("evt", "def"):
-        shutil.copyfile(b / "traces" / f"{location}.{ext}", out / "traces" / f"{location}.{ext}")
-    return out
-
-
 def embedded_error(path: Path) -> str:
     with pytest.raises(waitscope.TraceError) as info:
         waitscope.open(path).analyze(**CONFIGS["proportional"])
@@ -345,7 +314,7 @@ def embedded_error(path: Path) -> str:
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_corrupted_event_file_of_another_process(n, tmp_path):
-    path = Path(_six_ranks().write(tmp_path / "trace")).parent
+    path = Path(six_ranks().write(tmp_path / "trace")).parent
     evt = path / "traces" / "3.evt"
     evt.write_bytes(evt.read_bytes()[: evt.stat().st_size // 2])
     assert block_owners(6, n)[3] != 0  # the file belongs to another process than rank 0
@@ -367,9 +336,9 @@ def test_inconsistent_trace(n, case, tmp_path):
     # (location 3 waits for the message, the others in the allreduce).
     assert block_owners(6, n)[3] == 1
     if case == "missing send":
-        path = splice(tmp_path / "trace", _six_ranks(), _six_ranks(bad_tag=99), 3)
+        path = splice(tmp_path / "trace", six_ranks(), six_ranks(bad_tag=99), 3)
     else:
-        path = splice(tmp_path / "trace", _six_ranks(), _six_ranks(send_late=True), 2)
+        path = splice(tmp_path / "trace", six_ranks(), six_ranks(send_late=True), 2)
     expected = embedded_error(path)
     messages = assert_failed_cleanly(worker(n, "error", tmp_path / "out", [path]), tmp_path / "out", n)
     assert messages[0] == expected
@@ -472,7 +441,7 @@ def test_console_script_under_mpiexec(traces, capsys):
 
 
 def test_command_line_error_under_mpiexec(tmp_path):
-    path = Path(_six_ranks().write(tmp_path / "trace")).parent
+    path = Path(six_ranks().write(tmp_path / "trace")).parent
     evt = path / "traces" / "4.evt"
     evt.write_bytes(evt.read_bytes()[:40])
     r = mpiexec(2, *_cli("analyze", str(path)))
@@ -488,7 +457,7 @@ def test_command_line_error_under_mpiexec(tmp_path):
 def test_clock_correction_needs_one_process(tmp_path):
     # the correction needs every location in one process: under mpiexec the
     # command line refuses it (rank 0 says why, once) instead of loading
-    path = Path(_six_ranks().write(tmp_path / "trace")).parent
+    path = Path(six_ranks().write(tmp_path / "trace")).parent
     r = mpiexec(2, *_cli("analyze", "--clock-correction", "clc", str(path)))
     assert r.returncode == 2
     assert r.stdout == ""

@@ -25,7 +25,8 @@ from waitscope import _core, synth
 from waitscope.trace import block_owners
 
 from conftest import BUNDLED, SHARED_DATA
-from random_programs import _Builder, random_run_params, random_spliced
+from programs import six_ranks
+from random_programs import _Builder, random_run_params, random_spliced, splice
 
 REFS = SHARED_DATA / "scalasca-refs"
 
@@ -161,26 +162,6 @@ def test_block_partition_is_the_parallel_modes():
 # ---- errors ---------------------------------------------------------------------------
 
 
-def _six_ranks(bad_tag: int = 1, send_late: bool = False) -> synth.Program:
-    """0, 2 and 4 send a message to 1, 3 and 5, then all do an allreduce and a barrier."""
-    p = synth.Program(6)
-    for r in range(6):
-        p.rank(r).compute("work", 0.1 * (r + 1))
-    for a in (0, 2, 4):
-        tag = bad_tag if a == 2 else 1
-        if not (a == 2 and send_late):
-            p.rank(a).send(a + 1, tag=tag, size=8)
-            p.rank(a + 1).recv(a, tag=tag)
-    for r in range(6):
-        p.rank(r).allreduce(size=8)
-    if send_late:
-        p.rank(2).send(3, tag=bad_tag, size=8)
-        p.rank(3).recv(2, tag=bad_tag)
-    for r in range(6):
-        p.rank(r).barrier()
-    return p
-
-
 def _collective_runs(world_first: bool = False) -> synth.Program:
     """Ranks 0-3 run collectives on a sub-communicator, all ranks on the world."""
     p = synth.Program(6)
@@ -196,16 +177,6 @@ def _collective_runs(world_first: bool = False) -> synth.Program:
             for step in (steps if world_first else steps[::-1]):
                 step()
     return p
-
-
-def splice(out: Path, base: synth.Program, other: synth.Program, location: int) -> Path:
-    """An archive of `base` whose location's files come from `other` (valid OTF2 throughout)."""
-    a = Path(base.write(out.parent / f"{out.name}-a")).parent
-    b = Path(other.write(out.parent / f"{out.name}-b")).parent
-    shutil.copytree(a, out)
-    for ext in ("evt", "def"):
-        shutil.copyfile(b / "traces" / f"{location}.{ext}", out / "traces" / f"{location}.{ext}")
-    return out
 
 
 def error_of(trace: waitscope.Trace, threads: int) -> str:
@@ -233,10 +204,10 @@ def error_of(trace: waitscope.Trace, threads: int) -> str:
 def test_inconsistent_traces_fail_as_with_one_thread(case, tmp_path):
     if case == "missing send":
         # location 3 receives 2 -> 3 with another tag: neither side matches
-        path = splice(tmp_path / "trace", _six_ranks(), _six_ranks(bad_tag=99), 3)
+        path = splice(tmp_path / "trace", six_ranks(), six_ranks(bad_tag=99), 3)
     elif case == "stalled replay":
         # location 2 sends after the allreduce, location 3 receives before it
-        path = splice(tmp_path / "trace", _six_ranks(), _six_ranks(send_late=True), 2)
+        path = splice(tmp_path / "trace", six_ranks(), six_ranks(send_late=True), 2)
     else:
         # location 3 waits in the world's allreduce for 0-2, which wait for 3 in the sub-communicator
         path = splice(tmp_path / "trace", _collective_runs(), _collective_runs(world_first=True), 3)
