@@ -666,7 +666,8 @@ static PyObject *py_bare_read(PyObject *module, PyObject *args)
 {
     (void)module;
     PyObject *path_obj;
-    if (!PyArg_ParseTuple(args, "O&", PyUnicode_FSConverter, &path_obj))
+    int global = 0;
+    if (!PyArg_ParseTuple(args, "O&|p", PyUnicode_FSConverter, &path_obj, &global))
         return NULL;
     ws_error err;
     ws_error_clear(&err);
@@ -674,7 +675,7 @@ static PyObject *py_bare_read(PyObject *module, PyObject *args)
     int rc;
     const char *path = PyBytes_AS_STRING(path_obj);
     Py_BEGIN_ALLOW_THREADS
-    rc = ws_otf2_bare_read(path, &n, &err);
+    rc = ws_otf2_bare_read(path, global, &n, &err);
     Py_END_ALLOW_THREADS
     Py_DECREF(path_obj);
     if (rc != WS_OK)
@@ -707,7 +708,8 @@ static PyMethodDef module_functions[] = {
      "pmpi_unify(dir): build DIR/traces.otf2 from the per-rank files the interposition library left in "
      "DIR/.waitscope; returns the number of ranks that were cut short."},
     {"bare_read", (PyCFunction)py_bare_read, METH_VARARGS,
-     "bare_read(path): decode every event record with callbacks that do nothing; returns the record count."},
+     "bare_read(path, global=False): decode every event record with callbacks that do nothing (location by "
+     "location, or with global through OTF2's global event reader); returns the record count."},
     {"open", (PyCFunction)(void (*)(void))py_open, METH_VARARGS | METH_KEYWORDS,
      "open(path): read the anchor and global definitions of an OTF2 archive."},
     {NULL, NULL, 0, NULL},

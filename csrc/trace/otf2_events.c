@@ -820,10 +820,47 @@ static OTF2_CallbackCode bare_on_location(void *user, OTF2_LocationRef self, OTF
     return OTF2_CALLBACK_SUCCESS;
 }
 
+/* OTF2's global event reader over every location (its own merge by
+ * timestamp), with global callbacks that do nothing. */
+static int bare_read_global(OTF2_Reader *reader, const char *anchor, const bare_defs *d, uint64_t *n_records,
+                            ws_error *err)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        OTF2_DefReader *dr = OTF2_Reader_GetDefReader(reader, d->ids[i]);
+        if (dr) {
+            uint64_t nd = 0;
+            OTF2_Reader_ReadAllLocalDefinitions(reader, dr, &nd);
+            OTF2_Reader_CloseDefReader(reader, dr);
+        }
+        if (!OTF2_Reader_GetEvtReader(reader, d->ids[i]))
+            return ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open the event file of location %llu", anchor,
+                                (unsigned long long)d->ids[i]);
+    }
+    OTF2_GlobalEvtReader *ger = OTF2_Reader_GetGlobalEvtReader(reader);
+    if (!ger)
+        return ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open the global event reader", anchor);
+    OTF2_GlobalEvtReaderCallbacks *cbs = OTF2_GlobalEvtReaderCallbacks_New();
+    int rc = WS_OK;
+    if (!cbs) {
+        rc = ws_error_nomem(err, "event callbacks");
+    } else {
+        OTF2_ErrorCode s = OTF2_Reader_RegisterGlobalEvtCallbacks(reader, ger, cbs, NULL);
+        if (s == OTF2_SUCCESS)
+            s = OTF2_Reader_ReadAllGlobalEvents(reader, ger, n_records);
+        if (s != OTF2_SUCCESS)
+            rc = ws_error_set(err, WS_ERR_FORMAT, "%s: reading events failed: %s", anchor,
+                              OTF2_Error_GetDescription(s));
+        OTF2_GlobalEvtReaderCallbacks_Delete(cbs);
+    }
+    OTF2_Reader_CloseGlobalEvtReader(reader, ger);
+    return rc;
+}
+
 /* The file work of ws_otf2_open + ws_otf2_load_events (anchor, global
  * definitions once, then per location its local definitions and events),
- * decoded by OTF2 with callbacks that do nothing. */
-int ws_otf2_bare_read(const char *path, uint64_t *n_records, ws_error *err)
+ * decoded by OTF2 with callbacks that do nothing; with `global`, the events
+ * of all locations through OTF2's global event reader instead. */
+int ws_otf2_bare_read(const char *path, int global, uint64_t *n_records, ws_error *err)
 {
     ws_otf2_silence();
     *n_records = 0;
@@ -876,8 +913,12 @@ int ws_otf2_bare_read(const char *path, uint64_t *n_records, ws_error *err)
         if (OTF2_Reader_OpenEvtFiles(reader) != OTF2_SUCCESS)
             rc = ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open event files", anchor);
     }
-    OTF2_EvtReaderCallbacks *cbs = rc == WS_OK ? OTF2_EvtReaderCallbacks_New() : NULL;
-    if (rc == WS_OK && !cbs)
+    if (rc == WS_OK && global) {
+        rc = bare_read_global(reader, anchor, &d, n_records, err);
+        d.n = 0; /* done: skip the per-location loop */
+    }
+    OTF2_EvtReaderCallbacks *cbs = rc == WS_OK && d.n ? OTF2_EvtReaderCallbacks_New() : NULL;
+    if (rc == WS_OK && d.n && !cbs)
         rc = ws_error_nomem(err, "event callbacks");
     for (size_t i = 0; i < d.n && rc == WS_OK; i++) {
         char *evt_path = location_file(directory, d.ids[i], "evt");

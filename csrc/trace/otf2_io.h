@@ -23,9 +23,11 @@ int ws_otf2_open(const char *path, ws_trace **out, ws_error *err);
 int ws_otf2_load_events(ws_trace *t, const uint32_t *locations, uint32_t n,
                         const ws_progress *progress, ws_error *err);
 
-/* Counts the event records of the given locations with callbacks that do
- * nothing (the cost of decoding alone, for benchmarks). */
-int ws_otf2_bare_read(const char *path, uint64_t *n_records, ws_error *err);
+/* Counts the event records of every location with callbacks that do
+ * nothing (the cost of decoding alone, for benchmarks): location by
+ * location, or with `global` through OTF2's global event reader (which
+ * merges all locations by timestamp). */
+int ws_otf2_bare_read(const char *path, int global, uint64_t *n_records, ws_error *err);
 
 /* Writes the trace (all loaded locations) as an OTF2 archive with the
  * given anchor path ("dir/traces.otf2" or "dir": then "dir/traces.otf2").
