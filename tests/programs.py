@@ -45,3 +45,27 @@ def six_ranks(bad_tag: int = 1, send_late: bool = False) -> synth.Program:
     for r in range(6):
         p.rank(r).barrier()
     return p
+
+
+def collective_runs(world_first: bool = False, iterations: int = 3, scan: bool = True) -> synth.Program:
+    """6 ranks; ranks 0-3 run back-to-back collectives on a sub-communicator
+    (barrier, allreduce, bcast and, with `scan`, a scan) and all ranks an
+    allreduce and a barrier on the world (the world's first with
+    `world_first`)."""
+    p = synth.Program(6)
+    sub = p.comm([0, 1, 2, 3])
+    for it in range(iterations):
+        for r in range(6):
+            p.rank(r).compute("work", 0.01 * (1 + (r + it) % 4))
+        for r in range(6):
+            rp = p.rank(r)
+            steps = [lambda: rp.allreduce(size=8).barrier()]
+            if r < 4:
+                def on_sub(rp=rp) -> None:
+                    rp.barrier(comm=sub).allreduce(size=8, comm=sub).bcast(root=1, size=8, comm=sub)
+                    if scan:
+                        rp.scan(size=4, comm=sub)
+                steps.append(on_sub)
+            for step in (steps if world_first else steps[::-1]):
+                step()
+    return p

@@ -40,7 +40,7 @@ from waitscope import cli, progress, synth
 from waitscope.trace import block_owners
 
 from conftest import mpi4py_implementation, mpi_launcher  # tests/ is on sys.path
-from programs import random_collective, six_ranks
+from programs import collective_runs, random_collective, six_ranks
 from random_programs import splice
 
 
@@ -346,30 +346,11 @@ def test_inconsistent_trace(n, case, tmp_path):
         assert set(messages.values()) == {expected}  # every process reports the same deadlock
 
 
-def _collective_runs(world_first: bool = False, iterations: int = 3) -> synth.Program:
-    """6 ranks; ranks 0-3 run back-to-back collectives on a sub-communicator
-    and all ranks on the world (the world's first with `world_first`)."""
-    p = synth.Program(6)
-    sub = p.comm([0, 1, 2, 3])
-    for it in range(iterations):
-        for r in range(6):
-            p.rank(r).compute("work", 0.01 * (1 + (r + it) % 4))
-        for r in range(6):
-            rp = p.rank(r)
-            steps = [lambda: rp.allreduce(size=8).barrier()]
-            if r < 4:
-                steps.append(lambda: rp.barrier(comm=sub).allreduce(size=8, comm=sub).bcast(root=1, size=8, comm=sub)
-                             .scan(size=4, comm=sub))
-            for step in (steps if world_first else steps[::-1]):
-                step()
-    return p
-
-
 @pytest.mark.parametrize("n", [2, 3])
 def test_runs_of_collectives_equal_the_embedded_mode(n, tmp_path):
     """Between processes, a location's contributions to consecutive sites of
     one communicator travel ahead in batches: the results stay bitwise equal."""
-    path = Path(_collective_runs(iterations=40).write(tmp_path / "trace"))
+    path = Path(collective_runs(iterations=40).write(tmp_path / "trace"))
     worker(n, "compare", tmp_path, [path])
     for config in CONFIGS:
         got = dict(np.load(tmp_path / f"0-{config}.npz"))
@@ -382,7 +363,7 @@ def test_crossed_collectives_stall_as_in_the_embedded_mode(n, tmp_path):
     # before the sub-communicator's: location 3 waits in the world's
     # allreduce for 0-2, which wait in the sub-communicator's barrier for 3.
     # Contributions sent ahead must not let the replay pass that.
-    path = splice(tmp_path / "trace", _collective_runs(), _collective_runs(world_first=True), 3)
+    path = splice(tmp_path / "trace", collective_runs(), collective_runs(world_first=True), 3)
     expected = embedded_error(path)
     assert "cannot continue" in expected, expected
     messages = assert_failed_cleanly(worker(n, "error", tmp_path / "out", [path]), tmp_path / "out", n)

@@ -25,7 +25,7 @@ from waitscope import _core, synth
 from waitscope.trace import block_owners
 
 from conftest import BUNDLED, SHARED_DATA
-from programs import six_ranks
+from programs import collective_runs, six_ranks
 from random_programs import _Builder, random_run_params, random_spliced, splice
 
 REFS = SHARED_DATA / "scalasca-refs"
@@ -162,23 +162,6 @@ def test_block_partition_is_the_parallel_modes():
 # ---- errors ---------------------------------------------------------------------------
 
 
-def _collective_runs(world_first: bool = False) -> synth.Program:
-    """Ranks 0-3 run collectives on a sub-communicator, all ranks on the world."""
-    p = synth.Program(6)
-    sub = p.comm([0, 1, 2, 3])
-    for it in range(3):
-        for r in range(6):
-            p.rank(r).compute("work", 0.01 * (1 + (r + it) % 4))
-        for r in range(6):
-            rp = p.rank(r)
-            steps = [lambda: rp.allreduce(size=8).barrier()]
-            if r < 4:
-                steps.append(lambda: rp.barrier(comm=sub).allreduce(size=8, comm=sub).bcast(root=1, size=8, comm=sub))
-            for step in (steps if world_first else steps[::-1]):
-                step()
-    return p
-
-
 def error_of(trace: waitscope.Trace, threads: int) -> str:
     """The message of the TraceError the analysis raises (run in a thread with a deadline: no hang)."""
     box: list[Any] = []
@@ -210,7 +193,7 @@ def test_inconsistent_traces_fail_as_with_one_thread(case, tmp_path):
         path = splice(tmp_path / "trace", six_ranks(), six_ranks(send_late=True), 2)
     else:
         # location 3 waits in the world's allreduce for 0-2, which wait for 3 in the sub-communicator
-        path = splice(tmp_path / "trace", _collective_runs(), _collective_runs(world_first=True), 3)
+        path = splice(tmp_path / "trace", collective_runs(scan=False), collective_runs(world_first=True, scan=False), 3)
     trace = waitscope.open(path)
     expected = error_of(trace, 1)
     if case != "missing send":
@@ -270,7 +253,7 @@ def test_a_failing_progress_callback_stops_every_thread(tmp_path):
 def test_command_line_threads(capsys, tmp_path):
     from waitscope import cli
 
-    path = Path(_collective_runs().write(tmp_path / "trace"))
+    path = Path(collective_runs(scan=False).write(tmp_path / "trace"))
     outputs = []
     for extra in ([], ["--threads", "3"], ["--threads", "auto"]):
         assert cli.main(["analyze", str(path), "--quiet", "--delay", "wait-first", "--critical-path", *extra]) == 0
@@ -351,8 +334,8 @@ def test_no_data_race_under_threadsanitizer(tmp_path):
     subprocess.run([cc, "-std=c11", "-O1", "-g", "-fsanitize=thread", "-D_POSIX_C_SOURCE=200809L", f"-I{CSRC}",
                     *ask("--cflags"), str(ROOT / "tests" / "c" / "threads_race.c"), *kernel_sources(),
                     *ask("--ldflags"), *ask("--libs"), "-lm", "-lpthread", "-o", str(exe)], check=True)
-    stalled = splice(tmp_path / "stalled", _collective_runs(), _collective_runs(world_first=True), 3)
-    clean = Path(_collective_runs().write(tmp_path / "clean" / "trace")).parent
+    stalled = splice(tmp_path / "stalled", collective_runs(scan=False), collective_runs(world_first=True, scan=False), 3)
+    clean = Path(collective_runs(scan=False).write(tmp_path / "clean" / "trace")).parent
     env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS")}
     env["TSAN_OPTIONS"] = "halt_on_error=1:exitcode=66"
     out = subprocess.run([str(exe), str(BUNDLED), str(clean), str(stalled)], capture_output=True, text=True,
