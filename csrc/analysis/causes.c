@@ -113,9 +113,9 @@ static int p4_event(void *state, const ws_replay_env *env, uint32_t loc, uint64_
 static int p4_channels(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row)
 {
     (void)env;
-    ws_causes *c = state;
-    const ws_loc_data *d = &c->a->locs[loc];
-    return (d->ls[row] > 0.0 ? 1 : 0) | (d->lr[row] > 0.0 ? 2 : 0);
+    const cause_loc *cl = &((ws_causes *)state)->locs[loc];
+    /* a message's Late Sender and Late Receiver are points (intervals.c) */
+    return (cl->msg_sp[row] != WS_NONE32 ? 1 : 0) | (cl->msg_lr[row] != WS_NONE32 ? 2 : 0);
 }
 
 /* When the path leaves `cl` for a partner at sync_time: never later than
@@ -230,7 +230,7 @@ static int p4_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
             return err->code;
         double indirect;
         rc = ws_charge(c, &c->scratch, loc, k, &note, copy, &indirect, err);
-        cl->indirect[row] = indirect;
+        cl->indirect[k] = indirect;
     }
     if (rc)
         return rc;
@@ -393,7 +393,12 @@ static int p5_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
     (void)env;
     (void)channel;
     ws_causes *c = state;
-    if (ws_buffer_append(out, &c->locs[loc].indirect[row], sizeof(double)) != 0)
+    const cause_loc *cl = &c->locs[loc];
+    uint32_t k = ws_point_of_message(cl, row, channel == 0 ? SP_LS : SP_LR);
+    if (k == WS_NONE32)
+        return ws_error_set(err, WS_ERR_INTERNAL, "location %u: message %u is no synchronization point",
+                            (unsigned)loc, (unsigned)row);
+    if (ws_buffer_append(out, &cl->indirect[k], sizeof(double)) != 0)
         return ws_error_nomem(err, "payload");
     return WS_OK;
 }
@@ -406,11 +411,12 @@ static int p5_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
         return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
     double v;
     memcpy(&v, data, sizeof v);
-    const ws_loc_sync *ls = &env->sync->locs[loc];
+    const ws_msg *m = &env->sync->locs[loc].msgs[row];
+    const ws_events *e = &env->trace->locations[loc].events;
     if (channel == 0)
-        add(c, WS_M_MPI_WAIT_INDIRECT_LATESENDER, ls->msg_callpath[row], loc, v);
+        add(c, WS_M_MPI_WAIT_INDIRECT_LATESENDER, ws_msg_callpath(e, m), loc, v);
     else
-        add(c, WS_M_MPI_WAIT_INDIRECT_LATERECEIVER, ls->msg_done_callpath[row], loc, v);
+        add(c, WS_M_MPI_WAIT_INDIRECT_LATERECEIVER, ws_msg_done_callpath(e, m), loc, v);
     return WS_OK;
 }
 
@@ -565,14 +571,11 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
             ws_causes_free(c);
             return rc;
         }
-        /* the partners' times went into the points: their memory serves
-         * the next location's points */
+        /* what the wait-state passes learnt of the messages went into the
+         * points: its memory serves the next location's points */
         ws_loc_data *d = &a->locs[a->local[i]];
-        free(d->send_enter);
-        free(d->post_time);
-        free(d->partner_leave);
-        free(d->partner_done_leave);
-        d->send_enter = d->post_time = d->partner_leave = d->partner_done_leave = NULL;
+        free(d->msg);
+        d->msg = NULL;
     }
     /* the path ends at the latest Enter of MPI_Finalize (ties: lowest
      * index); MPI_Finalize is never on it.  Without MPI_Finalize a

@@ -45,7 +45,7 @@ typedef struct cause_loc {
     double *gl;
     uint32_t *gl_slot;
     double *prop_max;   /* per point: largest share of its waiting that propagated */
-    double *indirect;   /* per message row (delayer side): indirect part of the partner's waiting */
+    double *indirect;   /* per point (delayer side of a message): indirect part of the partner's waiting */
     /* collectives (delayer side): indirect part of each waiter's waiting,
      * per site the pairs [off, off + n) of coll_ind */
     struct coll_indirect *coll_ind;

@@ -80,10 +80,9 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     cl->msg_sp = ws_malloc_array(nm, sizeof *cl->msg_sp);
     cl->msg_lr = ws_malloc_array(nm, sizeof *cl->msg_lr);
     cl->site_sp = ws_malloc_array(ns, sizeof *cl->site_sp);
-    cl->indirect = ws_calloc(nm, sizeof *cl->indirect);
     cl->site_ind_off = ws_calloc(ns, sizeof *cl->site_ind_off);
     cl->site_ind_n = ws_calloc(ns, sizeof *cl->site_ind_n);
-    if (!cl->msg_sp || !cl->msg_lr || !cl->site_sp || !cl->indirect || !cl->site_ind_off || !cl->site_ind_n)
+    if (!cl->msg_sp || !cl->msg_lr || !cl->site_sp || !cl->site_ind_off || !cl->site_ind_n)
         return ws_error_nomem(err, "synchronization points");
     for (size_t k = 0; k < nm; k++)
         cl->msg_sp[k] = cl->msg_lr[k] = WS_NONE32;
@@ -103,62 +102,64 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     } while (0)
 
     for (uint64_t row = 0; row < ls->n_messages; row++) {
-        int is_send = (ls->msg_flags[row] & WS_MSG_SEND) != 0;
-        if (d->ls[row] > 0.0) {
+        const ws_msg *m = &ls->msgs[row];
+        const ws_msg_data *md = &d->msg[row];
+        int is_send = (m->flags & WS_MSG_SEND) != 0;
+        if (md->ls > 0.0) {
             NEW_POINT();
             sync_point *p = &sp[n];
             p->type = SP_LS;
             p->index = (uint32_t)row;
-            p->partner = ls->msg_partner[row];
+            p->partner = m->partner;
             p->event = e->msg_event[row];
             /* its call: the one holding the record; as the start of the
              * next interval only the time after the partner's call ended
              * counts */
-            p->call_ev = ls->msg_call[row];
-            p->call_cp = ls->msg_callpath[row];
-            p->completion = positive(ls->msg_leave[row] - d->partner_leave[row]);
-            p->completion_full = ls->msg_leave[row];
+            double leave = ws_msg_leave(e, m);
+            p->call_ev = m->call;
+            p->call_cp = ws_msg_callpath(e, m);
+            p->completion = positive(leave - md->partner_leave);
+            p->completion_full = leave;
             if (is_send) {
-                p->time = ls->msg_enter[row];
+                p->time = ws_msg_enter(e, m);
             } else {
-                p->time = d->send_enter[row];
-                p->wait = d->ls[row];
-                double leave = ls->msg_leave[row];
-                p->wait_in = ws_window_part(&a->options, ls->msg_enter[row],
-                                            d->send_enter[row] < leave ? d->send_enter[row] : leave, p->wait);
+                p->time = md->partner_time;
+                p->wait = md->ls;
+                p->wait_in = ws_window_part(&a->options, ws_msg_enter(e, m),
+                                            md->partner_time < leave ? md->partner_time : leave, p->wait);
                 p->wclass = WS_WAIT_LATESENDER;
-                p->callpath = ls->msg_callpath[row];
+                p->callpath = p->call_cp;
             }
             n++;
         }
-        if (d->lr[row] > 0.0) {
+        if (md->lr > 0.0) {
             NEW_POINT();
             sync_point *p = &sp[n];
             p->type = SP_LR;
             p->index = (uint32_t)row;
-            p->partner = ls->msg_partner[row];
-            p->event = ls->msg_ch1_event[row];
+            p->partner = m->partner;
+            p->event = m->ch1_event;
             if (is_send) {
-                p->call_ev = ls->msg_done_call[row];
-                p->call_cp = ls->msg_done_callpath[row];
+                p->call_ev = m->other_call;
+                p->call_cp = ws_msg_done_callpath(e, m);
                 /* a send that waited for a late receiver leaves its call out
                  * of the next interval entirely (Scalasca 2.6) */
                 p->completion = 0.0;
-                p->completion_full = ls->msg_done[row];
+                p->completion_full = ws_msg_done(e, m);
             } else {
                 p->call_ev = enter_of_call(e, p->event);
                 p->call_cp = e->kind[p->call_ev] == WS_EV_ENTER ? e->ref[p->call_ev] : WS_NONE32;
                 p->completion_full = leave_of_enter(e, p->call_ev);
-                p->completion = positive(p->completion_full - d->partner_done_leave[row]);
+                p->completion = positive(p->completion_full - md->partner_done_leave);
             }
             if (is_send) {
-                p->time = d->post_time[row];
-                p->wait = d->lr[row];
-                p->wait_in = ws_window_part(&a->options, ls->msg_done_enter[row], d->post_time[row], p->wait);
+                p->time = md->partner_time;
+                p->wait = md->lr;
+                p->wait_in = ws_window_part(&a->options, ws_msg_done_enter(e, m), md->partner_time, p->wait);
                 p->wclass = WS_WAIT_LATERECEIVER;
-                p->callpath = ls->msg_done_callpath[row];
+                p->callpath = p->call_cp;
             } else {
-                p->time = ls->msg_post[row];
+                p->time = ws_msg_post(e, m);
             }
             n++;
         }
@@ -235,7 +236,8 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     cl->n_sp = (uint32_t)n;
     cl->gl_slot = ws_malloc_array(n ? n : 1, sizeof *cl->gl_slot);
     cl->prop_max = ws_calloc(n ? n : 1, sizeof *cl->prop_max);
-    if (!cl->gl_slot || !cl->prop_max)
+    cl->indirect = ws_calloc(n ? n : 1, sizeof *cl->indirect);
+    if (!cl->gl_slot || !cl->prop_max || !cl->indirect)
         return ws_error_nomem(err, "synchronization points");
     uint32_t n_waiting = 0;
     for (size_t k = 0; k < n; k++)
