@@ -113,9 +113,9 @@ static int p4_event(void *state, const ws_replay_env *env, uint32_t loc, uint64_
 static int p4_channels(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row)
 {
     (void)env;
-    const cause_loc *cl = &((ws_causes *)state)->locs[loc];
     /* a message's Late Sender and Late Receiver are points (intervals.c) */
-    return (cl->msg_sp[row] != WS_NONE32 ? 1 : 0) | (cl->msg_lr[row] != WS_NONE32 ? 2 : 0);
+    uint8_t has = ((ws_causes *)state)->locs[loc].msg_pts[row];
+    return ((has & MSG_HAS_LS) ? 1 : 0) | ((has & MSG_HAS_LR) ? 2 : 0);
 }
 
 /* When the path leaves `cl` for a partner at sync_time: never later than
@@ -145,7 +145,7 @@ static int note_for(ws_causes *c, uint32_t loc, uint32_t k, uint32_t delayer, ui
     note.gamma = c->delay && handled(p->wclass) ? p->wait_in : 0.0;
     const double *gl = c->delay ? point_gl(cl, k) : NULL;
     if (gl)
-        memcpy(note.gl, gl, sizeof note.gl);
+        memcpy(note.gl + 1, gl, NGL * sizeof *gl);
     note.wclass = p->wclass;
     note.waiter = loc;
     note.delayer = delayer;
@@ -176,7 +176,7 @@ static int p4_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
     (void)env;
     ws_causes *c = state;
     cause_loc *cl = &c->locs[loc];
-    uint32_t k = ws_point_of_message(cl, row, channel == 0 ? SP_LS : SP_LR);
+    uint32_t k = ws_point_of_message(c, loc, row, channel == 0 ? SP_LS : SP_LR);
     if (k == WS_NONE32)
         return ws_error_set(err, WS_ERR_INTERNAL, "location %u: message %u is no synchronization point",
                             (unsigned)loc, (unsigned)row);
@@ -219,7 +219,7 @@ static int p4_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     int rc = parse_note(data, size, &note, &entries, err);
     if (rc)
         return rc;
-    uint32_t k = ws_point_of_message(cl, row, channel == 0 ? SP_LS : SP_LR);
+    uint32_t k = ws_point_of_message(c, loc, row, channel == 0 ? SP_LS : SP_LR);
     if (k == WS_NONE32) {
         return ws_error_set(err, WS_ERR_INTERNAL, "location %u: message %u is no synchronization point",
                             (unsigned)loc, (unsigned)row);
@@ -230,7 +230,7 @@ static int p4_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
             return err->code;
         double indirect;
         rc = ws_charge(c, &c->scratch, loc, k, &note, copy, &indirect, err);
-        cl->indirect[k] = indirect;
+        cl->share[k] = indirect;
     }
     if (rc)
         return rc;
@@ -393,12 +393,11 @@ static int p5_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
     (void)env;
     (void)channel;
     ws_causes *c = state;
-    const cause_loc *cl = &c->locs[loc];
-    uint32_t k = ws_point_of_message(cl, row, channel == 0 ? SP_LS : SP_LR);
+    uint32_t k = ws_point_of_message(c, loc, row, channel == 0 ? SP_LS : SP_LR);
     if (k == WS_NONE32)
         return ws_error_set(err, WS_ERR_INTERNAL, "location %u: message %u is no synchronization point",
                             (unsigned)loc, (unsigned)row);
-    if (ws_buffer_append(out, &cl->indirect[k], sizeof(double)) != 0)
+    if (ws_buffer_append(out, &c->locs[loc].share[k], sizeof(double)) != 0)
         return ws_error_nomem(err, "payload");
     return WS_OK;
 }
@@ -657,13 +656,12 @@ void ws_causes_free(ws_causes *c)
         for (uint32_t i = 0; i < c->a->trace->n_locations; i++) {
             cause_loc *cl = &c->locs[i];
             free(cl->sp);
-            free(cl->msg_sp);
-            free(cl->msg_lr);
+            free(cl->msg_pts);
             free(cl->site_sp);
+            free(cl->site_root);
             free(cl->gl);
             free(cl->gl_slot);
-            free(cl->prop_max);
-            free(cl->indirect);
+            free(cl->share);
             free(cl->coll_ind);
             free(cl->site_ind_off);
             free(cl->site_ind_n);
@@ -726,16 +724,17 @@ int ws_causes_finish(ws_causes *c, ws_error *err)
             const cause_loc *cl = &c->locs[loc];
             for (uint32_t k = 0; k < cl->n_sp; k++) {
                 const sync_point *p = &cl->sp[k];
-                double prop = cl->prop_max[k] < p->wait ? cl->prop_max[k] : p->wait;
+                /* share: the largest propagated share of a waiting point */
+                double prop = cl->share[k] < p->wait ? cl->share[k] : p->wait;
                 /* in a window: the propagating share of the part inside it */
                 if (p->wait_in != p->wait)
                     prop = p->wait > 0.0 ? prop * (p->wait_in / p->wait) : 0.0;
                 if (p->wclass == WS_WAIT_LATESENDER)
-                    add(c, WS_M_MPI_WAIT_PROPAGATING_LS, p->callpath, loc, prop);
+                    add(c, WS_M_MPI_WAIT_PROPAGATING_LS, p->call_cp, loc, prop);
                 else if (p->wclass == WS_WAIT_LATERECEIVER)
-                    add(c, WS_M_MPI_WAIT_PROPAGATING_LR, p->callpath, loc, prop);
+                    add(c, WS_M_MPI_WAIT_PROPAGATING_LR, p->call_cp, loc, prop);
                 else if (p->type == SP_SITE && handled(p->wclass) && p->wait > 0.0)
-                    add(c, WS_M_MPI_WAIT_PROPAGATING_COLLECTIVE, p->callpath, loc, prop);
+                    add(c, WS_M_MPI_WAIT_PROPAGATING_COLLECTIVE, p->call_cp, loc, prop);
             }
         }
     }

@@ -12,7 +12,13 @@
 
 enum { SP_LS = 1, SP_LR = 2, SP_SITE = 3 };
 enum { NCLS = WS_WAIT_CLASS_COUNT };
+/* the classes whose waiting the delay analysis handles, 1..NGL (handled()):
+ * only they carry long-term costs */
+enum { NGL = WS_WAIT_N21 };
 
+/* A synchronization point (64 bytes).  Its own waiting is in the call
+ * path of its call (call_cp); a site's communicator, class and root are
+ * read from the site (point_site_*). */
 typedef struct sync_point {
     double time;       /* synchronization time */
     double wait;       /* own handled waiting time here (0 if none) */
@@ -23,29 +29,29 @@ typedef struct sync_point {
     uint32_t call_cp;  /* call path of that call */
     uint32_t event;    /* event where the point is exchanged */
     uint32_t index;    /* message row or site */
-    uint32_t callpath; /* call path of the own waiting */
     uint32_t partner;  /* p2p: partner; sites: the delayer */
-    uint32_t comm;     /* sites: communicator (WS_NONE32: all locations) */
-    uint32_t root;     /* 1-to-N / N-to-1 sites: location of the root */
     uint8_t type;
     uint8_t wclass;    /* class of the own waiting (WS_WAIT_*) */
-    uint8_t site_class;
-    uint8_t pad;
+    uint8_t pad[2];
 } sync_point;
 
 typedef struct cause_loc {
     sync_point *sp;
     uint32_t n_sp;
-    uint32_t *msg_sp;   /* message row -> its Late Sender point (WS_NONE32) */
-    uint32_t *msg_lr;   /* message row -> its Late Receiver point (WS_NONE32) */
+    uint8_t *msg_pts;   /* message row: MSG_HAS_LS | MSG_HAS_LR, which points it has */
+    uint32_t hint;      /* the point last looked up (ws_point_of_message) */
     uint32_t *site_sp;  /* site -> point (WS_NONE32) */
+    uint32_t *site_root; /* site -> location of its root (WS_NONE32: none) */
     /* long-term cost carried by a point's waiting, per final class: only
-     * points that wait carry one, so only they have a block of NCLS
-     * doubles in gl, at gl_slot[point] * NCLS (WS_NONE32: none) */
+     * points that wait carry one, so only they have a block of NGL
+     * doubles in gl (class x at x - 1), at gl_slot[point] * NGL
+     * (WS_NONE32: none) */
     double *gl;
     uint32_t *gl_slot;
-    double *prop_max;   /* per point: largest share of its waiting that propagated */
-    double *indirect;   /* per point (delayer side of a message): indirect part of the partner's waiting */
+    /* per point: waiting points: the largest share of their waiting that
+     * propagated; a message's point on the delayer side (which never
+     * waits): the indirect part of the partner's waiting */
+    double *share;
     /* collectives (delayer side): indirect part of each waiter's waiting,
      * per site the pairs [off, off + n) of coll_ind */
     struct coll_indirect *coll_ind;
@@ -119,11 +125,14 @@ typedef struct wait_note {
     uint32_t pad;
 } wait_note;
 
-/* the long-term costs point k carries (NULL: it does not wait) */
+enum { MSG_HAS_LS = 1, MSG_HAS_LR = 2 };
+
+/* the long-term costs point k carries, class x at x - 1 (NULL: it does
+ * not wait) */
 static inline double *point_gl(const cause_loc *cl, uint32_t k)
 {
     uint32_t slot = cl->gl_slot[k];
-    return slot == UINT32_MAX ? NULL : &cl->gl[(size_t)slot * NCLS];
+    return slot == UINT32_MAX ? NULL : &cl->gl[(size_t)slot * NGL];
 }
 
 /* wait states whose cost the delay analysis accounts */
@@ -147,8 +156,8 @@ static inline int is_member(const ws_causes *c, uint32_t comm, uint32_t loc)
 
 /* synchronization points of `loc`, sorted by the calls that hold them */
 int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err);
-/* point of message `row` of the given kind (SP_LS, SP_LR) or WS_NONE32 */
-uint32_t ws_point_of_message(const cause_loc *cl, uint32_t row, uint8_t type);
+/* point of message `row` of `loc` of the given kind (SP_LS, SP_LR) or WS_NONE32 */
+uint32_t ws_point_of_message(ws_causes *c, uint32_t loc, uint32_t row, uint8_t type);
 /* the latest point before point k, in an earlier call, shared with q */
 uint32_t ws_previous_point(const ws_causes *c, uint32_t loc, uint32_t k, uint32_t q);
 /* call path active right after event i */

@@ -77,17 +77,15 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     size_t cap = 0, n = 0;
     sync_point *sp = NULL;
     size_t nm = ls->n_messages ? ls->n_messages : 1, ns = ls->n_sites ? ls->n_sites : 1;
-    cl->msg_sp = ws_malloc_array(nm, sizeof *cl->msg_sp);
-    cl->msg_lr = ws_malloc_array(nm, sizeof *cl->msg_lr);
+    cl->msg_pts = ws_calloc(nm, sizeof *cl->msg_pts);
     cl->site_sp = ws_malloc_array(ns, sizeof *cl->site_sp);
+    cl->site_root = ws_malloc_array(ns, sizeof *cl->site_root);
     cl->site_ind_off = ws_calloc(ns, sizeof *cl->site_ind_off);
     cl->site_ind_n = ws_calloc(ns, sizeof *cl->site_ind_n);
-    if (!cl->msg_sp || !cl->msg_lr || !cl->site_sp || !cl->site_ind_off || !cl->site_ind_n)
+    if (!cl->msg_pts || !cl->site_sp || !cl->site_root || !cl->site_ind_off || !cl->site_ind_n)
         return ws_error_nomem(err, "synchronization points");
-    for (size_t k = 0; k < nm; k++)
-        cl->msg_sp[k] = cl->msg_lr[k] = WS_NONE32;
     for (size_t k = 0; k < ns; k++)
-        cl->site_sp[k] = WS_NONE32;
+        cl->site_sp[k] = cl->site_root[k] = WS_NONE32;
 
 #define NEW_POINT()                                                                   \
     do {                                                                              \
@@ -96,9 +94,6 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             return ws_error_nomem(err, "synchronization points");                     \
         }                                                                             \
         memset(&sp[n], 0, sizeof sp[n]);                                              \
-        sp[n].comm = WS_NONE32;                                                       \
-        sp[n].root = WS_NONE32;                                                       \
-        sp[n].callpath = WS_NONE32;                                                   \
     } while (0)
 
     for (uint64_t row = 0; row < ls->n_messages; row++) {
@@ -128,7 +123,6 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
                 p->wait_in = ws_window_part(&a->options, ws_msg_enter(e, m),
                                             md->partner_time < leave ? md->partner_time : leave, p->wait);
                 p->wclass = WS_WAIT_LATESENDER;
-                p->callpath = p->call_cp;
             }
             n++;
         }
@@ -157,7 +151,6 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
                 p->wait = md->lr;
                 p->wait_in = ws_window_part(&a->options, ws_msg_done_enter(e, m), md->partner_time, p->wait);
                 p->wclass = WS_WAIT_LATERECEIVER;
-                p->callpath = p->call_cp;
             } else {
                 p->time = ws_msg_post(e, m);
             }
@@ -184,9 +177,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         p->event = ls->site_event[s];
         p->time = d->site_sync_time[s];
         p->partner = d->site_delayer[s];
-        p->comm = comm;
-        p->root = root;
-        p->site_class = cls;
+        cl->site_root[s] = root;
         p->wclass = d->site_kind[s];
         p->call_ev = enter_of_call(e, p->event);
         p->call_cp = ls->site_callpath[s];
@@ -197,7 +188,6 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         if (handled(p->wclass) && d->site_wait[s] > 0.0) {
             p->wait = d->site_wait[s];
             p->wait_in = ws_window_part(&a->options, ls->site_enter[s], ls->site_enter[s] + p->wait, p->wait);
-            p->callpath = ls->site_callpath[s];
         } else {
             p->wclass = WS_WAIT_NONE;
         }
@@ -228,51 +218,79 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         if (sorted[k].type == SP_SITE)
             cl->site_sp[sorted[k].index] = (uint32_t)k;
         else
-            (sorted[k].type == SP_LS ? cl->msg_sp : cl->msg_lr)[sorted[k].index] = (uint32_t)k;
+            cl->msg_pts[sorted[k].index] |= sorted[k].type == SP_LS ? MSG_HAS_LS : MSG_HAS_LR;
     }
     free(order);
     free(sp);
     cl->sp = sorted;
     cl->n_sp = (uint32_t)n;
     cl->gl_slot = ws_malloc_array(n ? n : 1, sizeof *cl->gl_slot);
-    cl->prop_max = ws_calloc(n ? n : 1, sizeof *cl->prop_max);
-    cl->indirect = ws_calloc(n ? n : 1, sizeof *cl->indirect);
-    if (!cl->gl_slot || !cl->prop_max || !cl->indirect)
+    cl->share = ws_calloc(n ? n : 1, sizeof *cl->share);
+    if (!cl->gl_slot || !cl->share)
         return ws_error_nomem(err, "synchronization points");
     uint32_t n_waiting = 0;
     for (size_t k = 0; k < n; k++)
         cl->gl_slot[k] = sorted[k].wait > 0.0 ? n_waiting++ : WS_NONE32;
-    cl->gl = ws_calloc((n_waiting ? n_waiting : 1) * (size_t)NCLS, sizeof *cl->gl);
+    cl->gl = ws_calloc((n_waiting ? n_waiting : 1) * (size_t)NGL, sizeof *cl->gl);
     if (!cl->gl)
         return ws_error_nomem(err, "synchronization points");
     return WS_OK;
 }
 
-/* Point of message `row` of the given kind at `loc`. */
-uint32_t ws_point_of_message(const cause_loc *cl, uint32_t row, uint8_t type)
+static int is_point_of(const sync_point *p, uint32_t row, uint8_t type)
 {
-    return (type == SP_LS ? cl->msg_sp : cl->msg_lr)[row];
+    return p->type == type && p->index == row;
+}
+
+/* Point of message `row` of the given kind at `loc`.  The points are
+ * sorted by (call, event): the message's call and event say where it is.
+ * The replays visit a location's points in order, so the point after the
+ * last one looked up is tried first. */
+uint32_t ws_point_of_message(ws_causes *c, uint32_t loc, uint32_t row, uint8_t type)
+{
+    cause_loc *cl = &c->locs[loc];
+    if (!(cl->msg_pts[row] & (type == SP_LS ? MSG_HAS_LS : MSG_HAS_LR)))
+        return WS_NONE32;
+    const sync_point *sp = cl->sp;
+    uint32_t h = cl->hint;
+    for (uint32_t k = h > 0 ? h - 1 : 0; k < cl->n_sp && k <= h + 1; k++)
+        if (is_point_of(&sp[k], row, type))
+            return cl->hint = k;
+    const ws_msg *m = &c->a->sync->locs[loc].msgs[row];
+    uint32_t call = type == SP_LS ? m->call : m->other_call;
+    uint32_t event = type == SP_LS ? c->a->trace->locations[loc].events.msg_event[row] : m->ch1_event;
+    uint32_t lo = 0, hi = cl->n_sp;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (sp[mid].call_ev < call || (sp[mid].call_ev == call && sp[mid].event < event))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (uint32_t k = lo; k < cl->n_sp && sp[k].call_ev == call && sp[k].event == event; k++)
+        if (is_point_of(&sp[k], row, type))
+            return cl->hint = k;
+    return WS_NONE32;
 }
 
 /* Does point k of `loc` synchronize it with location q? */
 static int involves(const ws_causes *c, uint32_t loc, const sync_point *p, uint32_t q)
 {
-    switch (p->type) {
-    case SP_LS:
-    case SP_LR:
+    if (p->type != SP_SITE)
         return p->partner == q;
+    const ws_loc_sync *ls = &c->a->sync->locs[loc];
+    uint8_t cls = ls->site_class[p->index];
+    if (cls == WS_SITE_INIT || cls == WS_SITE_FINALIZE)
+        return 1;
+    uint32_t comm = (uint32_t)(ls->site_instance[p->index] >> 40);
+    uint32_t root = c->locs[loc].site_root[p->index];
+    switch (cls) {
+    case WS_SITE_1TON:
+        return loc == root ? is_member(c, comm, q) : q == root;
+    case WS_SITE_NTO1:
+        return loc == root ? q == p->partner : q == root;
     default:
-        switch (p->site_class) {
-        case WS_SITE_INIT:
-        case WS_SITE_FINALIZE:
-            return 1;
-        case WS_SITE_1TON:
-            return loc == p->root ? is_member(c, p->comm, q) : q == p->root;
-        case WS_SITE_NTO1:
-            return loc == p->root ? q == p->partner : q == p->root;
-        default:
-            return is_member(c, p->comm, q);
-        }
+        return is_member(c, comm, q);
     }
 }
 
@@ -376,7 +394,7 @@ void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k, int
     intermediate_points(cl, j, k, &lo, &hi);
     for (uint32_t q = lo; q < hi; q++)
         if (cl->sp[q].wait > 0.0)
-            acc_add(c, cl->sp[q].callpath, -cl->sp[q].wait);
+            acc_add(c, cl->sp[q].call_cp, -cl->sp[q].wait);
     for (uint32_t x = 0; x < c->n_touched; x++)
         if (c->acc[c->touched[x]] < 0.0)
             c->acc[c->touched[x]] = 0.0;
@@ -619,17 +637,17 @@ int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const w
     for (size_t j = 0; j < m; j++) {
         uint32_t q = s->wait_points[j];
         double *target = point_gl(cl, q); /* q waits: it has a block */
-        target[w] += s->prop_s[j];
+        target[w - 1] += s->prop_s[j];
         if (gl > 0.0)
-            for (int x = 0; x < NCLS; x++)
-                target[x] += s->prop_l[j] * (note->gl[x] / gl);
+            for (int x = 1; x <= NGL; x++)
+                target[x - 1] += s->prop_l[j] * (note->gl[x] / gl);
         /* a point-to-point wait state propagates when it delays a
          * point-to-point wait (Scalasca 2.6), a collective one when it
          * delays any handled wait (seed 002); the largest such share, not
          * their sum */
         int counts = w == WS_WAIT_LATESENDER || w == WS_WAIT_LATERECEIVER || cl->sp[q].type == SP_SITE;
-        if (counts && prop_whole[j] > cl->prop_max[q])
-            cl->prop_max[q] = prop_whole[j];
+        if (counts && prop_whole[j] > cl->share[q])
+            cl->share[q] = prop_whole[j];
         *indirect += s->prop_s[j];
     }
     if (c->a->options.keep_delay_records)
