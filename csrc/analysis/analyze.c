@@ -61,6 +61,7 @@ static void free_analysis(ws_analysis *a)
             ws_loc_data *d = &a->locs[i];
             free(d->msg);
             free(d->msg_bits);
+            free(d->leaves);
             free(d->site_completion);
             free(d->site_wait);
             free(d->site_sync_time);

@@ -142,7 +142,7 @@ static int note_for(ws_causes *c, uint32_t loc, uint32_t k, uint32_t delayer, ui
     wait_note note;
     memset(&note, 0, sizeof note);
     note.wait = c->delay && handled(p->wclass) ? p->wait : 0.0;
-    note.gamma = c->delay && handled(p->wclass) ? p->wait_in : 0.0;
+    note.gamma = c->delay && handled(p->wclass) ? point_wait_in(cl, k) : 0.0;
     const double *gl = c->delay ? point_gl(cl, k) : NULL;
     if (gl)
         memcpy(note.gl + 1, gl, NGL * sizeof *gl);
@@ -574,7 +574,10 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
          * points: its memory serves the next location's points */
         ws_loc_data *d = &a->locs[a->local[i]];
         free(d->msg);
+        free(d->leaves);
         d->msg = NULL;
+        d->leaves = NULL;
+        d->n_leaves = d->cap_leaves = 0;
     }
     /* the path ends at the latest Enter of MPI_Finalize (ties: lowest
      * index); MPI_Finalize is never on it.  Without MPI_Finalize a
@@ -660,7 +663,6 @@ void ws_causes_free(ws_causes *c)
             free(cl->site_sp);
             free(cl->site_root);
             free(cl->gl);
-            free(cl->gl_slot);
             free(cl->share);
             free(cl->coll_ind);
             free(cl->site_ind_off);
@@ -727,8 +729,9 @@ int ws_causes_finish(ws_causes *c, ws_error *err)
                 /* share: the largest propagated share of a waiting point */
                 double prop = cl->share[k] < p->wait ? cl->share[k] : p->wait;
                 /* in a window: the propagating share of the part inside it */
-                if (p->wait_in != p->wait)
-                    prop = p->wait > 0.0 ? prop * (p->wait_in / p->wait) : 0.0;
+                double wait_in = point_wait_in(cl, k);
+                if (wait_in != p->wait)
+                    prop = p->wait > 0.0 ? prop * (wait_in / p->wait) : 0.0;
                 if (p->wclass == WS_WAIT_LATESENDER)
                     add(c, WS_M_MPI_WAIT_PROPAGATING_LS, p->call_cp, loc, prop);
                 else if (p->wclass == WS_WAIT_LATERECEIVER)

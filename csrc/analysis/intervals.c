@@ -66,16 +66,29 @@ static double positive(double v)
     return v > 0.0 ? v : 0.0;
 }
 
+/* a point while the points of a location are collected */
+typedef struct new_point {
+    sync_point p;
+    double wait_in;
+    uint32_t event;
+} new_point;
+
+static int cmp_leaves(const void *x, const void *y)
+{
+    const ws_partner_leaves *a = x, *b = y;
+    return (a->row > b->row) - (a->row < b->row);
+}
+
 int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
 {
     const ws_analysis *a = c->a;
     const ws_trace *t = a->trace;
     const ws_loc_sync *ls = &a->sync->locs[loc];
-    const ws_loc_data *d = &a->locs[loc];
+    ws_loc_data *d = &a->locs[loc];
     const ws_events *e = &t->locations[loc].events;
     cause_loc *cl = &c->locs[loc];
     size_t cap = 0, n = 0;
-    sync_point *sp = NULL;
+    new_point *sp = NULL;
     size_t nm = ls->n_messages ? ls->n_messages : 1, ns = ls->n_sites ? ls->n_sites : 1;
     cl->msg_pts = ws_calloc(nm, sizeof *cl->msg_pts);
     cl->site_sp = ws_malloc_array(ns, sizeof *cl->site_sp);
@@ -94,45 +107,64 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             return ws_error_nomem(err, "synchronization points");                     \
         }                                                                             \
         memset(&sp[n], 0, sizeof sp[n]);                                              \
+        sp[n].p.gl_slot = WS_NONE32;                                                  \
     } while (0)
 
+    /* the partners' leaves, by row */
+    int sorted_leaves = 1;
+    for (size_t j = 1; j < d->n_leaves && sorted_leaves; j++)
+        sorted_leaves = d->leaves[j - 1].row < d->leaves[j].row;
+    if (!sorted_leaves)
+        qsort(d->leaves, d->n_leaves, sizeof *d->leaves, cmp_leaves);
+    size_t next_leaves = 0;
     for (uint64_t row = 0; row < ls->n_messages; row++) {
         const ws_msg *m = &ls->msgs[row];
         const ws_msg_data *md = &d->msg[row];
         int is_send = (m->flags & WS_MSG_SEND) != 0;
+        const ws_partner_leaves *pl = NULL;
+        if (md->ls > 0.0 || (md->lr > 0.0 && !is_send)) {
+            while (next_leaves < d->n_leaves && d->leaves[next_leaves].row < row)
+                next_leaves++;
+            if (next_leaves == d->n_leaves || d->leaves[next_leaves].row != row) {
+                free(sp);
+                return ws_error_set(err, WS_ERR_INTERNAL, "location %u: message %llu waits but its partner's calls "
+                                    "are unknown", (unsigned)loc, (unsigned long long)row);
+            }
+            pl = &d->leaves[next_leaves];
+        }
         if (md->ls > 0.0) {
             NEW_POINT();
-            sync_point *p = &sp[n];
+            sync_point *p = &sp[n].p;
             p->type = SP_LS;
             p->index = (uint32_t)row;
             p->partner = m->partner;
-            p->event = e->msg_event[row];
+            sp[n].event = e->msg_event[row];
             /* its call: the one holding the record; as the start of the
              * next interval only the time after the partner's call ended
              * counts */
             double leave = ws_msg_leave(e, m);
             p->call_ev = m->call;
             p->call_cp = ws_msg_callpath(e, m);
-            p->completion = positive(leave - md->partner_leave);
+            p->completion = positive(leave - pl->leave);
             p->completion_full = leave;
             if (is_send) {
                 p->time = ws_msg_enter(e, m);
             } else {
                 p->time = md->partner_time;
                 p->wait = md->ls;
-                p->wait_in = ws_window_part(&a->options, ws_msg_enter(e, m),
-                                            md->partner_time < leave ? md->partner_time : leave, p->wait);
+                sp[n].wait_in = ws_window_part(&a->options, ws_msg_enter(e, m),
+                                               md->partner_time < leave ? md->partner_time : leave, p->wait);
                 p->wclass = WS_WAIT_LATESENDER;
             }
             n++;
         }
         if (md->lr > 0.0) {
             NEW_POINT();
-            sync_point *p = &sp[n];
+            sync_point *p = &sp[n].p;
             p->type = SP_LR;
             p->index = (uint32_t)row;
             p->partner = m->partner;
-            p->event = m->ch1_event;
+            sp[n].event = m->ch1_event;
             if (is_send) {
                 p->call_ev = m->other_call;
                 p->call_cp = ws_msg_done_callpath(e, m);
@@ -141,15 +173,15 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
                 p->completion = 0.0;
                 p->completion_full = ws_msg_done(e, m);
             } else {
-                p->call_ev = enter_of_call(e, p->event);
+                p->call_ev = enter_of_call(e, m->ch1_event);
                 p->call_cp = e->kind[p->call_ev] == WS_EV_ENTER ? e->ref[p->call_ev] : WS_NONE32;
                 p->completion_full = leave_of_enter(e, p->call_ev);
-                p->completion = positive(p->completion_full - md->partner_done_leave);
+                p->completion = positive(p->completion_full - pl->done_leave);
             }
             if (is_send) {
                 p->time = md->partner_time;
                 p->wait = md->lr;
-                p->wait_in = ws_window_part(&a->options, ws_msg_done_enter(e, m), md->partner_time, p->wait);
+                sp[n].wait_in = ws_window_part(&a->options, ws_msg_done_enter(e, m), md->partner_time, p->wait);
                 p->wclass = WS_WAIT_LATERECEIVER;
             } else {
                 p->time = ws_msg_post(e, m);
@@ -171,15 +203,15 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         if (cls == WS_SITE_NTO1 && loc != root && loc != d->site_delayer[s])
             continue;
         NEW_POINT();
-        sync_point *p = &sp[n];
+        sync_point *p = &sp[n].p;
         p->type = SP_SITE;
         p->index = s;
-        p->event = ls->site_event[s];
+        sp[n].event = ls->site_event[s];
         p->time = d->site_sync_time[s];
         p->partner = d->site_delayer[s];
         cl->site_root[s] = root;
         p->wclass = d->site_kind[s];
-        p->call_ev = enter_of_call(e, p->event);
+        p->call_ev = enter_of_call(e, ls->site_event[s]);
         p->call_cp = ls->site_callpath[s];
         /* MPI_Init: its completion only; other collectives: the time after
          * the last member arrived */
@@ -187,7 +219,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         p->completion_full = positive(ls->site_leave[s] - d->site_sync_time[s]);
         if (handled(p->wclass) && d->site_wait[s] > 0.0) {
             p->wait = d->site_wait[s];
-            p->wait_in = ws_window_part(&a->options, ls->site_enter[s], ls->site_enter[s] + p->wait, p->wait);
+            sp[n].wait_in = ws_window_part(&a->options, ls->site_enter[s], ls->site_enter[s] + p->wait, p->wait);
         } else {
             p->wclass = WS_WAIT_NONE;
         }
@@ -203,14 +235,28 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         free(sp);
         return ws_error_nomem(err, "synchronization points");
     }
+    uint32_t n_waiting = 0;
     for (size_t k = 0; k < n; k++) {
-        order[k].call = sp[k].call_ev;
+        order[k].call = sp[k].p.call_ev;
         order[k].event = sp[k].event;
         order[k].k = (uint32_t)k;
+        n_waiting += sp[k].p.wait > 0.0;
     }
     qsort(order, n, sizeof *order, cmp_sp);
+    cl->gl = ws_calloc((n_waiting ? n_waiting : 1) * (size_t)GL_BLOCK, sizeof *cl->gl);
+    if (!cl->gl) {
+        free(order);
+        free(sorted);
+        free(sp);
+        return ws_error_nomem(err, "synchronization points");
+    }
+    n_waiting = 0;
     for (size_t k = 0; k < n; k++) {
-        sorted[k] = sp[order[k].k];
+        sorted[k] = sp[order[k].k].p;
+        if (sorted[k].wait > 0.0) {
+            sorted[k].gl_slot = n_waiting++;
+            cl->gl[(size_t)sorted[k].gl_slot * GL_BLOCK + NGL] = sp[order[k].k].wait_in;
+        }
         /* point to point: completion_full held the call's leave; the
          * fallback counts the call from the synchronization time on */
         if (sorted[k].type != SP_SITE)
@@ -224,15 +270,8 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     free(sp);
     cl->sp = sorted;
     cl->n_sp = (uint32_t)n;
-    cl->gl_slot = ws_malloc_array(n ? n : 1, sizeof *cl->gl_slot);
     cl->share = ws_calloc(n ? n : 1, sizeof *cl->share);
-    if (!cl->gl_slot || !cl->share)
-        return ws_error_nomem(err, "synchronization points");
-    uint32_t n_waiting = 0;
-    for (size_t k = 0; k < n; k++)
-        cl->gl_slot[k] = sorted[k].wait > 0.0 ? n_waiting++ : WS_NONE32;
-    cl->gl = ws_calloc((n_waiting ? n_waiting : 1) * (size_t)NGL, sizeof *cl->gl);
-    if (!cl->gl)
+    if (!cl->share)
         return ws_error_nomem(err, "synchronization points");
     return WS_OK;
 }
@@ -242,10 +281,24 @@ static int is_point_of(const sync_point *p, uint32_t row, uint8_t type)
     return p->type == type && p->index == row;
 }
 
+uint32_t ws_point_event(const ws_causes *c, uint32_t loc, uint32_t k)
+{
+    const sync_point *p = &c->locs[loc].sp[k];
+    const ws_loc_sync *ls = &c->a->sync->locs[loc];
+    switch (p->type) {
+    case SP_LS:
+        return c->a->trace->locations[loc].events.msg_event[p->index];
+    case SP_LR:
+        return ls->msgs[p->index].ch1_event;
+    default:
+        return ls->site_event[p->index];
+    }
+}
+
 /* Point of message `row` of the given kind at `loc`.  The points are
- * sorted by (call, event): the message's call and event say where it is.
- * The replays visit a location's points in order, so the point after the
- * last one looked up is tried first. */
+ * sorted by their calls: the message's call says where it is.  The
+ * replays visit a location's points in order, so the points next to the
+ * one last looked up are tried first. */
 uint32_t ws_point_of_message(ws_causes *c, uint32_t loc, uint32_t row, uint8_t type)
 {
     cause_loc *cl = &c->locs[loc];
@@ -258,16 +311,15 @@ uint32_t ws_point_of_message(ws_causes *c, uint32_t loc, uint32_t row, uint8_t t
             return cl->hint = k;
     const ws_msg *m = &c->a->sync->locs[loc].msgs[row];
     uint32_t call = type == SP_LS ? m->call : m->other_call;
-    uint32_t event = type == SP_LS ? c->a->trace->locations[loc].events.msg_event[row] : m->ch1_event;
     uint32_t lo = 0, hi = cl->n_sp;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (sp[mid].call_ev < call || (sp[mid].call_ev == call && sp[mid].event < event))
+        if (sp[mid].call_ev < call)
             lo = mid + 1;
         else
             hi = mid;
     }
-    for (uint32_t k = lo; k < cl->n_sp && sp[k].call_ev == call && sp[k].event == event; k++)
+    for (uint32_t k = lo; k < cl->n_sp && sp[k].call_ev == call; k++)
         if (is_point_of(&sp[k], row, type))
             return cl->hint = k;
     return WS_NONE32;
@@ -651,6 +703,7 @@ int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const w
         *indirect += s->prop_s[j];
     }
     if (c->a->options.keep_delay_records)
-        return add_record(c, note, loc, p->event, p->time, s, n, m, vector_offset, vector_length, err);
+        return add_record(c, note, loc, ws_point_event(c, loc, k), p->time, s, n, m, vector_offset, vector_length,
+                          err);
     return WS_OK;
 }

@@ -4,11 +4,31 @@
  * counts and bytes.  Definitions: docs/metrics.md. */
 #include "waitstates_int.h"
 
+/* Keeps the leaves of the partner's calls for message `row`, which
+ * waits or is waited for (analysis_int.h). */
+static int keep_partner_leaves(ws_loc_data *d, uint32_t row, double leave, double done_leave, ws_error *err)
+{
+    if (d->n_leaves == d->cap_leaves) {
+        /* grown by a quarter: all locations grow theirs at once (pass 3) */
+        size_t cap = d->cap_leaves + d->cap_leaves / 4 + 64;
+        void *p = ws_realloc(d->leaves, cap * sizeof *d->leaves);
+        if (!p)
+            return ws_error_nomem(err, "partner calls");
+        d->leaves = p;
+        d->cap_leaves = cap;
+    }
+    ws_partner_leaves *pl = &d->leaves[d->n_leaves++];
+    pl->row = row;
+    pl->pad = 0;
+    pl->leave = leave;
+    pl->done_leave = done_leave;
+    return WS_OK;
+}
+
 /* ---- pass 1: forward ---------------------------------------------------- */
 
 typedef struct send_info {
     double enter;      /* enter of the send call */
-    double leave;      /* leave of the send call */
     double done_enter; /* enter of the call that completed the send */
     double done_leave; /* leave of that call */
     uint64_t bytes;
@@ -70,7 +90,6 @@ static int p1_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
     send_info p;
     memset(&p, 0, sizeof p);
     p.enter = ws_msg_enter(e, m);
-    p.leave = ws_msg_leave(e, m);
     p.done_enter = ws_msg_done_enter(e, m);
     p.done_leave = ws_msg_done(e, m);
     p.bytes = e->msg_bytes[row];
@@ -104,8 +123,6 @@ static int p1_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     md->partner_time = p.enter;
     if (p.bytes == 0)
         d->msg_bits[row] |= WS_MD_EMPTY_SEND;
-    md->partner_leave = p.leave;
-    md->partner_done_leave = p.done_leave;
     if (leave < p.enter)
         a->result->clock_violations[loc]++;
     uint32_t cp = ws_msg_callpath(e, m);
@@ -235,24 +252,7 @@ typedef struct recv_info {
     double ls;   /* Late Sender wait counted at the receive */
     double lr;   /* Late Receiver wait of the send */
     double post; /* when the receive was posted */
-    double leave;      /* leave of the call holding the receive record */
-    double post_leave; /* leave of the call that posted the receive */
 } recv_info;
-
-/* Leave time of the call that holds event `ev` of `loc` (the innermost
- * region around it; the event's own time when there is none). */
-static double leave_of_call(const ws_trace *t, uint32_t loc, uint32_t ev)
-{
-    const ws_events *e = &t->locations[loc].events;
-    int depth = 0;
-    for (uint64_t i = (uint64_t)ev + 1; i < e->n; i++) {
-        if (e->kind[i] == WS_EV_ENTER)
-            depth++;
-        else if (e->kind[i] == WS_EV_LEAVE && depth-- == 0)
-            return e->time[i];
-    }
-    return e->time[ev];
-}
 
 static int p2_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel, ws_buffer *out,
                       ws_error *err)
@@ -261,9 +261,7 @@ static int p2_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
     const ws_msg_data *md = &data_of(state, loc)->msg[row];
     const ws_msg *m = &env->sync->locs[loc].msgs[row];
     const ws_events *e = &env->trace->locations[loc].events;
-    double post_leave = (m->flags & WS_MSG_NONBLOCKING) ? leave_of_call(env->trace, loc, m->ch1_event)
-                                                         : ws_msg_leave(e, m);
-    recv_info p = {md->ls, md->lr, ws_msg_post(e, m), ws_msg_leave(e, m), post_leave};
+    recv_info p = {md->ls, md->lr, ws_msg_post(e, m)};
     if (ws_buffer_append(out, &p, sizeof p) != 0)
         return ws_error_nomem(err, "payload");
     return WS_OK;
@@ -282,8 +280,6 @@ static int p2_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     md->ls = p.ls;
     md->lr = p.lr;
     md->partner_time = p.post;
-    md->partner_leave = p.leave;
-    md->partner_done_leave = p.post_leave;
     return WS_OK;
 }
 
@@ -371,8 +367,22 @@ nomem:
 
 /* ---- pass 3: forward (both sides learn which waits count) ------------- */
 
-/* channel 0 carries the final Late Receiver to the receiver; channel 1,
- * for messages that had a Late Sender, its final value to the sender */
+/* Channel 0 carries the final Late Receiver to the receiver; channel 1,
+ * for messages that had a Late Sender, its final value to the sender.
+ * With them go the leaves of the sender's calls (holding the record,
+ * completing the send) and of the receiver's call holding the record:
+ * where a wait remains, the delay analysis needs them (intervals.c). */
+typedef struct final_lr {
+    double lr;
+    double leave;
+    double done_leave;
+} final_lr;
+
+typedef struct final_ls {
+    double ls;
+    double leave;
+} final_ls;
+
 static int p3_channels(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row)
 {
     (void)env;
@@ -382,22 +392,44 @@ static int p3_channels(void *state, const ws_replay_env *env, uint32_t loc, uint
 static int p3_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel, ws_buffer *out,
                       ws_error *err)
 {
-    (void)env;
     ws_loc_data *d = data_of(state, loc);
-    double v = channel == 0 ? d->msg[row].lr : ((d->msg_bits[row] & WS_MD_LS_CANCELLED) ? 0.0 : d->msg[row].ls);
-    if (ws_buffer_append(out, &v, sizeof v) != 0)
-        return ws_error_nomem(err, "payload");
-    return WS_OK;
+    const ws_msg *m = &env->sync->locs[loc].msgs[row];
+    const ws_events *e = &env->trace->locations[loc].events;
+    int rc;
+    if (channel == 0) {
+        final_lr p = {d->msg[row].lr, ws_msg_leave(e, m), ws_msg_done(e, m)};
+        rc = ws_buffer_append(out, &p, sizeof p);
+    } else {
+        final_ls p = {(d->msg_bits[row] & WS_MD_LS_CANCELLED) ? 0.0 : d->msg[row].ls, ws_msg_leave(e, m)};
+        rc = ws_buffer_append(out, &p, sizeof p);
+    }
+    return rc ? ws_error_nomem(err, "payload") : WS_OK;
 }
 
 static int p3_consume(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel,
                       const void *data, size_t size, ws_error *err)
 {
     (void)env;
-    if (size != sizeof(double))
+    ws_loc_data *d = data_of(state, loc);
+    ws_msg_data *md = &d->msg[row];
+    if (channel == 0) {
+        if (size != sizeof(final_lr))
+            return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
+        final_lr p;
+        memcpy(&p, data, sizeof p);
+        md->lr = p.lr;
+        double ls = (d->msg_bits[row] & WS_MD_LS_CANCELLED) ? 0.0 : md->ls;
+        if (ls > 0.0 || p.lr > 0.0)
+            return keep_partner_leaves(d, row, p.leave, p.done_leave, err);
+        return WS_OK;
+    }
+    if (size != sizeof(final_ls))
         return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
-    ws_msg_data *md = &data_of(state, loc)->msg[row];
-    memcpy(channel == 0 ? &md->lr : &md->ls, data, sizeof(double));
+    final_ls p;
+    memcpy(&p, data, sizeof p);
+    md->ls = p.ls;
+    if (p.ls > 0.0)
+        return keep_partner_leaves(d, row, p.leave, 0.0, err);
     return WS_OK;
 }
 
