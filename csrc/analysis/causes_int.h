@@ -16,16 +16,16 @@ enum { NCLS = WS_WAIT_CLASS_COUNT };
  * only they carry long-term costs */
 enum { NGL = WS_WAIT_N21 };
 
-/* A synchronization point (56 bytes).  Its own waiting is in the call
+/* A synchronization point (48 bytes).  Its own waiting is in the call
  * path of its call (call_cp); a site's communicator, class and root are
- * read from the site; the event where it is exchanged from its message or
- * site (ws_point_event); what only a waiting point needs is in its block
- * of gl (point_gl, point_wait_in). */
+ * read from the site; the event where it is exchanged and the time of its
+ * call after the synchronization from its message or site (intervals.c);
+ * what only a waiting point needs is in its block of gl (point_gl,
+ * point_wait_in). */
 typedef struct sync_point {
     double time;       /* synchronization time */
     double wait;       /* own handled waiting time here (0 if none) */
     double completion; /* the part of its call that counts when it opens an interval */
-    double completion_full; /* when that leaves nothing to charge: the call from the synchronization time on */
     uint32_t call_ev;  /* Enter event of the MPI call holding the point */
     uint32_t call_cp;  /* call path of that call */
     uint32_t index;    /* message row or site */

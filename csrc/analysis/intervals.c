@@ -87,7 +87,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     ws_loc_data *d = &a->locs[loc];
     const ws_events *e = &t->locations[loc].events;
     cause_loc *cl = &c->locs[loc];
-    size_t cap = 0, n = 0;
+    size_t n = 0;
     new_point *sp = NULL;
     size_t nm = ls->n_messages ? ls->n_messages : 1, ns = ls->n_sites ? ls->n_sites : 1;
     cl->msg_pts = ws_calloc(nm, sizeof *cl->msg_pts);
@@ -99,13 +99,18 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         return ws_error_nomem(err, "synchronization points");
     for (size_t k = 0; k < ns; k++)
         cl->site_sp[k] = cl->site_root[k] = WS_NONE32;
+    /* at most this many points (N-to-1 sites may drop out) */
+    size_t cap = 0;
+    for (uint64_t row = 0; row < ls->n_messages; row++)
+        cap += (d->msg[row].ls > 0.0) + (d->msg[row].lr > 0.0);
+    for (uint32_t s = 0; s < ls->n_sites; s++)
+        cap += d->site_sync[s] != 0;
+    sp = ws_malloc_array(cap ? cap : 1, sizeof *sp);
+    if (!sp)
+        return ws_error_nomem(err, "synchronization points");
 
 #define NEW_POINT()                                                                   \
     do {                                                                              \
-        if (ws_grow((void **)&sp, &cap, n + 1, sizeof *sp) != 0) {                    \
-            free(sp);                                                                 \
-            return ws_error_nomem(err, "synchronization points");                     \
-        }                                                                             \
         memset(&sp[n], 0, sizeof sp[n]);                                              \
         sp[n].p.gl_slot = WS_NONE32;                                                  \
     } while (0)
@@ -146,7 +151,6 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             p->call_ev = m->call;
             p->call_cp = ws_msg_callpath(e, m);
             p->completion = positive(leave - pl->leave);
-            p->completion_full = leave;
             if (is_send) {
                 p->time = ws_msg_enter(e, m);
             } else {
@@ -171,12 +175,10 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
                 /* a send that waited for a late receiver leaves its call out
                  * of the next interval entirely (Scalasca 2.6) */
                 p->completion = 0.0;
-                p->completion_full = ws_msg_done(e, m);
             } else {
                 p->call_ev = enter_of_call(e, m->ch1_event);
                 p->call_cp = e->kind[p->call_ev] == WS_EV_ENTER ? e->ref[p->call_ev] : WS_NONE32;
-                p->completion_full = leave_of_enter(e, p->call_ev);
-                p->completion = positive(p->completion_full - pl->done_leave);
+                p->completion = positive(leave_of_enter(e, p->call_ev) - pl->done_leave);
             }
             if (is_send) {
                 p->time = md->partner_time;
@@ -216,7 +218,6 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         /* MPI_Init: its completion only; other collectives: the time after
          * the last member arrived */
         p->completion = cls == WS_SITE_INIT ? d->site_completion[s] : 0.0;
-        p->completion_full = positive(ls->site_leave[s] - d->site_sync_time[s]);
         if (handled(p->wclass) && d->site_wait[s] > 0.0) {
             p->wait = d->site_wait[s];
             sp[n].wait_in = ws_window_part(&a->options, ls->site_enter[s], ls->site_enter[s] + p->wait, p->wait);
@@ -257,10 +258,6 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             sorted[k].gl_slot = n_waiting++;
             cl->gl[(size_t)sorted[k].gl_slot * GL_BLOCK + NGL] = sp[order[k].k].wait_in;
         }
-        /* point to point: completion_full held the call's leave; the
-         * fallback counts the call from the synchronization time on */
-        if (sorted[k].type != SP_SITE)
-            sorted[k].completion_full = positive(sorted[k].completion_full - sorted[k].time);
         if (sorted[k].type == SP_SITE)
             cl->site_sp[sorted[k].index] = (uint32_t)k;
         else
@@ -279,6 +276,26 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
 static int is_point_of(const sync_point *p, uint32_t row, uint8_t type)
 {
     return p->type == type && p->index == row;
+}
+
+/* The time of point k's call after its synchronization: what the interval
+ * it opens counts of it when its completion part leaves nothing to charge. */
+static double completion_full(const ws_causes *c, uint32_t loc, uint32_t k)
+{
+    const sync_point *p = &c->locs[loc].sp[k];
+    const ws_loc_sync *ls = &c->a->sync->locs[loc];
+    const ws_events *e = &c->a->trace->locations[loc].events;
+    double leave;
+    if (p->type == SP_SITE)
+        return positive(ls->site_leave[p->index] - c->a->locs[loc].site_sync_time[p->index]);
+    const ws_msg *m = &ls->msgs[p->index];
+    if (p->type == SP_LS)
+        leave = ws_msg_leave(e, m);
+    else if (m->flags & WS_MSG_SEND)
+        leave = ws_msg_done(e, m);
+    else
+        leave = leave_of_enter(e, p->call_ev);
+    return positive(leave - p->time);
 }
 
 uint32_t ws_point_event(const ws_causes *c, uint32_t loc, uint32_t k)
@@ -425,7 +442,7 @@ void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k, int
     uint32_t cp = i == 0 ? WS_NONE32 : ws_callpath_after(t, e, (int64_t)i - 1);
     if (j != WS_NONE32) {
         /* skip j's call, count its completion part */
-        acc_add(c, cl->sp[j].call_cp, full ? cl->sp[j].completion_full : cl->sp[j].completion);
+        acc_add(c, cl->sp[j].call_cp, full ? completion_full(c, loc, j) : cl->sp[j].completion);
         int depth = 0;
         for (; i < end; i++) {
             if (e->kind[i] == WS_EV_ENTER)
