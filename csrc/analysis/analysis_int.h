@@ -9,21 +9,41 @@
 #include "analysis.h"
 #include "delay_kernel.h"
 
+/* What the wait-state passes learn about one message row (24 bytes);
+ * the delay analysis turns it into synchronization points, after which
+ * it is freed. */
+typedef struct ws_msg_data {
+    double ls;           /* Late Sender wait of the receive (also known at the send after pass 2) */
+    double lr;           /* Late Receiver wait (receiver: candidate; both sides: final after passes 2/3) */
+    double partner_time; /* receive rows: enter of the matched send call (pass 1);
+                            send rows: when the matching receive was posted (pass 2) */
+} ws_msg_data;
+
+/* Leaves of the partner's calls, for the completion parts of the delay
+ * analysis, kept (pass 3) only for the message rows that wait or are
+ * waited for (a final Late Sender or Late Receiver): receive rows: the
+ * call holding the send record and the call completing the send; send
+ * rows: the call holding the receive record. */
+typedef struct ws_partner_leaves {
+    uint32_t row;
+    uint32_t pad;
+    double leave;
+    double done_leave;
+} ws_partner_leaves;
+
+/* ws_loc_data.msg_bits, per message row (only the wait-state passes) */
+enum {
+    WS_MD_LS_CANCELLED = 1, /* receive rows: a larger Late Receiver of the same Waitall replaces the Late Sender */
+    WS_MD_EMPTY_SEND = 2    /* receive rows: the matched send carried no bytes */
+};
+
 /* Per location data that the passes share. */
 typedef struct ws_loc_data {
     /* per message row */
-    double *ls;          /* Late Sender wait of the receive (also known at the send after pass 2) */
-    uint8_t *ls_cancelled; /* receive rows: a larger Late Receiver of the same Waitall replaces it */
-    double *lr;          /* Late Receiver wait (receiver: candidate; both sides: final after passes 2/3) */
-    double *send_enter;  /* receive rows: enter of the matched send call */
-    double *post_time;   /* send rows: when the matching receive was posted (from pass 2) */
-    /* leaves of the partner's calls, for the completion parts of the delay
-     * analysis: receive rows: the call holding the send record, the call
-     * completing the send (pass 1); send rows: the call holding the
-     * receive record, the call posting the receive (pass 2) */
-    double *partner_leave;
-    double *partner_done_leave;
-    uint64_t *send_bytes;/* receive rows: bytes of the matched send */
+    ws_msg_data *msg;
+    uint8_t *msg_bits;   /* WS_MD_* */
+    ws_partner_leaves *leaves; /* in the order learnt (ws_points_build sorts them by row) */
+    size_t n_leaves, cap_leaves;
     /* per site */
     double *site_wait;
     double *site_sync_time;

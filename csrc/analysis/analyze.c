@@ -59,14 +59,9 @@ static void free_analysis(ws_analysis *a)
     if (a->locs) {
         for (uint32_t i = 0; i < a->trace->n_locations; i++) {
             ws_loc_data *d = &a->locs[i];
-            free(d->ls);
-            free(d->ls_cancelled);
-            free(d->lr);
-            free(d->send_enter);
-            free(d->send_bytes);
-            free(d->post_time);
-            free(d->partner_leave);
-            free(d->partner_done_leave);
+            free(d->msg);
+            free(d->msg_bits);
+            free(d->leaves);
             free(d->site_completion);
             free(d->site_wait);
             free(d->site_sync_time);
@@ -163,10 +158,8 @@ static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n,
          * analysis allocates its own */
         for (uint32_t i = 0; i < n; i++) {
             ws_loc_data *d = &a.locs[locations[i]];
-            free(d->ls_cancelled);
-            free(d->send_bytes);
-            d->ls_cancelled = NULL;
-            d->send_bytes = NULL;
+            free(d->msg_bits);
+            d->msg_bits = NULL;
         }
         ws_causes *causes = NULL;
         if ((rc = ws_causes_prepare(&a, &causes, err)))

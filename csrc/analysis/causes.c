@@ -113,9 +113,9 @@ static int p4_event(void *state, const ws_replay_env *env, uint32_t loc, uint64_
 static int p4_channels(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row)
 {
     (void)env;
-    ws_causes *c = state;
-    const ws_loc_data *d = &c->a->locs[loc];
-    return (d->ls[row] > 0.0 ? 1 : 0) | (d->lr[row] > 0.0 ? 2 : 0);
+    /* a message's Late Sender and Late Receiver are points (intervals.c) */
+    uint8_t has = ((ws_causes *)state)->locs[loc].msg_pts[row];
+    return ((has & MSG_HAS_LS) ? 1 : 0) | ((has & MSG_HAS_LR) ? 2 : 0);
 }
 
 /* When the path leaves `cl` for a partner at sync_time: never later than
@@ -142,10 +142,10 @@ static int note_for(ws_causes *c, uint32_t loc, uint32_t k, uint32_t delayer, ui
     wait_note note;
     memset(&note, 0, sizeof note);
     note.wait = c->delay && handled(p->wclass) ? p->wait : 0.0;
-    note.gamma = c->delay && handled(p->wclass) ? p->wait_in : 0.0;
+    note.gamma = c->delay && handled(p->wclass) ? point_wait_in(cl, k) : 0.0;
     const double *gl = c->delay ? point_gl(cl, k) : NULL;
     if (gl)
-        memcpy(note.gl, gl, sizeof note.gl);
+        memcpy(note.gl + 1, gl, NGL * sizeof *gl);
     note.wclass = p->wclass;
     note.waiter = loc;
     note.delayer = delayer;
@@ -176,7 +176,7 @@ static int p4_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
     (void)env;
     ws_causes *c = state;
     cause_loc *cl = &c->locs[loc];
-    uint32_t k = ws_point_of_message(cl, row, channel == 0 ? SP_LS : SP_LR);
+    uint32_t k = ws_point_of_message(c, loc, row, channel == 0 ? SP_LS : SP_LR);
     if (k == WS_NONE32)
         return ws_error_set(err, WS_ERR_INTERNAL, "location %u: message %u is no synchronization point",
                             (unsigned)loc, (unsigned)row);
@@ -219,7 +219,7 @@ static int p4_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     int rc = parse_note(data, size, &note, &entries, err);
     if (rc)
         return rc;
-    uint32_t k = ws_point_of_message(cl, row, channel == 0 ? SP_LS : SP_LR);
+    uint32_t k = ws_point_of_message(c, loc, row, channel == 0 ? SP_LS : SP_LR);
     if (k == WS_NONE32) {
         return ws_error_set(err, WS_ERR_INTERNAL, "location %u: message %u is no synchronization point",
                             (unsigned)loc, (unsigned)row);
@@ -230,7 +230,7 @@ static int p4_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
             return err->code;
         double indirect;
         rc = ws_charge(c, &c->scratch, loc, k, &note, copy, &indirect, err);
-        cl->indirect[row] = indirect;
+        cl->share[k] = indirect;
     }
     if (rc)
         return rc;
@@ -393,7 +393,11 @@ static int p5_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
     (void)env;
     (void)channel;
     ws_causes *c = state;
-    if (ws_buffer_append(out, &c->locs[loc].indirect[row], sizeof(double)) != 0)
+    uint32_t k = ws_point_of_message(c, loc, row, channel == 0 ? SP_LS : SP_LR);
+    if (k == WS_NONE32)
+        return ws_error_set(err, WS_ERR_INTERNAL, "location %u: message %u is no synchronization point",
+                            (unsigned)loc, (unsigned)row);
+    if (ws_buffer_append(out, &c->locs[loc].share[k], sizeof(double)) != 0)
         return ws_error_nomem(err, "payload");
     return WS_OK;
 }
@@ -406,11 +410,12 @@ static int p5_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
         return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
     double v;
     memcpy(&v, data, sizeof v);
-    const ws_loc_sync *ls = &env->sync->locs[loc];
+    const ws_msg *m = &env->sync->locs[loc].msgs[row];
+    const ws_events *e = &env->trace->locations[loc].events;
     if (channel == 0)
-        add(c, WS_M_MPI_WAIT_INDIRECT_LATESENDER, ls->msg_callpath[row], loc, v);
+        add(c, WS_M_MPI_WAIT_INDIRECT_LATESENDER, ws_msg_callpath(e, m), loc, v);
     else
-        add(c, WS_M_MPI_WAIT_INDIRECT_LATERECEIVER, ls->msg_done_callpath[row], loc, v);
+        add(c, WS_M_MPI_WAIT_INDIRECT_LATERECEIVER, ws_msg_done_callpath(e, m), loc, v);
     return WS_OK;
 }
 
@@ -565,14 +570,14 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
             ws_causes_free(c);
             return rc;
         }
-        /* the partners' times went into the points: their memory serves
-         * the next location's points */
+        /* what the wait-state passes learnt of the messages went into the
+         * points: its memory serves the next location's points */
         ws_loc_data *d = &a->locs[a->local[i]];
-        free(d->send_enter);
-        free(d->post_time);
-        free(d->partner_leave);
-        free(d->partner_done_leave);
-        d->send_enter = d->post_time = d->partner_leave = d->partner_done_leave = NULL;
+        free(d->msg);
+        free(d->leaves);
+        d->msg = NULL;
+        d->leaves = NULL;
+        d->n_leaves = d->cap_leaves = 0;
     }
     /* the path ends at the latest Enter of MPI_Finalize (ties: lowest
      * index); MPI_Finalize is never on it.  Without MPI_Finalize a
@@ -654,13 +659,11 @@ void ws_causes_free(ws_causes *c)
         for (uint32_t i = 0; i < c->a->trace->n_locations; i++) {
             cause_loc *cl = &c->locs[i];
             free(cl->sp);
-            free(cl->msg_sp);
-            free(cl->msg_lr);
+            free(cl->msg_pts);
             free(cl->site_sp);
+            free(cl->site_root);
             free(cl->gl);
-            free(cl->gl_slot);
-            free(cl->prop_max);
-            free(cl->indirect);
+            free(cl->share);
             free(cl->coll_ind);
             free(cl->site_ind_off);
             free(cl->site_ind_n);
@@ -723,16 +726,18 @@ int ws_causes_finish(ws_causes *c, ws_error *err)
             const cause_loc *cl = &c->locs[loc];
             for (uint32_t k = 0; k < cl->n_sp; k++) {
                 const sync_point *p = &cl->sp[k];
-                double prop = cl->prop_max[k] < p->wait ? cl->prop_max[k] : p->wait;
+                /* share: the largest propagated share of a waiting point */
+                double prop = cl->share[k] < p->wait ? cl->share[k] : p->wait;
                 /* in a window: the propagating share of the part inside it */
-                if (p->wait_in != p->wait)
-                    prop = p->wait > 0.0 ? prop * (p->wait_in / p->wait) : 0.0;
+                double wait_in = point_wait_in(cl, k);
+                if (wait_in != p->wait)
+                    prop = p->wait > 0.0 ? prop * (wait_in / p->wait) : 0.0;
                 if (p->wclass == WS_WAIT_LATESENDER)
-                    add(c, WS_M_MPI_WAIT_PROPAGATING_LS, p->callpath, loc, prop);
+                    add(c, WS_M_MPI_WAIT_PROPAGATING_LS, p->call_cp, loc, prop);
                 else if (p->wclass == WS_WAIT_LATERECEIVER)
-                    add(c, WS_M_MPI_WAIT_PROPAGATING_LR, p->callpath, loc, prop);
+                    add(c, WS_M_MPI_WAIT_PROPAGATING_LR, p->call_cp, loc, prop);
                 else if (p->type == SP_SITE && handled(p->wclass) && p->wait > 0.0)
-                    add(c, WS_M_MPI_WAIT_PROPAGATING_COLLECTIVE, p->callpath, loc, prop);
+                    add(c, WS_M_MPI_WAIT_PROPAGATING_COLLECTIVE, p->call_cp, loc, prop);
             }
         }
     }

@@ -12,40 +12,46 @@
 
 enum { SP_LS = 1, SP_LR = 2, SP_SITE = 3 };
 enum { NCLS = WS_WAIT_CLASS_COUNT };
+/* the classes whose waiting the delay analysis handles, 1..NGL (handled()):
+ * only they carry long-term costs */
+enum { NGL = WS_WAIT_N21 };
 
+/* A synchronization point (48 bytes).  Its own waiting is in the call
+ * path of its call (call_cp); a site's communicator, class and root are
+ * read from the site; the event where it is exchanged and the time of its
+ * call after the synchronization from its message or site (intervals.c);
+ * what only a waiting point needs is in its block of gl (point_gl,
+ * point_wait_in). */
 typedef struct sync_point {
     double time;       /* synchronization time */
     double wait;       /* own handled waiting time here (0 if none) */
-    double wait_in;    /* the part of `wait` inside the analysis window (= wait without one) */
     double completion; /* the part of its call that counts when it opens an interval */
-    double completion_full; /* when that leaves nothing to charge: the call from the synchronization time on */
     uint32_t call_ev;  /* Enter event of the MPI call holding the point */
     uint32_t call_cp;  /* call path of that call */
-    uint32_t event;    /* event where the point is exchanged */
     uint32_t index;    /* message row or site */
-    uint32_t callpath; /* call path of the own waiting */
     uint32_t partner;  /* p2p: partner; sites: the delayer */
-    uint32_t comm;     /* sites: communicator (WS_NONE32: all locations) */
-    uint32_t root;     /* 1-to-N / N-to-1 sites: location of the root */
+    uint32_t gl_slot;  /* its block in gl (WS_NONE32: it does not wait) */
     uint8_t type;
     uint8_t wclass;    /* class of the own waiting (WS_WAIT_*) */
-    uint8_t site_class;
-    uint8_t pad;
+    uint8_t pad[2];
 } sync_point;
 
 typedef struct cause_loc {
     sync_point *sp;
     uint32_t n_sp;
-    uint32_t *msg_sp;   /* message row -> its Late Sender point (WS_NONE32) */
-    uint32_t *msg_lr;   /* message row -> its Late Receiver point (WS_NONE32) */
+    uint8_t *msg_pts;   /* message row: MSG_HAS_LS | MSG_HAS_LR, which points it has */
+    uint32_t hint;      /* the point last looked up (ws_point_of_message) */
     uint32_t *site_sp;  /* site -> point (WS_NONE32) */
+    uint32_t *site_root; /* site -> location of its root (WS_NONE32: none) */
     /* long-term cost carried by a point's waiting, per final class: only
-     * points that wait carry one, so only they have a block of NCLS
-     * doubles in gl, at gl_slot[point] * NCLS (WS_NONE32: none) */
+     * points that wait carry one, so only they have a block of GL_BLOCK
+     * doubles in gl, at sp[k].gl_slot * GL_BLOCK: class x at x - 1, then
+     * the part of the waiting inside the analysis window */
     double *gl;
-    uint32_t *gl_slot;
-    double *prop_max;   /* per point: largest share of its waiting that propagated */
-    double *indirect;   /* per message row (delayer side): indirect part of the partner's waiting */
+    /* per point: waiting points: the largest share of their waiting that
+     * propagated; a message's point on the delayer side (which never
+     * waits): the indirect part of the partner's waiting */
+    double *share;
     /* collectives (delayer side): indirect part of each waiter's waiting,
      * per site the pairs [off, off + n) of coll_ind */
     struct coll_indirect *coll_ind;
@@ -119,11 +125,23 @@ typedef struct wait_note {
     uint32_t pad;
 } wait_note;
 
-/* the long-term costs point k carries (NULL: it does not wait) */
+enum { MSG_HAS_LS = 1, MSG_HAS_LR = 2 };
+enum { GL_BLOCK = NGL + 1 };
+
+/* the long-term costs point k carries, class x at x - 1 (NULL: it does
+ * not wait) */
 static inline double *point_gl(const cause_loc *cl, uint32_t k)
 {
-    uint32_t slot = cl->gl_slot[k];
-    return slot == UINT32_MAX ? NULL : &cl->gl[(size_t)slot * NCLS];
+    uint32_t slot = cl->sp[k].gl_slot;
+    return slot == UINT32_MAX ? NULL : &cl->gl[(size_t)slot * GL_BLOCK];
+}
+
+/* the part of point k's waiting inside the analysis window (= its
+ * waiting without one) */
+static inline double point_wait_in(const cause_loc *cl, uint32_t k)
+{
+    const double *b = point_gl(cl, k);
+    return b ? b[NGL] : 0.0;
 }
 
 /* wait states whose cost the delay analysis accounts */
@@ -147,8 +165,10 @@ static inline int is_member(const ws_causes *c, uint32_t comm, uint32_t loc)
 
 /* synchronization points of `loc`, sorted by the calls that hold them */
 int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err);
-/* point of message `row` of the given kind (SP_LS, SP_LR) or WS_NONE32 */
-uint32_t ws_point_of_message(const cause_loc *cl, uint32_t row, uint8_t type);
+/* event where point k of `loc` is exchanged */
+uint32_t ws_point_event(const ws_causes *c, uint32_t loc, uint32_t k);
+/* point of message `row` of `loc` of the given kind (SP_LS, SP_LR) or WS_NONE32 */
+uint32_t ws_point_of_message(ws_causes *c, uint32_t loc, uint32_t row, uint8_t type);
 /* the latest point before point k, in an earlier call, shared with q */
 uint32_t ws_previous_point(const ws_causes *c, uint32_t loc, uint32_t k, uint32_t q);
 /* call path active right after event i */

@@ -66,99 +66,127 @@ static double positive(double v)
     return v > 0.0 ? v : 0.0;
 }
 
+/* a point while the points of a location are collected */
+typedef struct new_point {
+    sync_point p;
+    double wait_in;
+    uint32_t event;
+} new_point;
+
+static int cmp_leaves(const void *x, const void *y)
+{
+    const ws_partner_leaves *a = x, *b = y;
+    return (a->row > b->row) - (a->row < b->row);
+}
+
 int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
 {
     const ws_analysis *a = c->a;
     const ws_trace *t = a->trace;
     const ws_loc_sync *ls = &a->sync->locs[loc];
-    const ws_loc_data *d = &a->locs[loc];
+    ws_loc_data *d = &a->locs[loc];
     const ws_events *e = &t->locations[loc].events;
     cause_loc *cl = &c->locs[loc];
-    size_t cap = 0, n = 0;
-    sync_point *sp = NULL;
+    size_t n = 0;
+    new_point *sp = NULL;
     size_t nm = ls->n_messages ? ls->n_messages : 1, ns = ls->n_sites ? ls->n_sites : 1;
-    cl->msg_sp = ws_malloc_array(nm, sizeof *cl->msg_sp);
-    cl->msg_lr = ws_malloc_array(nm, sizeof *cl->msg_lr);
+    cl->msg_pts = ws_calloc(nm, sizeof *cl->msg_pts);
     cl->site_sp = ws_malloc_array(ns, sizeof *cl->site_sp);
-    cl->indirect = ws_calloc(nm, sizeof *cl->indirect);
+    cl->site_root = ws_malloc_array(ns, sizeof *cl->site_root);
     cl->site_ind_off = ws_calloc(ns, sizeof *cl->site_ind_off);
     cl->site_ind_n = ws_calloc(ns, sizeof *cl->site_ind_n);
-    if (!cl->msg_sp || !cl->msg_lr || !cl->site_sp || !cl->indirect || !cl->site_ind_off || !cl->site_ind_n)
+    if (!cl->msg_pts || !cl->site_sp || !cl->site_root || !cl->site_ind_off || !cl->site_ind_n)
         return ws_error_nomem(err, "synchronization points");
-    for (size_t k = 0; k < nm; k++)
-        cl->msg_sp[k] = cl->msg_lr[k] = WS_NONE32;
     for (size_t k = 0; k < ns; k++)
-        cl->site_sp[k] = WS_NONE32;
+        cl->site_sp[k] = cl->site_root[k] = WS_NONE32;
+    /* at most this many points (N-to-1 sites may drop out) */
+    size_t cap = 0;
+    for (uint64_t row = 0; row < ls->n_messages; row++)
+        cap += (d->msg[row].ls > 0.0) + (d->msg[row].lr > 0.0);
+    for (uint32_t s = 0; s < ls->n_sites; s++)
+        cap += d->site_sync[s] != 0;
+    sp = ws_malloc_array(cap ? cap : 1, sizeof *sp);
+    if (!sp)
+        return ws_error_nomem(err, "synchronization points");
 
 #define NEW_POINT()                                                                   \
     do {                                                                              \
-        if (ws_grow((void **)&sp, &cap, n + 1, sizeof *sp) != 0) {                    \
-            free(sp);                                                                 \
-            return ws_error_nomem(err, "synchronization points");                     \
-        }                                                                             \
         memset(&sp[n], 0, sizeof sp[n]);                                              \
-        sp[n].comm = WS_NONE32;                                                       \
-        sp[n].root = WS_NONE32;                                                       \
-        sp[n].callpath = WS_NONE32;                                                   \
+        sp[n].p.gl_slot = WS_NONE32;                                                  \
     } while (0)
 
+    /* the partners' leaves, by row */
+    int sorted_leaves = 1;
+    for (size_t j = 1; j < d->n_leaves && sorted_leaves; j++)
+        sorted_leaves = d->leaves[j - 1].row < d->leaves[j].row;
+    if (!sorted_leaves)
+        qsort(d->leaves, d->n_leaves, sizeof *d->leaves, cmp_leaves);
+    size_t next_leaves = 0;
     for (uint64_t row = 0; row < ls->n_messages; row++) {
-        int is_send = (ls->msg_flags[row] & WS_MSG_SEND) != 0;
-        if (d->ls[row] > 0.0) {
+        const ws_msg *m = &ls->msgs[row];
+        const ws_msg_data *md = &d->msg[row];
+        int is_send = (m->flags & WS_MSG_SEND) != 0;
+        const ws_partner_leaves *pl = NULL;
+        if (md->ls > 0.0 || (md->lr > 0.0 && !is_send)) {
+            while (next_leaves < d->n_leaves && d->leaves[next_leaves].row < row)
+                next_leaves++;
+            if (next_leaves == d->n_leaves || d->leaves[next_leaves].row != row) {
+                free(sp);
+                return ws_error_set(err, WS_ERR_INTERNAL, "location %u: message %llu waits but its partner's calls "
+                                    "are unknown", (unsigned)loc, (unsigned long long)row);
+            }
+            pl = &d->leaves[next_leaves];
+        }
+        if (md->ls > 0.0) {
             NEW_POINT();
-            sync_point *p = &sp[n];
+            sync_point *p = &sp[n].p;
             p->type = SP_LS;
             p->index = (uint32_t)row;
-            p->partner = ls->msg_partner[row];
-            p->event = e->msg_event[row];
+            p->partner = m->partner;
+            sp[n].event = e->msg_event[row];
             /* its call: the one holding the record; as the start of the
              * next interval only the time after the partner's call ended
              * counts */
-            p->call_ev = ls->msg_call[row];
-            p->call_cp = ls->msg_callpath[row];
-            p->completion = positive(ls->msg_leave[row] - d->partner_leave[row]);
-            p->completion_full = ls->msg_leave[row];
+            double leave = ws_msg_leave(e, m);
+            p->call_ev = m->call;
+            p->call_cp = ws_msg_callpath(e, m);
+            p->completion = positive(leave - pl->leave);
             if (is_send) {
-                p->time = ls->msg_enter[row];
+                p->time = ws_msg_enter(e, m);
             } else {
-                p->time = d->send_enter[row];
-                p->wait = d->ls[row];
-                double leave = ls->msg_leave[row];
-                p->wait_in = ws_window_part(&a->options, ls->msg_enter[row],
-                                            d->send_enter[row] < leave ? d->send_enter[row] : leave, p->wait);
+                p->time = md->partner_time;
+                p->wait = md->ls;
+                sp[n].wait_in = ws_window_part(&a->options, ws_msg_enter(e, m),
+                                               md->partner_time < leave ? md->partner_time : leave, p->wait);
                 p->wclass = WS_WAIT_LATESENDER;
-                p->callpath = ls->msg_callpath[row];
             }
             n++;
         }
-        if (d->lr[row] > 0.0) {
+        if (md->lr > 0.0) {
             NEW_POINT();
-            sync_point *p = &sp[n];
+            sync_point *p = &sp[n].p;
             p->type = SP_LR;
             p->index = (uint32_t)row;
-            p->partner = ls->msg_partner[row];
-            p->event = ls->msg_ch1_event[row];
+            p->partner = m->partner;
+            sp[n].event = m->ch1_event;
             if (is_send) {
-                p->call_ev = ls->msg_done_call[row];
-                p->call_cp = ls->msg_done_callpath[row];
+                p->call_ev = m->other_call;
+                p->call_cp = ws_msg_done_callpath(e, m);
                 /* a send that waited for a late receiver leaves its call out
                  * of the next interval entirely (Scalasca 2.6) */
                 p->completion = 0.0;
-                p->completion_full = ls->msg_done[row];
             } else {
-                p->call_ev = enter_of_call(e, p->event);
+                p->call_ev = enter_of_call(e, m->ch1_event);
                 p->call_cp = e->kind[p->call_ev] == WS_EV_ENTER ? e->ref[p->call_ev] : WS_NONE32;
-                p->completion_full = leave_of_enter(e, p->call_ev);
-                p->completion = positive(p->completion_full - d->partner_done_leave[row]);
+                p->completion = positive(leave_of_enter(e, p->call_ev) - pl->done_leave);
             }
             if (is_send) {
-                p->time = d->post_time[row];
-                p->wait = d->lr[row];
-                p->wait_in = ws_window_part(&a->options, ls->msg_done_enter[row], d->post_time[row], p->wait);
+                p->time = md->partner_time;
+                p->wait = md->lr;
+                sp[n].wait_in = ws_window_part(&a->options, ws_msg_done_enter(e, m), md->partner_time, p->wait);
                 p->wclass = WS_WAIT_LATERECEIVER;
-                p->callpath = ls->msg_done_callpath[row];
             } else {
-                p->time = ls->msg_post[row];
+                p->time = ws_msg_post(e, m);
             }
             n++;
         }
@@ -177,26 +205,22 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         if (cls == WS_SITE_NTO1 && loc != root && loc != d->site_delayer[s])
             continue;
         NEW_POINT();
-        sync_point *p = &sp[n];
+        sync_point *p = &sp[n].p;
         p->type = SP_SITE;
         p->index = s;
-        p->event = ls->site_event[s];
+        sp[n].event = ls->site_event[s];
         p->time = d->site_sync_time[s];
         p->partner = d->site_delayer[s];
-        p->comm = comm;
-        p->root = root;
-        p->site_class = cls;
+        cl->site_root[s] = root;
         p->wclass = d->site_kind[s];
-        p->call_ev = enter_of_call(e, p->event);
+        p->call_ev = enter_of_call(e, ls->site_event[s]);
         p->call_cp = ls->site_callpath[s];
         /* MPI_Init: its completion only; other collectives: the time after
          * the last member arrived */
         p->completion = cls == WS_SITE_INIT ? d->site_completion[s] : 0.0;
-        p->completion_full = positive(ls->site_leave[s] - d->site_sync_time[s]);
         if (handled(p->wclass) && d->site_wait[s] > 0.0) {
             p->wait = d->site_wait[s];
-            p->wait_in = ws_window_part(&a->options, ls->site_enter[s], ls->site_enter[s] + p->wait, p->wait);
-            p->callpath = ls->site_callpath[s];
+            sp[n].wait_in = ws_window_part(&a->options, ls->site_enter[s], ls->site_enter[s] + p->wait, p->wait);
         } else {
             p->wclass = WS_WAIT_NONE;
         }
@@ -212,65 +236,130 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         free(sp);
         return ws_error_nomem(err, "synchronization points");
     }
+    uint32_t n_waiting = 0;
     for (size_t k = 0; k < n; k++) {
-        order[k].call = sp[k].call_ev;
+        order[k].call = sp[k].p.call_ev;
         order[k].event = sp[k].event;
         order[k].k = (uint32_t)k;
+        n_waiting += sp[k].p.wait > 0.0;
     }
     qsort(order, n, sizeof *order, cmp_sp);
+    cl->gl = ws_calloc((n_waiting ? n_waiting : 1) * (size_t)GL_BLOCK, sizeof *cl->gl);
+    if (!cl->gl) {
+        free(order);
+        free(sorted);
+        free(sp);
+        return ws_error_nomem(err, "synchronization points");
+    }
+    n_waiting = 0;
     for (size_t k = 0; k < n; k++) {
-        sorted[k] = sp[order[k].k];
-        /* point to point: completion_full held the call's leave; the
-         * fallback counts the call from the synchronization time on */
-        if (sorted[k].type != SP_SITE)
-            sorted[k].completion_full = positive(sorted[k].completion_full - sorted[k].time);
+        sorted[k] = sp[order[k].k].p;
+        if (sorted[k].wait > 0.0) {
+            sorted[k].gl_slot = n_waiting++;
+            cl->gl[(size_t)sorted[k].gl_slot * GL_BLOCK + NGL] = sp[order[k].k].wait_in;
+        }
         if (sorted[k].type == SP_SITE)
             cl->site_sp[sorted[k].index] = (uint32_t)k;
         else
-            (sorted[k].type == SP_LS ? cl->msg_sp : cl->msg_lr)[sorted[k].index] = (uint32_t)k;
+            cl->msg_pts[sorted[k].index] |= sorted[k].type == SP_LS ? MSG_HAS_LS : MSG_HAS_LR;
     }
     free(order);
     free(sp);
     cl->sp = sorted;
     cl->n_sp = (uint32_t)n;
-    cl->gl_slot = ws_malloc_array(n ? n : 1, sizeof *cl->gl_slot);
-    cl->prop_max = ws_calloc(n ? n : 1, sizeof *cl->prop_max);
-    if (!cl->gl_slot || !cl->prop_max)
-        return ws_error_nomem(err, "synchronization points");
-    uint32_t n_waiting = 0;
-    for (size_t k = 0; k < n; k++)
-        cl->gl_slot[k] = sorted[k].wait > 0.0 ? n_waiting++ : WS_NONE32;
-    cl->gl = ws_calloc((n_waiting ? n_waiting : 1) * (size_t)NCLS, sizeof *cl->gl);
-    if (!cl->gl)
+    cl->share = ws_calloc(n ? n : 1, sizeof *cl->share);
+    if (!cl->share)
         return ws_error_nomem(err, "synchronization points");
     return WS_OK;
 }
 
-/* Point of message `row` of the given kind at `loc`. */
-uint32_t ws_point_of_message(const cause_loc *cl, uint32_t row, uint8_t type)
+static int is_point_of(const sync_point *p, uint32_t row, uint8_t type)
 {
-    return (type == SP_LS ? cl->msg_sp : cl->msg_lr)[row];
+    return p->type == type && p->index == row;
+}
+
+/* The time of point k's call after its synchronization: what the interval
+ * it opens counts of it when its completion part leaves nothing to charge. */
+static double completion_full(const ws_causes *c, uint32_t loc, uint32_t k)
+{
+    const sync_point *p = &c->locs[loc].sp[k];
+    const ws_loc_sync *ls = &c->a->sync->locs[loc];
+    const ws_events *e = &c->a->trace->locations[loc].events;
+    double leave;
+    if (p->type == SP_SITE)
+        return positive(ls->site_leave[p->index] - c->a->locs[loc].site_sync_time[p->index]);
+    const ws_msg *m = &ls->msgs[p->index];
+    if (p->type == SP_LS)
+        leave = ws_msg_leave(e, m);
+    else if (m->flags & WS_MSG_SEND)
+        leave = ws_msg_done(e, m);
+    else
+        leave = leave_of_enter(e, p->call_ev);
+    return positive(leave - p->time);
+}
+
+uint32_t ws_point_event(const ws_causes *c, uint32_t loc, uint32_t k)
+{
+    const sync_point *p = &c->locs[loc].sp[k];
+    const ws_loc_sync *ls = &c->a->sync->locs[loc];
+    switch (p->type) {
+    case SP_LS:
+        return c->a->trace->locations[loc].events.msg_event[p->index];
+    case SP_LR:
+        return ls->msgs[p->index].ch1_event;
+    default:
+        return ls->site_event[p->index];
+    }
+}
+
+/* Point of message `row` of the given kind at `loc`.  The points are
+ * sorted by their calls: the message's call says where it is.  The
+ * replays visit a location's points in order, so the points next to the
+ * one last looked up are tried first. */
+uint32_t ws_point_of_message(ws_causes *c, uint32_t loc, uint32_t row, uint8_t type)
+{
+    cause_loc *cl = &c->locs[loc];
+    if (!(cl->msg_pts[row] & (type == SP_LS ? MSG_HAS_LS : MSG_HAS_LR)))
+        return WS_NONE32;
+    const sync_point *sp = cl->sp;
+    uint32_t h = cl->hint;
+    for (uint32_t k = h > 0 ? h - 1 : 0; k < cl->n_sp && k <= h + 1; k++)
+        if (is_point_of(&sp[k], row, type))
+            return cl->hint = k;
+    const ws_msg *m = &c->a->sync->locs[loc].msgs[row];
+    uint32_t call = type == SP_LS ? m->call : m->other_call;
+    uint32_t lo = 0, hi = cl->n_sp;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (sp[mid].call_ev < call)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (uint32_t k = lo; k < cl->n_sp && sp[k].call_ev == call; k++)
+        if (is_point_of(&sp[k], row, type))
+            return cl->hint = k;
+    return WS_NONE32;
 }
 
 /* Does point k of `loc` synchronize it with location q? */
 static int involves(const ws_causes *c, uint32_t loc, const sync_point *p, uint32_t q)
 {
-    switch (p->type) {
-    case SP_LS:
-    case SP_LR:
+    if (p->type != SP_SITE)
         return p->partner == q;
+    const ws_loc_sync *ls = &c->a->sync->locs[loc];
+    uint8_t cls = ls->site_class[p->index];
+    if (cls == WS_SITE_INIT || cls == WS_SITE_FINALIZE)
+        return 1;
+    uint32_t comm = (uint32_t)(ls->site_instance[p->index] >> 40);
+    uint32_t root = c->locs[loc].site_root[p->index];
+    switch (cls) {
+    case WS_SITE_1TON:
+        return loc == root ? is_member(c, comm, q) : q == root;
+    case WS_SITE_NTO1:
+        return loc == root ? q == p->partner : q == root;
     default:
-        switch (p->site_class) {
-        case WS_SITE_INIT:
-        case WS_SITE_FINALIZE:
-            return 1;
-        case WS_SITE_1TON:
-            return loc == p->root ? is_member(c, p->comm, q) : q == p->root;
-        case WS_SITE_NTO1:
-            return loc == p->root ? q == p->partner : q == p->root;
-        default:
-            return is_member(c, p->comm, q);
-        }
+        return is_member(c, comm, q);
     }
 }
 
@@ -353,7 +442,7 @@ void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k, int
     uint32_t cp = i == 0 ? WS_NONE32 : ws_callpath_after(t, e, (int64_t)i - 1);
     if (j != WS_NONE32) {
         /* skip j's call, count its completion part */
-        acc_add(c, cl->sp[j].call_cp, full ? cl->sp[j].completion_full : cl->sp[j].completion);
+        acc_add(c, cl->sp[j].call_cp, full ? completion_full(c, loc, j) : cl->sp[j].completion);
         int depth = 0;
         for (; i < end; i++) {
             if (e->kind[i] == WS_EV_ENTER)
@@ -374,7 +463,7 @@ void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k, int
     intermediate_points(cl, j, k, &lo, &hi);
     for (uint32_t q = lo; q < hi; q++)
         if (cl->sp[q].wait > 0.0)
-            acc_add(c, cl->sp[q].callpath, -cl->sp[q].wait);
+            acc_add(c, cl->sp[q].call_cp, -cl->sp[q].wait);
     for (uint32_t x = 0; x < c->n_touched; x++)
         if (c->acc[c->touched[x]] < 0.0)
             c->acc[c->touched[x]] = 0.0;
@@ -617,20 +706,21 @@ int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const w
     for (size_t j = 0; j < m; j++) {
         uint32_t q = s->wait_points[j];
         double *target = point_gl(cl, q); /* q waits: it has a block */
-        target[w] += s->prop_s[j];
+        target[w - 1] += s->prop_s[j];
         if (gl > 0.0)
-            for (int x = 0; x < NCLS; x++)
-                target[x] += s->prop_l[j] * (note->gl[x] / gl);
+            for (int x = 1; x <= NGL; x++)
+                target[x - 1] += s->prop_l[j] * (note->gl[x] / gl);
         /* a point-to-point wait state propagates when it delays a
          * point-to-point wait (Scalasca 2.6), a collective one when it
          * delays any handled wait (seed 002); the largest such share, not
          * their sum */
         int counts = w == WS_WAIT_LATESENDER || w == WS_WAIT_LATERECEIVER || cl->sp[q].type == SP_SITE;
-        if (counts && prop_whole[j] > cl->prop_max[q])
-            cl->prop_max[q] = prop_whole[j];
+        if (counts && prop_whole[j] > cl->share[q])
+            cl->share[q] = prop_whole[j];
         *indirect += s->prop_s[j];
     }
     if (c->a->options.keep_delay_records)
-        return add_record(c, note, loc, p->event, p->time, s, n, m, vector_offset, vector_length, err);
+        return add_record(c, note, loc, ws_point_event(c, loc, k), p->time, s, n, m, vector_offset, vector_length,
+                          err);
     return WS_OK;
 }

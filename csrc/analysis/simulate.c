@@ -173,13 +173,15 @@ static int sim_produce(void *state, const ws_replay_env *env, uint32_t loc, uint
 {
     sim *s = state;
     const ws_loc_sync *ls = &env->sync->locs[loc];
+    const ws_events *e = &env->trace->locations[loc].events;
     int rc;
     if (channel == 0) { /* the sender: when the send started */
-        send_time p = {ls->msg_enter[row], new_of(s, loc, ls->msg_enter[row]),
-                       (double)env->trace->locations[loc].events.msg_bytes[row]};
+        double enter = ws_msg_enter(e, &ls->msgs[row]);
+        send_time p = {enter, new_of(s, loc, enter), (double)e->msg_bytes[row]};
         rc = ws_buffer_append(out, &p, sizeof p);
     } else { /* the receiver: when the receive was posted */
-        post_time p = {ls->msg_post[row], new_of(s, loc, ls->msg_post[row])};
+        double post = ws_msg_post(e, &ls->msgs[row]);
+        post_time p = {post, new_of(s, loc, post)};
         rc = ws_buffer_append(out, &p, sizeof p);
     }
     return rc ? ws_error_nomem(err, "payload") : WS_OK;
@@ -191,6 +193,7 @@ static int sim_consume(void *state, const ws_replay_env *env, uint32_t loc, uint
     sim *s = state;
     sim_loc *st = &s->locs[loc];
     const ws_loc_sync *ls = &env->sync->locs[loc];
+    const ws_events *e = &env->trace->locations[loc].events;
     if (channel == 0) {
         if (size != sizeof(send_time))
             return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
@@ -198,16 +201,16 @@ static int sim_consume(void *state, const ws_replay_env *env, uint32_t loc, uint
         memcpy(&p, data, sizeof p);
         /* a receive completed by a call that can wait ends no earlier than
          * the send started (plus the transfer) */
-        if (ls->msg_flags[row] & WS_MSG_MAY_BLOCK)
-            constrain(st, p.enter, p.new_enter, ls->msg_leave[row], transfer(s, p.bytes));
+        if (ls->msgs[row].flags & WS_MSG_MAY_BLOCK)
+            constrain(st, p.enter, p.new_enter, ws_msg_leave(e, &ls->msgs[row]), transfer(s, p.bytes));
     } else {
         if (size != sizeof(post_time))
             return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
         post_time p;
         memcpy(&p, data, sizeof p);
         /* a synchronous send completes no earlier than the receive was posted */
-        constrain(st, p.post, p.new_post, ls->msg_done[row],
-                  transfer(s, (double)env->trace->locations[loc].events.msg_bytes[row]));
+        constrain(st, p.post, p.new_post, ws_msg_done(e, &ls->msgs[row]),
+                  transfer(s, (double)e->msg_bytes[row]));
     }
     return WS_OK;
 }

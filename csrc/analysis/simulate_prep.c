@@ -169,14 +169,15 @@ static int s1_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
 {
     (void)channel;
     sim *s = state;
-    const ws_loc_sync *ls = &env->sync->locs[loc];
+    const ws_msg *m = &env->sync->locs[loc].msgs[row];
+    const ws_events *e = &env->trace->locations[loc].events;
     send_facts f;
     memset(&f, 0, sizeof f);
-    f.done_enter = ls->msg_done_enter[row];
-    f.done_leave = ls->msg_done[row];
-    f.bytes = env->trace->locations[loc].events.msg_bytes[row];
-    f.may_block = (ls->msg_flags[row] & WS_MSG_MAY_BLOCK) != 0;
-    uint32_t cp = ls->msg_callpath[row];
+    f.done_enter = ws_msg_done_enter(e, m);
+    f.done_leave = ws_msg_done(e, m);
+    f.bytes = e->msg_bytes[row];
+    f.may_block = (m->flags & WS_MSG_MAY_BLOCK) != 0;
+    uint32_t cp = ws_msg_callpath(e, m);
     f.ssend = cp < env->trace->callpaths.n && s->cp_ssend[cp];
     if (ws_buffer_append(out, &f, sizeof f) != 0)
         return ws_error_nomem(err, "payload");
@@ -200,7 +201,7 @@ static int s1_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
         return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
     send_facts f;
     memcpy(&f, data, sizeof f);
-    double post = env->sync->locs[loc].msg_post[row];
+    double post = ws_msg_post(&env->trace->locations[loc].events, &env->sync->locs[loc].msgs[row]);
     int late_receiver = f.done_enter < post && f.done_leave >= post;
     s->locs[loc].sync[row] = f.may_block && (f.ssend || (late_receiver && f.bytes > WS_SIM_EAGER_LIMIT));
     return WS_OK;

@@ -177,14 +177,8 @@ int ws_waitstates_prepare(ws_analysis *a, ws_error *err)
         const ws_loc_sync *ls = &a->sync->locs[loc];
         ws_loc_data *d = data_of(a, loc);
         size_t nm = ls->n_messages ? (size_t)ls->n_messages : 1, ns = ls->n_sites ? ls->n_sites : 1;
-        d->ls = ws_calloc(nm, sizeof *d->ls);
-        d->ls_cancelled = ws_calloc(nm, sizeof *d->ls_cancelled);
-        d->lr = ws_calloc(nm, sizeof *d->lr);
-        d->send_enter = ws_calloc(nm, sizeof *d->send_enter);
-        d->send_bytes = ws_calloc(nm, sizeof *d->send_bytes);
-        d->post_time = ws_calloc(nm, sizeof *d->post_time);
-        d->partner_leave = ws_calloc(nm, sizeof *d->partner_leave);
-        d->partner_done_leave = ws_calloc(nm, sizeof *d->partner_done_leave);
+        d->msg = ws_calloc(nm, sizeof *d->msg);
+        d->msg_bits = ws_calloc(nm, sizeof *d->msg_bits);
         d->site_completion = ws_calloc(ns, sizeof *d->site_completion);
         d->site_wait = ws_calloc(ns, sizeof *d->site_wait);
         d->site_sync_time = ws_calloc(ns, sizeof *d->site_sync_time);
@@ -195,8 +189,7 @@ int ws_waitstates_prepare(ws_analysis *a, ws_error *err)
         d->init_wait = ws_calloc(C, sizeof *d->init_wait);
         d->time = ws_calloc(C, sizeof *d->time);
         d->visits = ws_calloc(C, sizeof *d->visits);
-        if (!d->ls || !d->ls_cancelled || !d->lr || !d->send_enter || !d->send_bytes || !d->post_time ||
-            !d->partner_leave || !d->partner_done_leave || !d->site_completion || !d->site_wait || !d->site_sync_time ||
+        if (!d->msg || !d->msg_bits || !d->site_completion || !d->site_wait || !d->site_sync_time ||
             !d->site_delayer || !d->site_sync || !d->site_kind || !d->site_anywait || !d->init_wait || !d->time || !d->visits)
             return ws_error_nomem(err, "wait-state annotations");
         for (size_t k = 0; k < ns; k++)

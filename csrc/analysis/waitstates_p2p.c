@@ -4,11 +4,31 @@
  * counts and bytes.  Definitions: docs/metrics.md. */
 #include "waitstates_int.h"
 
+/* Keeps the leaves of the partner's calls for message `row`, which
+ * waits or is waited for (analysis_int.h). */
+static int keep_partner_leaves(ws_loc_data *d, uint32_t row, double leave, double done_leave, ws_error *err)
+{
+    if (d->n_leaves == d->cap_leaves) {
+        /* grown by a quarter: all locations grow theirs at once (pass 3) */
+        size_t cap = d->cap_leaves + d->cap_leaves / 4 + 64;
+        void *p = ws_realloc(d->leaves, cap * sizeof *d->leaves);
+        if (!p)
+            return ws_error_nomem(err, "partner calls");
+        d->leaves = p;
+        d->cap_leaves = cap;
+    }
+    ws_partner_leaves *pl = &d->leaves[d->n_leaves++];
+    pl->row = row;
+    pl->pad = 0;
+    pl->leave = leave;
+    pl->done_leave = done_leave;
+    return WS_OK;
+}
+
 /* ---- pass 1: forward ---------------------------------------------------- */
 
 typedef struct send_info {
     double enter;      /* enter of the send call */
-    double leave;      /* leave of the send call */
     double done_enter; /* enter of the call that completed the send */
     double done_leave; /* leave of that call */
     uint64_t bytes;
@@ -32,7 +52,7 @@ static int p1_begin(void *state, const ws_replay_env *env, uint32_t loc, ws_erro
  * when a larger Late Receiver in the same Waitall may have replaced it. */
 static void count_late_sender(ws_analysis *a, uint32_t loc, uint32_t row, double wait)
 {
-    data_of(a, loc)->ls[row] = wait;
+    data_of(a, loc)->msg[row].ls = wait;
 }
 
 /* Waitall/Waitsome: only the largest Late Sender of the call counts. */
@@ -55,31 +75,32 @@ static int message_in_window(const ws_analysis *a, const ws_replay_env *env, uin
 
 /* The part of a Late Sender's waiting inside the analysis window: from
  * the enter of the receiving call to min(send's enter, leave) (as pass 1). */
-static double late_sender_part(const ws_analysis *a, const ws_loc_sync *ls, const ws_loc_data *d, uint64_t row)
+static double late_sender_part(const ws_analysis *a, const ws_events *e, const ws_msg *m, const ws_msg_data *md)
 {
-    double leave = ls->msg_leave[row], until = d->send_enter[row] < leave ? d->send_enter[row] : leave;
-    return ws_window_part(&a->options, ls->msg_enter[row], until, d->ls[row]);
+    double leave = ws_msg_leave(e, m), until = md->partner_time < leave ? md->partner_time : leave;
+    return ws_window_part(&a->options, ws_msg_enter(e, m), until, md->ls);
 }
 
 static int p1_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel, ws_buffer *out,
                       ws_error *err)
 {
     (void)channel;
-    const ws_loc_sync *ls = &env->sync->locs[loc];
+    const ws_msg *m = &env->sync->locs[loc].msgs[row];
+    const ws_events *e = &env->trace->locations[loc].events;
     send_info p;
     memset(&p, 0, sizeof p);
-    p.enter = ls->msg_enter[row];
-    p.leave = ls->msg_leave[row];
-    p.done_enter = ls->msg_done_enter[row];
-    p.done_leave = ls->msg_done[row];
-    p.bytes = env->trace->locations[loc].events.msg_bytes[row];
-    p.flags = ls->msg_flags[row];
+    p.enter = ws_msg_enter(e, m);
+    p.done_enter = ws_msg_done_enter(e, m);
+    p.done_leave = ws_msg_done(e, m);
+    p.bytes = e->msg_bytes[row];
+    p.flags = m->flags;
     if (ws_buffer_append(out, &p, sizeof p) != 0)
         return ws_error_nomem(err, "payload");
     /* the send is counted where it happens (in a window: when its record is in it) */
     if (message_in_window(state, env, loc, row)) {
-        add(state, p.bytes == 0 ? WS_M_SYNCS_SEND : WS_M_COMMS_SEND, ls->msg_callpath[row], loc, 1.0);
-        add(state, WS_M_BYTES_SENT, ls->msg_callpath[row], loc, (double)p.bytes);
+        uint32_t cp = ws_msg_callpath(e, m);
+        add(state, p.bytes == 0 ? WS_M_SYNCS_SEND : WS_M_COMMS_SEND, cp, loc, 1.0);
+        add(state, WS_M_BYTES_SENT, cp, loc, (double)p.bytes);
     }
     return WS_OK;
 }
@@ -93,17 +114,18 @@ static int p1_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
         return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
     send_info p;
     memcpy(&p, data, sizeof p);
-    const ws_loc_sync *ls = &env->sync->locs[loc];
+    const ws_msg *m = &env->sync->locs[loc].msgs[row];
+    const ws_events *e = &env->trace->locations[loc].events;
     ws_loc_data *d = data_of(a, loc);
-    uint8_t flags = ls->msg_flags[row];
-    double enter = ls->msg_enter[row], leave = ls->msg_leave[row];
-    d->send_enter[row] = p.enter;
-    d->send_bytes[row] = p.bytes;
-    d->partner_leave[row] = p.leave;
-    d->partner_done_leave[row] = p.done_leave;
+    ws_msg_data *md = &d->msg[row];
+    uint8_t flags = m->flags;
+    double enter = ws_msg_enter(e, m), leave = ws_msg_leave(e, m);
+    md->partner_time = p.enter;
+    if (p.bytes == 0)
+        d->msg_bits[row] |= WS_MD_EMPTY_SEND;
     if (leave < p.enter)
         a->result->clock_violations[loc]++;
-    uint32_t cp = ls->msg_callpath[row];
+    uint32_t cp = ws_msg_callpath(e, m);
     if (message_in_window(a, env, loc, row)) {
         add(a, p.bytes == 0 ? WS_M_SYNCS_RECV : WS_M_COMMS_RECV, cp, loc, 1.0);
         add(a, WS_M_BYTES_RCVD, cp, loc, (double)p.bytes);
@@ -112,10 +134,11 @@ static int p1_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     /* Late Receiver, decided here and charged at the sender in pass 2:
      * the send's completing call had to wait until this receive was
      * posted (a rendezvous send of zero latency leaves exactly then). */
-    if ((p.flags & WS_MSG_MAY_BLOCK) && p.done_leave >= ls->msg_post[row]) {
-        double lr = ls->msg_post[row] - p.done_enter;
+    double post = ws_msg_post(e, m);
+    if ((p.flags & WS_MSG_MAY_BLOCK) && p.done_leave >= post) {
+        double lr = post - p.done_enter;
         if (lr > 0.0)
-            d->lr[row] = lr;
+            md->lr = lr;
     }
 
     /* Late Sender: the receive (or the wait completing it) was entered
@@ -128,9 +151,9 @@ static int p1_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
             wait = 0.0;
     }
     if (flags & WS_MSG_MULTI) {
-        if (d->multi_call != ls->msg_call[row])
+        if (d->multi_call != m->call)
             flush_multi(a, loc);
-        d->multi_call = ls->msg_call[row];
+        d->multi_call = m->call;
         if (d->multi_row == WS_NONE32 || wait > d->multi_max) {
             d->multi_row = row;
             d->multi_max = wait;
@@ -148,7 +171,10 @@ static int p1_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
 static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
 {
     const ws_loc_sync *ls = &a->sync->locs[loc];
+    const ws_msg *msgs = ls->msgs;
+    const ws_events *e = &a->trace->locations[loc].events;
     ws_loc_data *d = data_of(a, loc);
+    const ws_msg_data *md = d->msg;
     uint64_t n = ls->n_messages;
     /* stack: later receives, send enters strictly increasing towards the
      * top (a receive hides the later ones whose send started no earlier);
@@ -166,13 +192,13 @@ static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
     }
     uint64_t depth = 0, n_group = 0;
     for (uint64_t k = n + 1; k-- > 0;) {
-        int is_recv = k < n && !(ls->msg_flags[k] & WS_MSG_SEND) && ls->msg_match[k] != WS_NONE64;
+        int is_recv = k < n && !(msgs[k].flags & WS_MSG_SEND) && msgs[k].match_row != WS_NONE32;
         if (k < n && !is_recv)
             continue;
-        if (n_group && (k == n || ls->msg_call[k] != ls->msg_call[group[0]])) {
+        if (n_group && (k == n || msgs[k].call != msgs[group[0]].call)) {
             for (uint64_t g = 0; g < n_group; g++) {
-                double tg = d->send_enter[group[g]];
-                while (depth && d->send_enter[stack[depth - 1]] >= tg)
+                double tg = md[group[g]].partner_time;
+                while (depth && md[stack[depth - 1]].partner_time >= tg)
                     depth--;
                 stack[depth++] = group[g];
             }
@@ -181,15 +207,15 @@ static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
         if (k == n)
             continue;
         group[n_group++] = (uint32_t)k;
-        if (!(d->ls[k] > 0.0) || d->ls_cancelled[k])
+        if (!(md[k].ls > 0.0) || (d->msg_bits[k] & WS_MD_LS_CANCELLED))
             continue;
         /* the nearest later receive whose send started earlier: the
          * topmost stack entry with a send enter below ts */
-        double ts = d->send_enter[k];
+        double ts = md[k].partner_time;
         uint64_t lo = 0, hi = depth;
         while (lo < hi) {
             uint64_t mid = lo + (hi - lo) / 2;
-            if (d->send_enter[stack[mid]] < ts)
+            if (md[stack[mid]].partner_time < ts)
                 lo = mid + 1;
             else
                 hi = mid;
@@ -197,15 +223,15 @@ static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
         if (lo == 0)
             continue;
         uint32_t j = stack[lo - 1];
-        uint32_t cp = ls->msg_callpath[k];
-        int same = ls->msg_partner[j] == ls->msg_partner[k];
-        double part = late_sender_part(a, ls, d, k);
+        uint32_t cp = ws_msg_callpath(e, &msgs[k]);
+        int same = msgs[j].partner == msgs[k].partner;
+        double part = late_sender_part(a, e, &msgs[k], &md[k]);
         add(a, WS_M_MPI_LATESENDER_WO, cp, loc, part);
         add(a, same ? WS_M_MPI_LSWO_SAME : WS_M_MPI_LSWO_DIFFERENT, cp, loc, part);
         if (wo)
             wo[k] = same ? WS_WO_SAME : WS_WO_DIFFERENT;
-        if (ws_window_has(&a->options, ls->msg_enter[k]))
-            add(a, d->send_bytes[k] == 0 ? WS_M_MPI_SLSWO_COUNT : WS_M_MPI_CLSWO_COUNT, cp, loc, 1.0);
+        if (ws_window_has(&a->options, ws_msg_enter(e, &msgs[k])))
+            add(a, (d->msg_bits[k] & WS_MD_EMPTY_SEND) ? WS_M_MPI_SLSWO_COUNT : WS_M_MPI_CLSWO_COUNT, cp, loc, 1.0);
     }
     free(stack);
     free(group);
@@ -226,35 +252,16 @@ typedef struct recv_info {
     double ls;   /* Late Sender wait counted at the receive */
     double lr;   /* Late Receiver wait of the send */
     double post; /* when the receive was posted */
-    double leave;      /* leave of the call holding the receive record */
-    double post_leave; /* leave of the call that posted the receive */
 } recv_info;
-
-/* Leave time of the call that holds event `ev` of `loc` (the innermost
- * region around it; the event's own time when there is none). */
-static double leave_of_call(const ws_trace *t, uint32_t loc, uint32_t ev)
-{
-    const ws_events *e = &t->locations[loc].events;
-    int depth = 0;
-    for (uint64_t i = (uint64_t)ev + 1; i < e->n; i++) {
-        if (e->kind[i] == WS_EV_ENTER)
-            depth++;
-        else if (e->kind[i] == WS_EV_LEAVE && depth-- == 0)
-            return e->time[i];
-    }
-    return e->time[ev];
-}
 
 static int p2_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel, ws_buffer *out,
                       ws_error *err)
 {
     (void)channel;
-    ws_loc_data *d = data_of(state, loc);
-    const ws_loc_sync *ls = &env->sync->locs[loc];
-    double post_leave = (ls->msg_flags[row] & WS_MSG_NONBLOCKING)
-                            ? leave_of_call(env->trace, loc, ls->msg_ch1_event[row])
-                            : ls->msg_leave[row];
-    recv_info p = {d->ls[row], d->lr[row], ls->msg_post[row], ls->msg_leave[row], post_leave};
+    const ws_msg_data *md = &data_of(state, loc)->msg[row];
+    const ws_msg *m = &env->sync->locs[loc].msgs[row];
+    const ws_events *e = &env->trace->locations[loc].events;
+    recv_info p = {md->ls, md->lr, ws_msg_post(e, m)};
     if (ws_buffer_append(out, &p, sizeof p) != 0)
         return ws_error_nomem(err, "payload");
     return WS_OK;
@@ -267,14 +274,12 @@ static int p2_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     (void)channel;
     if (size != sizeof(recv_info))
         return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
-    ws_loc_data *d = data_of(state, loc);
+    ws_msg_data *md = &data_of(state, loc)->msg[row];
     recv_info p;
     memcpy(&p, data, sizeof p);
-    d->ls[row] = p.ls;
-    d->lr[row] = p.lr;
-    d->post_time[row] = p.post;
-    d->partner_leave[row] = p.leave;
-    d->partner_done_leave[row] = p.post_leave;
+    md->ls = p.ls;
+    md->lr = p.lr;
+    md->partner_time = p.post;
     return WS_OK;
 }
 
@@ -286,28 +291,30 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
 {
     ws_analysis *a = state;
     const ws_loc_sync *ls = &env->sync->locs[loc];
+    const ws_msg *msgs = ls->msgs;
     ws_loc_data *d = data_of(a, loc);
+    ws_msg_data *md = d->msg;
     const ws_events *e = &env->trace->locations[loc].events;
     ws_map64 best_lr, late_sender; /* completion call -> row */
     ws_map64_init(&best_lr);
     ws_map64_init(&late_sender);
     for (uint64_t k = 0; k < ls->n_messages; k++)
-        if (!(ls->msg_flags[k] & WS_MSG_SEND) && (ls->msg_flags[k] & WS_MSG_MULTI) && d->ls[k] > 0.0 &&
-            ws_map64_put(&late_sender, ls->msg_call[k], k) != 0)
+        if (!(msgs[k].flags & WS_MSG_SEND) && (msgs[k].flags & WS_MSG_MULTI) && md[k].ls > 0.0 &&
+            ws_map64_put(&late_sender, msgs[k].call, k) != 0)
             goto nomem;
     for (uint64_t k = 0; k < ls->n_messages; k++) {
-        if (!(ls->msg_flags[k] & WS_MSG_SEND) || !(ls->msg_flags[k] & WS_MSG_MULTI) || d->lr[k] <= 0.0)
+        if (!(msgs[k].flags & WS_MSG_SEND) || !(msgs[k].flags & WS_MSG_MULTI) || md[k].lr <= 0.0)
             continue;
         uint64_t other;
-        if (ws_map64_get(&best_lr, ls->msg_done_call[k], &other)) {
-            if (d->lr[k] > d->lr[other]) {
-                d->lr[other] = 0.0;
-                if (ws_map64_put(&best_lr, ls->msg_done_call[k], k) != 0)
+        if (ws_map64_get(&best_lr, msgs[k].other_call, &other)) {
+            if (md[k].lr > md[other].lr) {
+                md[other].lr = 0.0;
+                if (ws_map64_put(&best_lr, msgs[k].other_call, k) != 0)
                     goto nomem;
             } else {
-                d->lr[k] = 0.0;
+                md[k].lr = 0.0;
             }
-        } else if (ws_map64_put(&best_lr, ls->msg_done_call[k], k) != 0) {
+        } else if (ws_map64_put(&best_lr, msgs[k].other_call, k) != 0) {
             goto nomem;
         }
     }
@@ -317,10 +324,10 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
         uint64_t send = best_lr.values[i], recv;
         if (!ws_map64_get(&late_sender, best_lr.keys[i], &recv))
             continue;
-        if (d->lr[send] > d->ls[recv])
-            d->ls_cancelled[recv] = 1;
+        if (md[send].lr > md[recv].ls)
+            d->msg_bits[recv] |= WS_MD_LS_CANCELLED;
         else
-            d->lr[send] = 0.0;
+            md[send].lr = 0.0;
     }
     ws_map64_free(&best_lr);
     ws_map64_free(&late_sender);
@@ -330,25 +337,24 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
         return ws_error_nomem(err, "wait-state records");
     int rc = wrong_order(a, loc, wo, err);
     for (uint64_t k = 0; k < ls->n_messages && rc == WS_OK; k++) {
-        if (ls->msg_flags[k] & WS_MSG_SEND) {
-            if (d->lr[k] <= 0.0)
+        const ws_msg *m = &msgs[k];
+        if (m->flags & WS_MSG_SEND) {
+            if (md[k].lr <= 0.0)
                 continue;
             /* from the enter of the call completing the send to the post */
-            uint32_t cp = ls->msg_done_callpath[k];
-            wait_instance w = {ls->msg_done_enter[k], d->post_time[k], ls->msg_ch1_event[k], ls->msg_partner[k],
-                               WS_WO_NONE};
-            rc = ws_add_wait(a, WS_WP_LATERECEIVER, cp, loc, d->lr[k], &w, err);
+            uint32_t cp = ws_msg_done_callpath(e, m);
+            wait_instance w = {ws_msg_done_enter(e, m), md[k].partner_time, m->ch1_event, m->partner, WS_WO_NONE};
+            rc = ws_add_wait(a, WS_WP_LATERECEIVER, cp, loc, md[k].lr, &w, err);
             if (ws_window_has(&a->options, w.start))
                 add(a, e->msg_bytes[k] == 0 ? WS_M_MPI_SLR_COUNT : WS_M_MPI_CLR_COUNT, cp, loc, 1.0);
-        } else if (d->ls[k] > 0.0 && !d->ls_cancelled[k]) {
+        } else if (md[k].ls > 0.0 && !(d->msg_bits[k] & WS_MD_LS_CANCELLED)) {
             /* from the enter of the receiving call to min(send's enter, leave) (as pass 1) */
-            uint32_t cp = ls->msg_callpath[k];
-            double leave = ls->msg_leave[k], until = d->send_enter[k] < leave ? d->send_enter[k] : leave;
-            wait_instance w = {ls->msg_enter[k], until, e->msg_event[k], ls->msg_partner[k],
-                               wo ? wo[k] : WS_WO_NONE};
-            rc = ws_add_wait(a, WS_WP_LATESENDER, cp, loc, d->ls[k], &w, err);
+            uint32_t cp = ws_msg_callpath(e, m);
+            double leave = ws_msg_leave(e, m), until = md[k].partner_time < leave ? md[k].partner_time : leave;
+            wait_instance w = {ws_msg_enter(e, m), until, e->msg_event[k], m->partner, wo ? wo[k] : WS_WO_NONE};
+            rc = ws_add_wait(a, WS_WP_LATESENDER, cp, loc, md[k].ls, &w, err);
             if (ws_window_has(&a->options, w.start))
-                add(a, d->send_bytes[k] == 0 ? WS_M_MPI_SLS_COUNT : WS_M_MPI_CLS_COUNT, cp, loc, 1.0);
+                add(a, (d->msg_bits[k] & WS_MD_EMPTY_SEND) ? WS_M_MPI_SLS_COUNT : WS_M_MPI_CLS_COUNT, cp, loc, 1.0);
         }
     }
     free(wo);
@@ -361,33 +367,69 @@ nomem:
 
 /* ---- pass 3: forward (both sides learn which waits count) ------------- */
 
-/* channel 0 carries the final Late Receiver to the receiver; channel 1,
- * for messages that had a Late Sender, its final value to the sender */
+/* Channel 0 carries the final Late Receiver to the receiver; channel 1,
+ * for messages that had a Late Sender, its final value to the sender.
+ * With them go the leaves of the sender's calls (holding the record,
+ * completing the send) and of the receiver's call holding the record:
+ * where a wait remains, the delay analysis needs them (intervals.c). */
+typedef struct final_lr {
+    double lr;
+    double leave;
+    double done_leave;
+} final_lr;
+
+typedef struct final_ls {
+    double ls;
+    double leave;
+} final_ls;
+
 static int p3_channels(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row)
 {
     (void)env;
-    return 1 | (data_of(state, loc)->ls[row] > 0.0 ? 2 : 0);
+    return 1 | (data_of(state, loc)->msg[row].ls > 0.0 ? 2 : 0);
 }
 
 static int p3_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel, ws_buffer *out,
                       ws_error *err)
 {
-    (void)env;
     ws_loc_data *d = data_of(state, loc);
-    double v = channel == 0 ? d->lr[row] : (d->ls_cancelled[row] ? 0.0 : d->ls[row]);
-    if (ws_buffer_append(out, &v, sizeof v) != 0)
-        return ws_error_nomem(err, "payload");
-    return WS_OK;
+    const ws_msg *m = &env->sync->locs[loc].msgs[row];
+    const ws_events *e = &env->trace->locations[loc].events;
+    int rc;
+    if (channel == 0) {
+        final_lr p = {d->msg[row].lr, ws_msg_leave(e, m), ws_msg_done(e, m)};
+        rc = ws_buffer_append(out, &p, sizeof p);
+    } else {
+        final_ls p = {(d->msg_bits[row] & WS_MD_LS_CANCELLED) ? 0.0 : d->msg[row].ls, ws_msg_leave(e, m)};
+        rc = ws_buffer_append(out, &p, sizeof p);
+    }
+    return rc ? ws_error_nomem(err, "payload") : WS_OK;
 }
 
 static int p3_consume(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel,
                       const void *data, size_t size, ws_error *err)
 {
     (void)env;
-    if (size != sizeof(double))
-        return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
     ws_loc_data *d = data_of(state, loc);
-    memcpy(channel == 0 ? &d->lr[row] : &d->ls[row], data, sizeof(double));
+    ws_msg_data *md = &d->msg[row];
+    if (channel == 0) {
+        if (size != sizeof(final_lr))
+            return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
+        final_lr p;
+        memcpy(&p, data, sizeof p);
+        md->lr = p.lr;
+        double ls = (d->msg_bits[row] & WS_MD_LS_CANCELLED) ? 0.0 : md->ls;
+        if (ls > 0.0 || p.lr > 0.0)
+            return keep_partner_leaves(d, row, p.leave, p.done_leave, err);
+        return WS_OK;
+    }
+    if (size != sizeof(final_ls))
+        return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
+    final_ls p;
+    memcpy(&p, data, sizeof p);
+    md->ls = p.ls;
+    if (p.ls > 0.0)
+        return keep_partner_leaves(d, row, p.leave, 0.0, err);
     return WS_OK;
 }
 
@@ -398,8 +440,8 @@ static int p3_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
     const ws_loc_sync *ls = &env->sync->locs[loc];
     ws_loc_data *d = data_of(state, loc);
     for (uint64_t k = 0; k < ls->n_messages; k++)
-        if (d->ls_cancelled[k])
-            d->ls[k] = 0.0;
+        if (d->msg_bits[k] & WS_MD_LS_CANCELLED)
+            d->msg[k].ls = 0.0;
     return WS_OK;
 }
 

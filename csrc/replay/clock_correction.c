@@ -159,14 +159,14 @@ static int build(clc *c, ws_error *err)
     for (uint32_t b = 0; b < t->n_locations; b++) {
         const ws_loc_sync *ls = &s->locs[b];
         for (uint64_t r = 0; r < ls->n_messages; r++) {
-            if ((ls->msg_flags[r] & (WS_MSG_SEND | WS_MSG_CANCELLED)) || ls->msg_match[r] == WS_NONE64)
+            if ((ls->msgs[r].flags & (WS_MSG_SEND | WS_MSG_CANCELLED)) || ls->msgs[r].match_row == WS_NONE32)
                 continue;
-            uint32_t a = ws_message_location(ls->msg_match[r]);
-            uint32_t srow = (uint32_t)(ls->msg_match[r] & 0xffffffffu);
+            uint32_t a = ls->msgs[r].partner;
+            uint32_t srow = ls->msgs[r].match_row;
             if (a >= t->n_locations || srow >= s->locs[a].n_messages)
                 continue;
-            uint32_t send_enter = s->locs[a].msg_call[srow];
-            uint32_t recv_call = ls->msg_call[r];
+            uint32_t send_enter = s->locs[a].msgs[srow].call;
+            uint32_t recv_call = ls->msgs[r].call;
             if (send_enter == WS_NONE32 || recv_call == WS_NONE32)
                 continue;
             uint32_t recv_leave = c->locs[b].pair[recv_call];

@@ -71,17 +71,18 @@ static int message_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t row
 {
     const ws_replay_env *env = s->env;
     const ws_loc_sync *ls = &env->sync->locs[loc];
-    uint8_t flags = ls->msg_flags[row];
-    if ((flags & WS_MSG_CANCELLED) || (ls->msg_match[row] == WS_NONE64 && !(flags & WS_MSG_SEND)))
+    const ws_msg *msg = &ls->msgs[row];
+    uint8_t flags = msg->flags;
+    if ((flags & WS_MSG_CANCELLED) || (msg->match_row == WS_NONE32 && !(flags & WS_MSG_SEND)))
         return WS_OK;
     int is_send = (flags & WS_MSG_SEND) != 0;
-    int ch1_here = at_record ? (ls->msg_ch1_event[row] == (uint32_t)ev) : 1;
+    int ch1_here = at_record ? (msg->ch1_event == (uint32_t)ev) : 1;
     /* which side produces on each channel */
     int produces[2];
     produces[0] = env->backward ? !is_send : is_send;
     produces[1] = !produces[0];
-    uint64_t id = is_send ? ws_message_id(loc, row) : ls->msg_match[row];
-    uint32_t partner = ls->msg_partner[row];
+    uint64_t id = is_send ? ws_message_id(loc, row) : ws_msg_match(msg);
+    uint32_t partner = msg->partner;
     uint32_t H = s->n_handlers;
     while (st->stage < 2 * H) {
         uint32_t h = st->stage % H;

@@ -66,19 +66,7 @@ static uint8_t classify_region(const ws_trace *t, const ws_region *r)
 
 static void free_loc(ws_loc_sync *s)
 {
-    free(s->msg_match);
-    free(s->msg_partner);
-    free(s->msg_callpath);
-    free(s->msg_enter);
-    free(s->msg_leave);
-    free(s->msg_call);
-    free(s->msg_post);
-    free(s->msg_done_enter);
-    free(s->msg_done);
-    free(s->msg_done_callpath);
-    free(s->msg_done_call);
-    free(s->msg_ch1_event);
-    free(s->msg_flags);
+    free(s->msgs);
     free(s->ch1_event);
     free(s->ch1_row);
     free(s->sync_events);
@@ -189,26 +177,9 @@ static int add_ch1(ws_loc_sync *s, loc_pass *p, uint32_t event, uint32_t row)
 
 static int alloc_messages(ws_loc_sync *s, uint64_t n)
 {
-    size_t k = n ? (size_t)n : 1;
     s->n_messages = n;
-    s->msg_match = ws_malloc_array(k, sizeof *s->msg_match);
-    s->msg_partner = ws_malloc_array(k, sizeof *s->msg_partner);
-    s->msg_callpath = ws_malloc_array(k, sizeof *s->msg_callpath);
-    s->msg_enter = ws_malloc_array(k, sizeof *s->msg_enter);
-    s->msg_leave = ws_malloc_array(k, sizeof *s->msg_leave);
-    s->msg_call = ws_malloc_array(k, sizeof *s->msg_call);
-    s->msg_post = ws_malloc_array(k, sizeof *s->msg_post);
-    s->msg_done_enter = ws_malloc_array(k, sizeof *s->msg_done_enter);
-    s->msg_done = ws_malloc_array(k, sizeof *s->msg_done);
-    s->msg_done_callpath = ws_malloc_array(k, sizeof *s->msg_done_callpath);
-    s->msg_done_call = ws_malloc_array(k, sizeof *s->msg_done_call);
-    s->msg_ch1_event = ws_malloc_array(k, sizeof *s->msg_ch1_event);
-    s->msg_flags = ws_calloc(k, sizeof *s->msg_flags);
-    return (s->msg_match && s->msg_partner && s->msg_callpath && s->msg_enter && s->msg_leave && s->msg_call &&
-            s->msg_post && s->msg_done_enter && s->msg_done && s->msg_done_callpath && s->msg_done_call &&
-            s->msg_ch1_event && s->msg_flags)
-               ? 0
-               : -1;
+    s->msgs = ws_calloc(n ? (size_t)n : 1, sizeof *s->msgs);
+    return s->msgs ? 0 : -1;
 }
 
 /* Per-communicator state of one location while sites are built. */
@@ -220,7 +191,7 @@ typedef struct comm_counter {
 
 /* a posted non-blocking receive, until its completion is seen */
 typedef struct posted_recv {
-    double time;
+    uint32_t call;  /* Enter event of the posting call (the event itself: none) */
     uint32_t event;
 } posted_recv;
 
@@ -301,11 +272,7 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
         goto done;
     }
     for (uint64_t m = 0; m < e->n_messages; m++) {
-        s->msg_match[m] = WS_NONE64;
-        s->msg_callpath[m] = WS_NONE32;
-        s->msg_call[m] = WS_NONE32;
-        s->msg_done_callpath[m] = WS_NONE32;
-        s->msg_done_call[m] = WS_NONE32;
+        s->msgs[m].match_row = WS_NONE32;
         uint32_t partner = ws_comm_location(t, e->msg_comm[m], e->msg_peer[m], loc);
         if (partner == WS_NONE32) {
             rc = ws_error_set(err, WS_ERR_MATCH,
@@ -316,7 +283,7 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
             ws_trace_error_at(t, loc, err);
             goto done;
         }
-        s->msg_partner[m] = partner;
+        s->msgs[m].partner = partner;
     }
 
     for (uint64_t i = 0; i < e->n; i++) {
@@ -353,15 +320,16 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
             while (p.pend_n && p.pend[p.pend_n - 1].depth == depth) {
                 pending *q = &p.pend[--p.pend_n];
                 if (q->kind == 0) {
-                    s->msg_leave[q->index] = time;
+                    ws_msg *r = &s->msgs[q->index];
+                    r->leave = (uint32_t)i;
                     /* a send is done when its call returns, unless a later
                      * MpiIsendComplete says otherwise */
-                    if (s->msg_flags[q->index] & WS_MSG_SEND)
-                        s->msg_done[q->index] = time;
+                    if (r->flags & WS_MSG_SEND)
+                        r->done_leave = (uint32_t)i;
                 } else if (q->kind == 1) {
                     s->site_leave[q->index] = time;
                 } else {
-                    s->msg_done[q->index] = time;
+                    s->msgs[q->index].done_leave = (uint32_t)i;
                 }
             }
             uint32_t cp = e->ref[i];
@@ -397,17 +365,14 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
             int is_send = kind == WS_EV_SEND || kind == WS_EV_ISEND;
             int nonblocking = kind == WS_EV_ISEND || kind == WS_EV_IRECV;
             uint8_t flags = (uint8_t)((is_send ? WS_MSG_SEND : 0) | (nonblocking ? WS_MSG_NONBLOCKING : 0));
-            double enter = top ? top->enter : time;
-            s->msg_callpath[m] = top ? top->callpath : WS_NONE32;
-            s->msg_call[m] = top ? top->enter_event : (uint32_t)i;
-            s->msg_enter[m] = enter;
-            s->msg_leave[m] = time;
-            s->msg_post[m] = enter;
-            s->msg_done_enter[m] = enter;
-            s->msg_done[m] = time;
-            s->msg_done_callpath[m] = s->msg_callpath[m];
-            s->msg_done_call[m] = s->msg_call[m];
-            s->msg_ch1_event[m] = (uint32_t)i;
+            ws_msg *r = &s->msgs[m];
+            if (!top)
+                flags |= WS_MSG_NO_CALL | WS_MSG_NO_DONE_CALL;
+            r->call = top ? top->enter_event : (uint32_t)i;
+            r->leave = (uint32_t)i;
+            r->other_call = r->call;
+            r->done_leave = (uint32_t)i;
+            r->ch1_event = (uint32_t)i;
             if (kind == WS_EV_SEND && top_fn == WS_MPIFN_SEND_BLOCKING)
                 flags |= WS_MSG_MAY_BLOCK;
             if (kind == WS_EV_RECV && top_fn == WS_MPIFN_RECV_BLOCKING)
@@ -420,8 +385,8 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
                 uint64_t k;
                 if (req != WS_NONE64 && ws_map64_get(&irecv_posts, req, &k)) {
                     ws_map64_remove(&irecv_posts, req);
-                    s->msg_post[m] = posts[k].time;
-                    s->msg_ch1_event[m] = posts[k].event;
+                    r->other_call = posts[k].call;
+                    r->ch1_event = posts[k].event;
                     if (add_ch1(s, &p, posts[k].event, m) != 0) {
                         rc = ws_error_nomem(err, "request table");
                         goto done;
@@ -434,7 +399,7 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
                     goto done;
                 }
             }
-            s->msg_flags[m] = flags;
+            r->flags = flags;
             if (depth && push_pending(&p, depth, 0, m) != 0) {
                 rc = ws_error_nomem(err, "pending records");
                 goto done;
@@ -448,7 +413,7 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
                     rc = ws_error_nomem(err, "request table");
                     goto done;
                 }
-                posts[n_posts].time = top ? top->enter : time;
+                posts[n_posts].call = top ? top->enter_event : (uint32_t)i;
                 posts[n_posts].event = (uint32_t)i;
                 n_posts++;
             }
@@ -458,15 +423,18 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
                 uint64_t row;
                 if (ws_map64_get(&isend_row, req, &row)) {
                     ws_map64_remove(&isend_row, req);
-                    s->msg_done_enter[row] = top ? top->enter : time;
-                    s->msg_done[row] = time;
-                    s->msg_done_callpath[row] = top ? top->callpath : WS_NONE32;
-                    s->msg_done_call[row] = top ? top->enter_event : (uint32_t)i;
-                    s->msg_ch1_event[row] = (uint32_t)i;
+                    ws_msg *r = &s->msgs[row];
+                    r->other_call = top ? top->enter_event : (uint32_t)i;
+                    r->done_leave = (uint32_t)i;
+                    r->ch1_event = (uint32_t)i;
+                    if (top)
+                        r->flags &= (uint8_t)~WS_MSG_NO_DONE_CALL;
+                    else
+                        r->flags |= WS_MSG_NO_DONE_CALL;
                     if (top_fn == WS_MPIFN_WAIT || top_fn == WS_MPIFN_WAIT_MULTI)
-                        s->msg_flags[row] |= WS_MSG_MAY_BLOCK;
+                        r->flags |= WS_MSG_MAY_BLOCK;
                     if (top_fn == WS_MPIFN_WAIT_MULTI)
-                        s->msg_flags[row] |= WS_MSG_MULTI;
+                        r->flags |= WS_MSG_MULTI;
                     if (add_ch1(s, &p, (uint32_t)i, (uint32_t)row) != 0 ||
                         (depth && push_pending(&p, depth, 2, row) != 0)) {
                         rc = ws_error_nomem(err, "pending records");
@@ -480,7 +448,7 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
                 uint64_t row;
                 if (ws_map64_get(&isend_row, req, &row)) {
                     ws_map64_remove(&isend_row, req);
-                    s->msg_flags[row] |= WS_MSG_CANCELLED;
+                    s->msgs[row].flags |= WS_MSG_CANCELLED;
                 }
                 ws_map64_remove(&irecv_posts, req);
             }
@@ -600,7 +568,7 @@ typedef struct match_ctx {
 static void on_pair(void *context, const ws_match_key *send, const ws_match_key *recv)
 {
     match_ctx *c = context;
-    c->ls->msg_match[recv->order] = ws_message_id(send->channel[0], (uint32_t)send->order);
+    c->ls->msgs[recv->order].match_row = (uint32_t)send->order;
 }
 
 static int on_unmatched(void *context, const ws_match_key *key, int is_send)
@@ -631,10 +599,10 @@ static int match_location(const ws_trace *t, ws_loc_sync *ls, uint32_t loc, ws_m
     const ws_events *e = &t->locations[loc].events;
     size_t n_recvs = 0;
     for (uint64_t m = 0; m < e->n_messages; m++) {
-        if (ls->msg_flags[m] & WS_MSG_SEND)
+        if (ls->msgs[m].flags & WS_MSG_SEND)
             continue;
         ws_match_key *k = &recvs[n_recvs++];
-        k->channel[0] = ls->msg_partner[m];
+        k->channel[0] = ls->msgs[m].partner;
         k->channel[1] = e->msg_comm[m];
         k->channel[2] = e->msg_tag[m];
         k->channel[3] = 0;
@@ -659,7 +627,7 @@ static int match_messages(const ws_trace *t, ws_sync *s, const uint32_t *locs, u
     for (uint32_t i = 0; i < n; i++) {
         const ws_loc_sync *ls = &s->locs[locs[i]];
         for (uint64_t m = 0; m < ls->n_messages; m++)
-            n_records += (ls->msg_flags[m] & WS_MSG_SEND) && !(ls->msg_flags[m] & WS_MSG_CANCELLED);
+            n_records += (ls->msgs[m].flags & (WS_MSG_SEND | WS_MSG_CANCELLED)) == WS_MSG_SEND;
     }
     records = ws_malloc_array(n_records ? n_records : 1, sizeof *records);
     dest = ws_malloc_array(n_records ? n_records : 1, sizeof *dest);
@@ -671,10 +639,10 @@ static int match_messages(const ws_trace *t, ws_sync *s, const uint32_t *locs, u
         const ws_events *e = &t->locations[loc].events;
         const ws_loc_sync *ls = &s->locs[loc];
         for (uint64_t m = 0; m < e->n_messages; m++) {
-            if (!(ls->msg_flags[m] & WS_MSG_SEND) || (ls->msg_flags[m] & WS_MSG_CANCELLED))
+            if ((ls->msgs[m].flags & (WS_MSG_SEND | WS_MSG_CANCELLED)) != WS_MSG_SEND)
                 continue;
             send_record *r = &records[k];
-            r->dst = ls->msg_partner[m];
+            r->dst = ls->msgs[m].partner;
             r->src = loc;
             r->comm = e->msg_comm[m];
             r->tag = e->msg_tag[m];

@@ -20,7 +20,9 @@ enum {
                                sends: MPI_Send, MPI_Ssend or MPI_Wait*;
                                receives: MPI_Recv, MPI_Sendrecv or MPI_Wait* */
     WS_MSG_CANCELLED = 8,   /* the request was cancelled */
-    WS_MSG_MULTI = 16       /* completed together with others (Waitall, Waitsome) */
+    WS_MSG_MULTI = 16,      /* completed together with others (Waitall, Waitsome) */
+    WS_MSG_NO_CALL = 32,    /* the record is in no call: no call path */
+    WS_MSG_NO_DONE_CALL = 64 /* sends: the completion is in no call: no call path */
 };
 
 /* Each message has two exchange points on each side.  Channel 0 joins
@@ -44,21 +46,27 @@ enum ws_site_class {
     WS_SITE_OTHER = 8     /* other collective records (handles, ...)      */
 };
 
+/* One message record, as the replays see it (32 bytes).  What the store
+ * already holds is not copied: the call holding the record, the call
+ * completing a send and the call posting a receive are kept as event
+ * indices, their times and call paths read from the store's columns
+ * (ws_msg_enter and the other accessors below). */
+typedef struct ws_msg {
+    uint32_t partner;     /* location index of the partner */
+    uint32_t match_row;   /* receives: row of the matched send at the partner (WS_NONE32: unmatched) */
+    uint32_t call;        /* Enter event of the MPI call holding the record (the record's event: none) */
+    uint32_t leave;       /* Leave event of that call (the record's event until the call leaves) */
+    uint32_t other_call;  /* sends: Enter event of the call completing the send;
+                             receives: of the call posting the receive (Recv or Irecv) */
+    uint32_t done_leave;  /* sends: Leave event of the call completing the send */
+    uint32_t ch1_event;   /* event where channel 1 is exchanged */
+    uint8_t flags;        /* WS_MSG_* */
+    uint8_t pad[3];
+} ws_msg;
+
 typedef struct ws_loc_sync {
     uint64_t n_messages;
-    uint64_t *msg_match;    /* receive rows: message id of the matched send */
-    uint32_t *msg_partner;  /* location index of the partner */
-    uint32_t *msg_callpath; /* call path of the MPI call holding the record */
-    double *msg_enter;      /* enter time of that call */
-    double *msg_leave;      /* leave time of that call */
-    uint32_t *msg_call;     /* event index of the Enter of that call */
-    double *msg_post;       /* receives: when the receive was posted (Recv or Irecv enter) */
-    double *msg_done_enter; /* sends: enter of the call that completed the send */
-    double *msg_done;       /* sends: leave of the call that completed the send */
-    uint32_t *msg_done_callpath; /* sends: call path of that call */
-    uint32_t *msg_done_call; /* sends: event index of that call's Enter */
-    uint32_t *msg_ch1_event; /* event where channel 1 is exchanged */
-    uint8_t *msg_flags;
+    ws_msg *msgs;           /* per message row */
 
     /* channel-1 exchange points that are not message records, by event */
     uint64_t n_ch1;
@@ -121,6 +129,43 @@ void ws_sync_free(ws_sync *s);
 static inline int ws_is_message_kind(uint8_t kind)
 {
     return kind == WS_EV_SEND || kind == WS_EV_ISEND || kind == WS_EV_RECV || kind == WS_EV_IRECV;
+}
+
+/* Receives: message id of the matched send (WS_NONE64: unmatched). */
+static inline uint64_t ws_msg_match(const ws_msg *m)
+{
+    return m->match_row == WS_NONE32 ? WS_NONE64 : ws_message_id(m->partner, m->match_row);
+}
+/* enter and leave time, call path of the call holding the record */
+static inline double ws_msg_enter(const ws_events *e, const ws_msg *m)
+{
+    return e->time[m->call];
+}
+static inline double ws_msg_leave(const ws_events *e, const ws_msg *m)
+{
+    return e->time[m->leave];
+}
+static inline uint32_t ws_msg_callpath(const ws_events *e, const ws_msg *m)
+{
+    return (m->flags & WS_MSG_NO_CALL) ? WS_NONE32 : e->ref[m->call];
+}
+/* receives: when the receive was posted (enter of the Recv or Irecv) */
+static inline double ws_msg_post(const ws_events *e, const ws_msg *m)
+{
+    return e->time[m->other_call];
+}
+/* sends: enter, leave and call path of the call that completed the send */
+static inline double ws_msg_done_enter(const ws_events *e, const ws_msg *m)
+{
+    return e->time[m->other_call];
+}
+static inline double ws_msg_done(const ws_events *e, const ws_msg *m)
+{
+    return e->time[m->done_leave];
+}
+static inline uint32_t ws_msg_done_callpath(const ws_events *e, const ws_msg *m)
+{
+    return (m->flags & WS_MSG_NO_DONE_CALL) ? WS_NONE32 : e->ref[m->other_call];
 }
 
 #endif
