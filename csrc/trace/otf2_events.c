@@ -272,6 +272,7 @@ static int map_comm(evt_ctx *c, OTF2_CommRef comm, uint32_t *out)
         size_t k__ = (old);                                               \
         if (ws_grow((void **)&(arr), &k__, (cap), sizeof *(arr)) != 0)    \
             return -1;                                                    \
+        ws_advise_huge((arr), k__ * sizeof *(arr));                       \
     } while (0)
 
 static int grow_messages(side_rows *r)
@@ -532,8 +533,10 @@ static void *exact_copy(const void *rows, uint64_t n, size_t size)
     if (n > SIZE_MAX / size)
         return NULL;
     void *p = ws_malloc((size_t)n * size);
-    if (p)
+    if (p) {
+        ws_advise_huge(p, (size_t)n * size);
         memcpy(p, rows, (size_t)n * size);
+    }
     return p;
 }
 
@@ -586,6 +589,33 @@ static char *location_file(const char *directory, uint64_t location, const char 
     return p;
 }
 
+/* The local definitions of a location (id mappings and clock offsets;
+ * optional in OTF2), when its file exists. */
+static int read_local_definitions(OTF2_Reader *reader, uint64_t location, const char *def_path, ws_error *err)
+{
+    if (!ws_otf2_is_regular_file(def_path))
+        return WS_OK;
+    char what[64];
+    snprintf(what, sizeof what, "local definition file of location %llu", (unsigned long long)location);
+    uint64_t bytes = 0;
+    int rc = ws_otf2_check_buffer_file_size(def_path, what, &bytes, err);
+    /* a file of one chunk header and the end marks holds no record (writers
+     * leave one per location): libotf2 would still set up a reader with a
+     * zeroed definition chunk (megabytes) to find nothing in it */
+    if (rc || bytes == WS_OTF2_EMPTY_BUFFER_FILE_BYTES)
+        return rc;
+    OTF2_DefReader *dr = OTF2_Reader_GetDefReader(reader, location);
+    if (!dr)
+        return ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open local definitions", def_path);
+    uint64_t n_defs = 0;
+    OTF2_ErrorCode s = OTF2_Reader_ReadAllLocalDefinitions(reader, dr, &n_defs);
+    OTF2_Reader_CloseDefReader(reader, dr);
+    if (s != OTF2_SUCCESS)
+        return ws_error_set(err, WS_ERR_FORMAT, "%s: %s: %s", def_path, OTF2_Error_GetName(s),
+                            OTF2_Error_GetDescription(s));
+    return WS_OK;
+}
+
 static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbacks *cbs, load_scratch *scratch,
                          uint32_t index, const ws_progress *progress, uint64_t *done, uint64_t total,
                          ws_error *err)
@@ -607,27 +637,8 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
                           (unsigned long long)loc->otf2_id);
         goto done;
     }
-    /* local definitions carry id mappings and clock offsets; they are
-     * optional in OTF2 */
-    if (ws_otf2_is_regular_file(def_path)) {
-        char what[64];
-        snprintf(what, sizeof what, "local definition file of location %llu", (unsigned long long)loc->otf2_id);
-        if ((rc = ws_otf2_check_buffer_file(def_path, what, err)))
-            goto done;
-        OTF2_DefReader *dr = OTF2_Reader_GetDefReader(reader, loc->otf2_id);
-        if (!dr) {
-            rc = ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open local definitions", def_path);
-            goto done;
-        }
-        uint64_t n_defs = 0;
-        OTF2_ErrorCode s = OTF2_Reader_ReadAllLocalDefinitions(reader, dr, &n_defs);
-        OTF2_Reader_CloseDefReader(reader, dr);
-        if (s != OTF2_SUCCESS) {
-            rc = ws_error_set(err, WS_ERR_FORMAT, "%s: %s: %s", def_path, OTF2_Error_GetName(s),
-                              OTF2_Error_GetDescription(s));
-            goto done;
-        }
-    }
+    if ((rc = read_local_definitions(reader, loc->otf2_id, def_path, err)))
+        goto done;
 
     char evt_what[64];
     snprintf(evt_what, sizeof evt_what, "event file of location %llu", (unsigned long long)loc->otf2_id);
