@@ -1,6 +1,6 @@
 /* OTF2 archive -> trace store, part 2: local definitions and the events
  * of the requested locations (ws_otf2_load_events), with the OTF2 C
- * reader API; and the bare read of the benchmarks. */
+ * reader API. */
 #include "otf2_io.h"
 #include "otf2_check.h"
 #include "otf2_reader_int.h"
@@ -99,7 +99,8 @@ static void scratch_free(load_scratch *s)
 }
 
 typedef struct evt_ctx {
-    ws_trace *t;
+    const ws_trace *t;
+    ws_callpaths *callpaths; /* the tree Enter events extend */
     ws_events *ev;
     load_scratch *s;
     uint64_t cap; /* capacity of ev->time, kind, ref */
@@ -199,7 +200,7 @@ static OTF2_CallbackCode on_enter(OTF2_LocationRef location, OTF2_TimeStamp time
         uint32_t r;
         if (lookup_region(c, region, &r))
             return OTF2_CALLBACK_INTERRUPT;
-        cp = ws_callpath_child(&c->t->callpaths, parent, r);
+        cp = ws_callpath_child(c->callpaths, parent, r);
         if (cp == WS_NONE32)
             EVT_FAIL(c, WS_ERR_NOMEM, "out of memory in the call-path tree");
         m->parent = parent;
@@ -239,7 +240,7 @@ static OTF2_CallbackCode on_leave(OTF2_LocationRef location, OTF2_TimeStamp time
                      (unsigned long long)c->ev->n, ws_trace_string(t, t->regions[r].name));
         EVT_FAIL(c, WS_ERR_FORMAT, "event %llu leaves region '%s' but '%s' is the innermost open region",
                  (unsigned long long)c->ev->n, ws_trace_string(t, t->regions[r].name),
-                 ws_trace_string(t, t->regions[t->callpaths.region[cp]].name));
+                 ws_trace_string(t, t->regions[c->callpaths->region[cp]].name));
     }
     c->depth--;
     return push_event(c, time, WS_EV_LEAVE, cp) < 0 ? OTF2_CALLBACK_INTERRUPT : OTF2_CALLBACK_SUCCESS;
@@ -580,7 +581,7 @@ static int finish_columns(ws_events *ev, uint64_t cap, const side_rows *r)
     return 0;
 }
 
-static char *location_file(const char *directory, uint64_t location, const char *suffix)
+char *ws_otf2_location_file(const char *directory, uint64_t location, const char *suffix)
 {
     size_t n = strlen(directory) + 48;
     char *p = ws_malloc(n);
@@ -617,12 +618,12 @@ static int read_local_definitions(OTF2_Reader *reader, uint64_t location, const 
 }
 
 static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbacks *cbs, load_scratch *scratch,
-                         uint32_t index, const ws_progress *progress, uint64_t *done, uint64_t total,
-                         ws_error *err)
+                         ws_callpaths *callpaths, uint32_t index, const ws_progress *progress, uint64_t *done,
+                         uint64_t total, ws_error *err)
 {
     ws_location *loc = &t->locations[index];
-    char *evt_path = location_file(t->directory, loc->otf2_id, "evt");
-    char *def_path = location_file(t->directory, loc->otf2_id, "def");
+    char *evt_path = ws_otf2_location_file(t->directory, loc->otf2_id, "evt");
+    char *def_path = ws_otf2_location_file(t->directory, loc->otf2_id, "def");
     if (!evt_path || !def_path) {
         free(evt_path);
         free(def_path);
@@ -651,6 +652,7 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
         goto done;
     }
     c.t = t;
+    c.callpaths = callpaths;
     c.ev = &loc->events;
     c.s = scratch;
     c.err = err;
@@ -720,13 +722,65 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
         goto done;
     }
     loc->loaded = 1;
-    t->n_events += c.ev->n;
 
 done:
     if (rc != WS_OK)
         ws_events_free(&loc->events);
     free(evt_path);
     free(def_path);
+    return rc;
+}
+
+int ws_otf2_load_block(ws_trace *t, const uint32_t *locations, uint32_t n, ws_callpaths *callpaths,
+                       const ws_progress *progress, uint64_t *done, uint64_t total, uint64_t *n_events,
+                       uint32_t *failed_at, ws_error *err)
+{
+    *n_events = 0;
+    *failed_at = n;
+    int rc = WS_OK;
+    OTF2_Reader *reader = OTF2_Reader_Open(t->path);
+    if (!reader)
+        return ws_error_set(err, WS_ERR_FORMAT, "%s: cannot reopen the archive", t->path);
+    OTF2_Reader_SetSerialCollectiveCallbacks(reader);
+    OTF2_ErrorCode s = OTF2_SUCCESS;
+    for (uint32_t i = 0; i < n && s == OTF2_SUCCESS; i++)
+        if (!t->locations[locations[i]].loaded)
+            s = OTF2_Reader_SelectLocation(reader, t->locations[locations[i]].otf2_id);
+    if (s == OTF2_SUCCESS) {
+        /* a failure here just means no local definition files exist */
+        OTF2_Reader_OpenDefFiles(reader);
+        s = OTF2_Reader_OpenEvtFiles(reader);
+    }
+    if (s != OTF2_SUCCESS) {
+        OTF2_Reader_Close(reader);
+        return ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open event files (%s)", t->path,
+                            OTF2_Error_GetDescription(s));
+    }
+    OTF2_EvtReaderCallbacks *cbs = new_event_callbacks();
+    load_scratch *scratch = scratch_new();
+    if (!cbs || !scratch) {
+        rc = ws_error_nomem(err, "event callbacks");
+    } else {
+        for (uint32_t i = 0; i < n && rc == WS_OK; i++) {
+            ws_location *loc = &t->locations[locations[i]];
+            if (loc->loaded)
+                continue;
+            rc = read_location(t, reader, cbs, scratch, callpaths, locations[i], progress, done, total, err);
+            if (rc == WS_OK) {
+                *n_events += loc->events.n;
+                if (progress && progress->callback && progress->callback(progress->context, "load", *done, total))
+                    rc = ws_error_set(err, WS_ERR_INTERRUPTED, "loading interrupted");
+            } else {
+                *failed_at = i;
+            }
+        }
+    }
+    if (cbs)
+        OTF2_EvtReaderCallbacks_Delete(cbs);
+    scratch_free(scratch);
+    OTF2_Reader_CloseEvtFiles(reader);
+    OTF2_Reader_CloseDefFiles(reader);
+    OTF2_Reader_Close(reader);
     return rc;
 }
 
@@ -750,227 +804,17 @@ int ws_otf2_load_events(ws_trace *t, const uint32_t *locations, uint32_t n, cons
             return ws_error_set(err, WS_ERR_ARGUMENT, "location index %u out of range (trace has %u)",
                                 (unsigned)locations[i], (unsigned)t->n_locations);
         }
-    int rc = WS_OK;
-    OTF2_Reader *reader = OTF2_Reader_Open(t->path);
-    if (!reader) {
-        free(all);
-        return ws_error_set(err, WS_ERR_FORMAT, "%s: cannot reopen the archive", t->path);
-    }
-    OTF2_Reader_SetSerialCollectiveCallbacks(reader);
     uint64_t total = 0;
     for (uint32_t i = 0; i < n; i++) {
         const ws_location *l = &t->locations[locations[i]];
         if (!l->loaded)
             total += l->n_events_defined;
     }
-    OTF2_ErrorCode s = OTF2_SUCCESS;
-    for (uint32_t i = 0; i < n && s == OTF2_SUCCESS; i++)
-        if (!t->locations[locations[i]].loaded)
-            s = OTF2_Reader_SelectLocation(reader, t->locations[locations[i]].otf2_id);
-    if (s == OTF2_SUCCESS) {
-        /* a failure here just means no local definition files exist */
-        OTF2_Reader_OpenDefFiles(reader);
-        s = OTF2_Reader_OpenEvtFiles(reader);
-    }
-    if (s != OTF2_SUCCESS) {
-        OTF2_Reader_Close(reader);
-        free(all);
-        return ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open event files (%s)", t->path,
-                            OTF2_Error_GetDescription(s));
-    }
-    OTF2_EvtReaderCallbacks *cbs = new_event_callbacks();
-    load_scratch *scratch = scratch_new();
-    if (!cbs || !scratch) {
-        if (cbs)
-            OTF2_EvtReaderCallbacks_Delete(cbs);
-        scratch_free(scratch);
-        OTF2_Reader_CloseEvtFiles(reader);
-        OTF2_Reader_CloseDefFiles(reader);
-        OTF2_Reader_Close(reader);
-        free(all);
-        return ws_error_nomem(err, "event callbacks");
-    }
-    uint64_t done = 0;
-    for (uint32_t i = 0; i < n && rc == WS_OK; i++) {
-        if (t->locations[locations[i]].loaded)
-            continue;
-        rc = read_location(t, reader, cbs, scratch, locations[i], progress, &done, total, err);
-        if (rc == WS_OK && progress && progress->callback &&
-            progress->callback(progress->context, "load", done, total))
-            rc = ws_error_set(err, WS_ERR_INTERRUPTED, "loading interrupted");
-    }
-    scratch_free(scratch);
-    OTF2_EvtReaderCallbacks_Delete(cbs);
-    OTF2_Reader_CloseEvtFiles(reader);
-    OTF2_Reader_CloseDefFiles(reader);
-    OTF2_Reader_Close(reader);
+    uint64_t done = 0, n_events = 0;
+    uint32_t failed_at;
+    int rc = ws_otf2_load_block(t, locations, n, &t->callpaths, progress, &done, total, &n_events, &failed_at, err);
+    /* the locations read before a failure stay loaded */
+    t->n_events += n_events;
     free(all);
-    return rc;
-}
-
-/* ---- bare read (benchmark baseline) ------------------------------------- */
-
-/* Collects the location ids while the global definitions are decoded; no
- * other definition record has a callback. */
-typedef struct bare_defs {
-    uint64_t *ids;
-    size_t n, cap;
-} bare_defs;
-
-static OTF2_CallbackCode bare_on_location(void *user, OTF2_LocationRef self, OTF2_StringRef name,
-                                          OTF2_LocationType type, uint64_t n_events, OTF2_LocationGroupRef group)
-{
-    (void)name;
-    (void)type;
-    (void)n_events;
-    (void)group;
-    bare_defs *d = user;
-    if (ws_grow((void **)&d->ids, &d->cap, d->n + 1, sizeof *d->ids) != 0)
-        return OTF2_CALLBACK_INTERRUPT;
-    d->ids[d->n++] = self;
-    return OTF2_CALLBACK_SUCCESS;
-}
-
-/* OTF2's global event reader over every location (its own merge by
- * timestamp), with global callbacks that do nothing. */
-static int bare_read_global(OTF2_Reader *reader, const char *anchor, const bare_defs *d, uint64_t *n_records,
-                            ws_error *err)
-{
-    for (size_t i = 0; i < d->n; i++) {
-        OTF2_DefReader *dr = OTF2_Reader_GetDefReader(reader, d->ids[i]);
-        if (dr) {
-            uint64_t nd = 0;
-            OTF2_Reader_ReadAllLocalDefinitions(reader, dr, &nd);
-            OTF2_Reader_CloseDefReader(reader, dr);
-        }
-        if (!OTF2_Reader_GetEvtReader(reader, d->ids[i]))
-            return ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open the event file of location %llu", anchor,
-                                (unsigned long long)d->ids[i]);
-    }
-    OTF2_GlobalEvtReader *ger = OTF2_Reader_GetGlobalEvtReader(reader);
-    if (!ger)
-        return ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open the global event reader", anchor);
-    OTF2_GlobalEvtReaderCallbacks *cbs = OTF2_GlobalEvtReaderCallbacks_New();
-    int rc = WS_OK;
-    if (!cbs) {
-        rc = ws_error_nomem(err, "event callbacks");
-    } else {
-        OTF2_ErrorCode s = OTF2_Reader_RegisterGlobalEvtCallbacks(reader, ger, cbs, NULL);
-        if (s == OTF2_SUCCESS)
-            s = OTF2_Reader_ReadAllGlobalEvents(reader, ger, n_records);
-        if (s != OTF2_SUCCESS)
-            rc = ws_error_set(err, WS_ERR_FORMAT, "%s: reading events failed: %s", anchor,
-                              OTF2_Error_GetDescription(s));
-        OTF2_GlobalEvtReaderCallbacks_Delete(cbs);
-    }
-    OTF2_Reader_CloseGlobalEvtReader(reader, ger);
-    return rc;
-}
-
-/* The file work of ws_otf2_open + ws_otf2_load_events (anchor, global
- * definitions once, then per location its local definitions and events),
- * decoded by OTF2 with callbacks that do nothing; with `global`, the events
- * of all locations through OTF2's global event reader instead. */
-int ws_otf2_bare_read(const char *path, int global, uint64_t *n_records, ws_error *err)
-{
-    ws_otf2_silence();
-    *n_records = 0;
-    char *anchor = NULL;
-    int rc = ws_otf2_resolve_anchor(path, &anchor, err);
-    if (rc)
-        return rc;
-    if ((rc = ws_otf2_check_anchor(anchor, err))) {
-        free(anchor);
-        return rc;
-    }
-    char *directory = ws_otf2_archive_directory(anchor);
-    if (!directory) {
-        free(anchor);
-        return ws_error_nomem(err, "path");
-    }
-    OTF2_Reader *reader = OTF2_Reader_Open(anchor);
-    if (!reader) {
-        rc = ws_error_set(err, WS_ERR_FORMAT, "%s: not a readable OTF2 anchor file", anchor);
-        free(directory);
-        free(anchor);
-        return rc;
-    }
-    OTF2_Reader_SetSerialCollectiveCallbacks(reader);
-
-    bare_defs d = {NULL, 0, 0};
-    OTF2_ErrorCode s = OTF2_ERROR_MEM_ALLOC_FAILED;
-    OTF2_GlobalDefReader *defs = OTF2_Reader_GetGlobalDefReader(reader);
-    OTF2_GlobalDefReaderCallbacks *gcbs = OTF2_GlobalDefReaderCallbacks_New();
-    if (defs && gcbs) {
-        OTF2_GlobalDefReaderCallbacks_SetLocationCallback(gcbs, bare_on_location);
-        s = OTF2_Reader_RegisterGlobalDefCallbacks(reader, defs, gcbs, &d);
-        uint64_t n_defs = 0;
-        if (s == OTF2_SUCCESS)
-            s = OTF2_Reader_ReadAllGlobalDefinitions(reader, defs, &n_defs);
-    }
-    if (gcbs)
-        OTF2_GlobalDefReaderCallbacks_Delete(gcbs);
-    if (defs)
-        OTF2_Reader_CloseGlobalDefReader(reader, defs);
-    if (s != OTF2_SUCCESS)
-        rc = ws_error_set(err, WS_ERR_FORMAT, "%s.def (global definitions): %s", directory,
-                          OTF2_Error_GetDescription(s));
-
-    for (size_t i = 0; i < d.n && rc == WS_OK; i++)
-        if (OTF2_Reader_SelectLocation(reader, d.ids[i]) != OTF2_SUCCESS)
-            rc = ws_error_set(err, WS_ERR_FORMAT, "cannot select location %llu", (unsigned long long)d.ids[i]);
-    if (rc == WS_OK) {
-        OTF2_Reader_OpenDefFiles(reader);
-        if (OTF2_Reader_OpenEvtFiles(reader) != OTF2_SUCCESS)
-            rc = ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open event files", anchor);
-    }
-    if (rc == WS_OK && global) {
-        rc = bare_read_global(reader, anchor, &d, n_records, err);
-        d.n = 0; /* done: skip the per-location loop */
-    }
-    OTF2_EvtReaderCallbacks *cbs = rc == WS_OK && d.n ? OTF2_EvtReaderCallbacks_New() : NULL;
-    if (rc == WS_OK && d.n && !cbs)
-        rc = ws_error_nomem(err, "event callbacks");
-    for (size_t i = 0; i < d.n && rc == WS_OK; i++) {
-        char *evt_path = location_file(directory, d.ids[i], "evt");
-        char *def_path = location_file(directory, d.ids[i], "def");
-        if (!evt_path || !def_path) {
-            rc = ws_error_nomem(err, "path");
-        } else if (!ws_otf2_is_regular_file(evt_path)) {
-            rc = ws_error_set(err, WS_ERR_IO, "%s: event file is missing", evt_path);
-        } else {
-            if (ws_otf2_is_regular_file(def_path)) {
-                OTF2_DefReader *dr = OTF2_Reader_GetDefReader(reader, d.ids[i]);
-                if (dr) {
-                    uint64_t nd = 0;
-                    OTF2_Reader_ReadAllLocalDefinitions(reader, dr, &nd);
-                    OTF2_Reader_CloseDefReader(reader, dr);
-                }
-            }
-            OTF2_EvtReader *er = OTF2_Reader_GetEvtReader(reader, d.ids[i]);
-            if (!er) {
-                rc = ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open the event file", evt_path);
-            } else {
-                OTF2_EvtReader_SetCallbacks(er, cbs, NULL);
-                uint64_t n = 0;
-                s = OTF2_EvtReader_ReadEvents(er, OTF2_UNDEFINED_UINT64, &n);
-                if (s != OTF2_SUCCESS)
-                    rc = ws_error_set(err, WS_ERR_FORMAT, "%s: reading events failed: %s", evt_path,
-                                      OTF2_Error_GetDescription(s));
-                *n_records += n;
-                OTF2_Reader_CloseEvtReader(reader, er);
-            }
-        }
-        free(evt_path);
-        free(def_path);
-    }
-    if (cbs)
-        OTF2_EvtReaderCallbacks_Delete(cbs);
-    OTF2_Reader_CloseEvtFiles(reader);
-    OTF2_Reader_CloseDefFiles(reader);
-    OTF2_Reader_Close(reader);
-    free(d.ids);
-    free(directory);
-    free(anchor);
     return rc;
 }
