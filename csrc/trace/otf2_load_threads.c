@@ -181,12 +181,36 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* The host's progress callback (or its interruption check) on the calling
- * thread every 50 ms while the workers run; returns 1 if it asked to stop. */
+/* Calls the host's progress callback (or its interruption check) with the
+ * records read so far; 1 if it asks to stop.  Called with sh->lock held,
+ * which it releases during the call. */
+static int report(load_shared *sh, load_worker *w, uint32_t n, uint64_t total, const ws_progress *progress)
+{
+    uint64_t done = 0;
+    for (uint32_t i = 0; i < n; i++)
+        done += w[i].done;
+    pthread_mutex_unlock(&sh->lock);
+    int stop = 0;
+    if (progress->callback)
+        stop = progress->callback(progress->context, "load", done, total);
+    else if (progress->interrupted)
+        stop = progress->interrupted(progress->context);
+    pthread_mutex_lock(&sh->lock);
+    if (stop)
+        sh->stop = 1;
+    return stop;
+}
+
+/* The host's progress reports on the calling thread: at the start, every
+ * 50 ms while the workers run and, if all of them succeeded, once at the
+ * end (the final count, as one thread reports it); returns 1 if the host
+ * asked to stop (the workers then stop at their next batch or location). */
 static int supervise(load_shared *sh, load_worker *w, uint32_t n, uint64_t total, const ws_progress *progress)
 {
     int interrupted = 0;
     pthread_mutex_lock(&sh->lock);
+    if (progress)
+        interrupted = report(sh, w, n, total, progress);
     while (sh->running > 0) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -196,22 +220,15 @@ static int supervise(load_shared *sh, load_worker *w, uint32_t n, uint64_t total
             ts.tv_nsec -= 1000000000L;
         }
         pthread_cond_timedwait(&sh->cond, &sh->lock, &ts);
-        if (!progress || interrupted || sh->running == 0)
-            continue;
-        uint64_t done = 0;
+        if (progress && !interrupted && sh->running > 0)
+            interrupted = report(sh, w, n, total, progress);
+    }
+    if (progress && !interrupted && sh->first_failure == UINT32_MAX) {
+        int all_ok = 1;
         for (uint32_t i = 0; i < n; i++)
-            done += w[i].done;
-        pthread_mutex_unlock(&sh->lock);
-        int stop = 0;
-        if (progress->callback)
-            stop = progress->callback(progress->context, "load", done, total);
-        else if (progress->interrupted)
-            stop = progress->interrupted(progress->context);
-        pthread_mutex_lock(&sh->lock);
-        if (stop) {
-            interrupted = 1;
-            sh->stop = 1;
-        }
+            all_ok &= w[i].rc == WS_OK;
+        if (all_ok)
+            interrupted = report(sh, w, n, total, progress);
     }
     pthread_mutex_unlock(&sh->lock);
     return interrupted;
