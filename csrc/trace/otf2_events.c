@@ -630,6 +630,10 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
         return ws_error_nomem(err, "path");
     }
     int rc = WS_OK;
+    /* closed last, after the columns are complete: its chunk buffer (a
+     * MiB) is then freed whole and the next location's reader gets it back
+     * with its pages, instead of fresh pages where the columns took it */
+    OTF2_EvtReader *er = NULL;
     evt_ctx c;
     memset(&c, 0, sizeof c);
 
@@ -645,7 +649,7 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
     snprintf(evt_what, sizeof evt_what, "event file of location %llu", (unsigned long long)loc->otf2_id);
     if ((rc = ws_otf2_check_buffer_file(evt_path, evt_what, err)))
         goto done;
-    OTF2_EvtReader *er = OTF2_Reader_GetEvtReader(reader, loc->otf2_id);
+    er = OTF2_Reader_GetEvtReader(reader, loc->otf2_id);
     if (!er) {
         rc = ws_error_set(err, WS_ERR_FORMAT, "%s: OTF2 cannot read the event file of location %llu (damaged?)",
                           evt_path, (unsigned long long)loc->otf2_id);
@@ -669,7 +673,6 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
     if (initial < 64)
         initial = 64;
     if (ws_events_reserve(c.ev, initial) != 0) {
-        OTF2_Reader_CloseEvtReader(reader, er);
         rc = ws_error_nomem(err, "events");
         goto done;
     }
@@ -685,12 +688,10 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
         if (s != OTF2_SUCCESS || n < batch)
             break;
         if (progress && progress->callback && progress->callback(progress->context, "load", *done, total)) {
-            OTF2_Reader_CloseEvtReader(reader, er);
             rc = ws_error_set(err, WS_ERR_INTERRUPTED, "loading interrupted");
             goto done;
         }
     }
-    OTF2_Reader_CloseEvtReader(reader, er);
     if (c.failed) {
         rc = ws_error_prefix(err, "%s: location %llu", evt_path, (unsigned long long)loc->otf2_id);
         goto done;
@@ -724,6 +725,8 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
     loc->loaded = 1;
 
 done:
+    if (er)
+        OTF2_Reader_CloseEvtReader(reader, er);
     if (rc != WS_OK)
         ws_events_free(&loc->events);
     free(evt_path);
