@@ -851,6 +851,7 @@ def open(path: str | os.PathLike[str], locations: Iterable[int] | None = None, c
 
     Raises :class:`waitscope.TraceError` naming the file and the problem.
     """
+    _check_threads(threads, 2**31 - 1, None)  # a bad value fails before any file (or process) is involved
     if clock_correction is not None:
         _check_clock_correction(clock_correction, comm)
         if not load or locations is not None:
@@ -868,8 +869,6 @@ def open(path: str | os.PathLike[str], locations: Iterable[int] | None = None, c
     _check_complete(trace, allow_partial)
     if load:
         trace.load(locations, progress, threads)
-    else:
-        _check_threads(threads, trace.n_locations, None)
     if clock_correction is not None:
         trace.correct_clocks(clock_correction)
     return trace
