@@ -127,14 +127,17 @@ def test_analysis_of_a_threaded_load(many_locations):
     assert one.cube.tobytes() == many.cube.tobytes()
 
 
+@pytest.mark.parametrize("cut", ["end", "middle"])
 @pytest.mark.parametrize("bad", [5, 0, 36])
 @pytest.mark.parametrize("threads", [2, 5])
-def test_damaged_location_reported_as_with_one_thread(many_locations, tmp_path, bad, threads):
-    """A truncated event file: the same error naming the file, and the same
+def test_damaged_location_reported_as_with_one_thread(many_locations, tmp_path, bad, threads, cut):
+    """A truncated event file (found before decoding, or, with its end mark
+    kept, while decoding): the same error naming the file, and the same
     locations loaded (those before it in order) as with one thread."""
     copy = writable_copy(many_locations.parent, tmp_path / "copy")
     evt = copy / "traces" / f"{bad}.evt"
-    evt.write_bytes(evt.read_bytes()[: evt.stat().st_size // 2])
+    data = evt.read_bytes()
+    evt.write_bytes(data[: len(data) // 2] + (data[-2:] if cut == "middle" else b""))
     outcomes = []
     for n in (1, threads):
         trace = waitscope.open(copy, progress=False, load=False)
