@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import waitscope
-from waitscope import synth
+from waitscope import _core, synth
 
 from conftest import SHARED_DATA, writable_copy
 
@@ -193,3 +193,86 @@ def test_progress_callback_interrupts(many_locations):
 def test_bad_threads_argument(pingpong_dir, threads):
     with pytest.raises((ValueError, TypeError), match="threads"):
         waitscope.open(pingpong_dir, progress=False, threads=threads)
+
+
+# ---- big locations: side tables written in place (otf2_events.c, DIRECT_ROWS_MIN) ----
+
+N_BIG = 48_000  # rank 0: > 2**17 records, so its side tables are reserved for its records
+
+
+def big_program() -> synth.Program:
+    """Rank 0 sends N_BIG messages to rank 1 (every third non-blocking, waited
+    for at once), with a barrier every tenth; rank 1 receives them.  Each
+    step computes a little (a program without any time in it makes an
+    archive that libotf2 reads without end: otf2-print loops on it too)."""
+    prog = synth.Program(2)
+    r0, r1 = prog.rank(0), prog.rank(1)
+    for i in range(N_BIG):
+        tag, size = i % 1000, 8 * (i % 7)
+        r0.compute("work", 1e-6)
+        r1.compute("work", 1e-6)
+        if i % 3 == 0:
+            r0.wait(r0.isend(1, tag=tag, size=size))
+        else:
+            r0.send(1, tag=tag, size=size)
+        r1.recv(0, tag=tag)
+        if i % 10 == 9:
+            r0.barrier()
+            r1.barrier()
+    return prog
+
+
+@pytest.fixture(scope="module")
+def big_locations(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("big") / "traces.otf2"
+    big_program().write(str(path))
+    return path
+
+
+def test_side_tables_of_a_big_location(big_locations):
+    """The side tables of a location read in place hold exactly what the program did."""
+    trace = waitscope.open(big_locations, progress=False)
+    assert trace._defs["locations"]["n_records"][0] >= 2**17
+    ev = trace._core.events(0)
+    i = np.arange(N_BIG)
+    np.testing.assert_array_equal(ev["msg_tag"], i % 1000)
+    np.testing.assert_array_equal(ev["msg_bytes"], 8 * (i % 7))
+    np.testing.assert_array_equal(ev["msg_peer"], np.ones(N_BIG))
+    kinds = ev["kind"][ev["msg_event"]]
+    np.testing.assert_array_equal(kinds, np.where(i % 3 == 0, _core.EV_ISEND, _core.EV_SEND))
+    np.testing.assert_array_equal(ev["ref"][ev["msg_event"]], i)  # each message event refers to its row
+    # an isend and its completion per third message, with the same request id
+    n_isend = len(i[i % 3 == 0])
+    assert len(ev["req_id"]) == 2 * n_isend
+    req_kinds = ev["kind"][ev["req_event"]]
+    np.testing.assert_array_equal(req_kinds[0::2], np.full(n_isend, _core.EV_ISEND))
+    np.testing.assert_array_equal(req_kinds[1::2], np.full(n_isend, _core.EV_ISEND_COMPLETE))
+    np.testing.assert_array_equal(ev["req_id"][0::2], ev["req_id"][1::2])
+    n_barriers = N_BIG // 10
+    assert len(ev["coll_event"]) == n_barriers
+    np.testing.assert_array_equal(ev["kind"][ev["coll_event"]], np.full(n_barriers, _core.EV_COLL_END))
+    assert len(np.unique(ev["coll_op"])) == 1 and len(np.unique(ev["coll_comm"])) == 1
+    # and rank 1 (read through the rows) agrees on the messages
+    np.testing.assert_array_equal(trace._core.events(1)["msg_tag"], i % 1000)
+    assert_same_store(snapshot(trace), snapshot(waitscope.open(big_locations, progress=False, threads=2)))
+
+
+@pytest.mark.skipif(not hasattr(_core, "_alloc_fail_after"),
+                    reason="waitscope._core is not the sanitizer build (.ci/sanitize)")
+def test_every_allocation_failure_loading_big_locations(big_locations):
+    """Out of memory anywhere in the load of a big location (with one and
+    two threads): a MemoryError or the same store, never a crash or a leak."""
+    want = snapshot(waitscope.open(big_locations, progress=False))
+    for threads in (1, 2):
+        before = _core._alloc_count()
+        waitscope.open(big_locations, progress=False, threads=threads)
+        total = _core._alloc_count() - before
+        for n in range(0, total + 1, max(1, total // 150)):
+            _core._alloc_fail_after(n)
+            try:
+                got = waitscope.open(big_locations, progress=False, threads=threads)
+            except MemoryError:
+                continue
+            finally:
+                _core._alloc_fail_after(-1)
+            assert_same_store(snapshot(got), want)

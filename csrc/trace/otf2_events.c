@@ -57,9 +57,20 @@ typedef struct cp_memo_entry {
     uint32_t cp;
 } cp_memo_entry;
 
+/* A location announcing at least this many records gets its side tables
+ * written in place instead: every column is reserved for that many rows
+ * (an upper bound: a row takes a record; pages never written cost
+ * nothing) and shrunk in place when the location is complete, so that
+ * neither the rows' pages nor a copy is paid for big locations. */
+#define DIRECT_ROWS_MIN (1u << 17)
+/* and at most this many (65 bytes of address space per record, transient;
+ * a damaged definition announcing more takes the rows) */
+#define DIRECT_ROWS_MAX (1u << 26)
+
 /* Working memory of one ws_otf2_load_events call. */
 typedef struct load_scratch {
     side_rows side;
+    side_rows direct; /* the columns of the big location being read */
     uint32_t *stack;          /* call paths of the open regions */
     OTF2_RegionRef *stack_id; /* and their OTF2 region ids */
     size_t stack_cap;
@@ -75,11 +86,8 @@ static load_scratch *scratch_new(void)
     return s;
 }
 
-static void scratch_free(load_scratch *s)
+static void rows_free(side_rows *r)
 {
-    if (!s)
-        return;
-    side_rows *r = &s->side;
     free(r->msg_event);
     free(r->msg_peer);
     free(r->msg_comm);
@@ -93,6 +101,50 @@ static void scratch_free(load_scratch *s)
     free(r->coll_op);
     free(r->coll_sent);
     free(r->coll_received);
+    memset(r, 0, sizeof *r);
+}
+
+/* Reserves every column of `r` (empty) for n rows; -1 (and r empty) if
+ * memory runs out. */
+static int rows_reserve(side_rows *r, size_t n)
+{
+    int failed = 0;
+#define RESERVE_ROWS(field)                                          \
+    do {                                                             \
+        r->field = ws_malloc_array(n, sizeof *r->field);             \
+        if (r->field)                                                \
+            ws_advise_huge(r->field, n * sizeof *r->field);          \
+        else                                                         \
+            failed = 1;                                              \
+    } while (0)
+    RESERVE_ROWS(msg_event);
+    RESERVE_ROWS(msg_peer);
+    RESERVE_ROWS(msg_comm);
+    RESERVE_ROWS(msg_tag);
+    RESERVE_ROWS(msg_bytes);
+    RESERVE_ROWS(req_event);
+    RESERVE_ROWS(req_id);
+    RESERVE_ROWS(coll_event);
+    RESERVE_ROWS(coll_comm);
+    RESERVE_ROWS(coll_root);
+    RESERVE_ROWS(coll_op);
+    RESERVE_ROWS(coll_sent);
+    RESERVE_ROWS(coll_received);
+#undef RESERVE_ROWS
+    if (failed) {
+        rows_free(r);
+        return -1;
+    }
+    r->cap_msg = r->cap_req = r->cap_coll = n;
+    return 0;
+}
+
+static void scratch_free(load_scratch *s)
+{
+    if (!s)
+        return;
+    rows_free(&s->side);
+    rows_free(&s->direct);
     free(s->stack);
     free(s->stack_id);
     free(s);
@@ -103,6 +155,7 @@ typedef struct evt_ctx {
     ws_callpaths *callpaths; /* the tree Enter events extend */
     ws_events *ev;
     load_scratch *s;
+    side_rows *rows; /* where the side tables go: s->side or s->direct */
     uint64_t cap; /* capacity of ev->time, kind, ref */
     uint32_t depth;
     double inv_resolution;
@@ -325,7 +378,7 @@ static OTF2_CallbackCode push_message(evt_ctx *c, OTF2_TimeStamp time, uint8_t k
         EVT_FAIL(c, WS_ERR_FORMAT, "event %llu: partner rank %u on a self communicator",
                  (unsigned long long)c->ev->n, (unsigned)peer);
     ws_events *ev = c->ev;
-    side_rows *rows = &c->s->side;
+    side_rows *rows = c->rows;
     uint64_t i = ev->n_messages;
     if (i + 1 > rows->cap_msg && grow_messages(rows) != 0)
         EVT_FAIL(c, WS_ERR_NOMEM, "out of memory for message records");
@@ -347,7 +400,7 @@ static OTF2_CallbackCode push_request(evt_ctx *c, OTF2_TimeStamp time, uint8_t k
                                       int64_t event)
 {
     ws_events *ev = c->ev;
-    side_rows *rows = &c->s->side;
+    side_rows *rows = c->rows;
     uint64_t i = ev->n_requests;
     if (i + 1 > rows->cap_req && grow_requests(rows) != 0)
         EVT_FAIL(c, WS_ERR_NOMEM, "out of memory for request records");
@@ -451,7 +504,7 @@ static OTF2_CallbackCode on_coll_end(OTF2_LocationRef l, OTF2_TimeStamp time, ui
         EVT_FAIL(c, WS_ERR_FORMAT, "event %llu: collective root %u is outside communicator '%s' of size %u",
                  (unsigned long long)c->ev->n, (unsigned)root, ws_trace_string(c->t, cm->name), (unsigned)cm->size);
     ws_events *ev = c->ev;
-    side_rows *rows = &c->s->side;
+    side_rows *rows = c->rows;
     uint64_t i = ev->n_collectives;
     if (i + 1 > rows->cap_coll && grow_collectives(rows) != 0)
         EVT_FAIL(c, WS_ERR_NOMEM, "out of memory for collective records");
@@ -544,7 +597,7 @@ static void *exact_copy(const void *rows, uint64_t n, size_t size)
 /* Completes the columns of a finished location: time, kind and ref were
  * reserved for the announced number of records and are shrunk only if
  * some records were skipped; the side tables are copied from the rows. */
-static int finish_columns(ws_events *ev, uint64_t cap, const side_rows *r)
+static int finish_columns(ws_events *ev, uint64_t cap, side_rows *r, int direct)
 {
 #define SHRINK(field)                                                           \
     do {                                                                        \
@@ -558,6 +611,34 @@ static int finish_columns(ws_events *ev, uint64_t cap, const side_rows *r)
         SHRINK(ref);
     }
 #undef SHRINK
+    if (direct) {
+        /* the columns were written in place: shrink them (in place; should
+         * that fail, the larger block serves as well) and hand them over */
+#define TAKE(field, n)                                                                      \
+    do {                                                                                    \
+        void *p__ = ws_realloc(r->field, (size_t)((n) ? (n) : 1) * sizeof *ev->field);      \
+        ev->field = p__ ? p__ : r->field;                                                   \
+        r->field = NULL;                                                                    \
+        if ((n) == 0)                                                                       \
+            memset(ev->field, 0, sizeof *ev->field);                                        \
+    } while (0)
+        TAKE(msg_event, ev->n_messages);
+        TAKE(msg_peer, ev->n_messages);
+        TAKE(msg_comm, ev->n_messages);
+        TAKE(msg_tag, ev->n_messages);
+        TAKE(msg_bytes, ev->n_messages);
+        TAKE(req_event, ev->n_requests);
+        TAKE(req_id, ev->n_requests);
+        TAKE(coll_event, ev->n_collectives);
+        TAKE(coll_comm, ev->n_collectives);
+        TAKE(coll_root, ev->n_collectives);
+        TAKE(coll_op, ev->n_collectives);
+        TAKE(coll_sent, ev->n_collectives);
+        TAKE(coll_received, ev->n_collectives);
+#undef TAKE
+        rows_free(r);
+        return 0;
+    }
 #define COPY(field, n)                                           \
     do {                                                         \
         ev->field = exact_copy(r->field, (n), sizeof *ev->field); \
@@ -677,6 +758,10 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
         goto done;
     }
     c.cap = initial;
+    c.rows = &scratch->side;
+    if (loc->n_events_defined >= DIRECT_ROWS_MIN && loc->n_events_defined <= DIRECT_ROWS_MAX &&
+        rows_reserve(&scratch->direct, (size_t)loc->n_events_defined) == 0)
+        c.rows = &scratch->direct;
     OTF2_ErrorCode s = OTF2_EvtReader_SetCallbacks(er, cbs, &c);
     uint64_t records = 0;
     const uint64_t batch = 1u << 20;
@@ -718,13 +803,14 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
         goto done;
     }
     c.ev->n_skipped = records - c.ev->n;
-    if (finish_columns(c.ev, c.cap, &scratch->side) != 0) {
+    if (finish_columns(c.ev, c.cap, c.rows, c.rows == &scratch->direct) != 0) {
         rc = ws_error_nomem(err, "events");
         goto done;
     }
     loc->loaded = 1;
 
 done:
+    rows_free(&scratch->direct); /* left over only on error */
     if (er)
         OTF2_Reader_CloseEvtReader(reader, er);
     if (rc != WS_OK)
