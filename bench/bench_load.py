@@ -15,7 +15,10 @@ Measured, side by side in one run and interleaved, over --repeat runs
 * the bare OTF2 read, ``waitscope._core.bare_read``: global definitions,
   local definitions and event decoding with callbacks that do nothing;
 * our full load, ``waitscope.open``: definitions and events into the store;
-* events per second of both, and their ratio.  Aim: ours >= 0.8 x bare.
+* events per second of both, and their ratio.  Aim: ours >= 0.8 x bare;
+* the threaded load, ``waitscope.open(threads=--threads)``, and its ratio
+  to the bare read (wall time only: the CPU time of the calling thread
+  says nothing about its workers).
 
 Robustness: before timing, every file of the archive is read once so that
 both contenders find it in the OS page cache (no disk I/O is timed), and
@@ -154,8 +157,8 @@ def glibc_malloc():
         return None
 
 
-def load_and_drop(anchor: str) -> int:
-    trace = waitscope.open(anchor)
+def load_and_drop(anchor: str, threads: int = 1) -> int:
+    trace = waitscope.open(anchor, progress=False, threads=threads)
     n = trace.n_events
     del trace
     return n
@@ -199,6 +202,7 @@ def main() -> None:
     ap.add_argument("--side", type=int, default=32, help="grid side (ranks = side^2)")
     ap.add_argument("--iters", type=int, default=200, help="iterations of the stencil")
     ap.add_argument("--repeat", type=int, default=7, help="timed runs of each contender")
+    ap.add_argument("--threads", type=int, default=2, help="threads of the threaded load")
     ap.add_argument("--memory-child", metavar="ANCHOR", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.memory_child:
@@ -226,13 +230,15 @@ def main() -> None:
     events = load_and_drop(anchor)
     print(f"  {records:,} event records, {events:,} events stored")
 
-    runs = {(state, who): [] for state in states for who in ("bare", "ours")}
+    runs = {(state, who): [] for state in states for who in ("bare", "ours", "threads")}
     for _ in range(args.repeat):  # interleaved so that drifts hit all alike
         for state, prepare in states.items():
             prepare()
             runs[state, "bare"].append(timed(lambda: _core.bare_read(anchor)))
             prepare()
             runs[state, "ours"].append(timed(lambda: load_and_drop(anchor)))
+            prepare()
+            runs[state, "threads"].append(timed(lambda: load_and_drop(anchor, args.threads)))
 
     def stats(times: list, n: int) -> list:
         wall = [w for w, _ in times]
@@ -252,6 +258,11 @@ def main() -> None:
         r = [(events / o[k]) / (records / b[k]) for k in range(4)]
         print(f"  {'ratio full / bare (events/s)':<36} {r[0]:6.2f} {r[1]:7.2f}   {r[2]:6.2f} {r[3]:7.2f}"
               f"   (aim >= 0.80)")
+        m = stats(runs[state, "threads"], events)
+        name = f"full load, threads={args.threads}"
+        print(f"  {name:<36} {m[0]:6.3f} {m[1]:7.3f}   {'':6} {'':7}   {m[4]:8.2f} {m[5]:7.2f}")
+        r = [(events / m[k]) / (records / b[k]) for k in range(2)]
+        print(f"  {'ratio threaded / bare (events/s)':<36} {r[0]:6.2f} {r[1]:7.2f}")
 
     m = measure_memory(anchor)
     n = m["n_events"]

@@ -109,6 +109,16 @@ int ws_open(const char *path, ws_trace **out, ws_error *err);
  * events of the failing location.  `locations` is borrowed. */
 int ws_load(ws_trace *t, const uint32_t *locations, uint32_t n, const ws_progress *progress, ws_error *err);
 
+/* The same with up to `n_threads` threads of this process (1: ws_load),
+ * each with its own OTF2 reader over a contiguous block of the locations.
+ * The store is the one ws_load builds, column for column (call paths get
+ * the ids one thread gives them).  An error is the one ws_load reports
+ * (the first failing location in the list's order), and the locations
+ * after it are not loaded.  The progress callback and the interruption
+ * check run on the calling thread only. */
+int ws_load_threads(ws_trace *t, const uint32_t *locations, uint32_t n, uint32_t n_threads,
+                    const ws_progress *progress, ws_error *err);
+
 /* Releases a trace and everything it owns.  NULL is allowed. */
 void ws_trace_free(ws_trace *t);
 

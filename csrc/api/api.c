@@ -39,6 +39,18 @@ int ws_load(ws_trace *t, const uint32_t *locations, uint32_t n, const ws_progres
     return ws_otf2_load_events(t, locations, n, progress, err);
 }
 
+int ws_load_threads(ws_trace *t, const uint32_t *locations, uint32_t n, uint32_t n_threads,
+                    const ws_progress *progress, ws_error *err)
+{
+    if (!t)
+        return ws_error_set(err, WS_ERR_ARGUMENT, "ws_load_threads: trace is NULL");
+    if (n && !locations)
+        return ws_error_set(err, WS_ERR_ARGUMENT, "ws_load_threads: %u locations but no list", (unsigned)n);
+    if (n_threads == 0)
+        return ws_error_set(err, WS_ERR_ARGUMENT, "ws_load_threads: threads must be at least 1");
+    return ws_otf2_load_events_threads(t, locations, n, n_threads, progress, err);
+}
+
 uint32_t ws_trace_n_locations(const ws_trace *t)
 {
     return t ? t->n_locations : 0;

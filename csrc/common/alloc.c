@@ -1,8 +1,15 @@
 /* The allocation helper (see alloc.h). */
+#ifdef __linux__
+#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE */
+#endif
 #include "alloc.h"
 
 #include <stdint.h>
 #include <stdlib.h>
+
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #ifdef WS_ALLOC_FAILURES
 #include <stdatomic.h>
@@ -54,4 +61,20 @@ void *ws_calloc(size_t count, size_t size)
     if (count > SIZE_MAX / size)
         return NULL;
     return FAIL_HERE() ? NULL : calloc(count, size);
+}
+
+void ws_advise_huge(void *p, size_t size)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    if (!p || size < 2 * huge)
+        return;
+    uintptr_t begin = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+    uintptr_t end = ((uintptr_t)p + size) & ~(huge - 1);
+    if (end > begin)
+        (void)madvise((void *)begin, end - begin, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)size;
+#endif
 }

@@ -19,6 +19,15 @@ void *ws_realloc(void *p, size_t size);
  * unless allocation fails. */
 void *ws_calloc(size_t count, size_t size);
 
+/* Asks the kernel to back the block p of `size` bytes (from the helpers
+ * above) with transparent huge pages where it can: a large column that is
+ * written once from start to end then costs one page fault per 2 MiB
+ * instead of one per 4 KiB.  Only the 2 MiB-aligned interior of the block
+ * is advised, so that the allocator's own headers and neighbours keep
+ * their pages; blocks under 4 MiB and systems without MADV_HUGEPAGE are
+ * left alone.  A hint: nothing to check, nothing changes for free(). */
+void ws_advise_huge(void *p, size_t size);
+
 #ifdef WS_ALLOC_FAILURES
 /* n >= 0: allocations after the next n fail; n < 0: none fails. */
 void ws_alloc_fail_after(long long n);

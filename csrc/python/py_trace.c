@@ -160,10 +160,15 @@ static int parse_locations(ws_py_trace *self, PyObject *obj, uint32_t **out, uin
 
 static PyObject *trace_load(ws_py_trace *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"locations", "progress", NULL};
+    static char *kwlist[] = {"locations", "progress", "threads", NULL};
     PyObject *locs = Py_None, *callback = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO", kwlist, &locs, &callback))
+    unsigned int threads = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOI", kwlist, &locs, &callback, &threads))
         return NULL;
+    if (threads == 0) {
+        PyErr_SetString(PyExc_ValueError, "threads must be a positive integer");
+        return NULL;
+    }
     uint32_t *list = NULL, n = 0;
     int explicit_list = parse_locations(self, locs, &list, &n);
     if (explicit_list < 0)
@@ -182,7 +187,7 @@ static PyObject *trace_load(ws_py_trace *self, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
-    rc = ws_load(self->trace, list, n, &progress.progress, &err);
+    rc = ws_load_threads(self->trace, list, n, threads, &progress.progress, &err);
     Py_END_ALLOW_THREADS
     ws_py_trace_end(self, 1);
     PyMem_Free(list);
@@ -644,7 +649,8 @@ static PyObject *trace_memory(ws_py_trace *self, PyObject *unused)
 
 static PyMethodDef trace_methods[] = {
     {"load", (PyCFunction)(void (*)(void))trace_load, METH_VARARGS | METH_KEYWORDS,
-     "load(locations=None, progress=None): read the events of the given locations (all by default)."},
+     "load(locations=None, progress=None, threads=1): read the events of the given locations (all by default) "
+     "on up to `threads` threads."},
     {"write", (PyCFunction)(void (*)(void))trace_write, METH_VARARGS | METH_KEYWORDS,
      "write(path, progress=None): write the loaded trace as an OTF2 archive."},
     {"definitions", (PyCFunction)trace_definitions, METH_NOARGS, "The global definitions as a dict."},

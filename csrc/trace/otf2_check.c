@@ -28,7 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 enum {
     CHUNK_HEADER = 0x03,
@@ -133,18 +135,24 @@ int ws_otf2_check_anchor(const char *anchor, ws_error *err)
 
 int ws_otf2_check_buffer_file(const char *path, const char *what, ws_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    uint64_t size;
+    return ws_otf2_check_buffer_file_size(path, what, &size, err);
+}
+
+int ws_otf2_check_buffer_file_size(const char *path, const char *what, uint64_t *size_out, ws_error *err)
+{
+    /* plain descriptors and pread: no stdio buffer, five system calls */
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return ws_error_set(err, WS_ERR_IO, "%s: %s: %s", path, what, strerror(errno));
     unsigned char head[2] = {0, 0}, tail[2] = {0, 0};
     struct stat st;
-    int ok = fstat(fileno(f), &st) == 0;
+    int ok = fstat(fd, &st) == 0;
     long long size = ok ? (long long)st.st_size : -1;
-    if (ok && size >= 4) {
-        ok = fread(head, 1, 2, f) == 2 && fseek(f, -2, SEEK_END) == 0 && fread(tail, 1, 2, f) == 2;
-    }
-    int e = errno;
-    fclose(f);
+    if (ok && size >= 4)
+        ok = pread(fd, head, 2, 0) == 2 && pread(fd, tail, 2, (off_t)(size - 2)) == 2;
+    int e = ok ? 0 : errno ? errno : EIO;
+    close(fd);
     if (!ok)
         return ws_error_set(err, WS_ERR_IO, "%s: %s: %s", path, what, strerror(e));
     if (size < 4)
@@ -159,5 +167,6 @@ int ws_otf2_check_buffer_file(const char *path, const char *what, ws_error *err)
                             "%s: %s is truncated: it does not end with OTF2's end-of-file mark (%lld bytes; the "
                             "measurement or a copy was cut short)",
                             path, what, size);
+    *size_out = (uint64_t)size;
     return WS_OK;
 }

@@ -2,6 +2,8 @@
 #ifndef WS_TRACE_OTF2_CHECK_H
 #define WS_TRACE_OTF2_CHECK_H
 
+#include <stdint.h>
+
 #include "../common/error.h"
 
 /* The anchor file: its magic, and that the property count it announces
@@ -12,5 +14,13 @@ int ws_otf2_check_anchor(const char *anchor, ws_error *err);
  * that it starts with an OTF2 chunk header and ends with OTF2's
  * end-of-file mark, i.e. is neither overwritten nor truncated. */
 int ws_otf2_check_buffer_file(const char *path, const char *what, ws_error *err);
+
+/* The same check, giving the file's size in bytes (*size) when it passes. */
+int ws_otf2_check_buffer_file_size(const char *path, const char *what, uint64_t *size, ws_error *err);
+
+/* Size of a buffer file that passes the check above and holds no record:
+ * one chunk header (type, endianness mark and two 8-byte record numbers)
+ * and the end-of-file and end-of-buffer marks. */
+#define WS_OTF2_EMPTY_BUFFER_FILE_BYTES 20u
 
 #endif

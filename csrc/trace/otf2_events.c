@@ -1,6 +1,6 @@
 /* OTF2 archive -> trace store, part 2: local definitions and the events
  * of the requested locations (ws_otf2_load_events), with the OTF2 C
- * reader API; and the bare read of the benchmarks. */
+ * reader API. */
 #include "otf2_io.h"
 #include "otf2_check.h"
 #include "otf2_reader_int.h"
@@ -57,9 +57,20 @@ typedef struct cp_memo_entry {
     uint32_t cp;
 } cp_memo_entry;
 
+/* A location announcing at least this many records gets its side tables
+ * written in place instead: every column is reserved for that many rows
+ * (an upper bound: a row takes a record; pages never written cost
+ * nothing) and shrunk in place when the location is complete, so that
+ * neither the rows' pages nor a copy is paid for big locations. */
+#define DIRECT_ROWS_MIN (1u << 17)
+/* and at most this many (65 bytes of address space per record, transient;
+ * a damaged definition announcing more takes the rows) */
+#define DIRECT_ROWS_MAX (1u << 26)
+
 /* Working memory of one ws_otf2_load_events call. */
 typedef struct load_scratch {
     side_rows side;
+    side_rows direct; /* the columns of the big location being read */
     uint32_t *stack;          /* call paths of the open regions */
     OTF2_RegionRef *stack_id; /* and their OTF2 region ids */
     size_t stack_cap;
@@ -75,11 +86,8 @@ static load_scratch *scratch_new(void)
     return s;
 }
 
-static void scratch_free(load_scratch *s)
+static void rows_free(side_rows *r)
 {
-    if (!s)
-        return;
-    side_rows *r = &s->side;
     free(r->msg_event);
     free(r->msg_peer);
     free(r->msg_comm);
@@ -93,15 +101,61 @@ static void scratch_free(load_scratch *s)
     free(r->coll_op);
     free(r->coll_sent);
     free(r->coll_received);
+    memset(r, 0, sizeof *r);
+}
+
+/* Reserves every column of `r` (empty) for n rows; -1 (and r empty) if
+ * memory runs out. */
+static int rows_reserve(side_rows *r, size_t n)
+{
+    int failed = 0;
+#define RESERVE_ROWS(field)                                          \
+    do {                                                             \
+        r->field = ws_malloc_array(n, sizeof *r->field);             \
+        if (r->field)                                                \
+            ws_advise_huge(r->field, n * sizeof *r->field);          \
+        else                                                         \
+            failed = 1;                                              \
+    } while (0)
+    RESERVE_ROWS(msg_event);
+    RESERVE_ROWS(msg_peer);
+    RESERVE_ROWS(msg_comm);
+    RESERVE_ROWS(msg_tag);
+    RESERVE_ROWS(msg_bytes);
+    RESERVE_ROWS(req_event);
+    RESERVE_ROWS(req_id);
+    RESERVE_ROWS(coll_event);
+    RESERVE_ROWS(coll_comm);
+    RESERVE_ROWS(coll_root);
+    RESERVE_ROWS(coll_op);
+    RESERVE_ROWS(coll_sent);
+    RESERVE_ROWS(coll_received);
+#undef RESERVE_ROWS
+    if (failed) {
+        rows_free(r);
+        return -1;
+    }
+    r->cap_msg = r->cap_req = r->cap_coll = n;
+    return 0;
+}
+
+static void scratch_free(load_scratch *s)
+{
+    if (!s)
+        return;
+    rows_free(&s->side);
+    rows_free(&s->direct);
     free(s->stack);
     free(s->stack_id);
     free(s);
 }
 
 typedef struct evt_ctx {
-    ws_trace *t;
+    const ws_trace *t;
+    ws_callpaths *callpaths; /* the tree Enter events extend */
     ws_events *ev;
     load_scratch *s;
+    side_rows *rows; /* where the side tables go: s->side or s->direct */
     uint64_t cap; /* capacity of ev->time, kind, ref */
     uint32_t depth;
     double inv_resolution;
@@ -199,7 +253,7 @@ static OTF2_CallbackCode on_enter(OTF2_LocationRef location, OTF2_TimeStamp time
         uint32_t r;
         if (lookup_region(c, region, &r))
             return OTF2_CALLBACK_INTERRUPT;
-        cp = ws_callpath_child(&c->t->callpaths, parent, r);
+        cp = ws_callpath_child(c->callpaths, parent, r);
         if (cp == WS_NONE32)
             EVT_FAIL(c, WS_ERR_NOMEM, "out of memory in the call-path tree");
         m->parent = parent;
@@ -239,7 +293,7 @@ static OTF2_CallbackCode on_leave(OTF2_LocationRef location, OTF2_TimeStamp time
                      (unsigned long long)c->ev->n, ws_trace_string(t, t->regions[r].name));
         EVT_FAIL(c, WS_ERR_FORMAT, "event %llu leaves region '%s' but '%s' is the innermost open region",
                  (unsigned long long)c->ev->n, ws_trace_string(t, t->regions[r].name),
-                 ws_trace_string(t, t->regions[t->callpaths.region[cp]].name));
+                 ws_trace_string(t, t->regions[c->callpaths->region[cp]].name));
     }
     c->depth--;
     return push_event(c, time, WS_EV_LEAVE, cp) < 0 ? OTF2_CALLBACK_INTERRUPT : OTF2_CALLBACK_SUCCESS;
@@ -272,6 +326,7 @@ static int map_comm(evt_ctx *c, OTF2_CommRef comm, uint32_t *out)
         size_t k__ = (old);                                               \
         if (ws_grow((void **)&(arr), &k__, (cap), sizeof *(arr)) != 0)    \
             return -1;                                                    \
+        ws_advise_huge((arr), k__ * sizeof *(arr));                       \
     } while (0)
 
 static int grow_messages(side_rows *r)
@@ -323,7 +378,7 @@ static OTF2_CallbackCode push_message(evt_ctx *c, OTF2_TimeStamp time, uint8_t k
         EVT_FAIL(c, WS_ERR_FORMAT, "event %llu: partner rank %u on a self communicator",
                  (unsigned long long)c->ev->n, (unsigned)peer);
     ws_events *ev = c->ev;
-    side_rows *rows = &c->s->side;
+    side_rows *rows = c->rows;
     uint64_t i = ev->n_messages;
     if (i + 1 > rows->cap_msg && grow_messages(rows) != 0)
         EVT_FAIL(c, WS_ERR_NOMEM, "out of memory for message records");
@@ -345,7 +400,7 @@ static OTF2_CallbackCode push_request(evt_ctx *c, OTF2_TimeStamp time, uint8_t k
                                       int64_t event)
 {
     ws_events *ev = c->ev;
-    side_rows *rows = &c->s->side;
+    side_rows *rows = c->rows;
     uint64_t i = ev->n_requests;
     if (i + 1 > rows->cap_req && grow_requests(rows) != 0)
         EVT_FAIL(c, WS_ERR_NOMEM, "out of memory for request records");
@@ -449,7 +504,7 @@ static OTF2_CallbackCode on_coll_end(OTF2_LocationRef l, OTF2_TimeStamp time, ui
         EVT_FAIL(c, WS_ERR_FORMAT, "event %llu: collective root %u is outside communicator '%s' of size %u",
                  (unsigned long long)c->ev->n, (unsigned)root, ws_trace_string(c->t, cm->name), (unsigned)cm->size);
     ws_events *ev = c->ev;
-    side_rows *rows = &c->s->side;
+    side_rows *rows = c->rows;
     uint64_t i = ev->n_collectives;
     if (i + 1 > rows->cap_coll && grow_collectives(rows) != 0)
         EVT_FAIL(c, WS_ERR_NOMEM, "out of memory for collective records");
@@ -532,15 +587,17 @@ static void *exact_copy(const void *rows, uint64_t n, size_t size)
     if (n > SIZE_MAX / size)
         return NULL;
     void *p = ws_malloc((size_t)n * size);
-    if (p)
+    if (p) {
+        ws_advise_huge(p, (size_t)n * size);
         memcpy(p, rows, (size_t)n * size);
+    }
     return p;
 }
 
 /* Completes the columns of a finished location: time, kind and ref were
  * reserved for the announced number of records and are shrunk only if
  * some records were skipped; the side tables are copied from the rows. */
-static int finish_columns(ws_events *ev, uint64_t cap, const side_rows *r)
+static int finish_columns(ws_events *ev, uint64_t cap, side_rows *r, int direct)
 {
 #define SHRINK(field)                                                           \
     do {                                                                        \
@@ -554,6 +611,34 @@ static int finish_columns(ws_events *ev, uint64_t cap, const side_rows *r)
         SHRINK(ref);
     }
 #undef SHRINK
+    if (direct) {
+        /* the columns were written in place: shrink them (in place; should
+         * that fail, the larger block serves as well) and hand them over */
+#define TAKE(field, n)                                                                      \
+    do {                                                                                    \
+        void *p__ = ws_realloc(r->field, (size_t)((n) ? (n) : 1) * sizeof *ev->field);      \
+        ev->field = p__ ? p__ : r->field;                                                   \
+        r->field = NULL;                                                                    \
+        if ((n) == 0)                                                                       \
+            memset(ev->field, 0, sizeof *ev->field);                                        \
+    } while (0)
+        TAKE(msg_event, ev->n_messages);
+        TAKE(msg_peer, ev->n_messages);
+        TAKE(msg_comm, ev->n_messages);
+        TAKE(msg_tag, ev->n_messages);
+        TAKE(msg_bytes, ev->n_messages);
+        TAKE(req_event, ev->n_requests);
+        TAKE(req_id, ev->n_requests);
+        TAKE(coll_event, ev->n_collectives);
+        TAKE(coll_comm, ev->n_collectives);
+        TAKE(coll_root, ev->n_collectives);
+        TAKE(coll_op, ev->n_collectives);
+        TAKE(coll_sent, ev->n_collectives);
+        TAKE(coll_received, ev->n_collectives);
+#undef TAKE
+        rows_free(r);
+        return 0;
+    }
 #define COPY(field, n)                                           \
     do {                                                         \
         ev->field = exact_copy(r->field, (n), sizeof *ev->field); \
@@ -577,7 +662,7 @@ static int finish_columns(ws_events *ev, uint64_t cap, const side_rows *r)
     return 0;
 }
 
-static char *location_file(const char *directory, uint64_t location, const char *suffix)
+char *ws_otf2_location_file(const char *directory, uint64_t location, const char *suffix)
 {
     size_t n = strlen(directory) + 48;
     char *p = ws_malloc(n);
@@ -586,19 +671,50 @@ static char *location_file(const char *directory, uint64_t location, const char 
     return p;
 }
 
+/* The local definitions of a location (id mappings and clock offsets;
+ * optional in OTF2), when its file exists. */
+static int read_local_definitions(OTF2_Reader *reader, uint64_t location, const char *def_path, ws_error *err)
+{
+    if (!ws_otf2_is_regular_file(def_path))
+        return WS_OK;
+    char what[64];
+    snprintf(what, sizeof what, "local definition file of location %llu", (unsigned long long)location);
+    uint64_t bytes = 0;
+    int rc = ws_otf2_check_buffer_file_size(def_path, what, &bytes, err);
+    /* a file of one chunk header and the end marks holds no record (writers
+     * leave one per location): libotf2 would still set up a reader with a
+     * zeroed definition chunk (megabytes) to find nothing in it */
+    if (rc || bytes == WS_OTF2_EMPTY_BUFFER_FILE_BYTES)
+        return rc;
+    OTF2_DefReader *dr = OTF2_Reader_GetDefReader(reader, location);
+    if (!dr)
+        return ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open local definitions", def_path);
+    uint64_t n_defs = 0;
+    OTF2_ErrorCode s = OTF2_Reader_ReadAllLocalDefinitions(reader, dr, &n_defs);
+    OTF2_Reader_CloseDefReader(reader, dr);
+    if (s != OTF2_SUCCESS)
+        return ws_error_set(err, WS_ERR_FORMAT, "%s: %s: %s", def_path, OTF2_Error_GetName(s),
+                            OTF2_Error_GetDescription(s));
+    return WS_OK;
+}
+
 static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbacks *cbs, load_scratch *scratch,
-                         uint32_t index, const ws_progress *progress, uint64_t *done, uint64_t total,
-                         ws_error *err)
+                         ws_callpaths *callpaths, uint32_t index, const ws_progress *progress, uint64_t *done,
+                         uint64_t total, ws_error *err)
 {
     ws_location *loc = &t->locations[index];
-    char *evt_path = location_file(t->directory, loc->otf2_id, "evt");
-    char *def_path = location_file(t->directory, loc->otf2_id, "def");
+    char *evt_path = ws_otf2_location_file(t->directory, loc->otf2_id, "evt");
+    char *def_path = ws_otf2_location_file(t->directory, loc->otf2_id, "def");
     if (!evt_path || !def_path) {
         free(evt_path);
         free(def_path);
         return ws_error_nomem(err, "path");
     }
     int rc = WS_OK;
+    /* closed last, after the columns are complete: its chunk buffer (a
+     * MiB) is then freed whole and the next location's reader gets it back
+     * with its pages, instead of fresh pages where the columns took it */
+    OTF2_EvtReader *er = NULL;
     evt_ctx c;
     memset(&c, 0, sizeof c);
 
@@ -607,39 +723,21 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
                           (unsigned long long)loc->otf2_id);
         goto done;
     }
-    /* local definitions carry id mappings and clock offsets; they are
-     * optional in OTF2 */
-    if (ws_otf2_is_regular_file(def_path)) {
-        char what[64];
-        snprintf(what, sizeof what, "local definition file of location %llu", (unsigned long long)loc->otf2_id);
-        if ((rc = ws_otf2_check_buffer_file(def_path, what, err)))
-            goto done;
-        OTF2_DefReader *dr = OTF2_Reader_GetDefReader(reader, loc->otf2_id);
-        if (!dr) {
-            rc = ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open local definitions", def_path);
-            goto done;
-        }
-        uint64_t n_defs = 0;
-        OTF2_ErrorCode s = OTF2_Reader_ReadAllLocalDefinitions(reader, dr, &n_defs);
-        OTF2_Reader_CloseDefReader(reader, dr);
-        if (s != OTF2_SUCCESS) {
-            rc = ws_error_set(err, WS_ERR_FORMAT, "%s: %s: %s", def_path, OTF2_Error_GetName(s),
-                              OTF2_Error_GetDescription(s));
-            goto done;
-        }
-    }
+    if ((rc = read_local_definitions(reader, loc->otf2_id, def_path, err)))
+        goto done;
 
     char evt_what[64];
     snprintf(evt_what, sizeof evt_what, "event file of location %llu", (unsigned long long)loc->otf2_id);
     if ((rc = ws_otf2_check_buffer_file(evt_path, evt_what, err)))
         goto done;
-    OTF2_EvtReader *er = OTF2_Reader_GetEvtReader(reader, loc->otf2_id);
+    er = OTF2_Reader_GetEvtReader(reader, loc->otf2_id);
     if (!er) {
         rc = ws_error_set(err, WS_ERR_FORMAT, "%s: OTF2 cannot read the event file of location %llu (damaged?)",
                           evt_path, (unsigned long long)loc->otf2_id);
         goto done;
     }
     c.t = t;
+    c.callpaths = callpaths;
     c.ev = &loc->events;
     c.s = scratch;
     c.err = err;
@@ -656,11 +754,14 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
     if (initial < 64)
         initial = 64;
     if (ws_events_reserve(c.ev, initial) != 0) {
-        OTF2_Reader_CloseEvtReader(reader, er);
         rc = ws_error_nomem(err, "events");
         goto done;
     }
     c.cap = initial;
+    c.rows = &scratch->side;
+    if (loc->n_events_defined >= DIRECT_ROWS_MIN && loc->n_events_defined <= DIRECT_ROWS_MAX &&
+        rows_reserve(&scratch->direct, (size_t)loc->n_events_defined) == 0)
+        c.rows = &scratch->direct;
     OTF2_ErrorCode s = OTF2_EvtReader_SetCallbacks(er, cbs, &c);
     uint64_t records = 0;
     const uint64_t batch = 1u << 20;
@@ -672,12 +773,10 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
         if (s != OTF2_SUCCESS || n < batch)
             break;
         if (progress && progress->callback && progress->callback(progress->context, "load", *done, total)) {
-            OTF2_Reader_CloseEvtReader(reader, er);
             rc = ws_error_set(err, WS_ERR_INTERRUPTED, "loading interrupted");
             goto done;
         }
     }
-    OTF2_Reader_CloseEvtReader(reader, er);
     if (c.failed) {
         rc = ws_error_prefix(err, "%s: location %llu", evt_path, (unsigned long long)loc->otf2_id);
         goto done;
@@ -704,18 +803,73 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
         goto done;
     }
     c.ev->n_skipped = records - c.ev->n;
-    if (finish_columns(c.ev, c.cap, &scratch->side) != 0) {
+    if (finish_columns(c.ev, c.cap, c.rows, c.rows == &scratch->direct) != 0) {
         rc = ws_error_nomem(err, "events");
         goto done;
     }
     loc->loaded = 1;
-    t->n_events += c.ev->n;
 
 done:
+    rows_free(&scratch->direct); /* left over only on error */
+    if (er)
+        OTF2_Reader_CloseEvtReader(reader, er);
     if (rc != WS_OK)
         ws_events_free(&loc->events);
     free(evt_path);
     free(def_path);
+    return rc;
+}
+
+int ws_otf2_load_block(ws_trace *t, const uint32_t *locations, uint32_t n, ws_callpaths *callpaths,
+                       const ws_progress *progress, uint64_t *done, uint64_t total, uint64_t *n_events,
+                       uint32_t *failed_at, ws_error *err)
+{
+    *n_events = 0;
+    *failed_at = n;
+    int rc = WS_OK;
+    OTF2_Reader *reader = OTF2_Reader_Open(t->path);
+    if (!reader)
+        return ws_error_set(err, WS_ERR_FORMAT, "%s: cannot reopen the archive", t->path);
+    OTF2_Reader_SetSerialCollectiveCallbacks(reader);
+    OTF2_ErrorCode s = OTF2_SUCCESS;
+    for (uint32_t i = 0; i < n && s == OTF2_SUCCESS; i++)
+        if (!t->locations[locations[i]].loaded)
+            s = OTF2_Reader_SelectLocation(reader, t->locations[locations[i]].otf2_id);
+    if (s == OTF2_SUCCESS) {
+        /* a failure here just means no local definition files exist */
+        OTF2_Reader_OpenDefFiles(reader);
+        s = OTF2_Reader_OpenEvtFiles(reader);
+    }
+    if (s != OTF2_SUCCESS) {
+        OTF2_Reader_Close(reader);
+        return ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open event files (%s)", t->path,
+                            OTF2_Error_GetDescription(s));
+    }
+    OTF2_EvtReaderCallbacks *cbs = new_event_callbacks();
+    load_scratch *scratch = scratch_new();
+    if (!cbs || !scratch) {
+        rc = ws_error_nomem(err, "event callbacks");
+    } else {
+        for (uint32_t i = 0; i < n && rc == WS_OK; i++) {
+            ws_location *loc = &t->locations[locations[i]];
+            if (loc->loaded)
+                continue;
+            rc = read_location(t, reader, cbs, scratch, callpaths, locations[i], progress, done, total, err);
+            if (rc == WS_OK) {
+                *n_events += loc->events.n;
+                if (progress && progress->callback && progress->callback(progress->context, "load", *done, total))
+                    rc = ws_error_set(err, WS_ERR_INTERRUPTED, "loading interrupted");
+            } else {
+                *failed_at = i;
+            }
+        }
+    }
+    if (cbs)
+        OTF2_EvtReaderCallbacks_Delete(cbs);
+    scratch_free(scratch);
+    OTF2_Reader_CloseEvtFiles(reader);
+    OTF2_Reader_CloseDefFiles(reader);
+    OTF2_Reader_Close(reader);
     return rc;
 }
 
@@ -739,227 +893,17 @@ int ws_otf2_load_events(ws_trace *t, const uint32_t *locations, uint32_t n, cons
             return ws_error_set(err, WS_ERR_ARGUMENT, "location index %u out of range (trace has %u)",
                                 (unsigned)locations[i], (unsigned)t->n_locations);
         }
-    int rc = WS_OK;
-    OTF2_Reader *reader = OTF2_Reader_Open(t->path);
-    if (!reader) {
-        free(all);
-        return ws_error_set(err, WS_ERR_FORMAT, "%s: cannot reopen the archive", t->path);
-    }
-    OTF2_Reader_SetSerialCollectiveCallbacks(reader);
     uint64_t total = 0;
     for (uint32_t i = 0; i < n; i++) {
         const ws_location *l = &t->locations[locations[i]];
         if (!l->loaded)
             total += l->n_events_defined;
     }
-    OTF2_ErrorCode s = OTF2_SUCCESS;
-    for (uint32_t i = 0; i < n && s == OTF2_SUCCESS; i++)
-        if (!t->locations[locations[i]].loaded)
-            s = OTF2_Reader_SelectLocation(reader, t->locations[locations[i]].otf2_id);
-    if (s == OTF2_SUCCESS) {
-        /* a failure here just means no local definition files exist */
-        OTF2_Reader_OpenDefFiles(reader);
-        s = OTF2_Reader_OpenEvtFiles(reader);
-    }
-    if (s != OTF2_SUCCESS) {
-        OTF2_Reader_Close(reader);
-        free(all);
-        return ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open event files (%s)", t->path,
-                            OTF2_Error_GetDescription(s));
-    }
-    OTF2_EvtReaderCallbacks *cbs = new_event_callbacks();
-    load_scratch *scratch = scratch_new();
-    if (!cbs || !scratch) {
-        if (cbs)
-            OTF2_EvtReaderCallbacks_Delete(cbs);
-        scratch_free(scratch);
-        OTF2_Reader_CloseEvtFiles(reader);
-        OTF2_Reader_CloseDefFiles(reader);
-        OTF2_Reader_Close(reader);
-        free(all);
-        return ws_error_nomem(err, "event callbacks");
-    }
-    uint64_t done = 0;
-    for (uint32_t i = 0; i < n && rc == WS_OK; i++) {
-        if (t->locations[locations[i]].loaded)
-            continue;
-        rc = read_location(t, reader, cbs, scratch, locations[i], progress, &done, total, err);
-        if (rc == WS_OK && progress && progress->callback &&
-            progress->callback(progress->context, "load", done, total))
-            rc = ws_error_set(err, WS_ERR_INTERRUPTED, "loading interrupted");
-    }
-    scratch_free(scratch);
-    OTF2_EvtReaderCallbacks_Delete(cbs);
-    OTF2_Reader_CloseEvtFiles(reader);
-    OTF2_Reader_CloseDefFiles(reader);
-    OTF2_Reader_Close(reader);
+    uint64_t done = 0, n_events = 0;
+    uint32_t failed_at;
+    int rc = ws_otf2_load_block(t, locations, n, &t->callpaths, progress, &done, total, &n_events, &failed_at, err);
+    /* the locations read before a failure stay loaded */
+    t->n_events += n_events;
     free(all);
-    return rc;
-}
-
-/* ---- bare read (benchmark baseline) ------------------------------------- */
-
-/* Collects the location ids while the global definitions are decoded; no
- * other definition record has a callback. */
-typedef struct bare_defs {
-    uint64_t *ids;
-    size_t n, cap;
-} bare_defs;
-
-static OTF2_CallbackCode bare_on_location(void *user, OTF2_LocationRef self, OTF2_StringRef name,
-                                          OTF2_LocationType type, uint64_t n_events, OTF2_LocationGroupRef group)
-{
-    (void)name;
-    (void)type;
-    (void)n_events;
-    (void)group;
-    bare_defs *d = user;
-    if (ws_grow((void **)&d->ids, &d->cap, d->n + 1, sizeof *d->ids) != 0)
-        return OTF2_CALLBACK_INTERRUPT;
-    d->ids[d->n++] = self;
-    return OTF2_CALLBACK_SUCCESS;
-}
-
-/* OTF2's global event reader over every location (its own merge by
- * timestamp), with global callbacks that do nothing. */
-static int bare_read_global(OTF2_Reader *reader, const char *anchor, const bare_defs *d, uint64_t *n_records,
-                            ws_error *err)
-{
-    for (size_t i = 0; i < d->n; i++) {
-        OTF2_DefReader *dr = OTF2_Reader_GetDefReader(reader, d->ids[i]);
-        if (dr) {
-            uint64_t nd = 0;
-            OTF2_Reader_ReadAllLocalDefinitions(reader, dr, &nd);
-            OTF2_Reader_CloseDefReader(reader, dr);
-        }
-        if (!OTF2_Reader_GetEvtReader(reader, d->ids[i]))
-            return ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open the event file of location %llu", anchor,
-                                (unsigned long long)d->ids[i]);
-    }
-    OTF2_GlobalEvtReader *ger = OTF2_Reader_GetGlobalEvtReader(reader);
-    if (!ger)
-        return ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open the global event reader", anchor);
-    OTF2_GlobalEvtReaderCallbacks *cbs = OTF2_GlobalEvtReaderCallbacks_New();
-    int rc = WS_OK;
-    if (!cbs) {
-        rc = ws_error_nomem(err, "event callbacks");
-    } else {
-        OTF2_ErrorCode s = OTF2_Reader_RegisterGlobalEvtCallbacks(reader, ger, cbs, NULL);
-        if (s == OTF2_SUCCESS)
-            s = OTF2_Reader_ReadAllGlobalEvents(reader, ger, n_records);
-        if (s != OTF2_SUCCESS)
-            rc = ws_error_set(err, WS_ERR_FORMAT, "%s: reading events failed: %s", anchor,
-                              OTF2_Error_GetDescription(s));
-        OTF2_GlobalEvtReaderCallbacks_Delete(cbs);
-    }
-    OTF2_Reader_CloseGlobalEvtReader(reader, ger);
-    return rc;
-}
-
-/* The file work of ws_otf2_open + ws_otf2_load_events (anchor, global
- * definitions once, then per location its local definitions and events),
- * decoded by OTF2 with callbacks that do nothing; with `global`, the events
- * of all locations through OTF2's global event reader instead. */
-int ws_otf2_bare_read(const char *path, int global, uint64_t *n_records, ws_error *err)
-{
-    ws_otf2_silence();
-    *n_records = 0;
-    char *anchor = NULL;
-    int rc = ws_otf2_resolve_anchor(path, &anchor, err);
-    if (rc)
-        return rc;
-    if ((rc = ws_otf2_check_anchor(anchor, err))) {
-        free(anchor);
-        return rc;
-    }
-    char *directory = ws_otf2_archive_directory(anchor);
-    if (!directory) {
-        free(anchor);
-        return ws_error_nomem(err, "path");
-    }
-    OTF2_Reader *reader = OTF2_Reader_Open(anchor);
-    if (!reader) {
-        rc = ws_error_set(err, WS_ERR_FORMAT, "%s: not a readable OTF2 anchor file", anchor);
-        free(directory);
-        free(anchor);
-        return rc;
-    }
-    OTF2_Reader_SetSerialCollectiveCallbacks(reader);
-
-    bare_defs d = {NULL, 0, 0};
-    OTF2_ErrorCode s = OTF2_ERROR_MEM_ALLOC_FAILED;
-    OTF2_GlobalDefReader *defs = OTF2_Reader_GetGlobalDefReader(reader);
-    OTF2_GlobalDefReaderCallbacks *gcbs = OTF2_GlobalDefReaderCallbacks_New();
-    if (defs && gcbs) {
-        OTF2_GlobalDefReaderCallbacks_SetLocationCallback(gcbs, bare_on_location);
-        s = OTF2_Reader_RegisterGlobalDefCallbacks(reader, defs, gcbs, &d);
-        uint64_t n_defs = 0;
-        if (s == OTF2_SUCCESS)
-            s = OTF2_Reader_ReadAllGlobalDefinitions(reader, defs, &n_defs);
-    }
-    if (gcbs)
-        OTF2_GlobalDefReaderCallbacks_Delete(gcbs);
-    if (defs)
-        OTF2_Reader_CloseGlobalDefReader(reader, defs);
-    if (s != OTF2_SUCCESS)
-        rc = ws_error_set(err, WS_ERR_FORMAT, "%s.def (global definitions): %s", directory,
-                          OTF2_Error_GetDescription(s));
-
-    for (size_t i = 0; i < d.n && rc == WS_OK; i++)
-        if (OTF2_Reader_SelectLocation(reader, d.ids[i]) != OTF2_SUCCESS)
-            rc = ws_error_set(err, WS_ERR_FORMAT, "cannot select location %llu", (unsigned long long)d.ids[i]);
-    if (rc == WS_OK) {
-        OTF2_Reader_OpenDefFiles(reader);
-        if (OTF2_Reader_OpenEvtFiles(reader) != OTF2_SUCCESS)
-            rc = ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open event files", anchor);
-    }
-    if (rc == WS_OK && global) {
-        rc = bare_read_global(reader, anchor, &d, n_records, err);
-        d.n = 0; /* done: skip the per-location loop */
-    }
-    OTF2_EvtReaderCallbacks *cbs = rc == WS_OK && d.n ? OTF2_EvtReaderCallbacks_New() : NULL;
-    if (rc == WS_OK && d.n && !cbs)
-        rc = ws_error_nomem(err, "event callbacks");
-    for (size_t i = 0; i < d.n && rc == WS_OK; i++) {
-        char *evt_path = location_file(directory, d.ids[i], "evt");
-        char *def_path = location_file(directory, d.ids[i], "def");
-        if (!evt_path || !def_path) {
-            rc = ws_error_nomem(err, "path");
-        } else if (!ws_otf2_is_regular_file(evt_path)) {
-            rc = ws_error_set(err, WS_ERR_IO, "%s: event file is missing", evt_path);
-        } else {
-            if (ws_otf2_is_regular_file(def_path)) {
-                OTF2_DefReader *dr = OTF2_Reader_GetDefReader(reader, d.ids[i]);
-                if (dr) {
-                    uint64_t nd = 0;
-                    OTF2_Reader_ReadAllLocalDefinitions(reader, dr, &nd);
-                    OTF2_Reader_CloseDefReader(reader, dr);
-                }
-            }
-            OTF2_EvtReader *er = OTF2_Reader_GetEvtReader(reader, d.ids[i]);
-            if (!er) {
-                rc = ws_error_set(err, WS_ERR_FORMAT, "%s: cannot open the event file", evt_path);
-            } else {
-                OTF2_EvtReader_SetCallbacks(er, cbs, NULL);
-                uint64_t n = 0;
-                s = OTF2_EvtReader_ReadEvents(er, OTF2_UNDEFINED_UINT64, &n);
-                if (s != OTF2_SUCCESS)
-                    rc = ws_error_set(err, WS_ERR_FORMAT, "%s: reading events failed: %s", evt_path,
-                                      OTF2_Error_GetDescription(s));
-                *n_records += n;
-                OTF2_Reader_CloseEvtReader(reader, er);
-            }
-        }
-        free(evt_path);
-        free(def_path);
-    }
-    if (cbs)
-        OTF2_EvtReaderCallbacks_Delete(cbs);
-    OTF2_Reader_CloseEvtFiles(reader);
-    OTF2_Reader_CloseDefFiles(reader);
-    OTF2_Reader_Close(reader);
-    free(d.ids);
-    free(directory);
-    free(anchor);
     return rc;
 }

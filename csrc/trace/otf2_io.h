@@ -23,6 +23,17 @@ int ws_otf2_open(const char *path, ws_trace **out, ws_error *err);
 int ws_otf2_load_events(ws_trace *t, const uint32_t *locations, uint32_t n,
                         const ws_progress *progress, ws_error *err);
 
+/* The same with up to n_threads threads (otf2_load_threads.c), each with
+ * its own OTF2 reader over a contiguous block of the locations (balanced
+ * by their records).  The store is the one ws_otf2_load_events builds:
+ * call paths are merged in location order, so every column is equal.  On
+ * error the first failing location in the list's order is reported, as
+ * one thread would, and the locations after it are left unloaded; the
+ * progress callback runs on the calling thread only.  n_threads <= 1 is
+ * ws_otf2_load_events. */
+int ws_otf2_load_events_threads(ws_trace *t, const uint32_t *locations, uint32_t n, uint32_t n_threads,
+                                const ws_progress *progress, ws_error *err);
+
 /* Counts the event records of every location with callbacks that do
  * nothing (the cost of decoding alone, for benchmarks): location by
  * location, or with `global` through OTF2's global event reader (which

@@ -194,6 +194,7 @@ uint32_t ws_callpath_child(ws_callpaths *cp, uint32_t parent, uint32_t region)
         if (!p__)                                                               \
             return -1;                                                          \
         ev->field = p__;                                                        \
+        ws_advise_huge(p__, (size_t)(count) * sizeof *ev->field);               \
     } while (0)
 
 int ws_events_reserve(ws_events *ev, uint64_t n)

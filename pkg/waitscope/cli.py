@@ -157,7 +157,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             print("waitscope: error: --threads: not under mpiexec (the processes divide the work)", file=sys.stderr)
         return 2
     progress = _progress(args)
-    trace = open_trace(args.trace, comm=getattr(args, "comm", None), progress=progress)
+    trace = open_trace(args.trace, comm=getattr(args, "comm", None), progress=progress, threads=threads)
     perfetto = getattr(args, "perfetto", None)
     result = trace.analyze(delay_model=args.delay, critical_path=args.critical_path, progress=progress,
                            clock_correction=getattr(args, "clock_correction", None),
@@ -302,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--window", type=_window, metavar="START:END", default=None,
                          help="report only the part of the run between START and END seconds (trace time)")
     analyze.add_argument("--threads", type=_threads, default=1, metavar="N|auto",
-                         help="replay with N threads (auto: one per core); the same result as one thread")
+                         help="read and replay with N threads (auto: one per core); the same result as one thread")
     analyze.add_argument("--json", action="store_true", help="machine-readable output")
     analyze.add_argument("--top", type=_positive_int, default=5, help="how many call paths and locations to list")
     analyze.add_argument("--quiet", action="store_true", help="no progress output")

@@ -4,8 +4,9 @@
  * later ones, then opens, loads and analyses ARCHIVE.  Every run must end
  * in WS_OK or WS_ERR_NOMEM; a successful run must give the same cube as
  * the run without failures.  Prints "runs N nomem M allocations A".
- * Then the same with ws_analyze_threads (2 threads) on ARCHIVE, printed
- * as "threads runs N nomem M allocations A": which allocation fails
+ * Then the same with ws_load_threads and ws_analyze_threads (2 threads)
+ * on ARCHIVE, printed as "threads runs N nomem M allocations A": which
+ * allocation fails
  * there depends on the threads' timing, so a run past the failing
  * allocation count of another may succeed; none may hang or leak. */
 #include <stdio.h>
@@ -48,7 +49,7 @@ static int run(const char *path, uint32_t threads, double **cube, size_t *n_cell
     ws_result *r = NULL;
     int rc = path ? ws_open(path, &t, err) : synthesize(&t, err);
     if (rc == WS_OK && path)
-        rc = ws_load(t, NULL, 0, NULL, err);
+        rc = threads > 1 ? ws_load_threads(t, NULL, 0, threads, NULL, err) : ws_load(t, NULL, 0, NULL, err);
     if (rc == WS_OK) {
         ws_analysis_options o;
         memset(&o, 0, sizeof o);
