@@ -234,6 +234,9 @@ typedef struct ws_analysis_options {
      * every event */
     int has_window;
     double window_start, window_end;
+    /* nonzero: every replay runs scheduled, none as a join (the results
+     * are the same; the tests compare both) */
+    int scheduled_only;
 } ws_analysis_options;
 
 /* The in-process transport for n_locations locations, all replayed in

@@ -59,7 +59,7 @@ static void wake(void *scheduler_ptr, uint32_t location)
 
 static uint64_t handler_key(uint64_t instance, uint32_t h)
 {
-    return instance | ((uint64_t)h << 60);
+    return ws_replay_handler_key(instance, h);
 }
 
 /* Exchanges the payloads of message `row` on the channels that meet at
@@ -379,11 +379,23 @@ int ws_replay_share_layout(ws_transport *tr, const ws_trace *t, const uint32_t *
     return rc;
 }
 
+int ws_replay_is_join(const ws_replay_env *env, const ws_handler *handlers, size_t n_handlers)
+{
+    if (!env->join || n_handlers == 0)
+        return 0;
+    for (size_t h = 0; h < n_handlers; h++)
+        if (!handlers[h].unordered)
+            return 0;
+    return 1;
+}
+
 int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *handlers, size_t n_handlers,
                   const ws_progress *progress, ws_error *err)
 {
     if (n_handlers == 0 || n_handlers > 15)
         return ws_error_set(err, WS_ERR_ARGUMENT, "a replay needs between 1 and 15 handlers");
+    if (ws_replay_is_join(env, handlers, n_handlers))
+        return ws_replay_join(env, tr, handlers, (uint32_t)n_handlers, progress, err);
     scheduler s;
     memset(&s, 0, sizeof s);
     s.env = env;
@@ -415,7 +427,7 @@ int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *
     if (tr->n_processes > 1) {
         int ahead = 1;
         for (size_t h = 0; h < n_handlers; h++)
-            if (handlers[h].coll_produce && !handlers[h].coll_ahead)
+            if (handlers[h].coll_produce && !handlers[h].coll_ahead && !handlers[h].unordered)
                 ahead = 0;
         uint32_t window = n ? 4096 / n : 0;
         if (ahead && window > 1)
