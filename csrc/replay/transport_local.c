@@ -23,10 +23,17 @@ typedef struct slot {
 typedef struct channel_maps {
     ws_map64 mail;    /* message id -> slot */
     ws_map64 waiters; /* message id -> waiting location */
-    uint32_t *dense;  /* with a layout: per message 0 (empty), WAITING, or slot + 1 */
+    uint32_t *dense;  /* with a layout: per message 0 (empty), WAITING, slot + 1, or BULK | entry */
 } channel_maps;
 
 #define WAITING UINT32_MAX
+/* Payloads posted while t->bulk is set (a join's first phase, which keeps
+ * every payload of the replay until the second phase takes it) go to one
+ * arena instead of slots: BULK | (offset / 8) of the entry, a size_t and
+ * the data padded to 8 bytes.  The arena is emptied when the replay
+ * finishes. */
+#define BULK 0x80000000u
+#define BULK_LIMIT ((size_t)(BULK - 1) * 8)
 
 /* A collective instance is one heap block: this header, then the
  * per-member arrays, the present list, the handler's cache and room for
@@ -82,6 +89,7 @@ typedef struct local_transport {
     size_t last_table; /* the table used last (index + 1, 0: none) */
     instance *spare[SPARE_INSTANCES];
     uint32_t n_spare;
+    ws_buffer bulk; /* see BULK */
     /* optional dense layout: message (location, row) -> offset[location] + row */
     uint64_t *offset;
     uint32_t n_layout;
@@ -161,6 +169,20 @@ static int local_post(ws_transport *t, uint32_t dst, uint64_t id, int channel, c
     if (dense ? (dense[di] != 0 && dense[di] != WAITING) : ws_map64_get(&cm->mail, id, NULL))
         return ws_error_set(err, WS_ERR_MATCH, "message %u/%u posted twice on channel %d",
                             (unsigned)ws_message_location(id), (unsigned)ws_message_row(id), channel);
+    if (dense && t->bulk && lt->bulk.size < BULK_LIMIT) {
+        size_t at = lt->bulk.size, padded = (size + 7) & ~(size_t)7;
+        unsigned char *entry = ws_buffer_extend(&lt->bulk, sizeof(size_t) + padded);
+        if (!entry)
+            return ws_error_nomem(err, "payloads");
+        memcpy(entry, &size, sizeof size);
+        if (size)
+            memcpy(entry + sizeof size, data, size);
+        int waiting = dense[di] == WAITING;
+        dense[di] = BULK | (uint32_t)(at / 8);
+        if (waiting && t->wake)
+            t->wake(t->scheduler, dst);
+        return WS_OK;
+    }
     uint64_t k = new_slot(lt);
     if (k == WS_NONE64)
         return ws_error_nomem(err, "transport mailbox");
@@ -221,6 +243,12 @@ static int local_take(ws_transport *t, uint32_t loc, uint64_t id, int channel, c
             dense[di] = WAITING;
             return WS_BLOCKED;
         }
+        if (dense[di] & BULK) {
+            const unsigned char *entry = lt->bulk.data + (size_t)(dense[di] & ~BULK) * 8;
+            memcpy(size, entry, sizeof *size);
+            *data = entry + sizeof *size;
+            return WS_OK;
+        }
         slot *s = &lt->slots[dense[di] - 1];
         *data = s->size > INLINE_BYTES ? s->heap : s->inline_data;
         *size = s->size;
@@ -253,6 +281,10 @@ static void local_release(ws_transport *t, uint32_t loc, uint64_t id, int channe
     if (di != WS_NONE64) {
         if (!cm->dense || cm->dense[di] == 0 || cm->dense[di] == WAITING)
             return;
+        if (cm->dense[di] & BULK) {
+            cm->dense[di] = 0;
+            return;
+        }
         k = cm->dense[di] - 1;
         cm->dense[di] = 0;
     } else {
@@ -526,13 +558,27 @@ static int local_finish(ws_transport *t, ws_error *err)
         if (cm->dense) {
             for (uint64_t i = 0; i < lt->total; i++) {
                 uint32_t e = cm->dense[i];
-                if (e != 0 && e != WAITING) {
+                if (e != 0 && e != WAITING && !(e & BULK)) {
                     slot *s = &lt->slots[e - 1];
                     s->next_free = lt->free_slot;
                     lt->free_slot = e;
                 }
                 cm->dense[i] = 0;
             }
+        }
+    }
+    ws_buffer_free(&lt->bulk);
+    /* tables of finished instances hold nothing (those of instances still
+     * alive, which a process's members have not all released, stay) */
+    for (size_t i = 0; i < lt->n_tables; i++) {
+        inst_table *tb = &lt->tables[i];
+        size_t k = 0;
+        while (k < tb->cap && !tb->slot[k])
+            k++;
+        if (k == tb->cap) {
+            free(tb->slot);
+            tb->slot = NULL;
+            tb->cap = 0;
         }
     }
     return WS_OK;
@@ -628,6 +674,7 @@ static void local_destroy(ws_transport *t)
     }
     free(lt->tables);
     ws_map64_free(&lt->table_of);
+    ws_buffer_free(&lt->bulk);
     for (uint32_t i = 0; i < lt->n_spare; i++)
         free_instance(lt->spare[i]);
     free(lt);
