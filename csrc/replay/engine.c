@@ -21,6 +21,7 @@ typedef struct loc_state {
 typedef struct scheduler {
     const ws_replay_env *env;
     int sparse; /* visit only the synchronization events */
+    int messages_posted; /* every point-to-point payload was posted before the replay */
     ws_transport *tr;
     const ws_handler *handlers;
     uint32_t n_handlers;
@@ -83,6 +84,8 @@ static int message_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t row
     uint64_t id = is_send ? ws_message_id(loc, row) : ls->msg_match[row];
     uint32_t partner = ls->msg_partner[row];
     uint32_t H = s->n_handlers;
+    if (s->messages_posted && st->stage < H)
+        st->stage = H;
     while (st->stage < 2 * H) {
         uint32_t h = st->stage % H;
         const ws_handler *hd = &s->handlers[h];
@@ -394,10 +397,33 @@ int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *
 {
     if (n_handlers == 0 || n_handlers > 15)
         return ws_error_set(err, WS_ERR_ARGUMENT, "a replay needs between 1 and 15 handlers");
-    if (ws_replay_is_join(env, handlers, n_handlers))
-        return ws_replay_join(env, tr, handlers, (uint32_t)n_handlers, progress, err);
+    int messages_posted = 0;
+    if (ws_replay_is_join(env, handlers, n_handlers)) {
+        /* A join keeps every collective instance of the replay alive at
+         * once (contributions, views, caches: a few hundred bytes each
+         * against 16-24 bytes per payload): on a trace of many
+         * collectives (800,000 barriers) that costs more memory and time
+         * than the schedule, which recycles a handful.  There, only the
+         * point-to-point payloads are produced ahead, and the schedule
+         * suspends locations at collective sites only. */
+        int collectives = 0;
+        uint64_t sites = 0, messages = 0;
+        for (size_t h = 0; h < n_handlers; h++)
+            collectives |= handlers[h].coll_produce && handlers[h].coll_consume;
+        for (uint32_t i = 0; i < env->n_locations; i++) {
+            sites += env->sync->locs[env->locations[i]].n_sites;
+            messages += env->sync->locs[env->locations[i]].n_messages;
+        }
+        if (!collectives || sites <= messages / 4)
+            return ws_replay_join(env, tr, handlers, (uint32_t)n_handlers, progress, err);
+        int rc = ws_replay_produce_messages(env, tr, handlers, (uint32_t)n_handlers, err);
+        if (rc)
+            return rc;
+        messages_posted = 1;
+    }
     scheduler s;
     memset(&s, 0, sizeof s);
+    s.messages_posted = messages_posted;
     s.env = env;
     s.tr = tr;
     s.handlers = handlers;

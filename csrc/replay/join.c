@@ -230,7 +230,7 @@ static int consume_site(join *j, uint32_t loc, uint32_t site, uint64_t ev, ws_er
 
 /* Phase A for one location: every payload and contribution it produces,
  * in replay order. */
-static int produce_location(join *j, uint32_t loc, ws_error *err)
+static int produce_location(join *j, uint32_t loc, int with_sites, ws_error *err)
 {
     const ws_loc_sync *ls = &j->env->sync->locs[loc];
     const int backward = j->env->backward;
@@ -247,7 +247,7 @@ static int produce_location(join *j, uint32_t loc, ws_error *err)
             rc = produce_message(j, loc, index, 0, ev, err);
             break;
         default:
-            if (produced_ahead(ls, index))
+            if (with_sites && produced_ahead(ls, index))
                 for (uint32_t h = 0; h < j->n_handlers && rc == WS_OK; h++)
                     if (site_takes_part(j, &j->handlers[h], loc, index))
                         rc = produce_site(j, loc, index, h, err);
@@ -383,7 +383,7 @@ int ws_replay_join(const ws_replay_env *env, ws_transport *tr, const ws_handler 
     /* phase A */
     tr->bulk = 1;
     for (uint32_t i = 0; i < n && rc == WS_OK; i++)
-        rc = produce_location(&j, env->locations[order[i]], err);
+        rc = produce_location(&j, env->locations[order[i]], 1, err);
     tr->bulk = 0;
     int woken = 0;
     if (rc == WS_OK)
@@ -403,5 +403,27 @@ int ws_replay_join(const ws_replay_env *env, ws_transport *tr, const ws_handler 
     tr->progress = NULL;
     ws_buffer_free(&j.out);
     free(order);
+    return rc;
+}
+
+int ws_replay_produce_messages(const ws_replay_env *env, ws_transport *tr, const ws_handler *handlers,
+                               uint32_t n_handlers, ws_error *err)
+{
+    join j;
+    memset(&j, 0, sizeof j);
+    j.env = env;
+    j.tr = tr;
+    j.handlers = handlers;
+    j.n_handlers = n_handlers;
+    ws_buffer_init(&j.out);
+    int rc = WS_OK;
+    tr->bulk = 1;
+    for (uint32_t i = 0; i < env->n_locations && rc == WS_OK; i++)
+        rc = produce_location(&j, env->locations[i], 0, err);
+    tr->bulk = 0;
+    int woken = 0;
+    if (rc == WS_OK)
+        rc = tr->ops->progress(tr, 0, &woken, err); /* sends what is still buffered */
+    ws_buffer_free(&j.out);
     return rc;
 }

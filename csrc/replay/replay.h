@@ -125,5 +125,10 @@ int ws_replay_is_join(const ws_replay_env *env, const ws_handler *handlers, size
 /* The join itself (join.c; called by ws_replay_run). */
 int ws_replay_join(const ws_replay_env *env, ws_transport *tr, const ws_handler *handlers, uint32_t n_handlers,
                    const ws_progress *progress, ws_error *err);
+/* A join's first phase for the point-to-point payloads only (join.c): the
+ * scheduled replay that follows produces no message payload and suspends
+ * a location only at collective sites. */
+int ws_replay_produce_messages(const ws_replay_env *env, ws_transport *tr, const ws_handler *handlers,
+                               uint32_t n_handlers, ws_error *err);
 
 #endif
