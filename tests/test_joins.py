@@ -3,11 +3,14 @@
 The passes whose produce side needs no causal order (wait states 2/2, the
 synchronization points and the forward delay pass) run by default as
 joins: every location produces all its payloads first, then each location
-is walked once and consumes (csrc/replay/join.c).  The private option
-``scheduled=True`` of ``_core.analyze`` runs every replay scheduled, as
-before; both must give the same arrays byte for byte (cube, clock
-violations, critical path, delay and wait-state records), in one process
-and with the threaded transport, whatever the order of the locations.
+is walked once and consumes (csrc/replay/join.c); a pass with many
+collective sites produces only its point-to-point payloads ahead and keeps
+the schedule for the collectives.  The private option ``replays`` of
+``_core.analyze`` runs every replay scheduled (``"scheduled"``) or every
+one that allows it as a full join (``"joins"``); all three must give the
+same arrays byte for byte (cube, clock violations, critical path, delay
+and wait-state records), in one process and with the threaded transport,
+whatever the order of the locations.
 """
 from __future__ import annotations
 
@@ -32,10 +35,11 @@ def analyze(trace: waitscope.Trace, **options: Any) -> dict[str, Any]:
 
 def assert_joins_equal(trace: waitscope.Trace, what: str, threads=(1, 2)) -> None:
     for config, options in CONFIGS.items():
-        expected = analyze(trace, scheduled=True, **options)
+        expected = analyze(trace, replays="scheduled", **options)
         for n in threads:
-            got = analyze(trace, threads=n, **options)
-            assert_same_result(expected, got, f"{what}, {config}, joins on {n} thread(s)")
+            for replays in ("auto", "joins"):
+                got = analyze(trace, threads=n, replays=replays, **options)
+                assert_same_result(expected, got, f"{what}, {config}, replays={replays} on {n} thread(s)")
 
 
 def test_bundled_trace():
@@ -63,8 +67,10 @@ def test_random_programs(seed, tmp_path):
     full = analyze(trace, **options)
     start, end = full["path_start"], full["path_end"]
     options["window"] = (start + 0.25 * (end - start), start + 0.75 * (end - start))
-    expected = analyze(trace, scheduled=True, **options)
-    assert_same_result(expected, analyze(trace, schedule_seed=seed + 5, **options), f"{what}, window, seeded")
+    expected = analyze(trace, replays="scheduled", **options)
+    for replays in ("auto", "joins"):
+        got = analyze(trace, schedule_seed=seed + 5, replays=replays, **options)
+        assert_same_result(expected, got, f"{what}, window, seeded, replays={replays}")
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -77,11 +83,16 @@ def test_random_spliced_traces(seed, tmp_path):
 
 def test_progress_reports_the_same_stages():
     trace = waitscope.open(BUNDLED)
-    seen: dict[bool, list[tuple[str, int, int]]] = {}
-    for scheduled in (True, False):
+    seen: dict[str, list[tuple[str, int, int]]] = {}
+    for replays in ("scheduled", "auto", "joins"):
         calls: list[tuple[str, int, int]] = []
-        analyze(trace, delay_model="proportional", critical_path=True, scheduled=scheduled,
+        analyze(trace, delay_model="proportional", critical_path=True, replays=replays,
                 progress=lambda stage, done, total: calls.append((stage, done, total)))
-        seen[scheduled] = [c for c in calls if c[1] == c[2]]  # the end of every stage
-    assert seen[False] == seen[True]
-    assert [c[0] for c in seen[False]][:2] == ["wait states 1/2", "wait states 2/2"]
+        seen[replays] = [c for c in calls if c[1] == c[2]]  # the end of every stage
+    assert seen["auto"] == seen["scheduled"] == seen["joins"]
+    assert [c[0] for c in seen["auto"]][:3] == ["wait states 1/2", "wait states 2/2", "sync points"]
+
+
+def test_replays_argument_is_checked():
+    with pytest.raises(ValueError, match="replays must be 'auto', 'scheduled' or 'joins', got 'fast'"):
+        analyze(waitscope.open(BUNDLED), replays="fast")

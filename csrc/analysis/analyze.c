@@ -91,7 +91,9 @@ static int replay(ws_analysis *a, const char *name, int backward, int join, ws_h
 {
     ws_replay_env env;
     memset(&env, 0, sizeof env);
-    env.join = join && !a->options.scheduled_only;
+    env.join = !join || a->options.replays == WS_REPLAYS_SCHEDULED ? 0
+               : a->options.replays == WS_REPLAYS_JOINS                ? 2
+                                                                        : 1;
     env.trace = a->trace;
     env.sync = a->sync;
     env.locations = a->local;

@@ -414,7 +414,7 @@ int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *
             sites += env->sync->locs[env->locations[i]].n_sites;
             messages += env->sync->locs[env->locations[i]].n_messages;
         }
-        if (!collectives || sites <= messages / 4)
+        if (!collectives || sites <= messages / 4 || env->join == 2)
             return ws_replay_join(env, tr, handlers, (uint32_t)n_handlers, progress, err);
         int rc = ws_replay_produce_messages(env, tr, handlers, (uint32_t)n_handlers, err);
         if (rc)

@@ -35,7 +35,8 @@ typedef struct ws_replay_env {
      * seed (results must not depend on it; used by the tests). */
     uint64_t schedule_seed;
     /* Nonzero: a replay whose handlers are all `unordered` may run as a
-     * join (join.c) instead of a scheduled replay.  A join does not follow
+     * join (join.c) instead of a scheduled replay; 2: even when it has
+     * many collective sites (see ws_replay_run).  A join does not follow
      * the recorded causality, so it does not notice a trace whose
      * communication is causally inconsistent: the replay that establishes
      * consistency (the analysis's first) leaves this 0. */
