@@ -114,6 +114,25 @@ static int cmp_segment(const void *x, const void *y)
     return (a->end > b->end) - (a->end < b->end);
 }
 
+/* Sorts the path by cmp_segment.  The backward replay appends it from
+ * its end, so it usually arrives in strictly descending order: then a
+ * reversal gives the one sorted order (no two pieces compare equal). */
+static void sort_segments(ws_path_segment *path, size_t n)
+{
+    size_t i = 1;
+    while (i < n && cmp_segment(&path[i - 1], &path[i]) > 0)
+        i++;
+    if (i == n) {
+        for (size_t lo = 0, hi = n - 1; lo < hi; lo++, hi--) {
+            ws_path_segment tmp = path[lo];
+            path[lo] = path[hi];
+            path[hi] = tmp;
+        }
+        return;
+    }
+    qsort(path, n, sizeof *path, cmp_segment);
+}
+
 /* The path begins where the location that owns it at its first event
  * entered MPI_Init (seed 001 section III-B; time before MPI_Init is not
  * on the path).  Without MPI_Init, at that location's first event. */
@@ -215,7 +234,7 @@ int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
     if (rc)
         return rc;
     if (r->n_path)
-        qsort(r->path, r->n_path, sizeof *r->path, cmp_segment);
+        sort_segments(r->path, r->n_path);
     /* merge contiguous pieces of one call path on one location; add_segment
      * merges only pieces appended one after the other, which depends on the
      * order in which the replay visits the locations */
