@@ -30,8 +30,8 @@ typedef struct channel_maps {
 /* Payloads posted while t->bulk is set (a join's first phase, which keeps
  * every payload of the replay until the second phase takes it) go to one
  * arena instead of slots: BULK | (offset / 8) of the entry, a size_t and
- * the data padded to 8 bytes.  The arena is emptied when the replay
- * finishes. */
+ * the data padded to 8 bytes.  The arena is freed once every entry was
+ * released (or when the replay finishes). */
 #define BULK 0x80000000u
 #define BULK_LIMIT ((size_t)(BULK - 1) * 8)
 
@@ -89,7 +89,8 @@ typedef struct local_transport {
     size_t last_table; /* the table used last (index + 1, 0: none) */
     instance *spare[SPARE_INSTANCES];
     uint32_t n_spare;
-    ws_buffer bulk; /* see BULK */
+    ws_buffer bulk;      /* see BULK */
+    uint64_t bulk_live;  /* entries of `bulk` not released yet */
     /* optional dense layout: message (location, row) -> offset[location] + row */
     uint64_t *offset;
     uint32_t n_layout;
@@ -179,6 +180,7 @@ static int local_post(ws_transport *t, uint32_t dst, uint64_t id, int channel, c
             memcpy(entry + sizeof size, data, size);
         int waiting = dense[di] == WAITING;
         dense[di] = BULK | (uint32_t)(at / 8);
+        lt->bulk_live++;
         if (waiting && t->wake)
             t->wake(t->scheduler, dst);
         return WS_OK;
@@ -283,6 +285,8 @@ static void local_release(ws_transport *t, uint32_t loc, uint64_t id, int channe
             return;
         if (cm->dense[di] & BULK) {
             cm->dense[di] = 0;
+            if (--lt->bulk_live == 0)
+                ws_buffer_free(&lt->bulk);
             return;
         }
         k = cm->dense[di] - 1;
@@ -568,6 +572,7 @@ static int local_finish(ws_transport *t, ws_error *err)
         }
     }
     ws_buffer_free(&lt->bulk);
+    lt->bulk_live = 0;
     /* tables of finished instances hold nothing (those of instances still
      * alive, which a process's members have not all released, stay) */
     for (size_t i = 0; i < lt->n_tables; i++) {
