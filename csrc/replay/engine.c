@@ -6,6 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* sites produced ahead at most: between processes (each batch saves
+ * message latencies) and in one process (each saves location switches:
+ * 800,000 two-member barriers cost 0.36 s instead of 0.44 s in pass 1) */
+enum { REMOTE_WINDOW = 256, LOCAL_WINDOW = 64 };
+
 typedef struct loc_state {
     int64_t cursor; /* event to process next */
     int64_t site;   /* site to meet next */
@@ -447,17 +452,19 @@ int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *
         s.sparse &= handlers[h].sparse != 0;
     /* Between processes every instance whose members live apart costs a
      * message latency when each location produces at its site; producing
-     * ahead batches them.  The window shrinks with the local locations,
-     * which bound the instances it keeps open (none in one process, where
-     * delivering costs no latency). */
-    if (tr->n_processes > 1) {
+     * ahead batches them.  In one process it lets a location go on past
+     * the sites its peers have not reached instead of being suspended at
+     * each.  The window shrinks with the local locations, which bound the
+     * instances it keeps open. */
+    {
         int ahead = 1;
         for (size_t h = 0; h < n_handlers; h++)
             if (handlers[h].coll_produce && !handlers[h].coll_ahead && !handlers[h].unordered)
                 ahead = 0;
         uint32_t window = n ? 4096 / n : 0;
+        uint32_t cap = tr->n_processes > 1 ? REMOTE_WINDOW : LOCAL_WINDOW;
         if (ahead && window > 1)
-            s.lookahead = window < 256 ? window : 256;
+            s.lookahead = window < cap ? window : cap;
     }
     for (uint32_t i = 0; i < n; i++) {
         uint32_t loc = env->locations[i];

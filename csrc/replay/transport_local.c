@@ -69,8 +69,10 @@ typedef struct inst_table {
     size_t cap;
 } inst_table;
 
-/* finished instances kept for reuse (no allocation per instance) */
-enum { SPARE_INSTANCES = 16 };
+/* finished instances kept for reuse (no allocation per instance; the
+ * engine keeps up to 64 instances per location open when it produces
+ * ahead) */
+enum { SPARE_INSTANCES = 128 };
 
 typedef struct local_transport {
     ws_transport base;
