@@ -231,6 +231,8 @@ enum ws_delay_model {
     WS_DELAY_WAIT_FIRST = 2    /* seed 004 eqs. 3.1-3.9 */
 };
 
+enum ws_replays { WS_REPLAYS_AUTO = 0, WS_REPLAYS_SCHEDULED = 1, WS_REPLAYS_JOINS = 2 };
+
 /* Owned by the caller; zero-initialized means: wait states only. */
 typedef struct ws_analysis_options {
     int delay_model;          /* enum ws_delay_model */
@@ -244,6 +246,10 @@ typedef struct ws_analysis_options {
      * every event */
     int has_window;
     double window_start, window_end;
+    /* how the replays that allow it run (the results are the same; the
+     * tests compare them): WS_REPLAYS_AUTO, WS_REPLAYS_SCHEDULED (none as
+     * a join) or WS_REPLAYS_JOINS (as joins even with many collectives) */
+    int replays;
 } ws_analysis_options;
 
 /* The in-process transport for n_locations locations, all replayed in

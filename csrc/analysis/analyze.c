@@ -78,10 +78,17 @@ static void free_analysis(ws_analysis *a)
     free(a->region_category);
 }
 
-static int replay(ws_analysis *a, const char *name, int backward, ws_handler *handlers, size_t n,
+/* `join`: the replay may run as a join when its handlers allow it (see
+ * ws_replay_env.join); the first replay establishes that the trace's
+ * communication is causally consistent and stays scheduled. */
+static int replay(ws_analysis *a, const char *name, int backward, int join, ws_handler *handlers, size_t n,
                   const ws_progress *progress, ws_error *err)
 {
     ws_replay_env env;
+    memset(&env, 0, sizeof env);
+    env.join = !join || a->options.replays == WS_REPLAYS_SCHEDULED ? 0
+               : a->options.replays == WS_REPLAYS_JOINS                ? 2
+                                                                        : 1;
     env.trace = a->trace;
     env.sync = a->sync;
     env.locations = a->local;
@@ -133,10 +140,10 @@ static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n,
         goto fail;
     ws_handler h;
     ws_waitstates_handlers(&a, 1, &h);
-    if ((rc = replay(&a, "wait states 1/2", 0, &h, 1, progress, err)))
+    if ((rc = replay(&a, "wait states 1/2", 0, 0, &h, 1, progress, err)))
         goto fail;
     ws_waitstates_handlers(&a, 2, &h);
-    if ((rc = replay(&a, "wait states 2/2", 1, &h, 1, progress, err)))
+    if ((rc = replay(&a, "wait states 2/2", 1, 1, &h, 1, progress, err)))
         goto fail;
     if ((rc = ws_waitstates_finish(&a, err)))
         goto fail;
@@ -152,7 +159,7 @@ static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n,
     if (options->delay_model != WS_DELAY_NONE || options->critical_path) {
         /* the receivers learn which Late Receivers count */
         ws_waitstates_handlers(&a, 3, &h);
-        if ((rc = replay(&a, "sync points", 0, &h, 1, progress, err)))
+        if ((rc = replay(&a, "sync points", 0, 1, &h, 1, progress, err)))
             goto fail;
         /* what only the wait-state passes need goes before the delay
          * analysis allocates its own */
@@ -169,10 +176,10 @@ static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n,
         const char *backward = options->delay_model == WS_DELAY_NONE ? "critical path (backward)"
                                : options->critical_path             ? "delay causes + critical path (backward)"
                                                                     : "delay causes (backward)";
-        rc = replay(&a, backward, 1, &h, 1, progress, err);
+        rc = replay(&a, backward, 1, 0, &h, 1, progress, err);
         if (rc == WS_OK && options->delay_model != WS_DELAY_NONE) {
             ws_causes_handlers(causes, 5, &h);
-            rc = replay(&a, "delay (forward)", 0, &h, 1, progress, err);
+            rc = replay(&a, "delay (forward)", 0, 1, &h, 1, progress, err);
         }
         if (rc == WS_OK)
             rc = ws_causes_finish(causes, err);

@@ -647,7 +647,9 @@ void ws_causes_handlers(ws_causes *c, int pass, ws_handler *h)
         h->coll_produce = p5_coll_produce;
         h->coll_consume = p5_coll_consume;
         h->coll_combine = p5_coll_combine;
-        h->coll_ahead = 1; /* contributions come from pass 4 */
+        /* payloads and contributions come from pass 4, the channels and
+         * the active sites from the wait states */
+        h->unordered = 1;
     }
 }
 

@@ -114,6 +114,52 @@ static int cmp_segment(const void *x, const void *y)
     return (a->end > b->end) - (a->end < b->end);
 }
 
+static void reverse_segments(ws_path_segment *p, size_t n)
+{
+    for (size_t lo = 0, hi = n; lo + 1 < hi; lo++, hi--) {
+        ws_path_segment tmp = p[lo];
+        p[lo] = p[hi - 1];
+        p[hi - 1] = tmp;
+    }
+}
+
+/* Sorts the path by cmp_segment as qsort did (the C library's merge sort,
+ * stable).  The backward replay appends the path from its end, so it
+ * arrives almost in descending order: reversed, an insertion sort puts
+ * the few pieces out of place right in O(n) (qsort after n moves); then
+ * reversing every run of equal pieces restores the order a stable sort
+ * of the path as appended gives them. */
+static void sort_segments(ws_path_segment *path, size_t n)
+{
+    size_t descending = 0;
+    for (size_t i = 1; i < n; i++)
+        descending += cmp_segment(&path[i - 1], &path[i]) > 0;
+    if (descending * 2 < n) {
+        qsort(path, n, sizeof *path, cmp_segment);
+        return;
+    }
+    reverse_segments(path, n);
+    size_t moves = 0;
+    for (size_t i = 1; i < n && moves <= n; i++) {
+        ws_path_segment x = path[i];
+        size_t j = i;
+        while (j > 0 && cmp_segment(&path[j - 1], &x) > 0 && moves++ <= n) {
+            path[j] = path[j - 1];
+            j--;
+        }
+        path[j] = x;
+    }
+    if (moves > n) /* far from sorted; the insertion steps kept equal pieces in order */
+        qsort(path, n, sizeof *path, cmp_segment);
+    for (size_t i = 0; i < n;) {
+        size_t k = i + 1;
+        while (k < n && cmp_segment(&path[i], &path[k]) == 0)
+            k++;
+        reverse_segments(path + i, k - i);
+        i = k;
+    }
+}
+
 /* The path begins where the location that owns it at its first event
  * entered MPI_Init (seed 001 section III-B; time before MPI_Init is not
  * on the path).  Without MPI_Init, at that location's first event. */
@@ -215,7 +261,7 @@ int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
     if (rc)
         return rc;
     if (r->n_path)
-        qsort(r->path, r->n_path, sizeof *r->path, cmp_segment);
+        sort_segments(r->path, r->n_path);
     /* merge contiguous pieces of one call path on one location; add_segment
      * merges only pieces appended one after the other, which depends on the
      * order in which the replay visits the locations */

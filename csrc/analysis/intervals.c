@@ -34,6 +34,35 @@ static int cmp_sp(const void *x, const void *y)
     return (a->k > b->k) - (a->k < b->k);
 }
 
+/* Sorts by cmp_sp (a total order: any algorithm gives the same result).
+ * The points arrive as ascending runs (the messages' in row order, then
+ * the sites'): one run needs nothing, two are merged in O(n), more go to
+ * qsort.  Returns -1 when out of memory. */
+static int sort_points(sp_sort *order, size_t n)
+{
+    size_t runs = 1, second = 0;
+    for (size_t i = 1; i < n; i++)
+        if (cmp_sp(&order[i - 1], &order[i]) > 0 && runs++ == 1)
+            second = i;
+    if (runs == 1)
+        return 0;
+    if (runs > 2) {
+        qsort(order, n, sizeof *order, cmp_sp);
+        return 0;
+    }
+    sp_sort *first = ws_malloc_array(second, sizeof *first);
+    if (!first)
+        return -1;
+    memcpy(first, order, second * sizeof *first);
+    size_t a = 0, b = second, out = 0;
+    while (a < second && b < n)
+        order[out++] = cmp_sp(&first[a], &order[b]) <= 0 ? first[a++] : order[b++];
+    while (a < second)
+        order[out++] = first[a++];
+    free(first);
+    return 0;
+}
+
 /* Enter event of the call that holds event `ev` (for a Leave: the call it
  * ends); `ev` itself when there is none. */
 static uint32_t enter_of_call(const ws_events *e, uint32_t ev)
@@ -243,7 +272,12 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         order[k].k = (uint32_t)k;
         n_waiting += sp[k].p.wait > 0.0;
     }
-    qsort(order, n, sizeof *order, cmp_sp);
+    if (sort_points(order, n) != 0) {
+        free(order);
+        free(sorted);
+        free(sp);
+        return ws_error_nomem(err, "synchronization points");
+    }
     cl->gl = ws_calloc((n_waiting ? n_waiting : 1) * (size_t)GL_BLOCK, sizeof *cl->gl);
     if (!cl->gl) {
         free(order);

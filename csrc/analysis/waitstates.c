@@ -205,6 +205,14 @@ void ws_waitstates_handlers(ws_analysis *a, int pass, ws_handler *h)
     if (pass < 1 || pass > 3)
         return;
     h->sparse = 1;
+    /* Every pass produces from the trace and the earlier passes only:
+     * pass 1 sends the message and site records of the trace; pass 2 the
+     * receive's Late Sender and Late Receiver of pass 1 (its consumes and
+     * end write the send rows); pass 3 the final waits of pass 2, on the
+     * channels that pass 2's Late Sender selects (its consume on channel 1
+     * zeroes a cancelled one at the send row, at the message's last
+     * exchange point, after both sides chose the channels). */
+    h->unordered = 1;
     ws_waitstates_p2p_handlers(pass, h);
     if (pass == 1)
         ws_waitstates_coll_handlers(h);

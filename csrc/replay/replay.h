@@ -34,6 +34,13 @@ typedef struct ws_replay_env {
     /* Nonzero: visit locations in a pseudo-random order derived from this
      * seed (results must not depend on it; used by the tests). */
     uint64_t schedule_seed;
+    /* Nonzero: a replay whose handlers are all `unordered` may run as a
+     * join (join.c) instead of a scheduled replay; 2: even when it has
+     * many collective sites (see ws_replay_run).  A join does not follow
+     * the recorded causality, so it does not notice a trace whose
+     * communication is causally inconsistent: the replay that establishes
+     * consistency (the analysis's first) leaves this 0. */
+    int join;
 } ws_replay_env;
 
 typedef struct ws_handler {
@@ -50,6 +57,19 @@ typedef struct ws_handler {
      * of its position, so that a transport between processes sends them
      * in batches instead of waiting once per instance. */
     int coll_ahead;
+    /* Nonzero if the produce side -- msg_channels, msg_produce,
+     * coll_active, coll_produce -- depends on nothing this replay changes
+     * (only on the trace and earlier replays; what msg_channels answers
+     * for a message may change only through that message's own consume
+     * at its last exchange point), so that every payload of the replay
+     * can be produced before any is consumed.  Implies
+     * coll_ahead.  When every handler says so (and env->join allows it),
+     * the engine runs the replay as a join (join.c): first every local
+     * location produces and posts all its payloads, then each location in
+     * turn is walked once, consuming; begin, event, consume, combine and
+     * end see the same calls in the same order per location as in the
+     * scheduled replay, so the results are the same. */
+    int unordered;
 
     int (*begin)(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err);
     /* every event, after the payloads of a synchronization event */
@@ -93,5 +113,23 @@ int ws_replay_share_layout(ws_transport *tr, const ws_trace *t, const uint32_t *
 
 int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *handlers, size_t n_handlers,
                   const ws_progress *progress, ws_error *err);
+
+/* The transport key of handler h's contributions to a collective instance. */
+static inline uint64_t ws_replay_handler_key(uint64_t instance, uint32_t h)
+{
+    return instance | ((uint64_t)h << 60);
+}
+
+/* Whether ws_replay_run executes this replay as a join. */
+int ws_replay_is_join(const ws_replay_env *env, const ws_handler *handlers, size_t n_handlers);
+
+/* The join itself (join.c; called by ws_replay_run). */
+int ws_replay_join(const ws_replay_env *env, ws_transport *tr, const ws_handler *handlers, uint32_t n_handlers,
+                   const ws_progress *progress, ws_error *err);
+/* A join's first phase for the point-to-point payloads only (join.c): the
+ * scheduled replay that follows produces no message payload and suspends
+ * a location only at collective sites. */
+int ws_replay_produce_messages(const ws_replay_env *env, ws_transport *tr, const ws_handler *handlers,
+                               uint32_t n_handlers, ws_error *err);
 
 #endif

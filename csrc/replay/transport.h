@@ -143,6 +143,10 @@ struct ws_transport {
     ws_wake_fn wake;
     void *scheduler;
     uint32_t unfinished; /* local locations that have not finished */
+    /* set while a join produces (join.c): nobody waits for the posts
+     * until the engine calls progress, so they may travel in large
+     * batches */
+    int bulk;
     /* asked (its `interrupted`) while the transport waits for other
      * processes; may be NULL */
     const struct ws_progress *progress;

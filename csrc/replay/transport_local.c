@@ -23,33 +23,56 @@ typedef struct slot {
 typedef struct channel_maps {
     ws_map64 mail;    /* message id -> slot */
     ws_map64 waiters; /* message id -> waiting location */
-    uint32_t *dense;  /* with a layout: per message 0 (empty), WAITING, or slot + 1 */
+    uint32_t *dense;  /* with a layout: per message 0 (empty), WAITING, slot + 1, or BULK | entry */
 } channel_maps;
 
 #define WAITING UINT32_MAX
+/* Payloads posted while t->bulk is set (a join's first phase, which keeps
+ * every payload of the replay until the second phase takes it) go to one
+ * arena instead of slots: BULK | (offset / 8) of the entry, a size_t and
+ * the data padded to 8 bytes.  The arena is freed once every entry was
+ * released (or when the replay finishes). */
+#define BULK 0x80000000u
+#define BULK_LIMIT ((size_t)(BULK - 1) * 8)
 
+/* A collective instance is one heap block: this header, then the
+ * per-member arrays, the present list, the handler's cache and room for
+ * the contributions (as many as expected, of the size of the first).
+ * Contributions that do not fit there go to `spill`.  Neither moves once
+ * the instance is complete (no member posts to it any more), so the view's
+ * pointers stay valid.  A join keeps every instance of a replay alive at
+ * once: one allocation each, no more. */
 typedef struct instance {
     uint32_t n_members;
     uint32_t expected;
     uint32_t expected_local; /* members that take and release it here */
     uint32_t count;
     uint32_t released;
-    size_t *offset;   /* per member, SIZE_MAX if absent */
+    uint32_t cap_members, cap_present; /* capacities of the block's arrays */
+    size_t cap_cache, cap_inline;
+    size_t used_inline;
+    size_t *offset;   /* per member, SIZE_MAX if absent; at or past cap_inline: in spill */
     size_t *size;
     unsigned char **data;
     uint32_t *present;
-    ws_buffer arena;
+    void *cache;
+    unsigned char *inline_data;
+    ws_buffer spill;
     uint32_t *waiters;
     size_t n_waiters, cap_waiters;
     ws_coll_view view;
-    void *cache;
-    /* capacities of the arrays, kept when the instance is recycled */
-    uint32_t cap_members, cap_present;
-    size_t cap_cache;
 } instance;
 
-/* finished instances kept for reuse (no allocation per instance) */
-enum { SPARE_INSTANCES = 16 };
+typedef struct inst_table {
+    uint64_t hi;     /* key >> 40 */
+    instance **slot; /* by sequence number; NULL: no live instance */
+    size_t cap;
+} inst_table;
+
+/* finished instances kept for reuse (no allocation per instance; the
+ * engine keeps up to 64 instances per location open when it produces
+ * ahead) */
+enum { SPARE_INSTANCES = 128 };
 
 typedef struct local_transport {
     ws_transport base;
@@ -58,12 +81,18 @@ typedef struct local_transport {
     slot *slots;
     size_t n_slots, cap_slots;
     uint64_t free_slot; /* index + 1, 0 = none */
-    ws_map64 instances; /* instance key -> index into `inst` + 1 */
-    instance **inst;
-    size_t n_inst, cap_inst;
-    uint64_t free_inst; /* index + 1 */
+    /* live instances: per communicator and handler (the key's bits from
+     * 40 on) a table indexed by the instance's sequence number (the low
+     * 40 bits), so that a join, which keeps every instance of a replay
+     * alive, finds one without hashing */
+    inst_table *tables;
+    size_t n_tables, cap_tables;
+    ws_map64 table_of; /* key >> 40 -> index into tables */
+    size_t last_table; /* the table used last (index + 1, 0: none) */
     instance *spare[SPARE_INSTANCES];
     uint32_t n_spare;
+    ws_buffer bulk;      /* see BULK */
+    uint64_t bulk_live;  /* entries of `bulk` not released yet */
     /* optional dense layout: message (location, row) -> offset[location] + row */
     uint64_t *offset;
     uint32_t n_layout;
@@ -143,6 +172,21 @@ static int local_post(ws_transport *t, uint32_t dst, uint64_t id, int channel, c
     if (dense ? (dense[di] != 0 && dense[di] != WAITING) : ws_map64_get(&cm->mail, id, NULL))
         return ws_error_set(err, WS_ERR_MATCH, "message %u/%u posted twice on channel %d",
                             (unsigned)ws_message_location(id), (unsigned)ws_message_row(id), channel);
+    if (dense && t->bulk && lt->bulk.size < BULK_LIMIT) {
+        size_t at = lt->bulk.size, padded = (size + 7) & ~(size_t)7;
+        unsigned char *entry = ws_buffer_extend(&lt->bulk, sizeof(size_t) + padded);
+        if (!entry)
+            return ws_error_nomem(err, "payloads");
+        memcpy(entry, &size, sizeof size);
+        if (size)
+            memcpy(entry + sizeof size, data, size);
+        int waiting = dense[di] == WAITING;
+        dense[di] = BULK | (uint32_t)(at / 8);
+        lt->bulk_live++;
+        if (waiting && t->wake)
+            t->wake(t->scheduler, dst);
+        return WS_OK;
+    }
     uint64_t k = new_slot(lt);
     if (k == WS_NONE64)
         return ws_error_nomem(err, "transport mailbox");
@@ -203,6 +247,12 @@ static int local_take(ws_transport *t, uint32_t loc, uint64_t id, int channel, c
             dense[di] = WAITING;
             return WS_BLOCKED;
         }
+        if (dense[di] & BULK) {
+            const unsigned char *entry = lt->bulk.data + (size_t)(dense[di] & ~BULK) * 8;
+            memcpy(size, entry, sizeof *size);
+            *data = entry + sizeof *size;
+            return WS_OK;
+        }
         slot *s = &lt->slots[dense[di] - 1];
         *data = s->size > INLINE_BYTES ? s->heap : s->inline_data;
         *size = s->size;
@@ -235,6 +285,12 @@ static void local_release(ws_transport *t, uint32_t loc, uint64_t id, int channe
     if (di != WS_NONE64) {
         if (!cm->dense || cm->dense[di] == 0 || cm->dense[di] == WAITING)
             return;
+        if (cm->dense[di] & BULK) {
+            cm->dense[di] = 0;
+            if (--lt->bulk_live == 0)
+                ws_buffer_free(&lt->bulk);
+            return;
+        }
         k = cm->dense[di] - 1;
         cm->dense[di] = 0;
     } else {
@@ -251,61 +307,73 @@ static void free_instance(instance *in)
 {
     if (!in)
         return;
-    free(in->offset);
-    free(in->size);
-    free(in->data);
-    free(in->present);
     free(in->waiters);
-    free(in->cache);
     free(in->view.shared);
-    ws_buffer_free(&in->arena);
+    ws_buffer_free(&in->spill);
     free(in);
 }
 
-static int grow_to(void **p, size_t n, size_t size)
+static size_t align8(size_t n)
 {
-    void *q = ws_realloc(*p, (n ? n : 1) * size);
-    if (!q)
-        return -1;
-    *p = q;
-    return 0;
+    return (n + 7) & ~(size_t)7;
 }
 
-/* A reset instance for n_members members (recycled when one is spare). */
-static instance *instance_get(local_transport *lt, uint32_t n_members, uint32_t expected, size_t cache_size)
+/* A reset instance (a spare one when it is large enough). */
+static instance *instance_get(local_transport *lt, uint32_t n_members, uint32_t expected, size_t cache_size,
+                              size_t first_size)
 {
-    instance *in = lt->n_spare ? lt->spare[--lt->n_spare] : ws_calloc(1, sizeof *in);
-    if (!in)
-        return NULL;
-    if (in->cap_members < n_members || !in->offset) {
-        if (grow_to((void **)&in->offset, n_members, sizeof *in->offset) ||
-            grow_to((void **)&in->size, n_members, sizeof *in->size) ||
-            grow_to((void **)&in->data, n_members, sizeof *in->data)) {
-            free_instance(in);
-            return NULL;
-        }
-        in->cap_members = n_members;
+    size_t inline_bytes = first_size <= SIZE_MAX / (expected ? expected : 1) ? first_size * expected : 0;
+    if (inline_bytes > (1u << 16))
+        inline_bytes = 1u << 16; /* larger contributions go to the spill buffer */
+    instance *in = NULL;
+    while (lt->n_spare && !in) {
+        instance *sp = lt->spare[--lt->n_spare];
+        if (sp->cap_members >= n_members && sp->cap_present >= expected && sp->cap_cache >= cache_size &&
+            sp->cap_inline >= inline_bytes)
+            in = sp;
+        else
+            free_instance(sp);
     }
-    if (in->cap_present < expected || !in->present) {
-        if (grow_to((void **)&in->present, expected, sizeof *in->present)) {
-            free_instance(in);
+    if (!in) {
+        size_t m = n_members ? n_members : 1, e = expected ? expected : 1;
+        size_t bytes = align8(sizeof *in);
+        size_t at_offset = bytes;
+        bytes += m * sizeof(size_t);
+        size_t at_size = bytes;
+        bytes += m * sizeof(size_t);
+        size_t at_data = bytes;
+        bytes += m * sizeof(unsigned char *);
+        size_t at_present = bytes;
+        bytes += align8(e * sizeof(uint32_t));
+        size_t at_cache = bytes;
+        bytes += align8(cache_size);
+        size_t at_inline = bytes;
+        bytes += inline_bytes;
+        if (m > SIZE_MAX / 64 || e > SIZE_MAX / 64)
             return NULL;
-        }
-        in->cap_present = expected;
-    }
-    if (in->cap_cache < cache_size || !in->cache) {
-        if (grow_to(&in->cache, cache_size, 1)) {
-            free_instance(in);
+        unsigned char *block = ws_malloc(bytes);
+        if (!block)
             return NULL;
-        }
+        in = (instance *)block;
+        memset(in, 0, sizeof *in);
+        in->offset = (size_t *)(block + at_offset);
+        in->size = (size_t *)(block + at_size);
+        in->data = (unsigned char **)(block + at_data);
+        in->present = (uint32_t *)(block + at_present);
+        in->cache = block + at_cache;
+        in->inline_data = block + at_inline;
+        in->cap_members = (uint32_t)m;
+        in->cap_present = (uint32_t)e;
         in->cap_cache = cache_size;
+        in->cap_inline = inline_bytes;
+        ws_buffer_init(&in->spill);
     }
     if (cache_size)
         memset(in->cache, 0, cache_size);
-    for (uint32_t m = 0; m < n_members; m++) {
-        in->offset[m] = SIZE_MAX;
-        in->size[m] = 0;
-        in->data[m] = NULL;
+    for (uint32_t k = 0; k < n_members; k++) {
+        in->offset[k] = SIZE_MAX;
+        in->size[k] = 0;
+        in->data[k] = NULL;
     }
     in->n_members = n_members;
     in->expected = expected;
@@ -313,7 +381,8 @@ static instance *instance_get(local_transport *lt, uint32_t n_members, uint32_t 
     in->count = 0;
     in->released = 0;
     in->n_waiters = 0;
-    in->arena.size = 0;
+    in->used_inline = 0;
+    in->spill.size = 0;
     memset(&in->view, 0, sizeof in->view);
     in->view.cache = in->cache;
     in->view.cache_size = cache_size;
@@ -330,38 +399,80 @@ static void instance_put(local_transport *lt, instance *in)
         free_instance(in);
 }
 
+/* Stores member's contribution in the instance. */
+static int instance_store(instance *in, uint32_t member, const void *data, size_t size)
+{
+    if (size <= in->cap_inline - in->used_inline) {
+        in->offset[member] = in->used_inline;
+        if (size)
+            memcpy(in->inline_data + in->used_inline, data, size);
+        in->used_inline += size;
+    } else {
+        in->offset[member] = in->cap_inline + in->spill.size;
+        if (ws_buffer_append(&in->spill, data, size) != 0) {
+            in->offset[member] = SIZE_MAX;
+            return -1;
+        }
+    }
+    in->size[member] = size;
+    return 0;
+}
+
+/* The slot of instance `key` (grown to hold it with `create`), or NULL:
+ * with `create`, out of memory; else no such instance. */
+static instance **instance_slot(local_transport *lt, uint64_t key, int create)
+{
+    uint64_t hi = key >> 40, seq = key & ((1ULL << 40) - 1);
+    inst_table *tb = NULL;
+    if (lt->last_table && lt->tables[lt->last_table - 1].hi == hi) {
+        tb = &lt->tables[lt->last_table - 1];
+    } else {
+        uint64_t index;
+        if (ws_map64_get(&lt->table_of, hi, &index)) {
+            tb = &lt->tables[index];
+        } else {
+            if (!create)
+                return NULL;
+            if (ws_grow((void **)&lt->tables, &lt->cap_tables, lt->n_tables + 1, sizeof *lt->tables) != 0 ||
+                ws_map64_put(&lt->table_of, hi, lt->n_tables) != 0)
+                return NULL;
+            tb = &lt->tables[lt->n_tables++];
+            memset(tb, 0, sizeof *tb);
+            tb->hi = hi;
+        }
+        lt->last_table = (size_t)(tb - lt->tables) + 1;
+    }
+    if (seq >= tb->cap) {
+        if (!create)
+            return NULL;
+        size_t cap = tb->cap ? tb->cap : 64;
+        while (cap <= seq)
+            cap *= 2;
+        instance **slot = ws_realloc(tb->slot, cap * sizeof *slot);
+        if (!slot)
+            return NULL;
+        memset(slot + tb->cap, 0, (cap - tb->cap) * sizeof *slot);
+        tb->slot = slot;
+        tb->cap = cap;
+    }
+    return &tb->slot[seq];
+}
+
 static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, uint32_t expected,
                            uint32_t expected_local, uint32_t member, uint32_t loc, const void *data, size_t size,
                            size_t cache_size, ws_error *err)
 {
     (void)loc;
     local_transport *lt = (local_transport *)t;
-    uint64_t index;
-    instance *in;
-    if (ws_map64_get(&lt->instances, key, &index)) {
-        in = lt->inst[index - 1];
-    } else {
-        in = instance_get(lt, n_members, expected, cache_size);
+    instance **slot = instance_slot(lt, key, 1);
+    if (!slot)
+        return ws_error_nomem(err, "collective instances");
+    instance *in = *slot;
+    if (!in) {
+        in = instance_get(lt, n_members, expected, cache_size, size);
         if (!in)
             return ws_error_nomem(err, "collective instance");
-        if (lt->free_inst) {
-            index = lt->free_inst;
-            lt->free_inst = (uint64_t)(uintptr_t)lt->inst[index - 1];
-        } else {
-            if (ws_grow((void **)&lt->inst, &lt->cap_inst, lt->n_inst + 1, sizeof *lt->inst) != 0) {
-                free_instance(in);
-                return ws_error_nomem(err, "collective instances");
-            }
-            index = ++lt->n_inst;
-        }
-        if (ws_map64_put(&lt->instances, key, index) != 0) {
-            /* the slot goes back to the free list: only mapped instances are freed at the end */
-            lt->inst[index - 1] = (instance *)(uintptr_t)lt->free_inst;
-            lt->free_inst = index;
-            free_instance(in);
-            return ws_error_nomem(err, "collective instances");
-        }
-        lt->inst[index - 1] = in;
+        *slot = in;
     }
     /* contributions forwarded from other processes carry no local count */
     if (expected_local > in->expected_local)
@@ -375,9 +486,7 @@ static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, ui
     if (in->count >= expected)
         return ws_error_set(err, WS_ERR_MATCH, "collective instance %llu: more members than expected",
                             (unsigned long long)(key & ((1ULL << 60) - 1)));
-    in->offset[member] = in->arena.size;
-    in->size[member] = size;
-    if (ws_buffer_append(&in->arena, data, size) != 0)
+    if (instance_store(in, member, data, size) != 0)
         return ws_error_nomem(err, "collective contribution");
     in->count++;
     if (in->count == expected) {
@@ -386,7 +495,9 @@ static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, ui
         for (uint32_t m = 0; m < n_members; m++)
             if (in->offset[m] != SIZE_MAX) {
                 in->present[k++] = m;
-                in->data[m] = in->arena.data + in->offset[m];
+                in->data[m] = in->size[m] == 0 || in->offset[m] < in->cap_inline
+                                  ? in->inline_data + (in->size[m] ? in->offset[m] : 0)
+                                  : in->spill.data + (in->offset[m] - in->cap_inline);
             }
         in->view.n_members = n_members;
         in->view.n_present = k;
@@ -404,10 +515,10 @@ static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, ui
 static int local_coll_take(ws_transport *t, uint64_t key, uint32_t loc, ws_coll_view **view, ws_error *err)
 {
     local_transport *lt = (local_transport *)t;
-    uint64_t index;
-    if (!ws_map64_get(&lt->instances, key, &index))
+    instance **slot = instance_slot(lt, key, 0);
+    if (!slot || !*slot)
         return ws_error_set(err, WS_ERR_INTERNAL, "collective instance taken before any contribution");
-    instance *in = lt->inst[index - 1];
+    instance *in = *slot;
     if (in->count < in->expected) {
         if (ws_grow((void **)&in->waiters, &in->cap_waiters, in->n_waiters + 1, sizeof *in->waiters) != 0)
             return ws_error_nomem(err, "collective waiters");
@@ -422,17 +533,15 @@ static void local_coll_release(ws_transport *t, uint64_t key, uint32_t loc)
 {
     (void)loc;
     local_transport *lt = (local_transport *)t;
-    uint64_t index;
-    if (!ws_map64_get(&lt->instances, key, &index))
+    instance **slot = instance_slot(lt, key, 0);
+    if (!slot || !*slot)
         return;
-    instance *in = lt->inst[index - 1];
+    instance *in = *slot;
     uint32_t takers = in->expected_local ? in->expected_local : in->expected;
     if (++in->released < takers)
         return;
-    ws_map64_remove(&lt->instances, key);
+    *slot = NULL;
     instance_put(lt, in);
-    lt->inst[index - 1] = (instance *)(uintptr_t)lt->free_inst;
-    lt->free_inst = index;
 }
 
 static int local_progress(ws_transport *t, int wait, int *woken, ws_error *err)
@@ -455,13 +564,28 @@ static int local_finish(ws_transport *t, ws_error *err)
         if (cm->dense) {
             for (uint64_t i = 0; i < lt->total; i++) {
                 uint32_t e = cm->dense[i];
-                if (e != 0 && e != WAITING) {
+                if (e != 0 && e != WAITING && !(e & BULK)) {
                     slot *s = &lt->slots[e - 1];
                     s->next_free = lt->free_slot;
                     lt->free_slot = e;
                 }
                 cm->dense[i] = 0;
             }
+        }
+    }
+    ws_buffer_free(&lt->bulk);
+    lt->bulk_live = 0;
+    /* tables of finished instances hold nothing (those of instances still
+     * alive, which a process's members have not all released, stay) */
+    for (size_t i = 0; i < lt->n_tables; i++) {
+        inst_table *tb = &lt->tables[i];
+        size_t k = 0;
+        while (k < tb->cap && !tb->slot[k])
+            k++;
+        if (k == tb->cap) {
+            free(tb->slot);
+            tb->slot = NULL;
+            tb->cap = 0;
         }
     }
     return WS_OK;
@@ -550,14 +674,16 @@ static void local_destroy(ws_transport *t)
     for (size_t k = 0; k < lt->n_slots; k++)
         free(lt->slots[k].heap);
     free(lt->slots);
-    /* live instances are those reachable from the map */
-    for (size_t i = 0; i < lt->instances.capacity; i++)
-        if (lt->instances.keys[i] != UINT64_MAX)
-            free_instance(lt->inst[lt->instances.values[i] - 1]);
-    ws_map64_free(&lt->instances);
+    for (size_t i = 0; i < lt->n_tables; i++) {
+        for (size_t k = 0; k < lt->tables[i].cap; k++)
+            free_instance(lt->tables[i].slot[k]);
+        free(lt->tables[i].slot);
+    }
+    free(lt->tables);
+    ws_map64_free(&lt->table_of);
+    ws_buffer_free(&lt->bulk);
     for (uint32_t i = 0; i < lt->n_spare; i++)
         free_instance(lt->spare[i]);
-    free(lt->inst);
     free(lt);
 }
 
@@ -593,7 +719,7 @@ ws_transport *ws_transport_local_new(uint32_t n_locations)
     lt->base.n_locations = n_locations;
     lt->base.process = 0;
     lt->base.n_processes = 1;
-    ws_map64_init(&lt->instances);
+    ws_map64_init(&lt->table_of);
     return &lt->base;
 }
 

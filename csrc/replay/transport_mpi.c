@@ -46,6 +46,14 @@ enum { RECORD_P2P = 1, RECORD_COLL = 2 };
  * time (1024-rank stencil, 2 processes: 45 % of the time waiting, slower
  * than 1 process; with 1 KiB about 10 %). */
 enum { FLUSH_BYTES = 1 << 10 };
+/* While a join produces (base.bulk) nobody waits for the records before
+ * the engine asks for progress: they travel in large batches. */
+enum { BULK_FLUSH_BYTES = 1 << 20 };
+
+static size_t flush_bytes(const ws_transport *t)
+{
+    return t->bulk ? BULK_FLUSH_BYTES : FLUSH_BYTES;
+}
 
 typedef struct pending_send {
     MPI_Request request;
@@ -99,6 +107,7 @@ static void sync_wake(mpi_transport *m)
 {
     m->local->wake = m->base.wake;
     m->local->scheduler = m->base.scheduler;
+    m->local->bulk = m->base.bulk; /* a join's payloads for local locations go to the bulk arena */
 }
 
 static int mpi_error(ws_error *err, int code, const char *what)
@@ -166,7 +175,7 @@ static int put_p2p(mpi_transport *m, int proc, uint32_t dst, uint64_t id, int ch
     if (append(b, &type, 1) || append(b, &m->epoch, 8) || append(b, &dst, 4) || append(b, &ch, 4) ||
         append(b, &id, 8) || append(b, &n, 8) || append(b, data, size))
         return ws_error_nomem(err, "MPI send buffer");
-    if (b->size >= FLUSH_BYTES)
+    if (b->size >= flush_bytes(&m->base))
         return flush_to(m, proc, err);
     return WS_OK;
 }
@@ -181,7 +190,7 @@ static int put_coll(mpi_transport *m, int proc, uint64_t key, uint32_t n_members
         append(b, &expected, 4) || append(b, &member, 4) || append(b, &cache_size, 8) || append(b, &n, 8) ||
         append(b, data, size))
         return ws_error_nomem(err, "MPI send buffer");
-    if (b->size >= FLUSH_BYTES)
+    if (b->size >= flush_bytes(&m->base))
         return flush_to(m, proc, err);
     return WS_OK;
 }

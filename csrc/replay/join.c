@@ -1,0 +1,429 @@
+/* A replay whose handlers need no causal order (every one `unordered`,
+ * see replay.h), executed as a join over the matched pairs instead of a
+ * scheduled replay:
+ *
+ *   phase A: every local location, over its synchronization events only,
+ *            produces and posts all its payloads and contributions
+ *            (transports never block on a post; between processes they
+ *            travel in large batches, tr->bulk);
+ *   exchange: one progress call delivers what is still buffered;
+ *   phase B: each local location in turn is walked once, from its first
+ *            event to its last (or back), calling begin, consume,
+ *            combine (once per collective instance), event and end in
+ *            the scheduled replay's order.  No location is ever
+ *            suspended: in one process every payload is there; between
+ *            processes a take that finds nothing waits for the transport
+ *            (the other processes produce everything before they wait).
+ *
+ * Per location the handlers see the calls of the scheduled replay in the
+ * same order, with the same payloads, so the results are bitwise the
+ * same.  What a join cannot do is notice a trace whose communication is
+ * causally inconsistent (a cycle of waits stalls the scheduled replay but
+ * not a join); the analysis's first replay therefore stays scheduled
+ * (ws_replay_env.join).
+ *
+ * Collective instances with a single member (MPI_COMM_SELF-like
+ * communicators, whose instance keys repeat on every location) are
+ * produced and consumed at their site in phase B, as the scheduled replay
+ * does. */
+#include "replay.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct join {
+    const ws_replay_env *env;
+    ws_transport *tr;
+    const ws_handler *handlers;
+    uint32_t n_handlers;
+    int sparse;
+    ws_buffer out;
+    uint64_t processed, next_report, total;
+    const ws_progress *progress;
+} join;
+
+static void join_wake(void *scheduler, uint32_t location)
+{
+    (void)scheduler;
+    (void)location; /* a join never suspends a location: nothing to wake */
+}
+
+static const char *stage_name(const ws_replay_env *env)
+{
+    return env->name ? env->name : env->backward ? "backward replay" : "forward replay";
+}
+
+/* A take that finds nothing: the replay cannot get through this event
+ * (the same message as the scheduled replay's). */
+static int stalled(const join *j, uint32_t loc, uint64_t ev, int message, ws_error *err)
+{
+    const ws_replay_env *env = j->env;
+    const ws_events *e = &env->trace->locations[loc].events;
+    ws_error_set(err, WS_ERR_MATCH,
+                 "the %s replay cannot continue: location %u waits at event %llu (t=%.9f s) for %s that never "
+                 "arrives; the trace's communication is inconsistent",
+                 env->backward ? "backward" : "forward", (unsigned)loc, (unsigned long long)ev, e->time[ev],
+                 message ? "a message" : "the other members of a collective");
+    return ws_trace_error_at(env->trace, loc, err);
+}
+
+/* Lets the transport move data until something arrived (WS_OK) or
+ * nothing can arrive any more (WS_BLOCKED). */
+static int wait_for_data(join *j, ws_error *err)
+{
+    int woken = 0;
+    int rc = j->tr->ops->progress(j->tr, 1, &woken, err);
+    if (rc)
+        return rc;
+    return woken ? WS_OK : WS_BLOCKED;
+}
+
+/* The channels handler `hd` uses for message `row` at this event, as the
+ * scheduled replay computes them. */
+static int channels_here(const join *j, const ws_handler *hd, uint32_t loc, uint32_t row, int at_record,
+                         int ch1_here)
+{
+    int mask = hd->msg_channels ? hd->msg_channels(hd->state, j->env, loc, row) : 1;
+    if (!at_record)
+        mask &= 2;
+    else if (!ch1_here)
+        mask &= 1;
+    return mask;
+}
+
+/* What message `row` of `loc` exchanges at event `ev`: 0 if nothing; else
+ * its id, partner and which side produces on each channel. */
+static int message_at(const join *j, uint32_t loc, uint32_t row, int at_record, uint64_t ev, uint64_t *id,
+                      uint32_t *partner, int produces[2], int *ch1_here)
+{
+    const ws_replay_env *env = j->env;
+    const ws_msg *msg = &env->sync->locs[loc].msgs[row];
+    uint8_t flags = msg->flags;
+    if ((flags & WS_MSG_CANCELLED) || (msg->match_row == WS_NONE32 && !(flags & WS_MSG_SEND)))
+        return 0;
+    int is_send = (flags & WS_MSG_SEND) != 0;
+    *ch1_here = at_record ? (msg->ch1_event == (uint32_t)ev) : 1;
+    produces[0] = env->backward ? !is_send : is_send;
+    produces[1] = !produces[0];
+    *id = is_send ? ws_message_id(loc, row) : ws_msg_match(msg);
+    *partner = msg->partner;
+    return 1;
+}
+
+static int produce_message(join *j, uint32_t loc, uint32_t row, int at_record, uint64_t ev, ws_error *err)
+{
+    uint64_t id;
+    uint32_t partner;
+    int produces[2], ch1_here;
+    if (!message_at(j, loc, row, at_record, ev, &id, &partner, produces, &ch1_here))
+        return WS_OK;
+    for (uint32_t h = 0; h < j->n_handlers; h++) {
+        const ws_handler *hd = &j->handlers[h];
+        if (!hd->msg_produce)
+            continue;
+        int mask = channels_here(j, hd, loc, row, at_record, ch1_here);
+        for (int channel = 0; channel < 2; channel++) {
+            if (!(mask & (1 << channel)) || !produces[channel])
+                continue;
+            j->out.size = 0;
+            int rc = hd->msg_produce(hd->state, j->env, loc, row, channel, &j->out, err);
+            if (rc == WS_OK)
+                rc = j->tr->ops->post(j->tr, partner, id, (int)(2 * h) + channel, j->out.data, j->out.size, err);
+            if (rc)
+                return rc;
+        }
+    }
+    return WS_OK;
+}
+
+static int consume_message(join *j, uint32_t loc, uint32_t row, int at_record, uint64_t ev, ws_error *err)
+{
+    uint64_t id;
+    uint32_t partner;
+    int produces[2], ch1_here;
+    if (!message_at(j, loc, row, at_record, ev, &id, &partner, produces, &ch1_here))
+        return WS_OK;
+    ws_transport *tr = j->tr;
+    for (uint32_t h = 0; h < j->n_handlers; h++) {
+        const ws_handler *hd = &j->handlers[h];
+        if (!hd->msg_consume)
+            continue;
+        int mask = channels_here(j, hd, loc, row, at_record, ch1_here);
+        for (int channel = 0; channel < 2; channel++) {
+            if (!(mask & (1 << channel)) || produces[channel])
+                continue;
+            int key = (int)(2 * h) + channel;
+            const void *data;
+            size_t size;
+            int rc;
+            while ((rc = tr->ops->take(tr, loc, id, key, &data, &size, err)) == WS_BLOCKED)
+                if ((rc = wait_for_data(j, err)) != WS_OK)
+                    return rc == WS_BLOCKED ? stalled(j, loc, ev, 1, err) : rc;
+            if (rc)
+                return rc;
+            rc = hd->msg_consume(hd->state, j->env, loc, row, channel, data, size, err);
+            tr->ops->release(tr, loc, id, key);
+            if (rc)
+                return rc;
+        }
+    }
+    return WS_OK;
+}
+
+static int site_takes_part(const join *j, const ws_handler *hd, uint32_t loc, uint32_t site)
+{
+    return hd->coll_produce && hd->coll_consume && (!hd->coll_active || hd->coll_active(hd->state, j->env, loc, site));
+}
+
+static int produce_site(join *j, uint32_t loc, uint32_t site, uint32_t h, ws_error *err)
+{
+    const ws_loc_sync *ls = &j->env->sync->locs[loc];
+    const ws_handler *hd = &j->handlers[h];
+    j->out.size = 0;
+    int rc = hd->coll_produce(hd->state, j->env, loc, site, &j->out, err);
+    if (rc)
+        return rc;
+    return j->tr->ops->coll_post(j->tr, ws_replay_handler_key(ls->site_instance[site], h), ls->site_n_members[site],
+                                 ls->site_expected[site], ls->site_expected_local[site], ls->site_member[site], loc,
+                                 j->out.data, j->out.size, hd->coll_cache_size, err);
+}
+
+/* single-member instances are produced in phase B, at their site */
+static int produced_ahead(const ws_loc_sync *ls, uint32_t site)
+{
+    return ls->site_expected[site] > 1;
+}
+
+static int consume_site(join *j, uint32_t loc, uint32_t site, uint64_t ev, ws_error *err)
+{
+    const ws_replay_env *env = j->env;
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    ws_transport *tr = j->tr;
+    int rc;
+    if (!produced_ahead(ls, site))
+        for (uint32_t h = 0; h < j->n_handlers; h++)
+            if (site_takes_part(j, &j->handlers[h], loc, site) && (rc = produce_site(j, loc, site, h, err)))
+                return rc;
+    for (uint32_t h = 0; h < j->n_handlers; h++) {
+        const ws_handler *hd = &j->handlers[h];
+        if (!site_takes_part(j, hd, loc, site))
+            continue;
+        uint64_t key = ws_replay_handler_key(ls->site_instance[site], h);
+        ws_coll_view *view = NULL;
+        while ((rc = tr->ops->coll_take(tr, key, loc, &view, err)) == WS_BLOCKED)
+            if ((rc = wait_for_data(j, err)) != WS_OK)
+                return rc == WS_BLOCKED ? stalled(j, loc, ev, 0, err) : rc;
+        if (rc)
+            return rc;
+        if (hd->coll_combine && !view->combined) {
+            view->combined = 1;
+            rc = hd->coll_combine(hd->state, env, loc, site, view, err);
+        }
+        if (rc == WS_OK)
+            rc = hd->coll_consume(hd->state, env, loc, site, view, err);
+        tr->ops->coll_release(tr, key, loc);
+        if (rc)
+            return rc;
+    }
+    return WS_OK;
+}
+
+/* Phase A for one location: every payload and contribution it produces,
+ * in replay order. */
+static int produce_location(join *j, uint32_t loc, int with_sites, ws_error *err)
+{
+    const ws_loc_sync *ls = &j->env->sync->locs[loc];
+    const int backward = j->env->backward;
+    const int64_t n = (int64_t)ls->n_sync_events;
+    for (int64_t k = backward ? n - 1 : 0; backward ? k >= 0 : k < n; k += backward ? -1 : 1) {
+        uint64_t ev = ls->sync_events[k];
+        uint32_t what = ls->sync_what[k], index = what & WS_SYNC_INDEX;
+        int rc = WS_OK;
+        switch (what & ~(uint32_t)WS_SYNC_INDEX) {
+        case WS_SYNC_RECORD:
+            rc = produce_message(j, loc, index, 1, ev, err);
+            break;
+        case WS_SYNC_CH1:
+            rc = produce_message(j, loc, index, 0, ev, err);
+            break;
+        default:
+            if (with_sites && produced_ahead(ls, index))
+                for (uint32_t h = 0; h < j->n_handlers && rc == WS_OK; h++)
+                    if (site_takes_part(j, &j->handlers[h], loc, index))
+                        rc = produce_site(j, loc, index, h, err);
+            break;
+        }
+        if (rc)
+            return rc;
+    }
+    return WS_OK;
+}
+
+static int report(join *j, uint64_t done, ws_error *err)
+{
+    const ws_progress *p = j->progress;
+    if (p && p->callback && p->callback(p->context, stage_name(j->env), done, j->total))
+        return ws_error_set(err, WS_ERR_INTERRUPTED, "replay interrupted");
+    return WS_OK;
+}
+
+/* Phase B for one location: the walk of the scheduled replay, without
+ * produce steps and without suspension. */
+static int consume_location(join *j, uint32_t loc, ws_error *err)
+{
+    const ws_replay_env *env = j->env;
+    const ws_events *e = &env->trace->locations[loc].events;
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    const int backward = env->backward;
+    const int64_t step = backward ? -1 : 1;
+    const uint32_t H = j->n_handlers;
+    int rc;
+    for (uint32_t h = 0; h < H; h++)
+        if (j->handlers[h].begin && (rc = j->handlers[h].begin(j->handlers[h].state, env, loc, err)))
+            return rc;
+    const int64_t limit = j->sparse ? (int64_t)ls->n_sync_events : (int64_t)e->n;
+    int64_t site = backward ? (int64_t)ls->n_sites - 1 : 0;
+    int64_t ch1 = backward ? (int64_t)ls->n_ch1 - 1 : 0;
+    for (int64_t cursor = backward ? limit - 1 : 0; cursor >= 0 && cursor < limit; cursor += step) {
+        uint64_t ev;
+        rc = WS_OK;
+        if (j->sparse) {
+            ev = ls->sync_events[cursor];
+            uint32_t what = ls->sync_what[cursor], index = what & WS_SYNC_INDEX;
+            switch (what & ~(uint32_t)WS_SYNC_INDEX) {
+            case WS_SYNC_RECORD:
+                rc = consume_message(j, loc, index, 1, ev, err);
+                break;
+            case WS_SYNC_CH1:
+                rc = consume_message(j, loc, index, 0, ev, err);
+                break;
+            default:
+                rc = consume_site(j, loc, index, ev, err);
+                break;
+            }
+        } else {
+            ev = (uint64_t)cursor;
+            if (ws_is_message_kind(e->kind[ev])) {
+                rc = consume_message(j, loc, e->ref[ev], 1, ev, err);
+            } else if (ch1 >= 0 && ch1 < (int64_t)ls->n_ch1 && ls->ch1_event[ch1] == ev) {
+                rc = consume_message(j, loc, ls->ch1_row[ch1], 0, ev, err);
+                ch1 += step;
+            } else if (site >= 0 && site < (int64_t)ls->n_sites && ls->site_event[site] == ev) {
+                rc = consume_site(j, loc, (uint32_t)site, ev, err);
+                site += step;
+            }
+        }
+        if (rc)
+            return rc;
+        for (uint32_t h = 0; h < H; h++)
+            if (j->handlers[h].event && (rc = j->handlers[h].event(j->handlers[h].state, env, loc, ev, err)))
+                return rc;
+        if (++j->processed >= j->next_report) {
+            j->next_report = j->processed + (1u << 20);
+            if ((rc = report(j, j->processed, err)))
+                return rc;
+        }
+    }
+    for (uint32_t h = 0; h < H; h++)
+        if (j->handlers[h].end && (rc = j->handlers[h].end(j->handlers[h].state, env, loc, err)))
+            return rc;
+    return WS_OK;
+}
+
+/* The order in which the local locations are visited: as given, or a
+ * permutation derived from the schedule seed (results must not depend on
+ * it). */
+static uint32_t *visiting_order(const ws_replay_env *env)
+{
+    uint32_t n = env->n_locations;
+    uint32_t *order = ws_malloc_array(n ? n : 1, sizeof *order);
+    if (!order)
+        return NULL;
+    for (uint32_t i = 0; i < n; i++)
+        order[i] = i;
+    uint64_t x = env->schedule_seed;
+    for (uint32_t i = n; env->schedule_seed && i > 1; i--) {
+        x = ws_hash64(x + i);
+        uint32_t k = (uint32_t)(x % i);
+        uint32_t tmp = order[i - 1];
+        order[i - 1] = order[k];
+        order[k] = tmp;
+    }
+    return order;
+}
+
+int ws_replay_join(const ws_replay_env *env, ws_transport *tr, const ws_handler *handlers, uint32_t n_handlers,
+                   const ws_progress *progress, ws_error *err)
+{
+    join j;
+    memset(&j, 0, sizeof j);
+    j.env = env;
+    j.tr = tr;
+    j.handlers = handlers;
+    j.n_handlers = n_handlers;
+    j.progress = progress;
+    j.next_report = 1u << 20;
+    j.sparse = 1;
+    for (uint32_t h = 0; h < n_handlers; h++)
+        j.sparse &= handlers[h].sparse != 0;
+    ws_buffer_init(&j.out);
+    const uint32_t n = env->n_locations;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t loc = env->locations[i];
+        j.total += j.sparse ? env->sync->locs[loc].n_sync_events : env->trace->locations[loc].events.n;
+    }
+    uint32_t *order = visiting_order(env);
+    if (!order)
+        return ws_error_nomem(err, "replay order");
+    tr->wake = join_wake;
+    tr->scheduler = &j;
+    tr->progress = progress;
+    tr->unfinished = n;
+    int rc = WS_OK;
+    /* phase A */
+    tr->bulk = 1;
+    for (uint32_t i = 0; i < n && rc == WS_OK; i++)
+        rc = produce_location(&j, env->locations[order[i]], 1, err);
+    tr->bulk = 0;
+    int woken = 0;
+    if (rc == WS_OK)
+        rc = tr->ops->progress(tr, 0, &woken, err); /* sends what is still buffered */
+    /* phase B */
+    for (uint32_t i = 0; i < n && rc == WS_OK; i++) {
+        rc = consume_location(&j, env->locations[order[i]], err);
+        tr->unfinished = n - i - 1;
+    }
+    tr->unfinished = 0;
+    if (rc == WS_OK)
+        rc = tr->ops->finish(tr, err);
+    if (rc == WS_OK)
+        rc = report(&j, j.total, err);
+    tr->wake = NULL;
+    tr->scheduler = NULL;
+    tr->progress = NULL;
+    ws_buffer_free(&j.out);
+    free(order);
+    return rc;
+}
+
+int ws_replay_produce_messages(const ws_replay_env *env, ws_transport *tr, const ws_handler *handlers,
+                               uint32_t n_handlers, ws_error *err)
+{
+    join j;
+    memset(&j, 0, sizeof j);
+    j.env = env;
+    j.tr = tr;
+    j.handlers = handlers;
+    j.n_handlers = n_handlers;
+    ws_buffer_init(&j.out);
+    int rc = WS_OK;
+    tr->bulk = 1;
+    for (uint32_t i = 0; i < env->n_locations && rc == WS_OK; i++)
+        rc = produce_location(&j, env->locations[i], 0, err);
+    tr->bulk = 0;
+    int woken = 0;
+    if (rc == WS_OK)
+        rc = tr->ops->progress(tr, 0, &woken, err); /* sends what is still buffered */
+    ws_buffer_free(&j.out);
+    return rc;
+}
