@@ -43,12 +43,12 @@
 enum { RECORD_P2P = 1, RECORD_COLL = 2 };
 
 /* How long a thread out of work spins before it sleeps: adaptive per
- * thread between SPIN_MIN_NS and SPIN_MAX_NS, halved after a spin that
- * found nothing, doubled after one that found a record.  Between two
- * barriers of the backward replay a partner works ~1-2 us, so with two
- * free cores nearly every spin succeeds; when other programs hold the
- * cores the partner is often not running, the spins miss and shrink to
- * the minimum instead of taking the core from the thread it waits for. */
+ * thread between SPIN_MIN_NS and SPIN_MAX_NS: twice the last wait when
+ * that was shorter than SPIN_MAX_NS, else halved.  Between two barriers
+ * of the backward replay a partner works ~1-2 us, so with two free cores
+ * nearly every spin succeeds; when other programs hold the cores the
+ * partner is often not running, the waits grow long and the spins shrink
+ * to the minimum instead of taking the core from the thread waited for. */
 enum { SPIN_MAX_NS = 50 * 1000, SPIN_MIN_NS = 2 * 1000 };
 
 /* What a waiting thread watches: changed (under the hub's lock) by a
@@ -109,6 +109,7 @@ typedef struct thread_transport {
     uint32_t index;
     int stalled_here;
     long spin_budget;  /* ns (spin_unlocked) */
+    long wait_start;   /* when the current wait began (ns) */
     ws_buffer drained; /* records taken from the inbox, reused */
 } thread_transport;
 
@@ -554,12 +555,24 @@ static int spin_unlocked(thread_transport *m)
     uint64_t records = atomic_load_explicit(&h->box[me].records, memory_order_relaxed);
     uint64_t notice = atomic_load_explicit(&h->notice, memory_order_relaxed);
     pthread_mutex_unlock(&h->lock);
-    if (spin_for_news(h, me, records, notice, m->spin_budget))
-        m->spin_budget = m->spin_budget < SPIN_MAX_NS / 2 ? 2 * m->spin_budget : SPIN_MAX_NS;
-    else
-        m->spin_budget = m->spin_budget > 2 * SPIN_MIN_NS ? m->spin_budget / 2 : SPIN_MIN_NS;
+    m->wait_start = now_ns();
+    spin_for_news(h, me, records, notice, m->spin_budget);
     pthread_mutex_lock(&h->lock);
     return 1;
+}
+
+/* After a wait that began with a spin: spin long enough for a wait like
+ * this one next time, unless it was too long for any spin to bridge. */
+static void adapt_spin(thread_transport *m)
+{
+    long waited = now_ns() - m->wait_start;
+    if (waited >= 0 && waited <= SPIN_MAX_NS) {
+        long want = waited < SPIN_MAX_NS / 2 ? 2 * waited : SPIN_MAX_NS;
+        if (m->spin_budget < want)
+            m->spin_budget = want;
+    } else {
+        m->spin_budget = m->spin_budget > 2 * SPIN_MIN_NS ? m->spin_budget / 2 : SPIN_MIN_NS;
+    }
 }
 
 static int t_progress(ws_transport *t, int wait, int *woken, ws_error *err)
@@ -584,6 +597,8 @@ static int t_progress(ws_transport *t, int wait, int *woken, ws_error *err)
             return rc;
         }
         if (h->inbox[m->index].size) {
+            if (spun)
+                adapt_spin(m);
             *woken = 1;
             return drain_locked(m, err);
         }
