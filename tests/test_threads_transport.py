@@ -139,6 +139,45 @@ def test_random_spliced_traces(seed, tmp_path):
     assert_threads_equal(trace, f"spliced program {seed}", threads=(2, 3))
 
 
+def _late_rank_runs(iterations: int) -> synth.Program:
+    """4 ranks; in runs of 5 iterations one rank comes late to every
+    collective (barrier, allreduce, bcast, scan, on all ranks or on ranks
+    0-1), the others wait; every 7th iteration a ring of messages."""
+    p = synth.Program(4)
+    sub = p.comm([0, 1])
+    for it in range(iterations):
+        late = (it // 5) % 4
+        for r in range(4):
+            p.rank(r).compute("work", 0.01 * (3 if r == late else 1 + r % 2))
+        for r in range(4):
+            rp = p.rank(r)
+            op = it % 4
+            if op == 0:
+                rp.barrier()
+            elif op == 1:
+                rp.allreduce(size=8)
+            elif op == 2:
+                rp.bcast(root=late, size=8)
+            else:
+                rp.scan(size=8)
+            if r < 2:
+                rp.barrier(comm=sub).allreduce(size=8, comm=sub)
+        if it % 7 == 6:
+            sends = [p.rank(r).isend((r + 1) % 4, size=64) for r in range(4)]
+            for r in range(4):
+                p.rank(r).recv((r + 3) % 4).wait(sends[r])
+    return p
+
+
+def test_members_that_did_not_wait_contribute_ahead(tmp_path):
+    """In the backward replay a member that did not wait at a collective
+    hands no path over and is charged nothing there, so its contributions
+    travel ahead of its position (the waiting members never wait for it):
+    the results stay bitwise equal to one thread."""
+    path = _late_rank_runs(60).write(tmp_path / "trace")
+    assert_threads_equal(waitscope.open(path), "late rank runs", threads=(2, 3, 4))
+
+
 def test_public_api_threads_argument():
     trace = waitscope.open(BUNDLED)
     one = trace.analyze(delay_model="wait-first", critical_path=True, progress=False)

@@ -156,6 +156,19 @@ static int produce_site(scheduler *s, uint32_t loc, uint32_t site, uint32_t h, w
  * earlier ones completed, and with them the location would have reached
  * the later site anyway (an inconsistent trace stalls exactly where it
  * stalls without lookahead). */
+/* Whether every handler may produce location loc's contributions to
+ * `site` ahead of the location's position. */
+static int ahead_at(const scheduler *s, uint32_t loc, uint32_t site)
+{
+    for (uint32_t h = 0; h < s->n_handlers; h++) {
+        const ws_handler *hd = &s->handlers[h];
+        if (hd->coll_produce && !hd->coll_ahead &&
+            !(hd->coll_ahead_at && hd->coll_ahead_at(hd->state, s->env, loc, site)))
+            return 0;
+    }
+    return 1;
+}
+
 static int produce_ahead(scheduler *s, uint32_t loc, loc_state *st, uint32_t site, ws_error *err)
 {
     const ws_loc_sync *ls = &s->env->sync->locs[loc];
@@ -181,7 +194,7 @@ static int produce_ahead(scheduler *s, uint32_t loc, loc_state *st, uint32_t sit
     for (uint32_t k = 0; k < s->lookahead; k++, i += step, pos += step) {
         if (i < 0 || i >= (int64_t)ls->n_sites || pos < 0 || pos >= (int64_t)ls->n_sync_events ||
             ls->sync_what[pos] != (WS_SYNC_SITE | (uint32_t)i) || ls->sync_events[pos] != ls->site_event[i] ||
-            (k && ls->site_instance[i] >> 40 != comm))
+            (k && ls->site_instance[i] >> 40 != comm) || (k && !ahead_at(s, loc, (uint32_t)i)))
             break;
         for (uint32_t h = 0; h < s->n_handlers; h++) {
             int rc = produce_site(s, loc, (uint32_t)i, h, err);
@@ -415,7 +428,7 @@ int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *
     if (tr->n_processes > 1) {
         int ahead = 1;
         for (size_t h = 0; h < n_handlers; h++)
-            if (handlers[h].coll_produce && !handlers[h].coll_ahead)
+            if (handlers[h].coll_produce && !handlers[h].coll_ahead && !handlers[h].coll_ahead_at)
                 ahead = 0;
         uint32_t window = n ? 4096 / n : 0;
         if (ahead && window > 1)

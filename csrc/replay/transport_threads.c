@@ -56,7 +56,8 @@ enum { SPIN_MAX_NS = 50 * 1000, SPIN_MIN_NS = 2 * 1000 };
  * two threads' counters never share a cache line. */
 typedef struct mailbox {
     atomic_uint_least64_t records;
-    unsigned char pad1[64 - sizeof(atomic_uint_least64_t)];
+    atomic_long posted_at; /* when the last record came (now_ns) */
+    unsigned char pad1[64 - sizeof(atomic_uint_least64_t) - sizeof(atomic_long)];
     pthread_cond_t wake; /* the thread sleeps here (wait_once) */
     unsigned char pad2[64];
 } mailbox;
@@ -339,6 +340,7 @@ int ws_thread_hub_new(uint32_t n_threads, const ws_comm_layout *layout, const ui
         goto nomem;
     for (uint32_t i = 0; i < n_threads; i++) {
         atomic_init(&h->box[i].records, 0);
+        atomic_init(&h->box[i].posted_at, 0);
         if (pthread_cond_init(&h->box[i].wake, NULL) != 0) {
             ws_thread_hub_free(h);
             return ws_error_set(err, WS_ERR_INTERNAL, "threaded transport: cannot create a condition variable");
@@ -400,6 +402,7 @@ static int send_record(thread_transport *m, uint32_t to, const void *head, size_
         return ws_error_nomem(err, "threaded transport mailbox");
     /* a spinning thread sees this; counted after the unlock, so that it
      * finds the lock free when it comes for the record */
+    atomic_store_explicit(&h->box[to].posted_at, now_ns(), memory_order_relaxed);
     atomic_fetch_add_explicit(&h->box[to].records, 1, memory_order_release);
     return WS_OK;
 }
@@ -562,10 +565,14 @@ static int spin_unlocked(thread_transport *m)
 }
 
 /* After a wait that began with a spin: spin long enough for a wait like
- * this one next time, unless it was too long for any spin to bridge. */
+ * this one next time, unless it was too long for any spin to bridge.  The
+ * wait lasted until the record came (not until this thread woke up: that
+ * would keep the spin short for good once it slept). */
 static void adapt_spin(thread_transport *m)
 {
-    long waited = now_ns() - m->wait_start;
+    long waited = atomic_load_explicit(&m->h->box[m->index].posted_at, memory_order_relaxed) - m->wait_start;
+    if (waited < 0)
+        waited = 0;
     if (waited >= 0 && waited <= SPIN_MAX_NS) {
         long want = waited < SPIN_MAX_NS / 2 ? 2 * waited : SPIN_MAX_NS;
         if (m->spin_budget < want)
