@@ -17,8 +17,7 @@
  *   (Mattern's four-counter method).  Records carry the replay epoch so
  *   that early messages of the next replay are counted there.
  * - A process that waits first polls MPI without pause for a few
- *   microseconds (adaptive: twice the last wait up to 50 us, shrinking to
- *   2 us after waits longer than that), and only then yields the core between polls (sched_yield)
+ *   microseconds (how long: spin.h), and only then yields the core between polls (sched_yield)
  *   and begins quiescence rounds: a chain of tiny collectives (800 k
  *   barriers, each instance across both processes) waits ~1-2 us per
  *   instance, and one sched_yield plus one MPI_Iallreduce per wait cost
@@ -43,6 +42,7 @@
 
 #include "../common/util.h"
 #include "../waitscope.h" /* ws_progress */
+#include "spin.h"
 
 enum { TAG_DATA = 7001, TAG_ABORT = 7002 };
 enum { RECORD_P2P = 1, RECORD_COLL = 2 };
@@ -53,8 +53,6 @@ enum { RECORD_P2P = 1, RECORD_COLL = 2 };
  * time (1024-rank stencil, 2 processes: 45 % of the time waiting, slower
  * than 1 process; with 1 KiB about 10 %). */
 enum { FLUSH_BYTES = 1 << 10 };
-/* Bounds of a waiting process's busy poll (see the top). */
-enum { SPIN_MAX_NS = 50 * 1000, SPIN_MIN_NS = 2 * 1000 };
 
 typedef struct pending_send {
     MPI_Request request;
@@ -94,7 +92,7 @@ typedef struct mpi_transport {
     /* busy polls before yielding: whether (no more processes on this node
      * than cores) and for how long (ns, adaptive) */
     int spin;
-    long spin_budget;
+    ws_spin_policy spin_policy;
     /* failures every process learnt at the same step: an agreement on a
      * failure, or a stalled replay (the same quiescence round everywhere) */
     int agreed_failure;
@@ -444,33 +442,13 @@ static int waiting_interrupted(mpi_transport *m, ws_error *err)
     return WS_OK;
 }
 
-static long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)(ts.tv_sec % 1000000) * 1000000000L + ts.tv_nsec;
-}
-
-/* After a wait of `waited` ns: spin long enough for a wait like this one
- * next time, unless it was too long for any spin to bridge. */
-static void adapt_spin(mpi_transport *m, long waited)
-{
-    if (waited >= 0 && waited <= SPIN_MAX_NS) {
-        long want = waited < SPIN_MAX_NS / 2 ? 2 * waited : SPIN_MAX_NS;
-        if (m->spin_budget < want)
-            m->spin_budget = want;
-    } else {
-        m->spin_budget = m->spin_budget > 2 * SPIN_MIN_NS ? m->spin_budget / 2 : SPIN_MIN_NS;
-    }
-}
-
 static int t_progress(ws_transport *t, int wait, int *woken, ws_error *err)
 {
     mpi_transport *m = self_of(t);
     *woken = 0;
     sync_wake(m);
     int spinning = wait && m->spin;
-    long start = spinning ? now_ns() : 0;
+    long start = spinning ? ws_spin_now_ns() : 0;
     for (;;) {
         int rc = flush_all(m, err);
         if (rc)
@@ -483,15 +461,15 @@ static int t_progress(ws_transport *t, int wait, int *woken, ws_error *err)
         m->progressed = before || got;
         if (got) {
             if (wait && m->spin)
-                adapt_spin(m, now_ns() - start);
+                ws_spin_after_wait(&m->spin_policy, ws_spin_now_ns() - start);
             *woken = 1;
             return WS_OK;
         }
         if (!wait)
             return WS_OK;
         if (spinning) {
-            long now = now_ns();
-            if (now >= start && now - start <= m->spin_budget)
+            long now = ws_spin_now_ns();
+            if (now >= start && now - start <= m->spin_policy.budget)
                 continue;
             spinning = 0;
         }
@@ -782,7 +760,7 @@ int ws_transport_mpi_new(MPI_Comm comm, const ws_comm_layout *t, const uint32_t 
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         m->spin = cores > 0 && on_node <= cores;
     }
-    m->spin_budget = SPIN_MAX_NS;
+    ws_spin_init(&m->spin_policy);
     m->base.process = (uint32_t)m->rank;
     m->base.n_processes = (uint32_t)m->size;
     m->local = ws_transport_local_new(t->n_locations);

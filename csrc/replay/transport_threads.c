@@ -16,9 +16,9 @@
  * - An error on one thread (or Ctrl-C seen by the supervising caller)
  *   aborts the hub: every wait returns the error, nothing hangs.
  * - Hand-off: a thread that runs out of work first spins for a few
- *   microseconds (a pause instruction per round) on its inbox's record
- *   counter and the hub's notice counter, both atomics, before it sleeps
- *   on a condition variable of its own.  A backward replay over a chain of
+ *   microseconds (a pause instruction per round; how long: spin.h) on its
+ *   inbox's record counter and the hub's notice counter, both atomics,
+ *   before it sleeps on a condition variable of its own.  A backward replay over a chain of
  *   tiny collectives (800 k barriers of 2 members) hands off at every
  *   instance; sleeping and waking there cost ~8 us each time, spinning
  *   ~0.2 us.  A sender signals only a thread that sleeps (idle), never
@@ -39,24 +39,17 @@
 
 #include "../common/util.h"
 #include "../waitscope.h"
+#include "spin.h"
 
 enum { RECORD_P2P = 1, RECORD_COLL = 2 };
 
-/* How long a thread out of work spins before it sleeps: adaptive per
- * thread between SPIN_MIN_NS and SPIN_MAX_NS: twice the last wait when
- * that was shorter than SPIN_MAX_NS, else halved.  Between two barriers
- * of the backward replay a partner works ~1-2 us, so with two free cores
- * nearly every spin succeeds; when other programs hold the cores the
- * partner is often not running, the waits grow long and the spins shrink
- * to the minimum instead of taking the core from the thread waited for. */
-enum { SPIN_MAX_NS = 50 * 1000, SPIN_MIN_NS = 2 * 1000 };
 
 /* What a waiting thread watches: changed (under the hub's lock) by a
  * record for it; read without the lock while it spins.  Padded so that
  * two threads' counters never share a cache line. */
 typedef struct mailbox {
     atomic_uint_least64_t records;
-    atomic_long posted_at; /* when the last record came (now_ns) */
+    atomic_long posted_at; /* when the last record came (ws_spin_now_ns) */
     unsigned char pad1[64 - sizeof(atomic_uint_least64_t) - sizeof(atomic_long)];
     pthread_cond_t wake; /* the thread sleeps here (wait_once) */
     unsigned char pad2[64];
@@ -109,7 +102,7 @@ typedef struct thread_transport {
     ws_thread_hub *h;
     uint32_t index;
     int stalled_here;
-    long spin_budget;  /* ns (spin_unlocked) */
+    ws_spin_policy spin;
     long wait_start;   /* when the current wait began (ns) */
     ws_buffer drained; /* records taken from the inbox, reused */
 } thread_transport;
@@ -143,22 +136,6 @@ static void notify_all(ws_thread_hub *h)
     pthread_cond_broadcast(&h->cond);
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-static long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)(ts.tv_sec % 1000000) * 1000000000L + ts.tv_nsec;
-}
-
 /* Called without the lock: spins until thread `me` got a record or the
  * hub a notice (then 1), at most `budget` nanoseconds (then 0). */
 static int spin_for_news(ws_thread_hub *h, uint32_t me, uint64_t records, uint64_t notice, long budget)
@@ -169,13 +146,13 @@ static int spin_for_news(ws_thread_hub *h, uint32_t me, uint64_t records, uint64
             atomic_load_explicit(&h->notice, memory_order_acquire) != notice)
             return 1;
         if ((round & 15u) == 0) {
-            long t = now_ns();
+            long t = ws_spin_now_ns();
             if (round == 0)
                 start = t;
             else if (t - start > budget || t < start)
                 return 0;
         }
-        cpu_relax();
+        ws_spin_pause();
     }
 }
 
@@ -402,7 +379,7 @@ static int send_record(thread_transport *m, uint32_t to, const void *head, size_
         return ws_error_nomem(err, "threaded transport mailbox");
     /* a spinning thread sees this; counted after the unlock, so that it
      * finds the lock free when it comes for the record */
-    atomic_store_explicit(&h->box[to].posted_at, now_ns(), memory_order_relaxed);
+    atomic_store_explicit(&h->box[to].posted_at, ws_spin_now_ns(), memory_order_relaxed);
     atomic_fetch_add_explicit(&h->box[to].records, 1, memory_order_release);
     return WS_OK;
 }
@@ -558,28 +535,18 @@ static int spin_unlocked(thread_transport *m)
     uint64_t records = atomic_load_explicit(&h->box[me].records, memory_order_relaxed);
     uint64_t notice = atomic_load_explicit(&h->notice, memory_order_relaxed);
     pthread_mutex_unlock(&h->lock);
-    m->wait_start = now_ns();
-    spin_for_news(h, me, records, notice, m->spin_budget);
+    m->wait_start = ws_spin_now_ns();
+    spin_for_news(h, me, records, notice, m->spin.budget);
     pthread_mutex_lock(&h->lock);
     return 1;
 }
 
-/* After a wait that began with a spin: spin long enough for a wait like
- * this one next time, unless it was too long for any spin to bridge.  The
- * wait lasted until the record came (not until this thread woke up: that
- * would keep the spin short for good once it slept). */
+/* After a wait that began with a spin (spin.h).  The wait lasted until
+ * the record came, not until this thread woke up. */
 static void adapt_spin(thread_transport *m)
 {
     long waited = atomic_load_explicit(&m->h->box[m->index].posted_at, memory_order_relaxed) - m->wait_start;
-    if (waited < 0)
-        waited = 0;
-    if (waited >= 0 && waited <= SPIN_MAX_NS) {
-        long want = waited < SPIN_MAX_NS / 2 ? 2 * waited : SPIN_MAX_NS;
-        if (m->spin_budget < want)
-            m->spin_budget = want;
-    } else {
-        m->spin_budget = m->spin_budget > 2 * SPIN_MIN_NS ? m->spin_budget / 2 : SPIN_MIN_NS;
-    }
+    ws_spin_after_wait(&m->spin, waited < 0 ? 0 : waited);
 }
 
 static int t_progress(ws_transport *t, int wait, int *woken, ws_error *err)
@@ -894,7 +861,7 @@ int ws_transport_thread_new(ws_thread_hub *h, uint32_t index, ws_transport **out
     }
     m->h = h;
     m->index = index;
-    m->spin_budget = SPIN_MAX_NS;
+    ws_spin_init(&m->spin);
     ws_buffer_init(&m->drained);
     m->base.process = index;
     m->base.n_processes = h->n;
