@@ -336,18 +336,19 @@ for it in range(400):
 trace = waitscope.open(p.write(sys.argv[1]))
 print("analyzing", flush=True)
 while True:  # the analysis takes most of the time: Ctrl-C lands in one
-    trace.analyze(delay_model="proportional", critical_path=True, threads=3, progress=False)
+    trace.analyze(delay_model="proportional", critical_path=True, threads=int(sys.argv[2]), progress=False)
 """
 
 
-def test_ctrl_c_stops_a_threaded_analysis(tmp_path):
+@pytest.mark.parametrize("threads", [2, 3])  # 2 threads on 2 cores spin before they sleep, 3 never spin
+def test_ctrl_c_stops_a_threaded_analysis(threads, tmp_path):
     import signal
     import subprocess
     import sys
     import time
 
-    proc = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT, str(tmp_path / "trace")], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT, str(tmp_path / "trace"), str(threads)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "analyzing"
         time.sleep(0.5)
@@ -361,6 +362,28 @@ def test_ctrl_c_stops_a_threaded_analysis(tmp_path):
             pytest.fail("the threaded analysis did not stop on Ctrl-C")
     assert proc.returncode != 0
     assert err.rstrip().endswith("KeyboardInterrupt"), err
+
+
+# ---- the hand-off between threads --------------------------------------------------------------
+
+
+def test_spin_policy(tmp_path):
+    """How long a waiting thread (or MPI process) spins before it gives its
+    core away (csrc/replay/spin.h), fed with made-up waits by
+    tests/c/spin_policy.c: twice the longest short wait while at least 3/4
+    of the waits are short, the minimum otherwise."""
+    import subprocess
+
+    from test_alloc_failures import CSRC, ROOT
+
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    exe = tmp_path / "spin_policy"
+    subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-D_POSIX_C_SOURCE=200809L", f"-I{CSRC}",
+                    str(ROOT / "tests" / "c" / "spin_policy.c"), "-o", str(exe)], check=True)
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr
 
 
 # ---- data races -------------------------------------------------------------------------------

@@ -36,7 +36,9 @@ static inline void ws_spin_init(ws_spin_policy *p)
 /* A wait that began with a spin lasted `waited` ns until its data came. */
 static inline void ws_spin_after_wait(ws_spin_policy *p, long waited)
 {
-    if (waited >= 0 && waited <= WS_SPIN_MAX_NS) {
+    if (waited < 0) /* clocks read on two threads */
+        waited = 0;
+    if (waited <= WS_SPIN_MAX_NS) {
         p->short_waits++;
         if (waited > p->longest)
             p->longest = waited;

@@ -546,7 +546,7 @@ static int spin_unlocked(thread_transport *m)
 static void adapt_spin(thread_transport *m)
 {
     long waited = atomic_load_explicit(&m->h->box[m->index].posted_at, memory_order_relaxed) - m->wait_start;
-    ws_spin_after_wait(&m->spin, waited < 0 ? 0 : waited);
+    ws_spin_after_wait(&m->spin, waited);
 }
 
 static int t_progress(ws_transport *t, int wait, int *woken, ws_error *err)
