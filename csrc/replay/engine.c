@@ -147,15 +147,6 @@ static int produce_site(scheduler *s, uint32_t loc, uint32_t site, uint32_t h, w
                                  s->out.data, s->out.size, hd->coll_cache_size, err);
 }
 
-/* With lookahead: once the location reaches site `site`, produces the
- * contributions of up to `lookahead` sites from it on in replay order, as
- * long as they follow each other directly among the location's
- * synchronization events and belong to the same communicator.  Then the
- * replay still follows the recorded causality: another member can use a
- * contribution to a later instance of the communicator only after the
- * earlier ones completed, and with them the location would have reached
- * the later site anyway (an inconsistent trace stalls exactly where it
- * stalls without lookahead). */
 /* Whether every handler may produce location loc's contributions to
  * `site` ahead of the location's position. */
 static int ahead_at(const scheduler *s, uint32_t loc, uint32_t site)
@@ -169,6 +160,16 @@ static int ahead_at(const scheduler *s, uint32_t loc, uint32_t site)
     return 1;
 }
 
+/* With lookahead: once the location reaches site `site`, produces the
+ * contributions of up to `lookahead` sites from it on in replay order, as
+ * long as they follow each other directly among the location's
+ * synchronization events, belong to the same communicator and every
+ * handler may make them ahead (coll_ahead, or coll_ahead_at there).  Then the
+ * replay still follows the recorded causality: another member can use a
+ * contribution to a later instance of the communicator only after the
+ * earlier ones completed, and with them the location would have reached
+ * the later site anyway (an inconsistent trace stalls exactly where it
+ * stalls without lookahead). */
 static int produce_ahead(scheduler *s, uint32_t loc, loc_state *st, uint32_t site, ws_error *err)
 {
     const ws_loc_sync *ls = &s->env->sync->locs[loc];

@@ -16,13 +16,14 @@
 #ifndef WS_REPLAY_SPIN_H
 #define WS_REPLAY_SPIN_H
 
+#include <stdint.h>
 #include <time.h>
 
 enum { WS_SPIN_MAX_NS = 10 * 1000, WS_SPIN_MIN_NS = 1000, WS_SPIN_WINDOW = 32 };
 
 typedef struct ws_spin_policy {
-    long budget;  /* ns to poll before giving the core away */
-    long longest; /* longest short wait of this window */
+    int64_t budget;  /* ns to poll before giving the core away */
+    int64_t longest; /* longest short wait of this window */
     unsigned waits, short_waits;
 } ws_spin_policy;
 
@@ -34,7 +35,7 @@ static inline void ws_spin_init(ws_spin_policy *p)
 }
 
 /* A wait that began with a spin lasted `waited` ns until its data came. */
-static inline void ws_spin_after_wait(ws_spin_policy *p, long waited)
+static inline void ws_spin_after_wait(ws_spin_policy *p, int64_t waited)
 {
     if (waited < 0) /* clocks read on two threads */
         waited = 0;
@@ -48,7 +49,7 @@ static inline void ws_spin_after_wait(ws_spin_policy *p, long waited)
     if (++p->waits < WS_SPIN_WINDOW)
         return;
     if (4 * p->short_waits >= 3 * p->waits) {
-        long b = 2 * p->longest;
+        int64_t b = 2 * p->longest;
         p->budget = b < WS_SPIN_MIN_NS ? WS_SPIN_MIN_NS : b > WS_SPIN_MAX_NS ? WS_SPIN_MAX_NS : b;
     } else {
         p->budget = WS_SPIN_MIN_NS;
@@ -57,11 +58,11 @@ static inline void ws_spin_after_wait(ws_spin_policy *p, long waited)
     p->waits = p->short_waits = 0;
 }
 
-static inline long ws_spin_now_ns(void)
+static inline int64_t ws_spin_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)(ts.tv_sec % 1000000) * 1000000000L + ts.tv_nsec;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static inline void ws_spin_pause(void)

@@ -448,7 +448,7 @@ static int t_progress(ws_transport *t, int wait, int *woken, ws_error *err)
     *woken = 0;
     sync_wake(m);
     int spinning = wait && m->spin;
-    long start = spinning ? ws_spin_now_ns() : 0;
+    int64_t start = spinning ? ws_spin_now_ns() : 0;
     for (;;) {
         int rc = flush_all(m, err);
         if (rc)
@@ -468,7 +468,7 @@ static int t_progress(ws_transport *t, int wait, int *woken, ws_error *err)
         if (!wait)
             return WS_OK;
         if (spinning) {
-            long now = ws_spin_now_ns();
+            int64_t now = ws_spin_now_ns();
             if (now >= start && now - start <= m->spin_policy.budget)
                 continue;
             spinning = 0;

@@ -49,8 +49,8 @@ enum { RECORD_P2P = 1, RECORD_COLL = 2 };
  * two threads' counters never share a cache line. */
 typedef struct mailbox {
     atomic_uint_least64_t records;
-    atomic_long posted_at; /* when the last record came (ws_spin_now_ns) */
-    unsigned char pad1[64 - sizeof(atomic_uint_least64_t) - sizeof(atomic_long)];
+    atomic_int_least64_t posted_at; /* when the last record came (ws_spin_now_ns) */
+    unsigned char pad1[64 - sizeof(atomic_uint_least64_t) - sizeof(atomic_int_least64_t)];
     pthread_cond_t wake; /* the thread sleeps here (wait_once) */
     unsigned char pad2[64];
 } mailbox;
@@ -103,7 +103,7 @@ typedef struct thread_transport {
     uint32_t index;
     int stalled_here;
     ws_spin_policy spin;
-    long wait_start;   /* when the current wait began (ns) */
+    int64_t wait_start; /* when the current wait began (ns) */
     ws_buffer drained; /* records taken from the inbox, reused */
 } thread_transport;
 
@@ -138,15 +138,15 @@ static void notify_all(ws_thread_hub *h)
 
 /* Called without the lock: spins until thread `me` got a record or the
  * hub a notice (then 1), at most `budget` nanoseconds (then 0). */
-static int spin_for_news(ws_thread_hub *h, uint32_t me, uint64_t records, uint64_t notice, long budget)
+static int spin_for_news(ws_thread_hub *h, uint32_t me, uint64_t records, uint64_t notice, int64_t budget)
 {
-    long start = 0;
+    int64_t start = 0;
     for (uint32_t round = 0;; round++) {
         if (atomic_load_explicit(&h->box[me].records, memory_order_acquire) != records ||
             atomic_load_explicit(&h->notice, memory_order_acquire) != notice)
             return 1;
         if ((round & 15u) == 0) {
-            long t = ws_spin_now_ns();
+            int64_t t = ws_spin_now_ns();
             if (round == 0)
                 start = t;
             else if (t - start > budget || t < start)
@@ -545,7 +545,7 @@ static int spin_unlocked(thread_transport *m)
  * the record came, not until this thread woke up. */
 static void adapt_spin(thread_transport *m)
 {
-    long waited = atomic_load_explicit(&m->h->box[m->index].posted_at, memory_order_relaxed) - m->wait_start;
+    int64_t waited = atomic_load_explicit(&m->h->box[m->index].posted_at, memory_order_relaxed) - m->wait_start;
     ws_spin_after_wait(&m->spin, waited);
 }
 

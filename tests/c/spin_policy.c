@@ -7,15 +7,15 @@
 
 static int failed;
 
-static void expect(int cond, const char *what, long budget)
+static void expect(int cond, const char *what, int64_t budget)
 {
     if (!cond && !failed) {
-        printf("FAILED: %s (budget %ld ns)\n", what, budget);
+        printf("FAILED: %s (budget %lld ns)\n", what, (long long)budget);
         failed = 1;
     }
 }
 
-static void feed(ws_spin_policy *p, long waited, int times)
+static void feed(ws_spin_policy *p, int64_t waited, int times)
 {
     for (int i = 0; i < times; i++)
         ws_spin_after_wait(p, waited);
