@@ -139,6 +139,45 @@ def test_random_spliced_traces(seed, tmp_path):
     assert_threads_equal(trace, f"spliced program {seed}", threads=(2, 3))
 
 
+def _late_rank_runs(iterations: int) -> synth.Program:
+    """4 ranks; in runs of 5 iterations one rank comes late to every
+    collective (barrier, allreduce, bcast, scan, on all ranks or on ranks
+    0-1), the others wait; every 7th iteration a ring of messages."""
+    p = synth.Program(4)
+    sub = p.comm([0, 1])
+    for it in range(iterations):
+        late = (it // 5) % 4
+        for r in range(4):
+            p.rank(r).compute("work", 0.01 * (3 if r == late else 1 + r % 2))
+        for r in range(4):
+            rp = p.rank(r)
+            op = it % 4
+            if op == 0:
+                rp.barrier()
+            elif op == 1:
+                rp.allreduce(size=8)
+            elif op == 2:
+                rp.bcast(root=late, size=8)
+            else:
+                rp.scan(size=8)
+            if r < 2:
+                rp.barrier(comm=sub).allreduce(size=8, comm=sub)
+        if it % 7 == 6:
+            sends = [p.rank(r).isend((r + 1) % 4, size=64) for r in range(4)]
+            for r in range(4):
+                p.rank(r).recv((r + 3) % 4).wait(sends[r])
+    return p
+
+
+def test_members_that_did_not_wait_contribute_ahead(tmp_path):
+    """In the backward replay a member that did not wait at a collective
+    hands no path over and is charged nothing there, so its contributions
+    travel ahead of its position (the waiting members never wait for it):
+    the results stay bitwise equal to one thread."""
+    path = _late_rank_runs(60).write(tmp_path / "trace")
+    assert_threads_equal(waitscope.open(path), "late rank runs", threads=(2, 3, 4))
+
+
 def test_public_api_threads_argument():
     trace = waitscope.open(BUNDLED)
     one = trace.analyze(delay_model="wait-first", critical_path=True, progress=False)
@@ -280,18 +319,19 @@ for it in range(400):
 trace = waitscope.open(p.write(sys.argv[1]))
 print("analyzing", flush=True)
 while True:  # the analysis takes most of the time: Ctrl-C lands in one
-    trace.analyze(delay_model="proportional", critical_path=True, threads=3, progress=False)
+    trace.analyze(delay_model="proportional", critical_path=True, threads=int(sys.argv[2]), progress=False)
 """
 
 
-def test_ctrl_c_stops_a_threaded_analysis(tmp_path):
+@pytest.mark.parametrize("threads", [2, 3])  # 2 threads on 2 cores spin before they sleep, 3 never spin
+def test_ctrl_c_stops_a_threaded_analysis(threads, tmp_path):
     import signal
     import subprocess
     import sys
     import time
 
-    proc = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT, str(tmp_path / "trace")], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT, str(tmp_path / "trace"), str(threads)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "analyzing"
         time.sleep(0.5)
@@ -305,6 +345,28 @@ def test_ctrl_c_stops_a_threaded_analysis(tmp_path):
             pytest.fail("the threaded analysis did not stop on Ctrl-C")
     assert proc.returncode != 0
     assert err.rstrip().endswith("KeyboardInterrupt"), err
+
+
+# ---- the hand-off between threads --------------------------------------------------------------
+
+
+def test_spin_policy(tmp_path):
+    """How long a waiting thread (or MPI process) spins before it gives its
+    core away (csrc/replay/spin.h), fed with made-up waits by
+    tests/c/spin_policy.c: twice the longest short wait while at least 3/4
+    of the waits are short, the minimum otherwise."""
+    import subprocess
+
+    from test_alloc_failures import CSRC, ROOT
+
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    exe = tmp_path / "spin_policy"
+    subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-D_POSIX_C_SOURCE=200809L", f"-I{CSRC}",
+                    str(ROOT / "tests" / "c" / "spin_policy.c"), "-o", str(exe)], check=True)
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr
 
 
 # ---- data races -------------------------------------------------------------------------------

@@ -143,7 +143,9 @@ static int note_for(ws_causes *c, uint32_t loc, uint32_t k, uint32_t delayer, ui
     memset(&note, 0, sizeof note);
     note.wait = c->delay && handled(p->wclass) ? p->wait : 0.0;
     note.gamma = c->delay && handled(p->wclass) ? point_wait_in(cl, k) : 0.0;
-    const double *gl = c->delay ? point_gl(cl, k) : NULL;
+    /* read only with a wait (ws_charge); left 0 otherwise, so that a note
+     * without one is the same whenever it is made (p4_coll_ahead_at) */
+    const double *gl = c->delay && note.wait > 0.0 ? point_gl(cl, k) : NULL;
     if (gl)
         memcpy(note.gl + 1, gl, NGL * sizeof *gl);
     note.wclass = p->wclass;
@@ -282,6 +284,22 @@ static int p4_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
         return WS_OK;
     }
     return note_for(c, loc, k, delayer, waited ? delayer : WS_NONE32, out, err);
+}
+
+/* A member that did not wait at a site hands no path over and is charged
+ * nothing there: its note (who it is, no wait, no token) is the same
+ * whatever the replay did before, so the engine may make it ahead, and the
+ * members that did wait never wait for it.  With a wait or a possible
+ * token the note depends on the replay (long-term costs, the path). */
+static int p4_coll_ahead_at(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site)
+{
+    (void)env;
+    ws_causes *c = state;
+    const cause_loc *cl = &c->locs[loc];
+    if (c->a->locs[loc].site_wait[site] > 0.0)
+        return 0;
+    uint32_t k = cl->site_sp[site];
+    return k == WS_NONE32 || !(c->delay && handled(cl->sp[k].wclass) && cl->sp[k].wait > 0.0);
 }
 
 /* What pass 4 shares between the members of an instance: the notes that
@@ -640,6 +658,7 @@ void ws_causes_handlers(ws_causes *c, int pass, ws_handler *h)
         h->coll_consume = p4_coll_consume;
         h->coll_combine = p4_coll_combine;
         h->coll_cache_size = sizeof(p4_coll_cache);
+        h->coll_ahead_at = p4_coll_ahead_at;
     } else {
         h->msg_produce = p5_produce;
         h->msg_consume = p5_consume;

@@ -156,10 +156,24 @@ static int produce_site(scheduler *s, uint32_t loc, uint32_t site, uint32_t h, w
                                  s->out.data, s->out.size, hd->coll_cache_size, err);
 }
 
+/* Whether every handler may produce location loc's contributions to
+ * `site` ahead of the location's position. */
+static int ahead_at(const scheduler *s, uint32_t loc, uint32_t site)
+{
+    for (uint32_t h = 0; h < s->n_handlers; h++) {
+        const ws_handler *hd = &s->handlers[h];
+        if (hd->coll_produce && !hd->coll_ahead && !hd->unordered &&
+            !(hd->coll_ahead_at && hd->coll_ahead_at(hd->state, s->env, loc, site)))
+            return 0;
+    }
+    return 1;
+}
+
 /* With lookahead: once the location reaches site `site`, produces the
  * contributions of up to `lookahead` sites from it on in replay order, as
  * long as they follow each other directly among the location's
- * synchronization events and belong to the same communicator.  Then the
+ * synchronization events, belong to the same communicator and every
+ * handler may make them ahead (coll_ahead, or coll_ahead_at there).  Then the
  * replay still follows the recorded causality: another member can use a
  * contribution to a later instance of the communicator only after the
  * earlier ones completed, and with them the location would have reached
@@ -190,7 +204,7 @@ static int produce_ahead(scheduler *s, uint32_t loc, loc_state *st, uint32_t sit
     for (uint32_t k = 0; k < s->lookahead; k++, i += step, pos += step) {
         if (i < 0 || i >= (int64_t)ls->n_sites || pos < 0 || pos >= (int64_t)ls->n_sync_events ||
             ls->sync_what[pos] != (WS_SYNC_SITE | (uint32_t)i) || ls->sync_events[pos] != ls->site_event[i] ||
-            (k && ls->site_instance[i] >> 40 != comm))
+            (k && ls->site_instance[i] >> 40 != comm) || (k && !ahead_at(s, loc, (uint32_t)i)))
             break;
         for (uint32_t h = 0; h < s->n_handlers; h++) {
             int rc = produce_site(s, loc, (uint32_t)i, h, err);
@@ -460,7 +474,8 @@ int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *
     {
         int ahead = 1;
         for (size_t h = 0; h < n_handlers; h++)
-            if (handlers[h].coll_produce && !handlers[h].coll_ahead && !handlers[h].unordered)
+            if (handlers[h].coll_produce && !handlers[h].coll_ahead && !handlers[h].unordered &&
+                !handlers[h].coll_ahead_at)
                 ahead = 0;
         uint32_t window = n ? 4096 / n : 0;
         uint32_t cap = tr->n_processes > 1 ? REMOTE_WINDOW : LOCAL_WINDOW;

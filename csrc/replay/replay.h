@@ -102,6 +102,14 @@ typedef struct ws_handler {
      * O(members^2).  Must not depend on which member comes first. */
     int (*coll_combine)(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site, ws_coll_view *view,
                         ws_error *err);
+    /* Optional, for a handler without coll_ahead: whether location loc's
+     * contribution to collective site `site` (coll_active and
+     * coll_produce) depends on nothing this replay changes.  The engine
+     * then produces such contributions ahead as with coll_ahead, but never
+     * past a site where this answers 0: that one is produced at the site,
+     * in order.  A member that has nothing to say at a site (e.g. did not
+     * wait) so never keeps the others waiting for it. */
+    int (*coll_ahead_at)(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site);
 } ws_handler;
 
 /* Tells a transport that wants it (ops->set_layout) how many message

@@ -16,9 +16,13 @@
  *   consecutive rounds with equal, balanced counts and no progress
  *   (Mattern's four-counter method).  Records carry the replay epoch so
  *   that early messages of the next replay are counted there.
- * - A process that waits polls MPI, but yields the core between polls
- *   (sched_yield): processes sharing cores (more processes than cores,
- *   or other programs) then get on with their work.
+ * - A process that waits first polls MPI without pause for a few
+ *   microseconds (how long: spin.h), and only then yields the core between polls (sched_yield)
+ *   and begins quiescence rounds: a chain of tiny collectives (800 k
+ *   barriers, each instance across both processes) waits ~1-2 us per
+ *   instance, and one sched_yield plus one MPI_Iallreduce per wait cost
+ *   more than that.  With more processes on the node than cores nobody
+ *   spins: processes sharing cores then get on with their work.
  * - An error on one process is broadcast as an abort message; the others
  *   stop waiting and report it.  Failures that every process learns at
  *   the same step (an agreement, or a stalled replay seen by the same
@@ -33,9 +37,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "../common/util.h"
 #include "../waitscope.h" /* ws_progress */
+#include "spin.h"
 
 enum { TAG_DATA = 7001, TAG_ABORT = 7002 };
 enum { RECORD_P2P = 1, RECORD_COLL = 2 };
@@ -90,6 +97,10 @@ typedef struct mpi_transport {
     int aborted;
     /* rounds of the waiting loops since the last look at Ctrl-C */
     unsigned idle_rounds;
+    /* busy polls before yielding: whether (no more processes on this node
+     * than cores) and for how long (ns, adaptive) */
+    int spin;
+    ws_spin_policy spin_policy;
     /* failures every process learnt at the same step: an agreement on a
      * failure, or a stalled replay (the same quiescence round everywhere) */
     int agreed_failure;
@@ -445,6 +456,8 @@ static int t_progress(ws_transport *t, int wait, int *woken, ws_error *err)
     mpi_transport *m = self_of(t);
     *woken = 0;
     sync_wake(m);
+    int spinning = wait && m->spin;
+    int64_t start = spinning ? ws_spin_now_ns() : 0;
     for (;;) {
         int rc = flush_all(m, err);
         if (rc)
@@ -456,11 +469,19 @@ static int t_progress(ws_transport *t, int wait, int *woken, ws_error *err)
         int got = m->progressed;
         m->progressed = before || got;
         if (got) {
+            if (wait && m->spin)
+                ws_spin_after_wait(&m->spin_policy, ws_spin_now_ns() - start);
             *woken = 1;
             return WS_OK;
         }
         if (!wait)
             return WS_OK;
+        if (spinning) {
+            int64_t now = ws_spin_now_ns();
+            if (now >= start && now - start <= m->spin_policy.budget)
+                continue;
+            spinning = 0;
+        }
         int all_done = 0;
         rc = quiescence_round(m, &all_done, err);
         if (rc < 0 || (rc > 0 && err->code && !all_done))
@@ -739,6 +760,16 @@ int ws_transport_mpi_new(MPI_Comm comm, const ws_comm_layout *t, const uint32_t 
     }
     MPI_Comm_rank(m->comm, &m->rank);
     MPI_Comm_size(m->comm, &m->size);
+    /* busy polls only where every process of this node has a core */
+    MPI_Comm node;
+    if (MPI_Comm_split_type(m->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        int on_node = 0;
+        MPI_Comm_size(node, &on_node);
+        MPI_Comm_free(&node);
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        m->spin = cores > 0 && on_node <= cores;
+    }
+    ws_spin_init(&m->spin_policy);
     m->base.process = (uint32_t)m->rank;
     m->base.n_processes = (uint32_t)m->size;
     m->local = ws_transport_local_new(t->n_locations);
