@@ -237,6 +237,10 @@ def main() -> None:
             runs[state, "bare"].append(timed(lambda: _core.bare_read(anchor)))
             prepare()
             runs[state, "ours"].append(timed(lambda: load_and_drop(anchor)))
+    # the threaded load after the others: its store lives in the threads'
+    # malloc arenas, which would change the heap the one-thread load reuses
+    for _ in range(args.repeat):
+        for state, prepare in states.items():
             prepare()
             runs[state, "threads"].append(timed(lambda: load_and_drop(anchor, args.threads)))
 

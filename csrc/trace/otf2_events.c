@@ -4,6 +4,7 @@
 #include "otf2_io.h"
 #include "otf2_check.h"
 #include "otf2_reader_int.h"
+#include "otf2_rows.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -16,30 +17,6 @@
 #include <otf2/otf2.h>
 
 /* ---- events ------------------------------------------------------------- */
-
-/* The side tables (messages, requests, collectives) of the location being
- * read are collected in these rows, which one ws_otf2_load_events call
- * reuses for all its locations; when a location is complete they are
- * copied into columns of exactly the right size.  So the store's arrays
- * are never grown or shrunk (no realloc copies, no heap holes), and the
- * rows stay allocated (and their pages resident) from one location to the
- * next. */
-typedef struct side_rows {
-    size_t cap_msg, cap_req, cap_coll;
-    uint32_t *msg_event;
-    uint32_t *msg_peer;
-    uint32_t *msg_comm;
-    uint32_t *msg_tag;
-    uint64_t *msg_bytes;
-    uint32_t *req_event;
-    uint64_t *req_id;
-    uint32_t *coll_event;
-    uint32_t *coll_comm;
-    uint32_t *coll_root;
-    uint8_t *coll_op;
-    uint64_t *coll_sent;
-    uint64_t *coll_received;
-} side_rows;
 
 /* A direct-mapped memo of Enter lookups (parent call path, OTF2 region
  * id) -> call path in front of lookup_region and ws_callpath_child: an
@@ -56,16 +33,6 @@ typedef struct cp_memo_entry {
     OTF2_RegionRef region;
     uint32_t cp;
 } cp_memo_entry;
-
-/* A location announcing at least this many records gets its side tables
- * written in place instead: every column is reserved for that many rows
- * (an upper bound: a row takes a record; pages never written cost
- * nothing) and shrunk in place when the location is complete, so that
- * neither the rows' pages nor a copy is paid for big locations. */
-#define DIRECT_ROWS_MIN (1u << 17)
-/* and at most this many (65 bytes of address space per record, transient;
- * a damaged definition announcing more takes the rows) */
-#define DIRECT_ROWS_MAX (1u << 26)
 
 /* Working memory of one ws_otf2_load_events call. */
 typedef struct load_scratch {
@@ -86,65 +53,12 @@ static load_scratch *scratch_new(void)
     return s;
 }
 
-static void rows_free(side_rows *r)
-{
-    free(r->msg_event);
-    free(r->msg_peer);
-    free(r->msg_comm);
-    free(r->msg_tag);
-    free(r->msg_bytes);
-    free(r->req_event);
-    free(r->req_id);
-    free(r->coll_event);
-    free(r->coll_comm);
-    free(r->coll_root);
-    free(r->coll_op);
-    free(r->coll_sent);
-    free(r->coll_received);
-    memset(r, 0, sizeof *r);
-}
-
-/* Reserves every column of `r` (empty) for n rows; -1 (and r empty) if
- * memory runs out. */
-static int rows_reserve(side_rows *r, size_t n)
-{
-    int failed = 0;
-#define RESERVE_ROWS(field)                                          \
-    do {                                                             \
-        r->field = ws_malloc_array(n, sizeof *r->field);             \
-        if (r->field)                                                \
-            ws_advise_huge(r->field, n * sizeof *r->field);          \
-        else                                                         \
-            failed = 1;                                              \
-    } while (0)
-    RESERVE_ROWS(msg_event);
-    RESERVE_ROWS(msg_peer);
-    RESERVE_ROWS(msg_comm);
-    RESERVE_ROWS(msg_tag);
-    RESERVE_ROWS(msg_bytes);
-    RESERVE_ROWS(req_event);
-    RESERVE_ROWS(req_id);
-    RESERVE_ROWS(coll_event);
-    RESERVE_ROWS(coll_comm);
-    RESERVE_ROWS(coll_root);
-    RESERVE_ROWS(coll_op);
-    RESERVE_ROWS(coll_sent);
-    RESERVE_ROWS(coll_received);
-#undef RESERVE_ROWS
-    if (failed) {
-        rows_free(r);
-        return -1;
-    }
-    r->cap_msg = r->cap_req = r->cap_coll = n;
-    return 0;
-}
-
 static void scratch_free(load_scratch *s)
 {
     if (!s)
         return;
-    rows_free(&s->side);
-    rows_free(&s->direct);
+    ws_rows_free(&s->side);
+    ws_rows_free(&s->direct);
     free(s->stack);
     free(s->stack_id);
     free(s);
@@ -318,52 +232,6 @@ static int map_comm(evt_ctx *c, OTF2_CommRef comm, uint32_t *out)
     return 0;
 }
 
-/* Grows each of the given side-table arrays to `cap` rows (their common
- * capacity is `old`).  Returns 0 or -1; arrays grown before a failure stay
- * valid. */
-#define GROW_ROWS(arr, old, cap)                                          \
-    do {                                                                  \
-        size_t k__ = (old);                                               \
-        if (ws_grow((void **)&(arr), &k__, (cap), sizeof *(arr)) != 0)    \
-            return -1;                                                    \
-        ws_advise_huge((arr), k__ * sizeof *(arr));                       \
-    } while (0)
-
-static int grow_messages(side_rows *r)
-{
-    size_t cap = r->cap_msg ? r->cap_msg * 2 : 256;
-    GROW_ROWS(r->msg_event, r->cap_msg, cap);
-    GROW_ROWS(r->msg_peer, r->cap_msg, cap);
-    GROW_ROWS(r->msg_comm, r->cap_msg, cap);
-    GROW_ROWS(r->msg_tag, r->cap_msg, cap);
-    GROW_ROWS(r->msg_bytes, r->cap_msg, cap);
-    r->cap_msg = cap;
-    return 0;
-}
-
-static int grow_requests(side_rows *r)
-{
-    size_t cap = r->cap_req ? r->cap_req * 2 : 256;
-    GROW_ROWS(r->req_event, r->cap_req, cap);
-    GROW_ROWS(r->req_id, r->cap_req, cap);
-    r->cap_req = cap;
-    return 0;
-}
-
-static int grow_collectives(side_rows *r)
-{
-    size_t cap = r->cap_coll ? r->cap_coll * 2 : 64;
-    GROW_ROWS(r->coll_event, r->cap_coll, cap);
-    GROW_ROWS(r->coll_comm, r->cap_coll, cap);
-    GROW_ROWS(r->coll_root, r->cap_coll, cap);
-    GROW_ROWS(r->coll_op, r->cap_coll, cap);
-    GROW_ROWS(r->coll_sent, r->cap_coll, cap);
-    GROW_ROWS(r->coll_received, r->cap_coll, cap);
-    r->cap_coll = cap;
-    return 0;
-}
-#undef GROW_ROWS
-
 static OTF2_CallbackCode push_message(evt_ctx *c, OTF2_TimeStamp time, uint8_t kind, uint32_t peer,
                                       OTF2_CommRef comm, uint32_t tag, uint64_t bytes)
 {
@@ -380,7 +248,7 @@ static OTF2_CallbackCode push_message(evt_ctx *c, OTF2_TimeStamp time, uint8_t k
     ws_events *ev = c->ev;
     side_rows *rows = c->rows;
     uint64_t i = ev->n_messages;
-    if (i + 1 > rows->cap_msg && grow_messages(rows) != 0)
+    if (i + 1 > rows->cap_msg && ws_rows_grow_messages(rows) != 0)
         EVT_FAIL(c, WS_ERR_NOMEM, "out of memory for message records");
     int64_t e = push_event(c, time, kind, (uint32_t)i);
     if (e < 0)
@@ -402,7 +270,7 @@ static OTF2_CallbackCode push_request(evt_ctx *c, OTF2_TimeStamp time, uint8_t k
     ws_events *ev = c->ev;
     side_rows *rows = c->rows;
     uint64_t i = ev->n_requests;
-    if (i + 1 > rows->cap_req && grow_requests(rows) != 0)
+    if (i + 1 > rows->cap_req && ws_rows_grow_requests(rows) != 0)
         EVT_FAIL(c, WS_ERR_NOMEM, "out of memory for request records");
     if (event < 0) {
         event = push_event(c, time, kind, (uint32_t)i);
@@ -506,7 +374,7 @@ static OTF2_CallbackCode on_coll_end(OTF2_LocationRef l, OTF2_TimeStamp time, ui
     ws_events *ev = c->ev;
     side_rows *rows = c->rows;
     uint64_t i = ev->n_collectives;
-    if (i + 1 > rows->cap_coll && grow_collectives(rows) != 0)
+    if (i + 1 > rows->cap_coll && ws_rows_grow_collectives(rows) != 0)
         EVT_FAIL(c, WS_ERR_NOMEM, "out of memory for collective records");
     int64_t e = push_event(c, time, WS_EV_COLL_END, (uint32_t)i);
     if (e < 0)
@@ -575,91 +443,6 @@ static OTF2_EvtReaderCallbacks *new_event_callbacks(void)
     OTF2_EvtReaderCallbacks_SetProgramEndCallback(cbs, on_program_end);
     OTF2_EvtReaderCallbacks_SetMeasurementOnOffCallback(cbs, on_measurement);
     return cbs;
-}
-
-/* Copies `n` rows of `size` bytes into a new array of exactly that size
- * (of one zeroed element when n == 0, so that every column is a valid
- * pointer). */
-static void *exact_copy(const void *rows, uint64_t n, size_t size)
-{
-    if (n == 0)
-        return ws_calloc(1, size);
-    if (n > SIZE_MAX / size)
-        return NULL;
-    void *p = ws_malloc((size_t)n * size);
-    if (p) {
-        ws_advise_huge(p, (size_t)n * size);
-        memcpy(p, rows, (size_t)n * size);
-    }
-    return p;
-}
-
-/* Completes the columns of a finished location: time, kind and ref were
- * reserved for the announced number of records and are shrunk only if
- * some records were skipped; the side tables are copied from the rows. */
-static int finish_columns(ws_events *ev, uint64_t cap, side_rows *r, int direct)
-{
-#define SHRINK(field)                                                           \
-    do {                                                                        \
-        void *p__ = ws_realloc(ev->field, (size_t)ev->n * sizeof *ev->field + 1);  \
-        if (p__)                                                                \
-            ev->field = p__;                                                    \
-    } while (0)
-    if (cap != ev->n) {
-        SHRINK(time);
-        SHRINK(kind);
-        SHRINK(ref);
-    }
-#undef SHRINK
-    if (direct) {
-        /* the columns were written in place: shrink them (in place; should
-         * that fail, the larger block serves as well) and hand them over */
-#define TAKE(field, n)                                                                      \
-    do {                                                                                    \
-        void *p__ = ws_realloc(r->field, (size_t)((n) ? (n) : 1) * sizeof *ev->field);      \
-        ev->field = p__ ? p__ : r->field;                                                   \
-        r->field = NULL;                                                                    \
-        if ((n) == 0)                                                                       \
-            memset(ev->field, 0, sizeof *ev->field);                                        \
-    } while (0)
-        TAKE(msg_event, ev->n_messages);
-        TAKE(msg_peer, ev->n_messages);
-        TAKE(msg_comm, ev->n_messages);
-        TAKE(msg_tag, ev->n_messages);
-        TAKE(msg_bytes, ev->n_messages);
-        TAKE(req_event, ev->n_requests);
-        TAKE(req_id, ev->n_requests);
-        TAKE(coll_event, ev->n_collectives);
-        TAKE(coll_comm, ev->n_collectives);
-        TAKE(coll_root, ev->n_collectives);
-        TAKE(coll_op, ev->n_collectives);
-        TAKE(coll_sent, ev->n_collectives);
-        TAKE(coll_received, ev->n_collectives);
-#undef TAKE
-        rows_free(r);
-        return 0;
-    }
-#define COPY(field, n)                                           \
-    do {                                                         \
-        ev->field = exact_copy(r->field, (n), sizeof *ev->field); \
-        if (!ev->field)                                          \
-            return -1;                                           \
-    } while (0)
-    COPY(msg_event, ev->n_messages);
-    COPY(msg_peer, ev->n_messages);
-    COPY(msg_comm, ev->n_messages);
-    COPY(msg_tag, ev->n_messages);
-    COPY(msg_bytes, ev->n_messages);
-    COPY(req_event, ev->n_requests);
-    COPY(req_id, ev->n_requests);
-    COPY(coll_event, ev->n_collectives);
-    COPY(coll_comm, ev->n_collectives);
-    COPY(coll_root, ev->n_collectives);
-    COPY(coll_op, ev->n_collectives);
-    COPY(coll_sent, ev->n_collectives);
-    COPY(coll_received, ev->n_collectives);
-#undef COPY
-    return 0;
 }
 
 char *ws_otf2_location_file(const char *directory, uint64_t location, const char *suffix)
@@ -760,7 +543,7 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
     c.cap = initial;
     c.rows = &scratch->side;
     if (loc->n_events_defined >= DIRECT_ROWS_MIN && loc->n_events_defined <= DIRECT_ROWS_MAX &&
-        rows_reserve(&scratch->direct, (size_t)loc->n_events_defined) == 0)
+        ws_rows_reserve(&scratch->direct, (size_t)loc->n_events_defined) == 0)
         c.rows = &scratch->direct;
     OTF2_ErrorCode s = OTF2_EvtReader_SetCallbacks(er, cbs, &c);
     uint64_t records = 0;
@@ -803,14 +586,14 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
         goto done;
     }
     c.ev->n_skipped = records - c.ev->n;
-    if (finish_columns(c.ev, c.cap, c.rows, c.rows == &scratch->direct) != 0) {
+    if (ws_rows_finish_columns(c.ev, c.cap, c.rows, c.rows == &scratch->direct) != 0) {
         rc = ws_error_nomem(err, "events");
         goto done;
     }
     loc->loaded = 1;
 
 done:
-    rows_free(&scratch->direct); /* left over only on error */
+    ws_rows_free(&scratch->direct); /* left over only on error */
     if (er)
         OTF2_Reader_CloseEvtReader(reader, er);
     if (rc != WS_OK)
