@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import waitscope
+from waitscope import synth
 
 
 def test_missing_path(tmp_path):
@@ -305,3 +306,41 @@ def test_stalled_replay_names_the_trace(tmp_path):
     message = str(info.value)
     assert message.startswith(f"{path / 'traces.otf2'}: {path / 'traces'}/"), message
     assert "the trace's communication is inconsistent" in message
+
+
+def _zero_time_messages(steps: int) -> synth.Program:
+    """Two ranks exchanging messages without computing: every event at time 0."""
+    p = synth.Program(2)
+    for _ in range(steps):
+        p.rank(0).send(1, size=8)
+        p.rank(1).recv(0)
+    return p
+
+
+def test_events_all_at_time_zero_over_many_chunks_read_back(tmp_path):
+    # 60,000 messages make event files of ~2.4 MB, over several of
+    # libotf2's 1 MiB chunks; at tick 0 throughout, libotf2's reader
+    # decoded such a file without end.  Written one tick later, it reads
+    # back whole, at the same times.
+    prog = _zero_time_messages(60_000)
+    trace = waitscope.open(prog.write(tmp_path / "zero"), progress=False)
+    # per rank: program begin and end, main, MPI_Init and MPI_Finalize (8),
+    # and enter, send or receive, leave per message
+    assert trace.n_events == 2 * (8 + 3 * 60_000)
+    for loc in range(2):
+        assert not trace.events(loc).time.any()
+
+
+def test_more_event_records_than_announced(tmp_path):
+    # An event file with more records than its location announces (here:
+    # the file of a longer run of the same program) is refused, naming the
+    # file, after at most one record past the announced count: a damaged
+    # file that libotf2 would decode without end stops there as well.
+    short = Path(_zero_time_messages(10).write(tmp_path / "short"))
+    long_ = Path(_zero_time_messages(2_000).write(tmp_path / "long"))
+    evt = short.parent / "traces" / "0.evt"
+    evt.write_bytes((long_.parent / "traces" / "0.evt").read_bytes())
+    for threads in (1, 2):
+        with pytest.raises(waitscope.TraceError, match=r"0\.evt: location 0: the file holds more event records "
+                                                       r"than the definitions announce \(38\)"):
+            waitscope.open(short, progress=False, threads=threads)

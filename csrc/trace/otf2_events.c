@@ -547,13 +547,16 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
         c.rows = &scratch->direct;
     OTF2_ErrorCode s = OTF2_EvtReader_SetCallbacks(er, cbs, &c);
     uint64_t records = 0;
-    const uint64_t batch = 1u << 20;
     while (s == OTF2_SUCCESS) {
+        /* never more than one record past the announced count: on some
+         * damaged files libotf2 decodes records without end */
+        uint64_t left = loc->n_events_defined - records + 1;
+        uint64_t batch = left < (1u << 20) ? left : (1u << 20);
         uint64_t n = 0;
         s = OTF2_EvtReader_ReadEvents(er, batch, &n);
         records += n;
         *done += n;
-        if (s != OTF2_SUCCESS || n < batch)
+        if (s != OTF2_SUCCESS || n < batch || records > loc->n_events_defined)
             break;
         if (progress && progress->callback && progress->callback(progress->context, "load", *done, total)) {
             rc = ws_error_set(err, WS_ERR_INTERRUPTED, "loading interrupted");
@@ -568,6 +571,13 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
         rc = ws_error_set(err, WS_ERR_FORMAT, "%s: corrupted or truncated event file of location %llu (%s: %s)",
                           evt_path, (unsigned long long)loc->otf2_id, OTF2_Error_GetName(s),
                           OTF2_Error_GetDescription(s));
+        goto done;
+    }
+    if (records > loc->n_events_defined) {
+        rc = ws_error_set(err, WS_ERR_FORMAT,
+                          "%s: location %llu: the file holds more event records than the definitions announce "
+                          "(%llu): it is damaged or does not belong to this archive",
+                          evt_path, (unsigned long long)loc->otf2_id, (unsigned long long)loc->n_events_defined);
         goto done;
     }
     if (c.depth != 0) {

@@ -87,7 +87,10 @@ int synth_build_definitions(synth *s)
     t->directory = ws_strdup("<synthetic>");
     NOMEM_IF(!t->path || !t->directory);
     t->clock.resolution = (uint64_t)s->res;
-    t->clock.offset = 0;
+    /* time 0 is tick 1: libotf2 cannot read back a location whose events
+     * all sit at tick 0 over more than one 1 MiB chunk (its reader decodes
+     * without end), and a program without computation puts them there */
+    t->clock.offset = 1;
     t->clock.realtime = OTF2_UNDEFINED_TIMESTAMP;
     t->clock.defined = 1;
 
