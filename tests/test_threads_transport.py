@@ -11,6 +11,7 @@ replay cannot get through must fail with the same message, not hang.
 """
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import threading
@@ -406,3 +407,16 @@ def test_no_data_race_under_threadsanitizer(tmp_path):
     lines = re.findall(r" threads (\d) status (\w+) same 1$", out.stdout, re.M)
     assert len(lines) == 9, out.stdout
     assert [status for _, status in lines[-3:]] == ["WS_ERR_MATCH"] * 3
+
+
+def test_auto_threads_leave_each_thread_many_locations(monkeypatch):
+    # "auto": one thread per core, but at least 16 locations per thread
+    from waitscope.trace import AUTO_LOCATIONS_PER_THREAD, _check_threads
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert AUTO_LOCATIONS_PER_THREAD == 16
+    assert [_check_threads("auto", n, None, 16) for n in (1, 2, 31, 32, 47, 48, 1024)] == [1, 1, 1, 2, 2, 3, 8]
+    # loading has no hand-offs: one thread per core, at most one per location
+    assert [_check_threads("auto", n, None) for n in (1, 2, 1024)] == [1, 2, 8]
+    # explicit counts are taken as asked (up to one per location)
+    assert _check_threads(4, 2, None, 16) == 2
