@@ -74,29 +74,18 @@ static int bare_read_global(OTF2_Reader *reader, const char *anchor, const bare_
  * of all locations through OTF2's global event reader instead. */
 int ws_otf2_bare_read(const char *path, int global, uint64_t *n_records, ws_error *err)
 {
-    ws_otf2_silence();
     *n_records = 0;
     char *anchor = NULL;
-    int rc = ws_otf2_resolve_anchor(path, &anchor, err);
+    OTF2_Reader *reader = NULL;
+    int rc = ws_otf2_open_anchor(path, &anchor, &reader, err);
     if (rc)
         return rc;
-    if ((rc = ws_otf2_check_anchor(anchor, err))) {
-        free(anchor);
-        return rc;
-    }
     char *directory = ws_otf2_archive_directory(anchor);
     if (!directory) {
+        OTF2_Reader_Close(reader);
         free(anchor);
         return ws_error_nomem(err, "path");
     }
-    OTF2_Reader *reader = OTF2_Reader_Open(anchor);
-    if (!reader) {
-        rc = ws_error_set(err, WS_ERR_FORMAT, "%s: not a readable OTF2 anchor file", anchor);
-        free(directory);
-        free(anchor);
-        return rc;
-    }
-    OTF2_Reader_SetSerialCollectiveCallbacks(reader);
 
     bare_defs d = {NULL, 0, 0};
     OTF2_ErrorCode s = OTF2_ERROR_MEM_ALLOC_FAILED;

@@ -525,11 +525,10 @@ static int check_local_definition_files(const ws_trace *t, ws_error *err)
     return rc;
 }
 
-int ws_otf2_open(const char *path, ws_trace **out, ws_error *err)
+int ws_otf2_open_anchor(const char *path, char **anchor_out, OTF2_Reader **reader_out, ws_error *err)
 {
-    *out = NULL;
-    if (!path || !*path)
-        return ws_error_set(err, WS_ERR_ARGUMENT, "empty trace path");
+    *anchor_out = NULL;
+    *reader_out = NULL;
     ws_otf2_silence();
     char *anchor = NULL;
     int rc = ws_otf2_resolve_anchor(path, &anchor, err);
@@ -546,6 +545,21 @@ int ws_otf2_open(const char *path, ws_trace **out, ws_error *err)
         return rc;
     }
     OTF2_Reader_SetSerialCollectiveCallbacks(reader);
+    *anchor_out = anchor;
+    *reader_out = reader;
+    return WS_OK;
+}
+
+int ws_otf2_open(const char *path, ws_trace **out, ws_error *err)
+{
+    *out = NULL;
+    if (!path || !*path)
+        return ws_error_set(err, WS_ERR_ARGUMENT, "empty trace path");
+    char *anchor = NULL;
+    OTF2_Reader *reader = NULL;
+    int rc = ws_otf2_open_anchor(path, &anchor, &reader, err);
+    if (rc)
+        return rc;
 
     ws_trace *t = ws_trace_new();
     if (!t) {

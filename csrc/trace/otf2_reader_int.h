@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include <otf2/otf2.h>
+
 #include "../common/error.h"
 #include "../waitscope.h" /* ws_progress */
 #include "trace.h"
@@ -16,6 +18,11 @@ int ws_otf2_is_regular_file(const char *path);
 /* Resolves a user path (anchor file or experiment directory) to the
  * anchor file path, which the caller frees. */
 int ws_otf2_resolve_anchor(const char *path, char **anchor, ws_error *err);
+
+/* Silences OTF2's error handler, resolves and checks the anchor and opens
+ * an OTF2 reader on it (serial collective callbacks).  On success the
+ * caller owns *anchor (free) and *reader (OTF2_Reader_Close). */
+int ws_otf2_open_anchor(const char *path, char **anchor, OTF2_Reader **reader, ws_error *err);
 
 /* "<dir>/<name>.otf2" -> "<dir>/<name>" (the caller frees), NULL when out
  * of memory. */
