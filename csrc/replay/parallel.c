@@ -32,17 +32,6 @@ void ws_comm_layout_free(ws_comm_layout *layout)
     }
 }
 
-static void callpaths_free(ws_callpaths *cp)
-{
-    free(cp->parent);
-    free(cp->region);
-    free(cp->first_child);
-    free(cp->next_sibling);
-    free(cp->depth);
-    ws_map64_free(&cp->index);
-    memset(cp, 0, sizeof *cp);
-}
-
 /* Every process built its own call-path tree while loading its
  * locations.  The trees are merged in process order, which is the order
  * of the locations (blocks are contiguous), so the ids are those a single
@@ -122,7 +111,7 @@ int ws_unify_callpaths(ws_trace *t, ws_transport *tr, ws_error *err)
             if (e->kind[i] == WS_EV_ENTER || e->kind[i] == WS_EV_LEAVE)
                 e->ref[i] = my_map[e->ref[i]];
     }
-    callpaths_free(cp);
+    ws_callpaths_free(cp);
     *cp = g;
     memset(&g, 0, sizeof g);
 done:
@@ -131,6 +120,6 @@ done:
     free(all);
     free(map);
     free(my_map);
-    callpaths_free(&g);
+    ws_callpaths_free(&g);
     return rc;
 }

@@ -50,18 +50,6 @@ struct load_shared {
 
 /* ---- call-path trees ---------------------------------------------------- */
 
-static void callpaths_free(ws_callpaths *cp)
-{
-    free(cp->parent);
-    free(cp->region);
-    free(cp->first_child);
-    free(cp->next_sibling);
-    free(cp->depth);
-    ws_map64_free(&cp->index);
-    memset(cp, 0, sizeof *cp);
-    ws_map64_init(&cp->index);
-}
-
 static void *copy_array(const void *src, size_t n, size_t size, int *failed)
 {
     void *p = ws_malloc_array(n ? n : 1, size);
@@ -93,7 +81,7 @@ static int callpaths_copy(ws_callpaths *dst, const ws_callpaths *src)
     dst->n = src->n;
     dst->capacity = n ? n : 1;
     if (failed) {
-        callpaths_free(dst);
+        ws_callpaths_free(dst);
         return -1;
     }
     return 0;
@@ -417,7 +405,7 @@ done:
         pthread_mutex_destroy(&sh.lock);
     }
     for (uint32_t i = 0; w && i < prepared; i++)
-        callpaths_free(&w[i].callpaths);
+        ws_callpaths_free(&w[i].callpaths);
     free(w);
     free(tid);
     free(list);

@@ -73,12 +73,7 @@ void ws_trace_free(ws_trace *t)
         free(t->cart_topologies[i].coords);
     }
     free(t->cart_topologies);
-    free(t->callpaths.parent);
-    free(t->callpaths.region);
-    free(t->callpaths.first_child);
-    free(t->callpaths.next_sibling);
-    free(t->callpaths.depth);
-    ws_map64_free(&t->callpaths.index);
+    ws_callpaths_free(&t->callpaths);
     ws_map64_free(&t->string_ids);
     ws_map64_free(&t->region_ids);
     ws_map64_free(&t->group_ids);
@@ -124,6 +119,17 @@ const char *ws_trace_string(const ws_trace *t, uint32_t index)
     if (index == WS_NONE32 || index >= t->n_strings)
         return "";
     return t->strings[index];
+}
+
+void ws_callpaths_free(ws_callpaths *cp)
+{
+    free(cp->parent);
+    free(cp->region);
+    free(cp->first_child);
+    free(cp->next_sibling);
+    free(cp->depth);
+    ws_map64_free(&cp->index);
+    memset(cp, 0, sizeof *cp); /* an empty tree (the map as after ws_map64_init) */
 }
 
 uint32_t ws_callpath_child(ws_callpaths *cp, uint32_t parent, uint32_t region)

@@ -275,6 +275,8 @@ int ws_trace_error_at(const ws_trace *t, uint32_t loc, ws_error *err);
  * Returns err->code. */
 int ws_trace_error_in(const ws_trace *t, ws_error *err);
 
+/* Frees a call-path tree's arrays and leaves it empty. */
+void ws_callpaths_free(ws_callpaths *cp);
 uint32_t ws_callpath_child(ws_callpaths *cp, uint32_t parent, uint32_t region);
 
 /* Events storage helpers */
