@@ -63,11 +63,6 @@ static void wake(void *scheduler_ptr, uint32_t location)
     }
 }
 
-static uint64_t handler_key(uint64_t instance, uint32_t h)
-{
-    return ws_replay_handler_key(instance, h);
-}
-
 /* Exchanges the payloads of message `row` on the channels that meet at
  * this event (`at_record`: the message record itself, else the channel-1
  * point of a non-blocking call).  Returns WS_OK when all payloads were
@@ -143,17 +138,23 @@ static int message_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t row
 static int produce_site(scheduler *s, uint32_t loc, uint32_t site, uint32_t h, ws_error *err)
 {
     const ws_replay_env *env = s->env;
-    const ws_loc_sync *ls = &env->sync->locs[loc];
     const ws_handler *hd = &s->handlers[h];
-    if (!hd->coll_produce || !hd->coll_consume || (hd->coll_active && !hd->coll_active(hd->state, env, loc, site)))
+    if (!ws_replay_site_takes_part(env, hd, loc, site))
         return WS_OK;
-    s->out.size = 0;
-    int rc = hd->coll_produce(hd->state, env, loc, site, &s->out, err);
+    return ws_replay_post_site(env, s->tr, hd, h, loc, site, &s->out, err);
+}
+
+int ws_replay_post_site(const ws_replay_env *env, ws_transport *tr, const ws_handler *hd, uint32_t h, uint32_t loc,
+                        uint32_t site, ws_buffer *out, ws_error *err)
+{
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    out->size = 0;
+    int rc = hd->coll_produce(hd->state, env, loc, site, out, err);
     if (rc)
         return rc;
-    return s->tr->ops->coll_post(s->tr, handler_key(ls->site_instance[site], h), ls->site_n_members[site],
-                                 ls->site_expected[site], ls->site_expected_local[site], ls->site_member[site], loc,
-                                 s->out.data, s->out.size, hd->coll_cache_size, err);
+    return tr->ops->coll_post(tr, ws_replay_handler_key(ls->site_instance[site], h), ls->site_n_members[site],
+                              ls->site_expected[site], ls->site_expected_local[site], ls->site_member[site], loc,
+                              out->data, out->size, hd->coll_cache_size, err);
 }
 
 /* Whether every handler may produce location loc's contributions to
@@ -236,9 +237,8 @@ static int site_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t site, 
     while (st->stage < 2 * H) {
         uint32_t h = st->stage % H;
         const ws_handler *hd = &s->handlers[h];
-        if (hd->coll_produce && hd->coll_consume &&
-            (!hd->coll_active || hd->coll_active(hd->state, env, loc, site))) {
-            uint64_t key = handler_key(ls->site_instance[site], h);
+        if (ws_replay_site_takes_part(env, hd, loc, site)) {
+            uint64_t key = ws_replay_handler_key(ls->site_instance[site], h);
             if (st->stage < H) {
                 s->out.size = 0;
                 int rc = hd->coll_produce(hd->state, env, loc, site, &s->out, err);
@@ -276,11 +276,6 @@ static int site_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t site, 
 
 /* Runs one location until it blocks or finishes. */
 /* what the replay computes, for progress reports */
-static const char *stage_name(const ws_replay_env *env)
-{
-    return env->name ? env->name : env->backward ? "backward replay" : "forward replay";
-}
-
 static int run_location(scheduler *s, uint32_t local, ws_error *err)
 {
     const ws_replay_env *env = s->env;
@@ -357,7 +352,7 @@ static int run_location(scheduler *s, uint32_t local, ws_error *err)
         if (++s->processed >= s->next_report) {
             s->next_report = s->processed + (1u << 20);
             if (s->progress && s->progress->callback &&
-                s->progress->callback(s->progress->context, stage_name(env),
+                s->progress->callback(s->progress->context, ws_replay_stage_name(env),
                                       s->processed, s->total))
                 return ws_error_set(err, WS_ERR_INTERRUPTED, "replay interrupted");
         }
@@ -560,7 +555,7 @@ int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *
     tr->unfinished = 0;
     rc = tr->ops->finish(tr, err);
     if (rc == WS_OK && s.progress && s.progress->callback &&
-        s.progress->callback(s.progress->context, stage_name(env), s.total, s.total))
+        s.progress->callback(s.progress->context, ws_replay_stage_name(env), s.total, s.total))
         rc = ws_error_set(err, WS_ERR_INTERRUPTED, "replay interrupted");
 done:
     tr->wake = NULL;

@@ -48,11 +48,6 @@ static void join_wake(void *scheduler, uint32_t location)
     (void)location; /* a join never suspends a location: nothing to wake */
 }
 
-static const char *stage_name(const ws_replay_env *env)
-{
-    return env->name ? env->name : env->backward ? "backward replay" : "forward replay";
-}
-
 /* A take that finds nothing: the replay cannot get through this event
  * (the same message as the scheduled replay's). */
 static int stalled(const join *j, uint32_t loc, uint64_t ev, int message, ws_error *err)
@@ -170,22 +165,9 @@ static int consume_message(join *j, uint32_t loc, uint32_t row, int at_record, u
     return WS_OK;
 }
 
-static int site_takes_part(const join *j, const ws_handler *hd, uint32_t loc, uint32_t site)
-{
-    return hd->coll_produce && hd->coll_consume && (!hd->coll_active || hd->coll_active(hd->state, j->env, loc, site));
-}
-
 static int produce_site(join *j, uint32_t loc, uint32_t site, uint32_t h, ws_error *err)
 {
-    const ws_loc_sync *ls = &j->env->sync->locs[loc];
-    const ws_handler *hd = &j->handlers[h];
-    j->out.size = 0;
-    int rc = hd->coll_produce(hd->state, j->env, loc, site, &j->out, err);
-    if (rc)
-        return rc;
-    return j->tr->ops->coll_post(j->tr, ws_replay_handler_key(ls->site_instance[site], h), ls->site_n_members[site],
-                                 ls->site_expected[site], ls->site_expected_local[site], ls->site_member[site], loc,
-                                 j->out.data, j->out.size, hd->coll_cache_size, err);
+    return ws_replay_post_site(j->env, j->tr, &j->handlers[h], h, loc, site, &j->out, err);
 }
 
 /* single-member instances are produced in phase B, at their site */
@@ -202,11 +184,11 @@ static int consume_site(join *j, uint32_t loc, uint32_t site, uint64_t ev, ws_er
     int rc;
     if (!produced_ahead(ls, site))
         for (uint32_t h = 0; h < j->n_handlers; h++)
-            if (site_takes_part(j, &j->handlers[h], loc, site) && (rc = produce_site(j, loc, site, h, err)))
+            if (ws_replay_site_takes_part(j->env, &j->handlers[h], loc, site) && (rc = produce_site(j, loc, site, h, err)))
                 return rc;
     for (uint32_t h = 0; h < j->n_handlers; h++) {
         const ws_handler *hd = &j->handlers[h];
-        if (!site_takes_part(j, hd, loc, site))
+        if (!ws_replay_site_takes_part(j->env, hd, loc, site))
             continue;
         uint64_t key = ws_replay_handler_key(ls->site_instance[site], h);
         ws_coll_view *view = NULL;
@@ -249,7 +231,7 @@ static int produce_location(join *j, uint32_t loc, int with_sites, ws_error *err
         default:
             if (with_sites && produced_ahead(ls, index))
                 for (uint32_t h = 0; h < j->n_handlers && rc == WS_OK; h++)
-                    if (site_takes_part(j, &j->handlers[h], loc, index))
+                    if (ws_replay_site_takes_part(j->env, &j->handlers[h], loc, index))
                         rc = produce_site(j, loc, index, h, err);
             break;
         }
@@ -262,7 +244,7 @@ static int produce_location(join *j, uint32_t loc, int with_sites, ws_error *err
 static int report(join *j, uint64_t done, ws_error *err)
 {
     const ws_progress *p = j->progress;
-    if (p && p->callback && p->callback(p->context, stage_name(j->env), done, j->total))
+    if (p && p->callback && p->callback(p->context, ws_replay_stage_name(j->env), done, j->total))
         return ws_error_set(err, WS_ERR_INTERRUPTED, "replay interrupted");
     return WS_OK;
 }

@@ -128,6 +128,25 @@ static inline uint64_t ws_replay_handler_key(uint64_t instance, uint32_t h)
     return instance | ((uint64_t)h << 60);
 }
 
+/* The progress stage of a replay: its name, or "forward/backward replay". */
+static inline const char *ws_replay_stage_name(const ws_replay_env *env)
+{
+    return env->name ? env->name : env->backward ? "backward replay" : "forward replay";
+}
+
+/* Whether handler hd exchanges at collective site `site` of loc. */
+static inline int ws_replay_site_takes_part(const ws_replay_env *env, const ws_handler *hd, uint32_t loc,
+                                            uint32_t site)
+{
+    return hd->coll_produce && hd->coll_consume && (!hd->coll_active || hd->coll_active(hd->state, env, loc, site));
+}
+
+/* Handler h's contribution of location loc to collective site `site`:
+ * coll_produce into `out` (emptied first), then coll_post (engine.c; for
+ * the scheduled replay and the join). */
+int ws_replay_post_site(const ws_replay_env *env, ws_transport *tr, const ws_handler *hd, uint32_t h, uint32_t loc,
+                        uint32_t site, ws_buffer *out, ws_error *err);
+
 /* Whether ws_replay_run executes this replay as a join. */
 int ws_replay_is_join(const ws_replay_env *env, const ws_handler *handlers, size_t n_handlers);
 
