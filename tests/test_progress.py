@@ -58,12 +58,12 @@ def test_stages_name_what_they_compute(options, backward):
     assert stages == expected
     finals = {stage: (done, total) for stage, done, total in seen if done == total}
     assert set(finals) == set(stages)  # every stage reports its end
-    # done counts the events the replay visits: the synchronizing ones in sparse passes (here
-    # the barrier's and the messages' records, Init and Finalize), every event for the critical path
+    # done counts the events the replay visits: the synchronizing ones (here the barrier's and
+    # the messages' records, Init and Finalize), in every pass, also for the critical path (its
+    # pieces between them are cut afterwards)
     assert all(0 < total <= trace.n_events for _, total in finals.values())
     assert 0 < finals["wait states 1/2"][1] < trace.n_events
-    if options.get("critical_path"):
-        assert finals[backward] == (trace.n_events, trace.n_events)
+    assert finals[backward] == finals["wait states 1/2"]
 
 
 def test_text_line_per_stage():

@@ -92,6 +92,8 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err);
 void ws_causes_handlers(ws_causes *c, int pass, ws_handler *h);
 int ws_causes_finish(ws_causes *c, ws_error *err);
 void ws_causes_free(ws_causes *c);
+/* the pieces of the critical path, after pass 4 (path_pieces.c) */
+int ws_causes_path_pieces(ws_causes *c, ws_error *err);
 double ws_causes_path_first(const ws_causes *c);
 /* fills per_location[loc] for the local locations */
 void ws_causes_undistributed(const ws_causes *c, double *per_location);

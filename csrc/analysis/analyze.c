@@ -177,6 +177,8 @@ static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n,
                                : options->critical_path             ? "delay causes + critical path (backward)"
                                                                     : "delay causes (backward)";
         rc = replay(&a, backward, 1, 0, &h, 1, progress, err);
+        if (rc == WS_OK)
+            rc = ws_causes_path_pieces(causes, err);
         if (rc == WS_OK && options->delay_model != WS_DELAY_NONE) {
             ws_causes_handlers(causes, 5, &h);
             rc = replay(&a, "delay (forward)", 0, 1, &h, 1, progress, err);

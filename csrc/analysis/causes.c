@@ -13,41 +13,6 @@
  */
 #include "causes_int.h"
 
-/* ---- critical path ------------------------------------------------------ */
-
-static int add_segment(ws_causes *c, uint32_t loc, uint32_t cp, double start, double end, ws_error *err)
-{
-    ws_result *r = c->a->result;
-    const ws_analysis_options *o = &c->a->options;
-    if (o->has_window) {
-        /* the path inside the window only */
-        if (start < o->window_start)
-            start = o->window_start;
-        if (end > o->window_end)
-            end = o->window_end;
-    }
-    if (!(end > start))
-        return WS_OK;
-    if (cp != WS_NONE32)
-        add(c, WS_M_CRITICAL_PATH, cp, loc, end - start);
-    /* merge with the previous piece when contiguous on the same call path */
-    if (r->n_path) {
-        ws_path_segment *last = &r->path[r->n_path - 1];
-        if (last->location == loc && last->callpath == cp && last->start == end) {
-            last->start = start;
-            return WS_OK;
-        }
-    }
-    if (ws_grow((void **)&r->path, &r->cap_path, r->n_path + 1, sizeof *r->path) != 0)
-        return ws_error_nomem(err, "critical path");
-    ws_path_segment *seg = &r->path[r->n_path++];
-    seg->location = loc;
-    seg->callpath = cp;
-    seg->start = start;
-    seg->end = end;
-    return WS_OK;
-}
-
 static void take_token(cause_loc *cl, double time)
 {
     cl->owner = 1;
@@ -56,6 +21,42 @@ static void take_token(cause_loc *cl, double time)
 }
 
 /* ---- pass 4: backward --------------------------------------------------- */
+
+/* What the backward replay of every event did at the events [upto, last)
+ * of a location, which the replay (visiting only the synchronization
+ * events) skipped: an owner whose path ends at `bottom` (it handed it
+ * over) stops owning it at the first of them at or before `bottom`. */
+static void catch_up(cause_loc *cl, const ws_events *e, uint64_t upto)
+{
+    if (upto >= cl->last)
+        return;
+    if (cl->owner && cl->bottom > -INFINITY)
+        for (uint64_t ev = cl->last; ev-- > upto;)
+            if (ev + 1 < e->n && e->time[ev] <= cl->bottom) {
+                cl->owner = 0;
+                break;
+            }
+    cl->last = upto;
+    cl->reached = e->time[upto];
+}
+
+static int add_move(cause_loc *cl, uint32_t ev, int take, double time, ws_error *err)
+{
+    if (ws_grow((void **)&cl->moves, &cl->cap_moves, cl->n_moves + 1, sizeof *cl->moves) != 0)
+        return ws_error_nomem(err, "critical path");
+    path_move mv = {ev, (uint32_t)take, time};
+    cl->moves[cl->n_moves++] = mv;
+    return WS_OK;
+}
+
+/* The path handed over to `loc` at its synchronization event ev. */
+static int take_at(ws_causes *c, uint32_t loc, uint32_t ev, double time, ws_error *err)
+{
+    cause_loc *cl = &c->locs[loc];
+    catch_up(cl, &c->a->trace->locations[loc].events, (uint64_t)ev + 1);
+    take_token(cl, time);
+    return add_move(cl, ev, 1, time, err);
+}
 
 static int p4_begin(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err)
 {
@@ -66,6 +67,8 @@ static int p4_begin(void *state, const ws_replay_env *env, uint32_t loc, ws_erro
     cl->owner = 0;
     cl->at_start = 0;
     cl->reached = INFINITY;
+    cl->last = e->n;
+    cl->n_moves = 0;
     cl->floor = -INFINITY;
     const ws_loc_sync *ls = &env->sync->locs[loc];
     for (uint32_t s = 0; s < ls->n_sites; s++)
@@ -73,40 +76,18 @@ static int p4_begin(void *state, const ws_replay_env *env, uint32_t loc, ws_erro
             cl->floor = ls->site_enter[s];
             break;
         }
-    cl->cur_cp = e->n ? ws_callpath_after(env->trace, e, (int64_t)e->n - 1) : WS_NONE32;
     if (c->cp && loc == c->end_loc)
         take_token(cl, c->t_end);
     return WS_OK;
 }
 
+/* the synchronization events only (the handler is sparse) */
 static int p4_event(void *state, const ws_replay_env *env, uint32_t loc, uint64_t ev, ws_error *err)
 {
+    (void)err;
     ws_causes *c = state;
-    if (!c->cp)
-        return WS_OK;
-    cause_loc *cl = &c->locs[loc];
-    const ws_events *e = &env->trace->locations[loc].events;
-    if (cl->owner && ev + 1 < e->n) {
-        double lo = e->time[ev], hi = e->time[ev + 1];
-        if (lo < cl->bottom)
-            lo = cl->bottom;
-        if (lo < cl->floor)
-            lo = cl->floor;
-        if (hi > cl->top)
-            hi = cl->top;
-        int rc = add_segment(c, loc, cl->cur_cp, lo, hi, err);
-        if (rc)
-            return rc;
-        if (e->time[ev] <= cl->bottom)
-            cl->owner = 0;
-    }
-    if (cl->owner && ev == 0)
-        cl->at_start = 1;
-    cl->reached = e->time[ev];
-    if (e->kind[ev] == WS_EV_LEAVE)
-        cl->cur_cp = e->ref[ev];
-    else if (e->kind[ev] == WS_EV_ENTER)
-        cl->cur_cp = env->trace->callpaths.parent[e->ref[ev]];
+    if (c->cp)
+        catch_up(&c->locs[loc], &env->trace->locations[loc].events, ev);
     return WS_OK;
 }
 
@@ -153,10 +134,16 @@ static int note_for(ws_causes *c, uint32_t loc, uint32_t k, uint32_t delayer, ui
     note.delayer = delayer;
     note.token_target = WS_NONE32;
     note.token_time = NAN;
-    if (c->cp && cl->owner && token_target != WS_NONE32) {
-        note.token_target = token_target;
-        note.token_time = handover_time(cl, p->time);
-        cl->bottom = note.token_time;
+    if (c->cp && token_target != WS_NONE32) {
+        uint32_t ev = ws_point_event(c, loc, k);
+        catch_up(cl, &c->a->trace->locations[loc].events, (uint64_t)ev + 1);
+        if (cl->owner) {
+            note.token_target = token_target;
+            note.token_time = handover_time(cl, p->time);
+            cl->bottom = note.token_time;
+            if (add_move(cl, ev, 0, note.token_time, err) != WS_OK)
+                return err->code;
+        }
     }
     size_t header = out->size;
     if (ws_buffer_append(out, &note, sizeof note) != 0)
@@ -237,7 +224,7 @@ static int p4_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     if (rc)
         return rc;
     if (note.token_target == loc)
-        take_token(cl, note.token_time);
+        return take_at(c, loc, ws_point_event(c, loc, k), note.token_time, err);
     return WS_OK;
 }
 
@@ -273,12 +260,17 @@ static int p4_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
         note.delayer = delayer;
         note.token_target = WS_NONE32;
         note.token_time = NAN;
-        if (c->cp && cl->owner && waited) {
-            note.token_target = delayer;
-            note.token_time = handover_time(cl, d->site_sync_time[site]);
-            cl->bottom = note.token_time;
+        if (c->cp && waited) {
+            uint32_t ev = env->sync->locs[loc].site_event[site];
+            catch_up(cl, &env->trace->locations[loc].events, (uint64_t)ev + 1);
+            if (cl->owner) {
+                note.token_target = delayer;
+                note.token_time = handover_time(cl, d->site_sync_time[site]);
+                cl->bottom = note.token_time;
+                if (add_move(cl, ev, 0, note.token_time, err) != WS_OK)
+                    return err->code;
+            }
         }
-        (void)env;
         if (ws_buffer_append(out, &note, sizeof note) != 0)
             return ws_error_nomem(err, "payload");
         return WS_OK;
@@ -358,7 +350,6 @@ static int p4_coll_combine(void *state, const ws_replay_env *env, uint32_t loc, 
 static int p4_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site,
                            const ws_coll_view *v, ws_error *err)
 {
-    (void)env;
     ws_causes *c = state;
     cause_loc *cl = &c->locs[loc];
     const ws_loc_data *d = &c->a->locs[loc];
@@ -399,7 +390,7 @@ static int p4_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
             }
         }
     if (rc == WS_OK && !isnan(token))
-        take_token(cl, token);
+        rc = take_at(c, loc, env->sync->locs[loc].site_event[site], token, err);
     return rc;
 }
 
@@ -645,9 +636,9 @@ void ws_causes_handlers(ws_causes *c, int pass, ws_handler *h)
     memset(h, 0, sizeof *h);
     h->state = c;
     h->msg_channels = p4_channels;
-    /* the critical path follows every event; the delay costs only need
-     * the synchronization events */
-    h->sparse = pass != 4 || !c->cp;
+    /* both replays visit only the synchronization events (the pieces of
+     * the critical path between them are cut afterwards) */
+    h->sparse = 1;
     if (pass == 4) {
         h->begin = p4_begin;
         h->event = p4_event;
@@ -688,6 +679,7 @@ void ws_causes_free(ws_causes *c)
             free(cl->coll_ind);
             free(cl->site_ind_off);
             free(cl->site_ind_n);
+            free(cl->moves);
         }
         free(c->locs);
     }

@@ -36,6 +36,15 @@ typedef struct sync_point {
     uint8_t pad[2];
 } sync_point;
 
+/* a move of the critical path at a location, in replay order: taken at
+ * event `ev` with the path's top `time`, or handed over there, the path
+ * then ending here at `time` */
+typedef struct path_move {
+    uint32_t ev;
+    uint32_t take;
+    double time;
+} path_move;
+
 typedef struct cause_loc {
     sync_point *sp;
     uint32_t n_sp;
@@ -57,11 +66,16 @@ typedef struct cause_loc {
     struct coll_indirect *coll_ind;
     size_t n_coll_ind, cap_coll_ind;
     uint32_t *site_ind_off, *site_ind_n;
-    /* critical path */
+    /* critical path: the backward replay visits only the synchronization
+     * events and keeps who holds the path (owner, top, bottom) and the
+     * moves; the pieces of the path are cut from the moves afterwards
+     * (ws_causes_path_pieces) */
     int owner;
     double top, bottom;
     double reached; /* the backward replay's position: the time of the last event replayed */
-    uint32_t cur_cp;
+    uint64_t last;  /* ... and that event (events [last, n) replayed) */
+    path_move *moves;
+    size_t n_moves, cap_moves;
     int at_start; /* still owned the path at its first event */
     double floor; /* the path begins no earlier than MPI_Init's Enter */
     double undistributed; /* waiting whose cost found no activity here */
