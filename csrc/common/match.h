@@ -21,8 +21,9 @@ typedef void (*ws_match_pair_fn)(void *context, const ws_match_key *send, const 
  * a nonzero return stops the matching and is returned. */
 typedef int (*ws_match_unmatched_fn)(void *context, const ws_match_key *key, int is_send);
 
-/* Sorts both arrays by (channel, order) and pairs them (O(n log n), no
- * allocation).  `unmatched` may be NULL (keys without partner are
+/* Sorts both arrays by (channel, order) and pairs them: in O(n) when the
+ * order ascends within each channel and the channels are few (scratch
+ * memory of about 2.5 times the keys), else in O(n log n).  `unmatched` may be NULL (keys without partner are
  * skipped).  Returns 0, or what `unmatched` returned to stop. */
 int ws_match_fifo(ws_match_key *sends, size_t n_sends, ws_match_key *recvs, size_t n_recvs, ws_match_pair_fn pair,
                   ws_match_unmatched_fn unmatched, void *context);
