@@ -17,6 +17,61 @@ static int cmp_segment(const void *x, const void *y)
     return (a->end > b->end) - (a->end < b->end);
 }
 
+/* Orders the gathered path as a stable sort by cmp_segment would (ties:
+ * the earlier process first): every process's pieces arrive sorted
+ * (ws_derive_critical_path), so the blocks are merged, two at a time, in
+ * O(n log P).  A block out of order falls back to qsort.  Returns -1
+ * without memory. */
+static int order_path(ws_path_segment *path, const size_t *counts, uint32_t nprocs, size_t n)
+{
+    size_t off = 0;
+    for (uint32_t p = 0; p < nprocs; p++) {
+        for (size_t i = off + 1; i < off + counts[p]; i++)
+            if (cmp_segment(&path[i - 1], &path[i]) > 0) {
+                qsort(path, n, sizeof *path, cmp_segment);
+                return 0;
+            }
+        off += counts[p];
+    }
+    size_t *bounds = ws_malloc_array((size_t)nprocs + 1, sizeof *bounds);
+    ws_path_segment *tmp = ws_malloc_array(n ? n : 1, sizeof *tmp);
+    if (!bounds || !tmp) {
+        free(bounds);
+        free(tmp);
+        return -1;
+    }
+    size_t nb = 0;
+    bounds[0] = 0;
+    for (uint32_t p = 0; p < nprocs; p++)
+        if (counts[p])
+            bounds[nb + 1] = bounds[nb] + counts[p], nb++;
+    ws_path_segment *from = path, *to = tmp;
+    while (nb > 1) {
+        size_t out = 0, k = 0;
+        for (size_t b = 0; b < nb; b += 2, k++) {
+            size_t lo = bounds[b], mid = bounds[b + 1], hi = b + 2 <= nb ? bounds[b + 2] : mid;
+            size_t i = lo, j = mid;
+            while (i < mid && j < hi)
+                to[out++] = cmp_segment(&from[j], &from[i]) < 0 ? from[j++] : from[i++];
+            while (i < mid)
+                to[out++] = from[i++];
+            while (j < hi)
+                to[out++] = from[j++];
+            bounds[k] = lo;
+        }
+        bounds[k] = n;
+        nb = k;
+        ws_path_segment *swap = from;
+        from = to;
+        to = swap;
+    }
+    if (from != path)
+        memcpy(path, from, n * sizeof *path);
+    free(tmp);
+    free(bounds);
+    return 0;
+}
+
 /* Gathers `count` items of `item` bytes from every process to process 0:
  * *out (malloc'ed) and *total there, NULL and 0 elsewhere; per_process[p]
  * (on process 0) the items process p gave. */
@@ -39,13 +94,13 @@ int ws_result_gather(ws_result *r, ws_transport *tr, ws_error *err)
         return ws_error_set(err, WS_ERR_ARGUMENT, "ws_result_gather: %s is NULL", r ? "transport" : "result");
     uint32_t nprocs = tr->n_processes ? tr->n_processes : 1;
     size_t *rec_counts = ws_calloc(nprocs, sizeof *rec_counts), *ent_counts = ws_calloc(nprocs, sizeof *ent_counts);
-    size_t *scratch = ws_calloc(nprocs, sizeof *scratch);
+    size_t *scratch = ws_calloc(nprocs, sizeof *scratch), *path_counts = ws_calloc(nprocs, sizeof *path_counts);
     ws_path_segment *path = NULL;
     ws_delay_record *records = NULL;
     uint32_t *cps = NULL;
     double *values = NULL;
     ws_wait_record *waits = NULL;
-    int failed = !rec_counts || !ent_counts || !scratch;
+    int failed = !rec_counts || !ent_counts || !scratch || !path_counts;
     if (failed)
         ws_error_nomem(err, "gathering the result");
     int rc = WS_OK;
@@ -58,7 +113,7 @@ int ws_result_gather(ws_result *r, ws_transport *tr, ws_error *err)
     if ((rc = tr->ops->reduce_f64(tr, r->cube, cells, WS_SUM, err)) ||
         (rc = tr->ops->allreduce_u64(tr, r->clock_violations, r->n_locations, WS_SUM, err)) ||
         /* critical-path pieces, delay records and their vectors */
-        (rc = gather_items(tr, r->path, r->n_path, sizeof *r->path, (void **)&path, &n_path, scratch, err)) ||
+        (rc = gather_items(tr, r->path, r->n_path, sizeof *r->path, (void **)&path, &n_path, path_counts, err)) ||
         (rc = gather_items(tr, r->records, r->n_records, sizeof *r->records, (void **)&records, &n_rec, rec_counts,
                            err)) ||
         (rc = gather_items(tr, r->record_cp, r->n_entries, sizeof *r->record_cp, (void **)&cps, &n_ent, scratch,
@@ -84,7 +139,10 @@ int ws_result_gather(ws_result *r, ws_transport *tr, ws_error *err)
         /* every delay record's vector lies in the gathered entries */
         if ((rc = WS_CHECK(rec == n_rec && base == n_ent, err)) != WS_OK)
             goto done;
-        qsort(path, n_path, sizeof *path, cmp_segment);
+        if (order_path(path, path_counts, nprocs, n_path) != 0) {
+            rc = ws_error_nomem(err, "gathering the critical path");
+            goto done;
+        }
         free(r->path);
         r->path = path;
         r->n_path = r->cap_path = n_path;
@@ -112,6 +170,7 @@ done:
     free(rec_counts);
     free(ent_counts);
     free(scratch);
+    free(path_counts);
     free(path);
     free(records);
     free(cps);
