@@ -44,14 +44,27 @@ static int should_fail(void)
 #define FAIL_HERE() 0
 #endif
 
+/* Blocks from this size on are advised huge pages (ws_advise_huge): the
+ * kernel's arrays that are written whole.  Not the zeroed ones, which are
+ * often written sparsely (the result cube): huge pages would make every
+ * 2 MiB they touch resident. */
+#define HUGE_FROM ((size_t)8 << 20)
+
+static void *advised(void *p, size_t size)
+{
+    if (p && size >= HUGE_FROM)
+        ws_advise_huge(p, size);
+    return p;
+}
+
 void *ws_malloc(size_t size)
 {
-    return FAIL_HERE() ? NULL : malloc(size ? size : 1);
+    return FAIL_HERE() ? NULL : advised(malloc(size ? size : 1), size);
 }
 
 void *ws_realloc(void *p, size_t size)
 {
-    return FAIL_HERE() ? NULL : realloc(p, size ? size : 1);
+    return FAIL_HERE() ? NULL : advised(realloc(p, size ? size : 1), size);
 }
 
 void *ws_calloc(size_t count, size_t size)

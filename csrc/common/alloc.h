@@ -13,6 +13,8 @@
 
 #include <stddef.h>
 
+/* Blocks of 8 MiB and more from these two are advised huge pages
+ * (ws_advise_huge): written whole, they then cost a page fault per 2 MiB. */
 void *ws_malloc(size_t size);
 void *ws_realloc(void *p, size_t size);
 /* calloc with an overflow check on count * size; never NULL for 0 bytes
