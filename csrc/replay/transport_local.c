@@ -72,7 +72,7 @@ typedef struct inst_table {
 /* finished instances kept for reuse (no allocation per instance; the
  * engine keeps up to 64 instances per location open when it produces
  * ahead) */
-enum { SPARE_INSTANCES = 128 };
+enum { SPARE_INSTANCES = 512 };
 
 typedef struct local_transport {
     ws_transport base;
@@ -328,8 +328,8 @@ static instance *instance_get(local_transport *lt, uint32_t n_members, uint32_t 
     instance *in = NULL;
     while (lt->n_spare && !in) {
         instance *sp = lt->spare[--lt->n_spare];
-        if (sp->cap_members >= n_members && sp->cap_present >= expected && sp->cap_cache >= cache_size &&
-            sp->cap_inline >= inline_bytes)
+        /* (contributions beyond its inline room go to its spill buffer) */
+        if (sp->cap_members >= n_members && sp->cap_present >= expected && sp->cap_cache >= cache_size)
             in = sp;
         else
             free_instance(sp);
