@@ -420,3 +420,31 @@ def test_auto_threads_leave_each_thread_many_locations(monkeypatch):
     assert [_check_threads("auto", n, None) for n in (1, 2, 1024)] == [1, 2, 8]
     # explicit counts are taken as asked (up to one per location)
     assert _check_threads(4, 2, None, 16) == 2
+
+
+def _delay_cube(trace: waitscope.Trace, threads: int, critical_path: bool) -> dict[str, bytes]:
+    r = raw(trace, threads, delay_model="proportional", critical_path=critical_path)
+    return {m["id"]: r["cube"][i].tobytes() for i, m in enumerate(r["metrics"])}
+
+
+@pytest.mark.parametrize("program", ["late rank runs", "random 3", "random 7"])
+def test_delay_costs_without_the_path_ahead(program, tmp_path):
+    """Without the critical path, a member that waited at a collective may
+    send its note ahead too, when no later charge of its location can add
+    long-term costs to it (csrc/analysis/intervals.c, ws_points_mark_final).
+    The delay costs must then be those of the analysis with the critical
+    path (where such notes wait for the replay), on one thread and on
+    several, bit for bit."""
+    if program == "late rank runs":
+        path = _late_rank_runs(40).write(tmp_path / "trace")
+    else:
+        rng = random.Random(9100 + int(program.split()[1]))
+        builder = _Builder(rng)
+        path = builder.build().write(tmp_path / "trace", **random_run_params(rng, builder.eager))
+    trace = waitscope.open(path)
+    reference = _delay_cube(trace, 1, critical_path=True)
+    for threads in (1, 2, 3):
+        got = _delay_cube(trace, threads, critical_path=False)
+        assert got.keys() <= reference.keys()
+        for metric, cells in got.items():
+            assert cells == reference[metric], f"{program}: {metric} on {threads} thread(s)"

@@ -281,17 +281,19 @@ static int p4_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
 /* A member that did not wait at a site hands no path over and is charged
  * nothing there: its note (who it is, no wait, no token) is the same
  * whatever the replay did before, so the engine may make it ahead, and the
- * members that did wait never wait for it.  With a wait or a possible
- * token the note depends on the replay (long-term costs, the path). */
+ * members that did wait never wait for it.  A member that waited may hand
+ * the path over (which depends on the replay); without the path, its note
+ * depends on the replay only through long-term costs that a later charge
+ * here may still add (not when its point is final: intervals.c). */
 static int p4_coll_ahead_at(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site)
 {
     (void)env;
     ws_causes *c = state;
     const cause_loc *cl = &c->locs[loc];
-    if (c->a->locs[loc].site_wait[site] > 0.0)
+    if (c->cp && c->a->locs[loc].site_wait[site] > 0.0)
         return 0;
     uint32_t k = cl->site_sp[site];
-    return k == WS_NONE32 || !(c->delay && handled(cl->sp[k].wclass) && cl->sp[k].wait > 0.0);
+    return k == WS_NONE32 || !(c->delay && handled(cl->sp[k].wclass) && cl->sp[k].wait > 0.0) || cl->sp[k].final;
 }
 
 /* What pass 4 shares between the members of an instance: the notes that
@@ -579,6 +581,8 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
             ws_causes_free(c);
             return rc;
         }
+        if (c->delay)
+            ws_points_mark_final(c, a->local[i]);
         /* what the wait-state passes learnt of the messages went into the
          * points: its memory serves the next location's points */
         ws_loc_data *d = &a->locs[a->local[i]];

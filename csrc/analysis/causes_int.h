@@ -33,7 +33,8 @@ typedef struct sync_point {
     uint32_t gl_slot;  /* its block in gl (WS_NONE32: it does not wait) */
     uint8_t type;
     uint8_t wclass;    /* class of the own waiting (WS_WAIT_*) */
-    uint8_t pad[2];
+    uint8_t final;     /* waits, and no later charge here can add long-term costs to it */
+    uint8_t pad;
 } sync_point;
 
 /* a move of the critical path at a location, in replay order: taken at
@@ -179,6 +180,9 @@ static inline int is_member(const ws_causes *c, uint32_t comm, uint32_t loc)
 
 /* synchronization points of `loc`, sorted by the calls that hold them */
 int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err);
+/* marks the waiting points of `loc` whose long-term costs no later charge
+ * can change (sync_point.final) */
+void ws_points_mark_final(ws_causes *c, uint32_t loc);
 /* event where point k of `loc` is exchanged */
 uint32_t ws_point_event(const ws_causes *c, uint32_t loc, uint32_t k);
 /* point of message `row` of `loc` of the given kind (SP_LS, SP_LR) or WS_NONE32 */

@@ -408,6 +408,72 @@ uint32_t ws_previous_point(const ws_causes *c, uint32_t loc, uint32_t k, uint32_
     return WS_NONE32;
 }
 
+/* A point before point k (in an earlier call) that synchronizes `loc`
+ * with every location that can wait at k, so that the interval of any
+ * charge at k opens at it or later (WS_NONE32: none found nearby).  For
+ * a message, exactly the one before k with its partner; for a collective
+ * with delay costs (never MPI_Init or MPI_Finalize), an earlier barrier or
+ * all-to-all on the same communicator, or MPI_Init. */
+static uint32_t interval_floor(const ws_causes *c, uint32_t loc, uint32_t k)
+{
+    const cause_loc *cl = &c->locs[loc];
+    const sync_point *p = &cl->sp[k];
+    if (p->type != SP_SITE)
+        return ws_previous_point(c, loc, k, p->partner);
+    const ws_loc_sync *ls = &c->a->sync->locs[loc];
+    uint64_t comm = ls->site_instance[p->index] >> 40;
+    enum { NEARBY = 256 };
+    for (uint32_t j = k, seen = 0; j-- > 0 && seen < NEARBY; seen++) {
+        const sync_point *q = &cl->sp[j];
+        if (q->call_ev >= p->call_ev || q->type != SP_SITE)
+            continue;
+        /* (a broadcast or reduction synchronizes a member with the root only) */
+        uint8_t qc = ls->site_class[q->index];
+        if (qc == WS_SITE_INIT || qc == WS_SITE_FINALIZE ||
+            ((qc == WS_SITE_BARRIER || qc == WS_SITE_NXN) && ls->site_instance[q->index] >> 40 == comm))
+            return j;
+    }
+    return WS_NONE32;
+}
+
+/* Point k is where `loc` may be charged for somebody else's waiting: the
+ * non-waiting side of a message, or a collective with delay costs that it
+ * was the last to reach (or a broadcast's root). */
+static int charges_here(const ws_causes *c, uint32_t loc, uint32_t k)
+{
+    const sync_point *p = &c->locs[loc].sp[k];
+    if (p->type != SP_SITE)
+        return !(p->wait > 0.0);
+    /* the collectives whose waiting has delay costs (pass 4's sites) */
+    uint8_t cls = c->a->sync->locs[loc].site_class[p->index];
+    return c->a->locs[loc].site_delayer[p->index] == loc && c->a->locs[loc].site_anywait[p->index] &&
+           (cls == WS_SITE_BARRIER || cls == WS_SITE_NXN || cls == WS_SITE_1TON || cls == WS_SITE_NTO1);
+}
+
+void ws_points_mark_final(ws_causes *c, uint32_t loc)
+{
+    cause_loc *cl = &c->locs[loc];
+    sync_point *sp = cl->sp;
+    /* the earliest call that opens the interval of a charge in a later
+     * call than the group's (-1: the start) */
+    int64_t opens = INT64_MAX;
+    for (uint32_t hi = cl->n_sp; hi > 0;) {
+        uint32_t lo = hi - 1;
+        while (lo > 0 && sp[lo - 1].call_ev == sp[hi - 1].call_ev)
+            lo--;
+        for (uint32_t q = lo; q < hi; q++)
+            sp[q].final = sp[q].wait > 0.0 && opens >= (int64_t)sp[q].call_ev;
+        for (uint32_t k = lo; k < hi; k++)
+            if (charges_here(c, loc, k)) {
+                uint32_t f = interval_floor(c, loc, k);
+                int64_t call = f == WS_NONE32 ? -1 : (int64_t)sp[f].call_ev;
+                if (call < opens)
+                    opens = call;
+            }
+        hi = lo;
+    }
+}
+
 /* ---- mini-profiles ----------------------------------------------------- */
 
 static void acc_add(ws_causes *c, uint32_t cp, double v)
