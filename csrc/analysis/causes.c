@@ -13,13 +13,6 @@
  */
 #include "causes_int.h"
 
-static void take_token(cause_loc *cl, double time)
-{
-    cl->owner = 1;
-    cl->top = time;
-    cl->bottom = -INFINITY;
-}
-
 /* ---- pass 4: backward --------------------------------------------------- */
 
 /* What the backward replay of every event did at the events [upto, last)
@@ -240,7 +233,7 @@ static int p4_coll_active(void *state, const ws_replay_env *env, uint32_t loc, u
      * begins at MPI_Init's Enter, all of MPI_Init on it) */
     if (c->cp && cls != WS_SITE_OTHER && cls != WS_SITE_SCAN && cls != WS_SITE_INIT)
         return 1;
-    return c->delay && (cls == WS_SITE_BARRIER || cls == WS_SITE_NXN || cls == WS_SITE_1TON || cls == WS_SITE_NTO1);
+    return c->delay && delay_site_class(cls);
 }
 
 static int p4_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site, ws_buffer *out,
@@ -435,8 +428,7 @@ static int p5_coll_active(void *state, const ws_replay_env *env, uint32_t loc, u
 {
     ws_causes *c = state;
     uint8_t cls = env->sync->locs[loc].site_class[site];
-    return c->a->locs[loc].site_anywait[site] &&
-           (cls == WS_SITE_BARRIER || cls == WS_SITE_NXN || cls == WS_SITE_1TON || cls == WS_SITE_NTO1);
+    return c->a->locs[loc].site_anywait[site] && delay_site_class(cls);
 }
 
 static int p5_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site, ws_buffer *out,

@@ -159,6 +159,20 @@ static inline double point_wait_in(const cause_loc *cl, uint32_t k)
     return b ? b[NGL] : 0.0;
 }
 
+/* collectives whose waiting has delay costs (pass 4 charges them there) */
+static inline int delay_site_class(uint8_t cls)
+{
+    return cls == WS_SITE_BARRIER || cls == WS_SITE_NXN || cls == WS_SITE_1TON || cls == WS_SITE_NTO1;
+}
+
+/* the path comes to a location: it holds it from `time` down */
+static inline void take_token(cause_loc *cl, double time)
+{
+    cl->owner = 1;
+    cl->top = time;
+    cl->bottom = -INFINITY;
+}
+
 /* wait states whose cost the delay analysis accounts */
 static inline int handled(uint8_t wclass)
 {

@@ -447,7 +447,7 @@ static int charges_here(const ws_causes *c, uint32_t loc, uint32_t k)
     /* the collectives whose waiting has delay costs (pass 4's sites) */
     uint8_t cls = c->a->sync->locs[loc].site_class[p->index];
     return c->a->locs[loc].site_delayer[p->index] == loc && c->a->locs[loc].site_anywait[p->index] &&
-           (cls == WS_SITE_BARRIER || cls == WS_SITE_NXN || cls == WS_SITE_1TON || cls == WS_SITE_NTO1);
+           delay_site_class(cls);
 }
 
 void ws_points_mark_final(ws_causes *c, uint32_t loc)

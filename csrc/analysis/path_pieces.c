@@ -29,11 +29,8 @@ static void cutter_begin(ws_causes *c, cutter *k, uint32_t loc)
     k->cp = e->n ? ws_callpath_after(c->a->trace, e, k->ev) : WS_NONE32;
     cl->owner = 0;
     cl->at_start = 0;
-    if (loc == c->end_loc) {
-        cl->owner = 1;
-        cl->top = c->t_end;
-        cl->bottom = -INFINITY;
-    }
+    if (loc == c->end_loc)
+        take_token(cl, c->t_end);
 }
 
 /* Cuts the location's next piece into k->piece: 1 if there is one, 0 at
@@ -57,13 +54,10 @@ static int cutter_next(ws_causes *c, cutter *k)
         }
         /* the moves at this event, in the order the replay made them */
         for (; k->m < cl->n_moves && cl->moves[k->m].ev == (uint64_t)ev; k->m++) {
-            if (cl->moves[k->m].take) {
-                cl->owner = 1;
-                cl->top = cl->moves[k->m].time;
-                cl->bottom = -INFINITY;
-            } else {
+            if (cl->moves[k->m].take)
+                take_token(cl, cl->moves[k->m].time);
+            else
                 cl->bottom = cl->moves[k->m].time;
-            }
         }
         int cut = 0;
         uint32_t cp = k->cp;
