@@ -6,20 +6,20 @@
 
 #include "alloc.h"
 
-static int cmp_channel(const ws_match_key *a, const ws_match_key *b)
+static int cmp_channel(const uint32_t *a, const uint32_t *b)
 {
     /* two 64-bit comparisons instead of four 32-bit ones */
-    uint64_t a0 = (uint64_t)a->channel[0] << 32 | a->channel[1], b0 = (uint64_t)b->channel[0] << 32 | b->channel[1];
+    uint64_t a0 = (uint64_t)a[0] << 32 | a[1], b0 = (uint64_t)b[0] << 32 | b[1];
     if (a0 != b0)
         return a0 < b0 ? -1 : 1;
-    uint64_t a1 = (uint64_t)a->channel[2] << 32 | a->channel[3], b1 = (uint64_t)b->channel[2] << 32 | b->channel[3];
+    uint64_t a1 = (uint64_t)a[2] << 32 | a[3], b1 = (uint64_t)b[2] << 32 | b[3];
     return (a1 > b1) - (a1 < b1);
 }
 
 static int cmp_key(const void *x, const void *y)
 {
     const ws_match_key *a = x, *b = y;
-    int c = cmp_channel(a, b);
+    int c = cmp_channel(a->channel, b->channel);
     if (c)
         return c;
     return (a->order > b->order) - (a->order < b->order);
@@ -42,9 +42,7 @@ static uint64_t channel_hash(const uint32_t *c)
 static int cmp_slot(const void *x, const void *y)
 {
     const channel_slot *a = *(const channel_slot *const *)x, *b = *(const channel_slot *const *)y;
-    ws_match_key ka = {{a->channel[0], a->channel[1], a->channel[2], a->channel[3]}, 0};
-    ws_match_key kb = {{b->channel[0], b->channel[1], b->channel[2], b->channel[3]}, 0};
-    return cmp_channel(&ka, &kb);
+    return cmp_channel(a->channel, b->channel);
 }
 
 /* Sorts keys by (channel, order) in O(n) when the order ascends within
@@ -72,15 +70,12 @@ static int sort_by_channel(ws_match_key *keys, size_t n)
     for (size_t i = 0; i < n; i++) {
         const uint32_t *c = keys[i].channel;
         size_t h = (size_t)channel_hash(c) & (cap - 1);
-        while (table[h].group != UINT32_MAX &&
-               (table[h].channel[0] != c[0] || table[h].channel[1] != c[1] || table[h].channel[2] != c[2] ||
-                table[h].channel[3] != c[3]))
+        while (table[h].group != UINT32_MAX && memcmp(table[h].channel, c, sizeof table[h].channel) != 0)
             h = (h + 1) & (cap - 1);
         if (table[h].group == UINT32_MAX) {
             if (n_groups == limit)
                 goto done; /* many channels: a comparison sort is as good */
-            for (int x = 0; x < 4; x++)
-                table[h].channel[x] = c[x];
+            memcpy(table[h].channel, c, sizeof table[h].channel);
             table[h].group = (uint32_t)n_groups++;
         }
         group[i] = (uint32_t)h; /* its slot, for now */
@@ -138,7 +133,7 @@ int ws_match_fifo(ws_match_key *sends, size_t n_sends, ws_match_key *recvs, size
     sort_keys(recvs, n_recvs);
     size_t i = 0, j = 0;
     while (i < n_sends || j < n_recvs) {
-        int c = i == n_sends ? 1 : j == n_recvs ? -1 : cmp_channel(&sends[i], &recvs[j]);
+        int c = i == n_sends ? 1 : j == n_recvs ? -1 : cmp_channel(sends[i].channel, recvs[j].channel);
         if (c == 0) {
             pair(context, &sends[i++], &recvs[j++]);
             continue;
