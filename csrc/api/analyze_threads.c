@@ -14,9 +14,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../analysis/analysis.h"
+#include "../common/lock.h"
 #include "../replay/parallel.h"
 #include "../replay/transport_threads.h"
 #include "../trace/trace.h"
@@ -92,15 +92,8 @@ static int supervise(shared *sh, worker *w, uint32_t n, const ws_progress *progr
     int interrupted = 0, reported_end = 0;
     pthread_mutex_lock(&sh->lock);
     while (sh->running > 0 || (progress && !interrupted && !reported_end && w[0].stage)) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
         if (sh->running > 0)
-            pthread_cond_timedwait(&sh->cond, &sh->lock, &ts);
+            ws_lock_wait_ms(&sh->cond, &sh->lock, 50);
         /* once more when all ended: the last stage's final count */
         if (!progress || interrupted || (sh->running == 0 && (reported_end || !w[0].stage)))
             continue;
@@ -209,15 +202,8 @@ int ws_analyze_threads(const ws_trace *t, const ws_analysis_options *options, ui
     if ((rc = ws_comm_layout_of(t, &layout, err)) ||
         (rc = ws_thread_hub_new(n_threads, &layout, owner, &sh.hub, err)))
         goto done;
-    if (pthread_mutex_init(&sh.lock, NULL) != 0) {
-        rc = ws_error_set(err, WS_ERR_INTERNAL, "ws_analyze_threads: cannot create a mutex");
+    if ((rc = ws_lock_init(&sh.lock, &sh.cond, "ws_analyze_threads", err)))
         goto done;
-    }
-    if (pthread_cond_init(&sh.cond, NULL) != 0) {
-        pthread_mutex_destroy(&sh.lock);
-        rc = ws_error_set(err, WS_ERR_INTERNAL, "ws_analyze_threads: cannot create a condition variable");
-        goto done;
-    }
     have_sync = 1;
     uint32_t first = 0;
     for (uint32_t i = 0; i < n_threads; i++) {
@@ -273,10 +259,8 @@ done:
             ws_result_free(w[i].result);
             ws_transport_free(w[i].tr);
         }
-    if (have_sync) {
-        pthread_mutex_destroy(&sh.lock);
-        pthread_cond_destroy(&sh.cond);
-    }
+    if (have_sync)
+        ws_lock_destroy(&sh.lock, &sh.cond);
     ws_thread_hub_free(sh.hub);
     ws_comm_layout_free(&layout);
     free(owner);

@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/lock.h"
 #include "../common/util.h"
 #include "../waitscope.h"
 #include "spin.h"
@@ -274,8 +275,7 @@ void ws_thread_hub_free(ws_thread_hub *h)
 {
     if (!h)
         return;
-    pthread_mutex_destroy(&h->lock);
-    pthread_cond_destroy(&h->cond);
+    ws_lock_destroy(&h->lock, &h->cond);
     for (uint32_t i = 0; i < h->n_box_conds; i++)
         pthread_cond_destroy(&h->box[i].wake);
     free(h->box);
@@ -303,14 +303,10 @@ int ws_thread_hub_new(uint32_t n_threads, const ws_comm_layout *layout, const ui
     ws_thread_hub *h = ws_calloc(1, sizeof *h);
     if (!h)
         return ws_error_nomem(err, "threaded transport");
-    if (pthread_mutex_init(&h->lock, NULL) != 0) {
+    int rc = ws_lock_init(&h->lock, &h->cond, "threaded transport", err);
+    if (rc) {
         free(h);
-        return ws_error_set(err, WS_ERR_INTERNAL, "threaded transport: cannot create a mutex");
-    }
-    if (pthread_cond_init(&h->cond, NULL) != 0) {
-        pthread_mutex_destroy(&h->lock);
-        free(h);
-        return ws_error_set(err, WS_ERR_INTERNAL, "threaded transport: cannot create a condition variable");
+        return rc;
     }
     h->n = n_threads;
     h->n_locations = layout->n_locations;

@@ -18,11 +18,11 @@
 #endif
 #include "otf2_io.h"
 #include "otf2_reader_int.h"
+#include "../common/lock.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct load_shared load_shared;
 
@@ -200,14 +200,7 @@ static int supervise(load_shared *sh, load_worker *w, uint32_t n, uint64_t total
     if (progress)
         interrupted = report(sh, w, n, total, progress);
     while (sh->running > 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&sh->cond, &sh->lock, &ts);
+        ws_lock_wait_ms(&sh->cond, &sh->lock, 50);
         if (progress && !interrupted && sh->running > 0)
             interrupted = report(sh, w, n, total, progress);
     }
@@ -346,15 +339,8 @@ int ws_otf2_load_events_threads(ws_trace *t, const uint32_t *locations, uint32_t
             goto done;
         }
     }
-    if (pthread_mutex_init(&sh.lock, NULL) != 0) {
-        rc = ws_error_set(err, WS_ERR_INTERNAL, "threaded load: cannot create a mutex");
+    if ((rc = ws_lock_init(&sh.lock, &sh.cond, "threaded load", err)))
         goto done;
-    }
-    if (pthread_cond_init(&sh.cond, NULL) != 0) {
-        pthread_mutex_destroy(&sh.lock);
-        rc = ws_error_set(err, WS_ERR_INTERNAL, "threaded load: cannot create a condition variable");
-        goto done;
-    }
     have_sync = 1;
     sh.running = n_threads;
     for (; started < n_threads; started++)
@@ -400,10 +386,8 @@ int ws_otf2_load_events_threads(ws_trace *t, const uint32_t *locations, uint32_t
         rc = ws_error_set(err, w[failed].rc, "%s", w[failed].err.message);
 
 done:
-    if (have_sync) {
-        pthread_cond_destroy(&sh.cond);
-        pthread_mutex_destroy(&sh.lock);
-    }
+    if (have_sync)
+        ws_lock_destroy(&sh.lock, &sh.cond);
     for (uint32_t i = 0; w && i < prepared; i++)
         ws_callpaths_free(&w[i].callpaths);
     free(w);
