@@ -71,7 +71,8 @@ typedef struct inst_table {
 
 /* finished instances kept for reuse (no allocation per instance; the
  * engine keeps up to 64 instances per location open when it produces
- * ahead) */
+ * ahead in one process, 256 when its peers are other threads or
+ * processes) */
 enum { SPARE_INSTANCES = 512 };
 
 typedef struct local_transport {

@@ -114,8 +114,9 @@ typedef struct thread_transport {
     ws_buffer drained; /* records taken from the inbox, reused */
     /* records for other threads not yet in their inboxes, per thread:
      * delivered in one locked append when the destination waits, when
-     * OUTBOX_BYTES gathered, and before this thread waits, finishes or
-     * meets the others in a collective */
+     * OUTBOX_BYTES gathered, and before this thread waits or finishes
+     * (t_progress, t_finish; a replay always ends in finish before any
+     * collective operation) */
     ws_buffer *outbox;
     size_t n_pending; /* threads with a nonempty outbox */
 } thread_transport;
