@@ -573,7 +573,9 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
             ws_causes_free(c);
             return rc;
         }
-        if (c->delay)
+        /* only notes of the delay analysis alone may go ahead (with the
+         * critical path a waiting member may hand it over) */
+        if (c->delay && !c->cp)
             ws_points_mark_final(c, a->local[i]);
         /* what the wait-state passes learnt of the messages went into the
          * points: its memory serves the next location's points */

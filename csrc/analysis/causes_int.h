@@ -33,7 +33,8 @@ typedef struct sync_point {
     uint32_t gl_slot;  /* its block in gl (WS_NONE32: it does not wait) */
     uint8_t type;
     uint8_t wclass;    /* class of the own waiting (WS_WAIT_*) */
-    uint8_t final;     /* waits, and no later charge here can add long-term costs to it */
+    uint8_t final;     /* waits, and no later charge here can add long-term costs to it (marked only for
+                          the delay analysis without the critical path) */
     uint8_t pad;
 } sync_point;
 
