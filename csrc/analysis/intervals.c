@@ -95,12 +95,30 @@ static double positive(double v)
     return v > 0.0 ? v : 0.0;
 }
 
-/* a point while the points of a location are collected */
-typedef struct new_point {
-    sync_point p;
-    double wait_in;
-    uint32_t event;
-} new_point;
+/* Puts the points in the order of `order` in place (pt[k] becomes the
+ * point that was at order[k].k), following the permutation's cycles;
+ * order[].call marks the places done. */
+static void permute_points(sync_point *pt, sp_sort *order, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        order[k].call = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (order[i].call)
+            continue;
+        sync_point first = pt[i];
+        size_t j = i;
+        for (;;) {
+            order[j].call = 1;
+            size_t from = order[j].k;
+            if (from == i) {
+                pt[j] = first;
+                break;
+            }
+            pt[j] = pt[from];
+            j = from;
+        }
+    }
+}
 
 static int cmp_leaves(const void *x, const void *y)
 {
@@ -117,7 +135,6 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     const ws_events *e = &t->locations[loc].events;
     cause_loc *cl = &c->locs[loc];
     size_t n = 0;
-    new_point *sp = NULL;
     size_t nm = ls->n_messages ? ls->n_messages : 1, ns = ls->n_sites ? ls->n_sites : 1;
     cl->msg_pts = ws_calloc(nm, sizeof *cl->msg_pts);
     cl->site_sp = ws_malloc_array(ns, sizeof *cl->site_sp);
@@ -134,14 +151,23 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         cap += (d->msg[row].ls > 0.0) + (d->msg[row].lr > 0.0);
     for (uint32_t s = 0; s < ls->n_sites; s++)
         cap += d->site_sync[s] != 0;
-    sp = ws_malloc_array(cap ? cap : 1, sizeof *sp);
-    if (!sp)
+    /* the points, and per point its event (the sort's second key) and the
+     * part of its waiting inside the window */
+    sync_point *pt = ws_malloc_array(cap ? cap : 1, sizeof *pt);
+    uint32_t *pev = ws_malloc_array(cap ? cap : 1, sizeof *pev);
+    double *pwin = ws_malloc_array(cap ? cap : 1, sizeof *pwin);
+    if (!pt || !pev || !pwin) {
+        free(pt);
+        free(pev);
+        free(pwin);
         return ws_error_nomem(err, "synchronization points");
+    }
 
 #define NEW_POINT()                                                                   \
     do {                                                                              \
-        memset(&sp[n], 0, sizeof sp[n]);                                              \
-        sp[n].p.gl_slot = WS_NONE32;                                                  \
+        memset(&pt[n], 0, sizeof pt[n]);                                              \
+        pt[n].gl_slot = WS_NONE32;                                                    \
+        pwin[n] = 0.0;                                                                \
     } while (0)
 
     /* the partners' leaves, by row */
@@ -160,7 +186,9 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             while (next_leaves < d->n_leaves && d->leaves[next_leaves].row < row)
                 next_leaves++;
             if (next_leaves == d->n_leaves || d->leaves[next_leaves].row != row) {
-                free(sp);
+                free(pt);
+                free(pev);
+                free(pwin);
                 return ws_error_set(err, WS_ERR_INTERNAL, "location %u: message %llu waits but its partner's calls "
                                     "are unknown", (unsigned)loc, (unsigned long long)row);
             }
@@ -168,11 +196,11 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         }
         if (md->ls > 0.0) {
             NEW_POINT();
-            sync_point *p = &sp[n].p;
+            sync_point *p = &pt[n];
             p->type = SP_LS;
             p->index = (uint32_t)row;
             p->partner = m->partner;
-            sp[n].event = e->msg_event[row];
+            pev[n] = e->msg_event[row];
             /* its call: the one holding the record; as the start of the
              * next interval only the time after the partner's call ended
              * counts */
@@ -185,7 +213,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             } else {
                 p->time = md->partner_time;
                 p->wait = md->ls;
-                sp[n].wait_in = ws_window_part(&a->options, ws_msg_enter(e, m),
+                pwin[n] = ws_window_part(&a->options, ws_msg_enter(e, m),
                                                md->partner_time < leave ? md->partner_time : leave, p->wait);
                 p->wclass = WS_WAIT_LATESENDER;
             }
@@ -193,11 +221,11 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         }
         if (md->lr > 0.0) {
             NEW_POINT();
-            sync_point *p = &sp[n].p;
+            sync_point *p = &pt[n];
             p->type = SP_LR;
             p->index = (uint32_t)row;
             p->partner = m->partner;
-            sp[n].event = m->ch1_event;
+            pev[n] = m->ch1_event;
             if (is_send) {
                 p->call_ev = m->other_call;
                 p->call_cp = ws_msg_done_callpath(e, m);
@@ -212,7 +240,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             if (is_send) {
                 p->time = md->partner_time;
                 p->wait = md->lr;
-                sp[n].wait_in = ws_window_part(&a->options, ws_msg_done_enter(e, m), md->partner_time, p->wait);
+                pwin[n] = ws_window_part(&a->options, ws_msg_done_enter(e, m), md->partner_time, p->wait);
                 p->wclass = WS_WAIT_LATERECEIVER;
             } else {
                 p->time = ws_msg_post(e, m);
@@ -234,10 +262,10 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         if (cls == WS_SITE_NTO1 && loc != root && loc != d->site_delayer[s])
             continue;
         NEW_POINT();
-        sync_point *p = &sp[n].p;
+        sync_point *p = &pt[n];
         p->type = SP_SITE;
         p->index = s;
-        sp[n].event = ls->site_event[s];
+        pev[n] = ls->site_event[s];
         p->time = d->site_sync_time[s];
         p->partner = d->site_delayer[s];
         cl->site_root[s] = root;
@@ -249,57 +277,71 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         p->completion = cls == WS_SITE_INIT ? d->site_completion[s] : 0.0;
         if (handled(p->wclass) && d->site_wait[s] > 0.0) {
             p->wait = d->site_wait[s];
-            sp[n].wait_in = ws_window_part(&a->options, ls->site_enter[s], ls->site_enter[s] + p->wait, p->wait);
+            pwin[n] = ws_window_part(&a->options, ls->site_enter[s], ls->site_enter[s] + p->wait, p->wait);
         } else {
             p->wclass = WS_WAIT_NONE;
         }
         n++;
     }
 #undef NEW_POINT
-    /* order by the calls that hold them */
-    sp_sort *order = ws_malloc_array(n ? n : 1, sizeof *order);
-    sync_point *sorted = ws_malloc_array(n ? n : 1, sizeof *sorted);
-    if (!order || !sorted) {
-        free(order);
-        free(sorted);
-        free(sp);
-        return ws_error_nomem(err, "synchronization points");
+    /* order by the calls that hold them (then by event; ties keep their
+     * order): mostly they come in that order already */
+    sp_sort *order = NULL;
+    int in_order = 1;
+    for (size_t k = 1; k < n && in_order; k++)
+        in_order = pt[k - 1].call_ev < pt[k].call_ev || (pt[k - 1].call_ev == pt[k].call_ev && pev[k - 1] <= pev[k]);
+    if (!in_order) {
+        order = ws_malloc_array(n, sizeof *order);
+        if (!order) {
+            free(pt);
+            free(pev);
+            free(pwin);
+            return ws_error_nomem(err, "synchronization points");
+        }
+        for (size_t k = 0; k < n; k++) {
+            order[k].call = pt[k].call_ev;
+            order[k].event = pev[k];
+            order[k].k = (uint32_t)k;
+        }
+        if (sort_points(order, n) != 0) {
+            free(order);
+            free(pt);
+            free(pev);
+            free(pwin);
+            return ws_error_nomem(err, "synchronization points");
+        }
+        permute_points(pt, order, n);
     }
+    free(pev);
     uint32_t n_waiting = 0;
-    for (size_t k = 0; k < n; k++) {
-        order[k].call = sp[k].p.call_ev;
-        order[k].event = sp[k].event;
-        order[k].k = (uint32_t)k;
-        n_waiting += sp[k].p.wait > 0.0;
-    }
-    if (sort_points(order, n) != 0) {
-        free(order);
-        free(sorted);
-        free(sp);
-        return ws_error_nomem(err, "synchronization points");
-    }
+    for (size_t k = 0; k < n; k++)
+        n_waiting += pt[k].wait > 0.0;
     cl->gl = ws_calloc((n_waiting ? n_waiting : 1) * (size_t)GL_BLOCK, sizeof *cl->gl);
     if (!cl->gl) {
         free(order);
-        free(sorted);
-        free(sp);
+        free(pt);
+        free(pwin);
         return ws_error_nomem(err, "synchronization points");
     }
     n_waiting = 0;
     for (size_t k = 0; k < n; k++) {
-        sorted[k] = sp[order[k].k].p;
-        if (sorted[k].wait > 0.0) {
-            sorted[k].gl_slot = n_waiting++;
-            cl->gl[(size_t)sorted[k].gl_slot * GL_BLOCK + NGL] = sp[order[k].k].wait_in;
+        if (pt[k].wait > 0.0) {
+            pt[k].gl_slot = n_waiting++;
+            cl->gl[(size_t)pt[k].gl_slot * GL_BLOCK + NGL] = pwin[order ? order[k].k : k];
         }
-        if (sorted[k].type == SP_SITE)
-            cl->site_sp[sorted[k].index] = (uint32_t)k;
+        if (pt[k].type == SP_SITE)
+            cl->site_sp[pt[k].index] = (uint32_t)k;
         else
-            cl->msg_pts[sorted[k].index] |= sorted[k].type == SP_LS ? MSG_HAS_LS : MSG_HAS_LR;
+            cl->msg_pts[pt[k].index] |= pt[k].type == SP_LS ? MSG_HAS_LS : MSG_HAS_LR;
     }
     free(order);
-    free(sp);
-    cl->sp = sorted;
+    free(pwin);
+    if (n < cap) { /* N-to-1 sites that dropped out */
+        sync_point *fit = ws_realloc(pt, (n ? n : 1) * sizeof *pt);
+        if (fit) /* else the larger block stays */
+            pt = fit;
+    }
+    cl->sp = pt;
     cl->n_sp = (uint32_t)n;
     cl->share = ws_calloc(n ? n : 1, sizeof *cl->share);
     if (!cl->share)
