@@ -189,9 +189,12 @@ static int produce_ahead(scheduler *s, uint32_t loc, loc_state *st, uint32_t sit
         return ws_error_set(err, WS_ERR_INTERNAL, "location %u: a site was skipped", (unsigned)loc);
     if (i != st->ahead)
         return WS_OK; /* produced before */
-    /* the site's position among the synchronization events */
+    /* the site's position among the synchronization events: in a sparse
+     * replay the cursor */
     uint64_t lo = 0, hi = ls->n_sync_events;
     uint32_t ev = ls->site_event[site];
+    if (s->sparse && st->cursor >= 0 && (uint64_t)st->cursor < hi && ls->sync_events[st->cursor] == ev)
+        lo = hi = (uint64_t)st->cursor;
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
         if (ls->sync_events[mid] < ev)
