@@ -32,7 +32,7 @@ typedef struct scheduler {
     uint32_t n_handlers;
     loc_state *states;
     uint32_t *local_index; /* location -> index in env->locations, or WS_NONE32 */
-    uint32_t *queue;       /* ring buffer of local indices (a stack unless the schedule is seeded) */
+    uint32_t *queue;       /* ring buffer of local indices */
     uint32_t head, count;
     ws_buffer out;
     uint32_t lookahead; /* sites produced ahead (0: each at its site) */
@@ -532,15 +532,9 @@ int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *
             }
             continue;
         }
-        /* The newest entry runs next: usually a location the one that
-         * just blocked has woken, while the payloads it posted and the
-         * data of their neighbourhood are still in cache.  Taking the
-         * oldest would sweep every waiting location between two runs of
-         * one (1,024-rank stencil, backward replay: 1.07 instead of
-         * 1.35 s).  A seeded schedule takes either, at random; the
-         * results never depend on the order. */
         uint32_t local;
-        if (!env->schedule_seed || (ws_hash64(env->schedule_seed ^ s.processed) & 1)) {
+        if (env->schedule_seed && (ws_hash64(env->schedule_seed ^ s.processed) & 1)) {
+            /* take the newest entry instead of the oldest */
             uint32_t back = (s.head + s.count - 1) % n;
             local = s.queue[back];
         } else {
