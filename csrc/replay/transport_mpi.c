@@ -42,10 +42,10 @@
 
 #include "../common/util.h"
 #include "../waitscope.h" /* ws_progress */
+#include "records.h"
 #include "spin.h"
 
 enum { TAG_DATA = 7001, TAG_ABORT = 7002 };
-enum { RECORD_P2P = 1, RECORD_COLL = 2 };
 /* Small batches: a process that waits for data gets it while the sender
  * goes on with its other locations.  With large batches (256 KiB) a
  * sender kept everything until all its own locations were blocked, and
@@ -170,52 +170,36 @@ static int flush_all(mpi_transport *m, ws_error *err)
     return WS_OK;
 }
 
-/* record layout: u8 type, u64 epoch, then type-specific fields */
-static int append(ws_buffer *b, const void *x, size_t n)
+/* a record (records.h) for process `proc`, sent once enough have gathered */
+static int put_record(mpi_transport *m, int proc, uint8_t type, const unsigned char *head, size_t head_size,
+                      const void *data, size_t size, ws_error *err)
 {
-    return ws_buffer_append(b, x, n);
+    ws_buffer *b = &m->out[proc];
+    if (ws_buffer_append(b, &type, 1) || ws_buffer_append(b, &m->epoch, 8) || ws_buffer_append(b, head, head_size) ||
+        ws_buffer_append(b, data, size))
+        return ws_error_nomem(err, "MPI send buffer");
+    if (b->size >= flush_bytes(&m->base))
+        return flush_to(m, proc, err);
+    return WS_OK;
 }
 
 static int put_p2p(mpi_transport *m, int proc, uint32_t dst, uint64_t id, int channel, const void *data, size_t size,
                    ws_error *err)
 {
-    ws_buffer *b = &m->out[proc];
-    uint8_t type = RECORD_P2P;
-    uint32_t ch = (uint32_t)channel;
-    uint64_t n = size;
-    if (append(b, &type, 1) || append(b, &m->epoch, 8) || append(b, &dst, 4) || append(b, &ch, 4) ||
-        append(b, &id, 8) || append(b, &n, 8) || append(b, data, size))
-        return ws_error_nomem(err, "MPI send buffer");
-    if (b->size >= flush_bytes(&m->base))
-        return flush_to(m, proc, err);
-    return WS_OK;
+    unsigned char head[WS_RECORD_P2P_HEAD];
+    ws_record_p2p_head(head, dst, channel, id, size);
+    return put_record(m, proc, WS_RECORD_P2P, head, sizeof head, data, size, err);
 }
 
 static int put_coll(mpi_transport *m, int proc, uint64_t key, uint32_t n_members, uint32_t expected,
                     uint32_t member, uint64_t cache_size, const void *data, size_t size, ws_error *err)
 {
-    ws_buffer *b = &m->out[proc];
-    uint8_t type = RECORD_COLL;
-    uint64_t n = size;
-    if (append(b, &type, 1) || append(b, &m->epoch, 8) || append(b, &key, 8) || append(b, &n_members, 4) ||
-        append(b, &expected, 4) || append(b, &member, 4) || append(b, &cache_size, 8) || append(b, &n, 8) ||
-        append(b, data, size))
-        return ws_error_nomem(err, "MPI send buffer");
-    if (b->size >= flush_bytes(&m->base))
-        return flush_to(m, proc, err);
-    return WS_OK;
+    unsigned char head[WS_RECORD_COLL_HEAD];
+    ws_record_coll_head(head, key, n_members, expected, member, (size_t)cache_size, size);
+    return put_record(m, proc, WS_RECORD_COLL, head, sizeof head, data, size, err);
 }
 
 /* ---- incoming records --------------------------------------------------- */
-
-static int take_bytes(const unsigned char **p, const unsigned char *end, void *out, size_t n)
-{
-    if ((size_t)(end - *p) < n)
-        return -1;
-    memcpy(out, *p, n);
-    *p += n;
-    return 0;
-}
 
 static int unpack(mpi_transport *m, const unsigned char *data, size_t size, uint64_t *epoch_of_message,
                   ws_error *err)
@@ -226,35 +210,12 @@ static int unpack(mpi_transport *m, const unsigned char *data, size_t size, uint
     while (p < end) {
         uint8_t type;
         uint64_t epoch;
-        if (take_bytes(&p, end, &type, 1) || take_bytes(&p, end, &epoch, 8))
+        if (ws_record_read(&p, end, &type, 1) || ws_record_read(&p, end, &epoch, 8))
             return ws_error_set(err, WS_ERR_MPI, "malformed record from another analysis process");
         *epoch_of_message = epoch;
-        if (type == RECORD_P2P) {
-            uint32_t dst, ch;
-            uint64_t id, n;
-            if (take_bytes(&p, end, &dst, 4) || take_bytes(&p, end, &ch, 4) || take_bytes(&p, end, &id, 8) ||
-                take_bytes(&p, end, &n, 8) || (uint64_t)(end - p) < n)
-                return ws_error_set(err, WS_ERR_MPI, "malformed record from another analysis process");
-            int rc = m->local->ops->post(m->local, dst, id, (int)ch, p, (size_t)n, err);
-            if (rc)
-                return rc;
-            p += n;
-        } else if (type == RECORD_COLL) {
-            uint64_t key, cache_size, n;
-            uint32_t n_members, expected, member;
-            if (take_bytes(&p, end, &key, 8) || take_bytes(&p, end, &n_members, 4) ||
-                take_bytes(&p, end, &expected, 4) || take_bytes(&p, end, &member, 4) ||
-                take_bytes(&p, end, &cache_size, 8) || take_bytes(&p, end, &n, 8) || (uint64_t)(end - p) < n)
-                return ws_error_set(err, WS_ERR_MPI, "malformed record from another analysis process");
-            int rc = m->local->ops->coll_post(m->local, key, n_members, expected, 0, member, WS_NONE32, p, (size_t)n,
-                                              (size_t)cache_size, err);
-            if (rc)
-                return rc;
-            p += n;
-        } else {
-            return ws_error_set(err, WS_ERR_MPI, "unknown record type %u from another analysis process",
-                                (unsigned)type);
-        }
+        int rc = ws_record_store(m->local, type, &p, end, WS_ERR_MPI, "from another analysis process", err);
+        if (rc)
+            return rc;
     }
     return WS_OK;
 }

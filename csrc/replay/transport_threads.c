@@ -45,9 +45,9 @@
 #include "../common/lock.h"
 #include "../common/util.h"
 #include "../waitscope.h"
+#include "records.h"
 #include "spin.h"
 
-enum { RECORD_P2P = 1, RECORD_COLL = 2 };
 
 
 /* What a waiting thread watches: changed (under the hub's lock) by a
@@ -359,15 +359,6 @@ nomem:
 
 /* ---- records ---------------------------------------------------------------- */
 
-static int take_bytes(const unsigned char **p, const unsigned char *end, void *out, size_t n)
-{
-    if ((size_t)(end - *p) < n)
-        return -1;
-    memcpy(out, *p, n);
-    *p += n;
-    return 0;
-}
-
 /* Moves this thread's outbox for thread `to` into `to`'s inbox and wakes
  * it (one locked append for every record gathered). */
 static int deliver(thread_transport *m, uint32_t to, ws_error *err)
@@ -441,34 +432,11 @@ static int unpack(thread_transport *m, const unsigned char *data, size_t size, w
     const unsigned char *p = data, *end = data + size;
     while (p < end) {
         uint8_t type;
-        if (take_bytes(&p, end, &type, 1))
-            return ws_error_set(err, WS_ERR_INTERNAL, "malformed record between analysis threads");
-        if (type == RECORD_P2P) {
-            uint32_t dst, ch;
-            uint64_t id, n;
-            if (take_bytes(&p, end, &dst, 4) || take_bytes(&p, end, &ch, 4) || take_bytes(&p, end, &id, 8) ||
-                take_bytes(&p, end, &n, 8) || (uint64_t)(end - p) < n)
-                return ws_error_set(err, WS_ERR_INTERNAL, "malformed record between analysis threads");
-            int rc = m->local->ops->post(m->local, dst, id, (int)ch, p, (size_t)n, err);
-            if (rc)
-                return rc;
-            p += n;
-        } else if (type == RECORD_COLL) {
-            uint64_t key, cache_size, n;
-            uint32_t n_members, expected, member;
-            if (take_bytes(&p, end, &key, 8) || take_bytes(&p, end, &n_members, 4) ||
-                take_bytes(&p, end, &expected, 4) || take_bytes(&p, end, &member, 4) ||
-                take_bytes(&p, end, &cache_size, 8) || take_bytes(&p, end, &n, 8) || (uint64_t)(end - p) < n)
-                return ws_error_set(err, WS_ERR_INTERNAL, "malformed record between analysis threads");
-            int rc = m->local->ops->coll_post(m->local, key, n_members, expected, 0, member, WS_NONE32, p, (size_t)n,
-                                              (size_t)cache_size, err);
-            if (rc)
-                return rc;
-            p += n;
-        } else {
-            return ws_error_set(err, WS_ERR_INTERNAL, "unknown record type %u between analysis threads",
-                                (unsigned)type);
-        }
+        int rc = ws_record_read(&p, end, &type, 1)
+                     ? ws_error_set(err, WS_ERR_INTERNAL, "malformed record between analysis threads")
+                     : ws_record_store(m->local, type, &p, end, WS_ERR_INTERNAL, "between analysis threads", err);
+        if (rc)
+            return rc;
     }
     return WS_OK;
 }
@@ -500,14 +468,9 @@ static int t_post(ws_transport *t, uint32_t dst, uint64_t id, int channel, const
         sync_wake(m);
         return m->local->ops->post(m->local, dst, id, channel, data, size, err);
     }
-    unsigned char head[1 + 4 + 4 + 8 + 8];
-    uint32_t ch = (uint32_t)channel;
-    uint64_t n = size;
-    head[0] = RECORD_P2P;
-    memcpy(head + 1, &dst, 4);
-    memcpy(head + 5, &ch, 4);
-    memcpy(head + 9, &id, 8);
-    memcpy(head + 17, &n, 8);
+    unsigned char head[1 + WS_RECORD_P2P_HEAD];
+    head[0] = WS_RECORD_P2P;
+    ws_record_p2p_head(head + 1, dst, channel, id, size);
     return send_record(m, to, head, sizeof head, data, size, err);
 }
 
@@ -538,15 +501,9 @@ static int t_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, uint32
     uint32_t comm = (uint32_t)((key >> 40) & 0x7FFFF);
     const uint32_t *threads = comm < h->n_comms ? h->comm_threads[comm] : h->all_threads;
     uint32_t n = comm < h->n_comms ? h->comm_n_threads[comm] : h->n_all_threads;
-    unsigned char head[1 + 8 + 4 + 4 + 4 + 8 + 8];
-    uint64_t cs = cache_size, bytes = size;
-    head[0] = RECORD_COLL;
-    memcpy(head + 1, &key, 8);
-    memcpy(head + 9, &n_members, 4);
-    memcpy(head + 13, &expected, 4);
-    memcpy(head + 17, &member, 4);
-    memcpy(head + 21, &cs, 8);
-    memcpy(head + 29, &bytes, 8);
+    unsigned char head[1 + WS_RECORD_COLL_HEAD];
+    head[0] = WS_RECORD_COLL;
+    ws_record_coll_head(head + 1, key, n_members, expected, member, cache_size, size);
     for (uint32_t i = 0; i < n; i++) {
         if (threads[i] == m->index)
             continue;
