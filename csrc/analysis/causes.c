@@ -658,6 +658,9 @@ void ws_causes_handlers(ws_causes *c, int pass, ws_handler *h)
         /* payloads and contributions come from pass 4, the channels and
          * the active sites from the wait states */
         h->unordered = 1;
+        /* not msg_pure: its payloads (a double per waiting point) are
+         * few, and a consumer that fetched each from its partner would
+         * look the partner's point up out of order */
     }
 }
 

@@ -213,6 +213,12 @@ void ws_waitstates_handlers(ws_analysis *a, int pass, ws_handler *h)
      * zeroes a cancelled one at the send row, at the message's last
      * exchange point, after both sides chose the channels). */
     h->unordered = 1;
+    /* passes 2 and 3 produce from rows their consumes and ends never
+     * write (a receive's waits for the send row in pass 2; in pass 3 the
+     * send's Late Receiver and the receive's Late Sender, consumed into
+     * the other side's rows, and a cancelled Late Sender sent as 0
+     * before pass 3's end zeroes it) */
+    h->msg_pure = pass >= 2;
     ws_waitstates_p2p_handlers(pass, h);
     if (pass == 1)
         ws_waitstates_coll_handlers(h);

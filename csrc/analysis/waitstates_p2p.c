@@ -445,6 +445,21 @@ static int p3_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
     return WS_OK;
 }
 
+/* what p2_produce and p3_produce read of a row besides the row itself */
+static void p23_prefetch(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row)
+{
+    (void)env;
+    ws_loc_data *d = data_of(state, loc);
+#if defined(__GNUC__)
+    __builtin_prefetch(&d->msg[row]);
+    if (d->msg_bits)
+        __builtin_prefetch(&d->msg_bits[row]);
+#else
+    (void)d;
+    (void)row;
+#endif
+}
+
 void ws_waitstates_p2p_handlers(int pass, ws_handler *h)
 {
     switch (pass) {
@@ -456,12 +471,14 @@ void ws_waitstates_p2p_handlers(int pass, ws_handler *h)
         break;
     case 2:
         h->msg_produce = p2_produce;
+        h->msg_prefetch = p23_prefetch;
         h->msg_consume = p2_consume;
         h->end = p2_end;
         break;
     case 3:
         h->msg_channels = p3_channels;
         h->msg_produce = p3_produce;
+        h->msg_prefetch = p23_prefetch;
         h->msg_consume = p3_consume;
         h->end = p3_end;
         break;

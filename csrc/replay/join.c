@@ -22,6 +22,12 @@
  * not a join); the analysis's first replay therefore stays scheduled
  * (ws_replay_env.join).
  *
+ * A message whose both ends are locations of the join is not stored at
+ * all for a handler whose msg_produce may run at any time (msg_pure): in
+ * phase B the consuming side calls the producer for it (the partner's row
+ * is ws_msg.match_row on both sides).  Then a join in one process keeps
+ * no payload of those handlers alive: no memory per message, no copy.
+ *
  * Collective instances with a single member (MPI_COMM_SELF-like
  * communicators, whose instance keys repeat on every location) are
  * produced and consumed at their site in phase B, as the scheduled replay
@@ -40,6 +46,7 @@ typedef struct join {
     ws_buffer out;
     uint64_t processed, next_report, total;
     const ws_progress *progress;
+    uint8_t *local; /* per trace location: one of the join's (NULL: every payload goes through the transport) */
 } join;
 
 static void join_wake(void *scheduler, uint32_t location)
@@ -105,6 +112,16 @@ static int message_at(const join *j, uint32_t loc, uint32_t row, int at_record, 
     return 1;
 }
 
+/* Whether the consuming side of message `msg` calls the producer for
+ * handler hd's payloads instead of taking them from the transport: both
+ * ends are locations of this join and know each other's rows.  Both ends
+ * answer alike (a send knows the receive's row exactly when the receive's
+ * location was built with it, see ws_msg.match_row). */
+static int pulled(const join *j, const ws_handler *hd, const ws_msg *msg)
+{
+    return j->local && hd->msg_pure && msg->match_row != WS_NONE32 && j->local[msg->partner];
+}
+
 static int produce_message(join *j, uint32_t loc, uint32_t row, int at_record, uint64_t ev, ws_error *err)
 {
     uint64_t id;
@@ -112,9 +129,10 @@ static int produce_message(join *j, uint32_t loc, uint32_t row, int at_record, u
     int produces[2], ch1_here;
     if (!message_at(j, loc, row, at_record, ev, &id, &partner, produces, &ch1_here))
         return WS_OK;
+    const ws_msg *msg = &j->env->sync->locs[loc].msgs[row];
     for (uint32_t h = 0; h < j->n_handlers; h++) {
         const ws_handler *hd = &j->handlers[h];
-        if (!hd->msg_produce)
+        if (!hd->msg_produce || pulled(j, hd, msg))
             continue;
         int mask = channels_here(j, hd, loc, row, at_record, ch1_here);
         for (int channel = 0; channel < 2; channel++) {
@@ -139,18 +157,29 @@ static int consume_message(join *j, uint32_t loc, uint32_t row, int at_record, u
     if (!message_at(j, loc, row, at_record, ev, &id, &partner, produces, &ch1_here))
         return WS_OK;
     ws_transport *tr = j->tr;
+    const ws_msg *msg = &j->env->sync->locs[loc].msgs[row];
     for (uint32_t h = 0; h < j->n_handlers; h++) {
         const ws_handler *hd = &j->handlers[h];
         if (!hd->msg_consume)
             continue;
         int mask = channels_here(j, hd, loc, row, at_record, ch1_here);
+        int pull = pulled(j, hd, msg);
         for (int channel = 0; channel < 2; channel++) {
             if (!(mask & (1 << channel)) || produces[channel])
                 continue;
+            int rc;
+            if (pull) {
+                j->out.size = 0;
+                rc = hd->msg_produce(hd->state, j->env, partner, msg->match_row, channel, &j->out, err);
+                if (rc == WS_OK)
+                    rc = hd->msg_consume(hd->state, j->env, loc, row, channel, j->out.data, j->out.size, err);
+                if (rc)
+                    return rc;
+                continue;
+            }
             int key = (int)(2 * h) + channel;
             const void *data;
             size_t size;
-            int rc;
             while ((rc = tr->ops->take(tr, loc, id, key, &data, &size, err)) == WS_BLOCKED)
                 if ((rc = wait_for_data(j, err)) != WS_OK)
                     return rc == WS_BLOCKED ? stalled(j, loc, ev, 1, err) : rc;
@@ -249,6 +278,43 @@ static int report(join *j, uint64_t done, ws_error *err)
     return WS_OK;
 }
 
+#if defined(__GNUC__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
+enum { PULL_AHEAD = 8 };
+
+/* The walk is about to pull the payloads of the message at synchronization
+ * event k (if it is one): ask the cache for the partner's row now, in two
+ * steps (PULL_AHEAD events ahead the row itself and the handlers' data of
+ * it, half as far the times of its events, whose indices the row holds). */
+static void prefetch_pull(const join *j, const ws_loc_sync *ls, int64_t k, int near)
+{
+    if (k < 0 || (uint64_t)k >= ls->n_sync_events)
+        return;
+    uint32_t what = ls->sync_what[k];
+    if ((what & ~(uint32_t)WS_SYNC_INDEX) == WS_SYNC_SITE)
+        return;
+    const ws_msg *msg = &ls->msgs[what & WS_SYNC_INDEX];
+    if (msg->match_row == WS_NONE32 || !j->local[msg->partner])
+        return;
+    const ws_replay_env *env = j->env;
+    const ws_msg *other = &env->sync->locs[msg->partner].msgs[msg->match_row];
+    if (!near) {
+        PREFETCH(other);
+        for (uint32_t h = 0; h < j->n_handlers; h++)
+            if (j->handlers[h].msg_prefetch)
+                j->handlers[h].msg_prefetch(j->handlers[h].state, env, msg->partner, msg->match_row);
+        return;
+    }
+    const double *time = env->trace->locations[msg->partner].events.time;
+    PREFETCH(&time[other->leave]);
+    PREFETCH(&time[other->other_call]);
+    PREFETCH(&time[other->done_leave]);
+}
+
 /* Phase B for one location: the walk of the scheduled replay, without
  * produce steps and without suspension. */
 static int consume_location(join *j, uint32_t loc, ws_error *err)
@@ -270,6 +336,10 @@ static int consume_location(join *j, uint32_t loc, ws_error *err)
         uint64_t ev;
         rc = WS_OK;
         if (j->sparse) {
+            if (j->local) {
+                prefetch_pull(j, ls, cursor + step * PULL_AHEAD, 0);
+                prefetch_pull(j, ls, cursor + step * (PULL_AHEAD / 2), 1);
+            }
             ev = ls->sync_events[cursor];
             uint32_t what = ls->sync_what[cursor], index = what & WS_SYNC_INDEX;
             switch (what & ~(uint32_t)WS_SYNC_INDEX) {
@@ -355,8 +425,16 @@ int ws_replay_join(const ws_replay_env *env, ws_transport *tr, const ws_handler 
         j.total += j.sparse ? env->sync->locs[loc].n_sync_events : env->trace->locations[loc].events.n;
     }
     uint32_t *order = visiting_order(env);
-    if (!order)
+    int pure = 0;
+    for (uint32_t h = 0; h < n_handlers; h++)
+        pure |= handlers[h].msg_pure && handlers[h].msg_produce && handlers[h].msg_consume;
+    if (order && pure && (j.local = ws_calloc(env->trace->n_locations ? env->trace->n_locations : 1, 1)))
+        for (uint32_t i = 0; i < n; i++)
+            j.local[env->locations[i]] = 1;
+    if (!order || (pure && !j.local)) {
+        free(order);
         return ws_error_nomem(err, "replay order");
+    }
     tr->wake = join_wake;
     tr->scheduler = &j;
     tr->progress = progress;
@@ -385,6 +463,7 @@ int ws_replay_join(const ws_replay_env *env, ws_transport *tr, const ws_handler 
     tr->progress = NULL;
     ws_buffer_free(&j.out);
     free(order);
+    free(j.local);
     return rc;
 }
 

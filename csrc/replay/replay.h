@@ -70,6 +70,16 @@ typedef struct ws_handler {
      * end see the same calls in the same order per location as in the
      * scheduled replay, so the results are the same. */
     int unordered;
+    /* Nonzero if msg_produce may run at any time of the replay, before or
+     * after any consume or end step of the producing location: it reads
+     * nothing those steps write.  A join (join.c) then lets the consuming
+     * side of a message whose ends are both its own locations call the
+     * producer itself instead of taking a stored payload. */
+    int msg_pure;
+    /* Optional, with msg_pure: asks the cache for what msg_produce will
+     * read of message `row` of `loc` (a join calls it shortly before it
+     * pulls the payload). */
+    void (*msg_prefetch)(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row);
 
     int (*begin)(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err);
     /* every event, after the payloads of a synchronization event */

@@ -560,6 +560,7 @@ typedef struct send_record {
  * for receives), which is program order. */
 typedef struct match_ctx {
     const ws_trace *t;
+    ws_sync *s;
     ws_loc_sync *ls;
     uint32_t loc;
     ws_error *err;
@@ -569,6 +570,10 @@ static void on_pair(void *context, const ws_match_key *send, const ws_match_key 
 {
     match_ctx *c = context;
     c->ls->msgs[recv->order].match_row = (uint32_t)send->order;
+    /* the send learns the receive's row when its location is built here too */
+    ws_loc_sync *sender = &c->s->locs[send->channel[0]];
+    if (sender->msgs && send->order < sender->n_messages)
+        sender->msgs[send->order].match_row = (uint32_t)recv->order;
 }
 
 static int on_unmatched(void *context, const ws_match_key *key, int is_send)
@@ -593,9 +598,10 @@ static int on_unmatched(void *context, const ws_match_key *key, int is_send)
 }
 
 /* Matches the receives of one location to the sends addressed to it. */
-static int match_location(const ws_trace *t, ws_loc_sync *ls, uint32_t loc, ws_match_key *sends, size_t n_sends,
+static int match_location(const ws_trace *t, ws_sync *s, uint32_t loc, ws_match_key *sends, size_t n_sends,
                           ws_match_key *recvs, ws_error *err)
 {
+    ws_loc_sync *ls = &s->locs[loc];
     const ws_events *e = &t->locations[loc].events;
     size_t n_recvs = 0;
     for (uint64_t m = 0; m < e->n_messages; m++) {
@@ -608,7 +614,7 @@ static int match_location(const ws_trace *t, ws_loc_sync *ls, uint32_t loc, ws_m
         k->channel[3] = 0;
         k->order = m;
     }
-    match_ctx c = {t, ls, loc, err};
+    match_ctx c = {t, s, ls, loc, err};
     return ws_match_fifo(sends, n_sends, recvs, n_recvs, on_pair, on_unmatched, &c);
 }
 
@@ -700,7 +706,7 @@ static int match_messages(const ws_trace *t, ws_sync *s, const uint32_t *locs, u
     }
     for (uint32_t i = 0; i < n && rc == WS_OK; i++) {
         uint32_t loc = locs[i];
-        rc = match_location(t, &s->locs[loc], loc, keys + start[loc], start[loc + 1] - start[loc], recvs, err);
+        rc = match_location(t, s, loc, keys + start[loc], start[loc + 1] - start[loc], recvs, err);
     }
 done:
     if (received) {

@@ -53,7 +53,9 @@ enum ws_site_class {
  * (ws_msg_enter and the other accessors below). */
 typedef struct ws_msg {
     uint32_t partner;     /* location index of the partner */
-    uint32_t match_row;   /* receives: row of the matched send at the partner (WS_NONE32: unmatched) */
+    uint32_t match_row;   /* receives: row of the matched send at the partner (WS_NONE32: unmatched);
+                             sends: row of the receive at the partner when the partner's location was
+                             built in the same ws_sync_build (else WS_NONE32) */
     uint32_t call;        /* Enter event of the MPI call holding the record (the record's event: none) */
     uint32_t leave;       /* Leave event of that call (the record's event until the call leaves) */
     uint32_t other_call;  /* sends: Enter event of the call completing the send;
