@@ -197,7 +197,6 @@ def extensions():
                     os.path.join("csrc", "common", "error.c"),
                     os.path.join("csrc", "common", "util.c"),
                     os.path.join("csrc", "replay", "transport_local.c"),
-                    os.path.join("csrc", "replay", "records.c"),
                     os.path.join("csrc", "replay", "transport_mpi.c"),
                     os.path.join("csrc", "python", "py_mpi.c"),
                 ],
