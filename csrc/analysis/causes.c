@@ -629,6 +629,29 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
     return WS_OK;
 }
 
+/* What passes 4 and 5 touch first of a location and at a collective site
+ * (see ws_handler.prefetch). */
+static void p45_prefetch(void *state, const ws_replay_env *env, uint32_t loc, int64_t site)
+{
+    (void)env;
+    const ws_causes *c = state;
+    const cause_loc *cl = &c->locs[loc];
+    const ws_loc_data *d = &c->a->locs[loc];
+    if (site < 0) {
+        WS_PREFETCH(cl);
+        WS_PREFETCH((const char *)cl + 64);
+        WS_PREFETCH((const char *)cl + 128);
+        WS_PREFETCH(d);
+        WS_PREFETCH((const char *)d + 64);
+        return;
+    }
+    WS_PREFETCH(&cl->site_sp[site]);
+    WS_PREFETCH(&d->site_anywait[site]);
+    WS_PREFETCH(&d->site_wait[site]);
+    WS_PREFETCH(&d->site_delayer[site]);
+    WS_PREFETCH(&d->site_sync_time[site]);
+}
+
 void ws_causes_handlers(ws_causes *c, int pass, ws_handler *h)
 {
     memset(h, 0, sizeof *h);
@@ -637,6 +660,7 @@ void ws_causes_handlers(ws_causes *c, int pass, ws_handler *h)
     /* both replays visit only the synchronization events (the pieces of
      * the critical path between them are cut afterwards) */
     h->sparse = 1;
+    h->prefetch = p45_prefetch;
     if (pass == 4) {
         h->begin = p4_begin;
         h->event = p4_event;

@@ -198,6 +198,26 @@ int ws_waitstates_prepare(ws_analysis *a, ws_error *err)
     return WS_OK;
 }
 
+/* What pass 1 touches first of a location and at a collective site (see
+ * ws_handler.prefetch). */
+static void p1_prefetch(void *state, const ws_replay_env *env, uint32_t loc, int64_t site)
+{
+    (void)env;
+    const ws_loc_data *d = data_of(state, loc);
+    if (site < 0) {
+        WS_PREFETCH(d);
+        WS_PREFETCH((const char *)d + 64);
+        return;
+    }
+    WS_PREFETCH(&d->site_wait[site]);
+    WS_PREFETCH(&d->site_sync_time[site]);
+    WS_PREFETCH(&d->site_delayer[site]);
+    WS_PREFETCH(&d->site_sync[site]);
+    WS_PREFETCH(&d->site_kind[site]);
+    WS_PREFETCH(&d->site_anywait[site]);
+    WS_PREFETCH(&d->site_completion[site]);
+}
+
 void ws_waitstates_handlers(ws_analysis *a, int pass, ws_handler *h)
 {
     memset(h, 0, sizeof *h);
@@ -220,8 +240,10 @@ void ws_waitstates_handlers(ws_analysis *a, int pass, ws_handler *h)
      * before pass 3's end zeroes it) */
     h->msg_pure = pass >= 2;
     ws_waitstates_p2p_handlers(pass, h);
-    if (pass == 1)
+    if (pass == 1) {
         ws_waitstates_coll_handlers(h);
+        h->prefetch = p1_prefetch;
+    }
 }
 
 /* ---- finishing: time hierarchy and sums ------------------------------- */

@@ -450,14 +450,9 @@ static void p23_prefetch(void *state, const ws_replay_env *env, uint32_t loc, ui
 {
     (void)env;
     ws_loc_data *d = data_of(state, loc);
-#if defined(__GNUC__)
-    __builtin_prefetch(&d->msg[row]);
+    WS_PREFETCH(&d->msg[row]);
     if (d->msg_bits)
-        __builtin_prefetch(&d->msg_bits[row]);
-#else
-    (void)d;
-    (void)row;
-#endif
+        WS_PREFETCH(&d->msg_bits[row]);
 }
 
 void ws_waitstates_p2p_handlers(int pass, ws_handler *h)

@@ -41,6 +41,14 @@ int ws_map64_get(const ws_map64 *m, uint64_t key, uint64_t *value);
 /* Removes the key if present; returns 1 if it was present. */
 int ws_map64_remove(ws_map64 *m, uint64_t key);
 
+/* Asks the cache for the line holding *p (no effect where the compiler
+ * offers no prefetch). */
+#if defined(__GNUC__)
+#define WS_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define WS_PREFETCH(p) ((void)(p))
+#endif
+
 static inline uint64_t ws_hash64(uint64_t x)
 {
     x ^= x >> 33;

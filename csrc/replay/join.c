@@ -278,12 +278,6 @@ static int report(join *j, uint64_t done, ws_error *err)
     return WS_OK;
 }
 
-#if defined(__GNUC__)
-#define PREFETCH(p) __builtin_prefetch(p)
-#else
-#define PREFETCH(p) ((void)(p))
-#endif
-
 enum { PULL_AHEAD = 8 };
 
 /* The walk is about to pull the payloads of the message at synchronization
@@ -303,16 +297,16 @@ static void prefetch_pull(const join *j, const ws_loc_sync *ls, int64_t k, int n
     const ws_replay_env *env = j->env;
     const ws_msg *other = &env->sync->locs[msg->partner].msgs[msg->match_row];
     if (!near) {
-        PREFETCH(other);
+        WS_PREFETCH(other);
         for (uint32_t h = 0; h < j->n_handlers; h++)
             if (j->handlers[h].msg_prefetch)
                 j->handlers[h].msg_prefetch(j->handlers[h].state, env, msg->partner, msg->match_row);
         return;
     }
     const double *time = env->trace->locations[msg->partner].events.time;
-    PREFETCH(&time[other->leave]);
-    PREFETCH(&time[other->other_call]);
-    PREFETCH(&time[other->done_leave]);
+    WS_PREFETCH(&time[other->leave]);
+    WS_PREFETCH(&time[other->other_call]);
+    WS_PREFETCH(&time[other->done_leave]);
 }
 
 /* Phase B for one location: the walk of the scheduled replay, without

@@ -120,6 +120,12 @@ typedef struct ws_handler {
      * in order.  A member that has nothing to say at a site (e.g. did not
      * wait) so never keeps the others waiting for it. */
     int (*coll_ahead_at)(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site);
+    /* Optional: asks the cache for what the handler reads first when
+     * location loc runs next: with site < 0 its per-location state, else
+     * its data of collective site `site` (the scheduler calls the first a
+     * run ahead of the second, so that the second finds the state's
+     * pointers in cache). */
+    void (*prefetch)(void *state, const ws_replay_env *env, uint32_t loc, int64_t site);
 } ws_handler;
 
 /* Tells a transport that wants it (ops->set_layout) how many message
