@@ -451,12 +451,12 @@ def test_delay_costs_without_the_path_ahead(program, tmp_path):
 
 
 def test_wide_program_same_under_every_schedule():
-    """1,024 ranks: from 1,024 locations on the scheduler asks the cache for
+    """2,048 ranks: from 2,048 locations on the scheduler asks the cache for
     the next locations' data ahead (engine.c), which a seeded schedule does
     not do; the results are the same bit for bit, on 1 and 2 threads, and
     satisfy the conservation laws (delay costs == handled waiting, path
     length == wall-clock time)."""
-    n = 1024
+    n = 2048
     prog = synth.Program(n, name="wide")
     for rank in range(n):
         r = prog.rank(rank)
