@@ -37,6 +37,19 @@ enum {
     WS_MD_EMPTY_SEND = 2    /* receive rows: the matched send carried no bytes */
 };
 
+/* What the wait-state passes found at a site (one record: the later
+ * passes read several of its fields at once). */
+typedef struct ws_site_wait {
+    double wait;
+    double sync_time;
+    double completion; /* time in the call after the waiting and the first leave */
+    uint32_t delayer;  /* location of the process that everybody waited for */
+    uint8_t sync;      /* the site is a synchronization point (someone waited) */
+    uint8_t kind;      /* ws_wait_class of the site's waiting */
+    uint8_t anywait;   /* some member of the instance waited */
+    uint8_t pad;
+} ws_site_wait;
+
 /* Per location data that the passes share. */
 typedef struct ws_loc_data {
     /* per message row */
@@ -44,14 +57,7 @@ typedef struct ws_loc_data {
     uint8_t *msg_bits;   /* WS_MD_* */
     ws_partner_leaves *leaves; /* in the order learnt (ws_points_build sorts them by row) */
     size_t n_leaves, cap_leaves;
-    /* per site */
-    double *site_wait;
-    double *site_sync_time;
-    uint32_t *site_delayer;  /* location of the process that everybody waited for */
-    uint8_t *site_sync;      /* the site is a synchronization point (someone waited) */
-    uint8_t *site_kind;      /* ws_wait_class of the site's waiting */
-    uint8_t *site_anywait;   /* some member of the instance waited */
-    double *site_completion; /* time in the call after the waiting and the first leave */
+    ws_site_wait *site_waits; /* per site */
     /* accumulators per call path */
     double *time;
     double *visits;

@@ -62,13 +62,7 @@ static void free_analysis(ws_analysis *a)
             free(d->msg);
             free(d->msg_bits);
             free(d->leaves);
-            free(d->site_completion);
-            free(d->site_wait);
-            free(d->site_sync_time);
-            free(d->site_delayer);
-            free(d->site_sync);
-            free(d->site_kind);
-            free(d->site_anywait);
+            free(d->site_waits);
             free(d->init_wait);
             free(d->time);
             free(d->visits);

@@ -65,8 +65,8 @@ static int p4_begin(void *state, const ws_replay_env *env, uint32_t loc, ws_erro
     cl->floor = -INFINITY;
     const ws_loc_sync *ls = &env->sync->locs[loc];
     for (uint32_t s = 0; s < ls->n_sites; s++)
-        if (ls->site_class[s] == WS_SITE_INIT) {
-            cl->floor = ls->site_enter[s];
+        if (ls->sites[s].cls == WS_SITE_INIT) {
+            cl->floor = ls->sites[s].enter;
             break;
         }
     if (c->cp && loc == c->end_loc)
@@ -226,9 +226,9 @@ static int p4_coll_active(void *state, const ws_replay_env *env, uint32_t loc, u
 {
     ws_causes *c = state;
     const ws_loc_data *d = &c->a->locs[loc];
-    if (!d->site_anywait[site])
+    if (!d->site_waits[site].anywait)
         return 0;
-    uint8_t cls = env->sync->locs[loc].site_class[site];
+    uint8_t cls = env->sync->locs[loc].sites[site].cls;
     /* the path stays where it is at scans (Scalasca 2.6) and MPI_Init (it
      * begins at MPI_Init's Enter, all of MPI_Init on it) */
     if (c->cp && cls != WS_SITE_OTHER && cls != WS_SITE_SCAN && cls != WS_SITE_INIT)
@@ -242,9 +242,9 @@ static int p4_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
     ws_causes *c = state;
     cause_loc *cl = &c->locs[loc];
     const ws_loc_data *d = &c->a->locs[loc];
-    uint32_t k = cl->site_sp[site];
-    uint32_t delayer = d->site_delayer[site];
-    int waited = d->site_wait[site] > 0.0;
+    uint32_t k = cl->sites[site].sp;
+    uint32_t delayer = d->site_waits[site].delayer;
+    int waited = d->site_waits[site].wait > 0.0;
     if (k == WS_NONE32) {
         /* not an interval boundary here (e.g. a scan): only the path moves */
         wait_note note;
@@ -254,11 +254,11 @@ static int p4_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
         note.token_target = WS_NONE32;
         note.token_time = NAN;
         if (c->cp && waited) {
-            uint32_t ev = env->sync->locs[loc].site_event[site];
+            uint32_t ev = env->sync->locs[loc].sites[site].event;
             catch_up(cl, &env->trace->locations[loc].events, (uint64_t)ev + 1);
             if (cl->owner) {
                 note.token_target = delayer;
-                note.token_time = handover_time(cl, d->site_sync_time[site]);
+                note.token_time = handover_time(cl, d->site_waits[site].sync_time);
                 cl->bottom = note.token_time;
                 if (add_move(cl, ev, 0, note.token_time, err) != WS_OK)
                     return err->code;
@@ -283,9 +283,9 @@ static int p4_coll_ahead_at(void *state, const ws_replay_env *env, uint32_t loc,
     (void)env;
     ws_causes *c = state;
     const cause_loc *cl = &c->locs[loc];
-    if (c->cp && c->a->locs[loc].site_wait[site] > 0.0)
+    if (c->cp && c->a->locs[loc].site_waits[site].wait > 0.0)
         return 0;
-    uint32_t k = cl->site_sp[site];
+    uint32_t k = cl->sites[site].sp;
     return k == WS_NONE32 || !(c->delay && handled(cl->sp[k].wclass) && cl->sp[k].wait > 0.0) || cl->sp[k].final;
 }
 
@@ -360,7 +360,7 @@ static int p4_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
             token = tk->time;
     }
     /* the delayer charges every waiting member: O(members) once per instance */
-    if (c->delay && d->site_delayer[site] == loc && cl->site_sp[site] != WS_NONE32)
+    if (c->delay && d->site_waits[site].delayer == loc && cl->sites[site].sp != WS_NONE32)
         for (uint32_t i = 0; i < v->n_present && rc == WS_OK; i++) {
             uint32_t m = v->present[i];
             wait_note note;
@@ -373,19 +373,19 @@ static int p4_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
             if (note.n_entries && !copy)
                 return err->code;
             double indirect;
-            rc = ws_charge(c, &c->scratch, loc, cl->site_sp[site], &note, copy, &indirect, err);
+            rc = ws_charge(c, &c->scratch, loc, cl->sites[site].sp, &note, copy, &indirect, err);
             if (rc == WS_OK && indirect > 0.0) {
                 if (ws_grow((void **)&cl->coll_ind, &cl->cap_coll_ind, cl->n_coll_ind + 1, sizeof *cl->coll_ind) != 0)
                     return ws_error_nomem(err, "delay analysis");
-                if (cl->site_ind_n[site] == 0)
-                    cl->site_ind_off[site] = (uint32_t)cl->n_coll_ind;
+                if (cl->sites[site].ind_n == 0)
+                    cl->sites[site].ind_off = (uint32_t)cl->n_coll_ind;
                 coll_indirect ci = {note.waiter, 0, indirect};
                 cl->coll_ind[cl->n_coll_ind++] = ci;
-                cl->site_ind_n[site]++;
+                cl->sites[site].ind_n++;
             }
         }
     if (rc == WS_OK && !isnan(token))
-        rc = take_at(c, loc, env->sync->locs[loc].site_event[site], token, err);
+        rc = take_at(c, loc, env->sync->locs[loc].sites[site].event, token, err);
     return rc;
 }
 
@@ -427,8 +427,8 @@ static int p5_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
 static int p5_coll_active(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site)
 {
     ws_causes *c = state;
-    uint8_t cls = env->sync->locs[loc].site_class[site];
-    return c->a->locs[loc].site_anywait[site] && delay_site_class(cls);
+    uint8_t cls = env->sync->locs[loc].sites[site].cls;
+    return c->a->locs[loc].site_waits[site].anywait && delay_site_class(cls);
 }
 
 static int p5_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site, ws_buffer *out,
@@ -437,10 +437,10 @@ static int p5_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
     (void)env;
     ws_causes *c = state;
     const cause_loc *cl = &c->locs[loc];
-    uint32_t n = cl->site_ind_n[site];
+    uint32_t n = cl->sites[site].ind_n;
     uint64_t header = n;
     if (ws_buffer_append(out, &header, sizeof header) != 0 ||
-        (n && ws_buffer_append(out, &cl->coll_ind[cl->site_ind_off[site]], (size_t)n * sizeof *cl->coll_ind) != 0))
+        (n && ws_buffer_append(out, &cl->coll_ind[cl->sites[site].ind_off], (size_t)n * sizeof *cl->coll_ind) != 0))
         return ws_error_nomem(err, "payload");
     return WS_OK;
 }
@@ -517,7 +517,7 @@ static int p5_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
     (void)err;
     ws_causes *c = state;
     const p5_shared *sh = v->shared;
-    if (!(c->a->locs[loc].site_wait[site] > 0.0) || !sh)
+    if (!(c->a->locs[loc].site_waits[site].wait > 0.0) || !sh)
         return WS_OK;
     /* the first entry of this waiter */
     uint64_t lo = 0, hi = sh->n;
@@ -529,7 +529,7 @@ static int p5_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
             hi = mid;
     }
     for (; lo < sh->n && sh->e[lo].waiter == loc; lo++)
-        add(c, WS_M_MPI_WAIT_INDIRECT_COLLECTIVE, env->sync->locs[loc].site_callpath[site], loc, sh->e[lo].value);
+        add(c, WS_M_MPI_WAIT_INDIRECT_COLLECTIVE, env->sync->locs[loc].sites[site].callpath, loc, sh->e[lo].value);
     return WS_OK;
 }
 
@@ -601,8 +601,8 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
         const ws_loc_sync *ls = &a->sync->locs[loc];
         fin[i] = e->n ? e->time[e->n - 1] : -INFINITY;
         for (uint32_t s = 0; s < ls->n_sites; s++)
-            if (ls->site_class[s] == WS_SITE_FINALIZE) {
-                fin[i] = ls->site_enter[s];
+            if (ls->sites[s].cls == WS_SITE_FINALIZE) {
+                fin[i] = ls->sites[s].enter;
                 break;
             }
         if (fin[i] > end[0])
@@ -645,11 +645,9 @@ static void p45_prefetch(void *state, const ws_replay_env *env, uint32_t loc, in
         WS_PREFETCH((const char *)d + 64);
         return;
     }
-    WS_PREFETCH(&cl->site_sp[site]);
-    WS_PREFETCH(&d->site_anywait[site]);
-    WS_PREFETCH(&d->site_wait[site]);
-    WS_PREFETCH(&d->site_delayer[site]);
-    WS_PREFETCH(&d->site_sync_time[site]);
+    WS_PREFETCH(&cl->sites[site].sp);
+    WS_PREFETCH(&d->site_waits[site]);
+    WS_PREFETCH((const char *)&d->site_waits[site] + sizeof *d->site_waits - 1);
 }
 
 void ws_causes_handlers(ws_causes *c, int pass, ws_handler *h)
@@ -697,13 +695,10 @@ void ws_causes_free(ws_causes *c)
             cause_loc *cl = &c->locs[i];
             free(cl->sp);
             free(cl->msg_pts);
-            free(cl->site_sp);
-            free(cl->site_root);
+            free(cl->sites);
             free(cl->gl);
             free(cl->share);
             free(cl->coll_ind);
-            free(cl->site_ind_off);
-            free(cl->site_ind_n);
             free(cl->moves);
         }
         free(c->locs);

@@ -47,13 +47,20 @@ typedef struct path_move {
     double time;
 } path_move;
 
+/* What the delay analysis keeps per site of a location. */
+typedef struct cause_site {
+    uint32_t sp;      /* the site's point (WS_NONE32: none) */
+    uint32_t root;    /* location of its root (WS_NONE32: none) */
+    uint32_t ind_off; /* delayer side: its pairs in coll_ind */
+    uint32_t ind_n;
+} cause_site;
+
 typedef struct cause_loc {
     sync_point *sp;
     uint32_t n_sp;
     uint8_t *msg_pts;   /* message row: MSG_HAS_LS | MSG_HAS_LR, which points it has */
     uint32_t hint;      /* the point last looked up (ws_point_of_message) */
-    uint32_t *site_sp;  /* site -> point (WS_NONE32) */
-    uint32_t *site_root; /* site -> location of its root (WS_NONE32: none) */
+    cause_site *sites;  /* per site */
     /* long-term cost carried by a point's waiting, per final class: only
      * points that wait carry one, so only they have a block of GL_BLOCK
      * doubles in gl, at sp[k].gl_slot * GL_BLOCK: class x at x - 1, then
@@ -64,10 +71,9 @@ typedef struct cause_loc {
      * waits): the indirect part of the partner's waiting */
     double *share;
     /* collectives (delayer side): indirect part of each waiter's waiting,
-     * per site the pairs [off, off + n) of coll_ind */
+     * per site the pairs [ind_off, ind_off + ind_n) of coll_ind */
     struct coll_indirect *coll_ind;
     size_t n_coll_ind, cap_coll_ind;
-    uint32_t *site_ind_off, *site_ind_n;
     /* critical path: the backward replay visits only the synchronization
      * events and keeps who holds the path (owner, top, bottom) and the
      * moves; the pieces of the path are cut from the moves afterwards

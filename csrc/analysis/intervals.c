@@ -137,20 +137,17 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     size_t n = 0;
     size_t nm = ls->n_messages ? ls->n_messages : 1, ns = ls->n_sites ? ls->n_sites : 1;
     cl->msg_pts = ws_calloc(nm, sizeof *cl->msg_pts);
-    cl->site_sp = ws_malloc_array(ns, sizeof *cl->site_sp);
-    cl->site_root = ws_malloc_array(ns, sizeof *cl->site_root);
-    cl->site_ind_off = ws_calloc(ns, sizeof *cl->site_ind_off);
-    cl->site_ind_n = ws_calloc(ns, sizeof *cl->site_ind_n);
-    if (!cl->msg_pts || !cl->site_sp || !cl->site_root || !cl->site_ind_off || !cl->site_ind_n)
+    cl->sites = ws_malloc_array(ns, sizeof *cl->sites);
+    if (!cl->msg_pts || !cl->sites)
         return ws_error_nomem(err, "synchronization points");
     for (size_t k = 0; k < ns; k++)
-        cl->site_sp[k] = cl->site_root[k] = WS_NONE32;
+        cl->sites[k] = (cause_site){WS_NONE32, WS_NONE32, 0, 0};
     /* at most this many points (N-to-1 sites may drop out) */
     size_t cap = 0;
     for (uint64_t row = 0; row < ls->n_messages; row++)
         cap += (d->msg[row].ls > 0.0) + (d->msg[row].lr > 0.0);
     for (uint32_t s = 0; s < ls->n_sites; s++)
-        cap += d->site_sync[s] != 0;
+        cap += d->site_waits[s].sync != 0;
     /* the points, and per point its event (the sort's second key) and the
      * part of its waiting inside the window */
     sync_point *pt = ws_malloc_array(cap ? cap : 1, sizeof *pt);
@@ -249,35 +246,35 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         }
     }
     for (uint32_t s = 0; s < ls->n_sites; s++) {
-        if (!d->site_sync[s])
+        if (!d->site_waits[s].sync)
             continue;
-        uint8_t cls = ls->site_class[s];
+        uint8_t cls = ls->sites[s].cls;
         uint32_t comm = WS_NONE32, root = WS_NONE32;
         if (cls != WS_SITE_INIT && cls != WS_SITE_FINALIZE) {
-            comm = (uint32_t)(ls->site_instance[s] >> 40);
-            if (ls->site_root[s] != WS_NONE32)
-                root = ws_comm_location(t, comm, ls->site_root[s], loc);
+            comm = (uint32_t)(ls->sites[s].instance >> 40);
+            if (ls->sites[s].root != WS_NONE32)
+                root = ws_comm_location(t, comm, ls->sites[s].root, loc);
         }
         /* an N-to-1 operation synchronizes only its root and the latest sender */
-        if (cls == WS_SITE_NTO1 && loc != root && loc != d->site_delayer[s])
+        if (cls == WS_SITE_NTO1 && loc != root && loc != d->site_waits[s].delayer)
             continue;
         NEW_POINT();
         sync_point *p = &pt[n];
         p->type = SP_SITE;
         p->index = s;
-        pev[n] = ls->site_event[s];
-        p->time = d->site_sync_time[s];
-        p->partner = d->site_delayer[s];
-        cl->site_root[s] = root;
-        p->wclass = d->site_kind[s];
-        p->call_ev = enter_of_call(e, ls->site_event[s]);
-        p->call_cp = ls->site_callpath[s];
+        pev[n] = ls->sites[s].event;
+        p->time = d->site_waits[s].sync_time;
+        p->partner = d->site_waits[s].delayer;
+        cl->sites[s].root = root;
+        p->wclass = d->site_waits[s].kind;
+        p->call_ev = enter_of_call(e, ls->sites[s].event);
+        p->call_cp = ls->sites[s].callpath;
         /* MPI_Init: its completion only; other collectives: the time after
          * the last member arrived */
-        p->completion = cls == WS_SITE_INIT ? d->site_completion[s] : 0.0;
-        if (handled(p->wclass) && d->site_wait[s] > 0.0) {
-            p->wait = d->site_wait[s];
-            pwin[n] = ws_window_part(&a->options, ls->site_enter[s], ls->site_enter[s] + p->wait, p->wait);
+        p->completion = cls == WS_SITE_INIT ? d->site_waits[s].completion : 0.0;
+        if (handled(p->wclass) && d->site_waits[s].wait > 0.0) {
+            p->wait = d->site_waits[s].wait;
+            pwin[n] = ws_window_part(&a->options, ls->sites[s].enter, ls->sites[s].enter + p->wait, p->wait);
         } else {
             p->wclass = WS_WAIT_NONE;
         }
@@ -330,7 +327,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             cl->gl[(size_t)pt[k].gl_slot * GL_BLOCK + NGL] = pwin[order ? order[k].k : k];
         }
         if (pt[k].type == SP_SITE)
-            cl->site_sp[pt[k].index] = (uint32_t)k;
+            cl->sites[pt[k].index].sp = (uint32_t)k;
         else
             cl->msg_pts[pt[k].index] |= pt[k].type == SP_LS ? MSG_HAS_LS : MSG_HAS_LR;
     }
@@ -363,7 +360,7 @@ static double completion_full(const ws_causes *c, uint32_t loc, uint32_t k)
     const ws_events *e = &c->a->trace->locations[loc].events;
     double leave;
     if (p->type == SP_SITE)
-        return positive(ls->site_leave[p->index] - c->a->locs[loc].site_sync_time[p->index]);
+        return positive(ls->sites[p->index].leave - c->a->locs[loc].site_waits[p->index].sync_time);
     const ws_msg *m = &ls->msgs[p->index];
     if (p->type == SP_LS)
         leave = ws_msg_leave(e, m);
@@ -384,7 +381,7 @@ uint32_t ws_point_event(const ws_causes *c, uint32_t loc, uint32_t k)
     case SP_LR:
         return ls->msgs[p->index].ch1_event;
     default:
-        return ls->site_event[p->index];
+        return ls->sites[p->index].event;
     }
 }
 
@@ -424,11 +421,11 @@ static int involves(const ws_causes *c, uint32_t loc, const sync_point *p, uint3
     if (p->type != SP_SITE)
         return p->partner == q;
     const ws_loc_sync *ls = &c->a->sync->locs[loc];
-    uint8_t cls = ls->site_class[p->index];
+    uint8_t cls = ls->sites[p->index].cls;
     if (cls == WS_SITE_INIT || cls == WS_SITE_FINALIZE)
         return 1;
-    uint32_t comm = (uint32_t)(ls->site_instance[p->index] >> 40);
-    uint32_t root = c->locs[loc].site_root[p->index];
+    uint32_t comm = (uint32_t)(ls->sites[p->index].instance >> 40);
+    uint32_t root = c->locs[loc].sites[p->index].root;
     switch (cls) {
     case WS_SITE_1TON:
         return loc == root ? is_member(c, comm, q) : q == root;
@@ -463,16 +460,16 @@ static uint32_t interval_floor(const ws_causes *c, uint32_t loc, uint32_t k)
     if (p->type != SP_SITE)
         return ws_previous_point(c, loc, k, p->partner);
     const ws_loc_sync *ls = &c->a->sync->locs[loc];
-    uint64_t comm = ls->site_instance[p->index] >> 40;
+    uint64_t comm = ls->sites[p->index].instance >> 40;
     enum { NEARBY = 256 };
     for (uint32_t j = k, seen = 0; j-- > 0 && seen < NEARBY; seen++) {
         const sync_point *q = &cl->sp[j];
         if (q->call_ev >= p->call_ev || q->type != SP_SITE)
             continue;
         /* (a broadcast or reduction synchronizes a member with the root only) */
-        uint8_t qc = ls->site_class[q->index];
+        uint8_t qc = ls->sites[q->index].cls;
         if (qc == WS_SITE_INIT || qc == WS_SITE_FINALIZE ||
-            ((qc == WS_SITE_BARRIER || qc == WS_SITE_NXN) && ls->site_instance[q->index] >> 40 == comm))
+            ((qc == WS_SITE_BARRIER || qc == WS_SITE_NXN) && ls->sites[q->index].instance >> 40 == comm))
             return j;
     }
     return WS_NONE32;
@@ -487,8 +484,8 @@ static int charges_here(const ws_causes *c, uint32_t loc, uint32_t k)
     if (p->type != SP_SITE)
         return !(p->wait > 0.0);
     /* the collectives whose waiting has delay costs (pass 4's sites) */
-    uint8_t cls = c->a->sync->locs[loc].site_class[p->index];
-    return c->a->locs[loc].site_delayer[p->index] == loc && c->a->locs[loc].site_anywait[p->index] &&
+    uint8_t cls = c->a->sync->locs[loc].sites[p->index].cls;
+    return c->a->locs[loc].site_waits[p->index].delayer == loc && c->a->locs[loc].site_waits[p->index].anywait &&
            delay_site_class(cls);
 }
 

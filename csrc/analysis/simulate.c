@@ -219,7 +219,7 @@ static int sim_coll_produce(void *state, const ws_replay_env *env, uint32_t loc,
                             ws_error *err)
 {
     sim *s = state;
-    double enter = env->sync->locs[loc].site_enter[site];
+    double enter = env->sync->locs[loc].sites[site].enter;
     member_time p = {enter, new_of(s, loc, enter)};
     if (ws_buffer_append(out, &p, sizeof p) != 0)
         return ws_error_nomem(err, "payload");
@@ -230,7 +230,7 @@ static int sim_coll_produce(void *state, const ws_replay_env *env, uint32_t loc,
 static double site_bytes(const ws_trace *t, const ws_loc_sync *ls, uint32_t loc, uint32_t site)
 {
     const ws_events *e = &t->locations[loc].events;
-    uint32_t ev = ls->site_event[site];
+    uint32_t ev = ls->sites[site].event;
     if (ev >= e->n || e->kind[ev] != WS_EV_COLL_END || e->ref[ev] >= e->n_collectives)
         return 0.0;
     uint32_t c = e->ref[ev];
@@ -262,8 +262,8 @@ static int member_at(const ws_coll_view *view, uint32_t m, member_time *p, ws_er
 static int coll_constraint(const ws_loc_sync *ls, uint32_t site, const ws_coll_view *view, double *C, double *Cn,
                            ws_error *err)
 {
-    uint8_t cls = ls->site_class[site];
-    uint32_t me = ls->site_member[site], root = ls->site_root[site];
+    uint8_t cls = ls->sites[site].cls;
+    uint32_t me = ls->sites[site].member, root = ls->sites[site].root;
     member_time p;
     int rc;
     switch (cls) {
@@ -339,7 +339,7 @@ static int sim_coll_consume(void *state, const ws_replay_env *env, uint32_t loc,
         return err->code;
     double T = transfer(s, site_bytes(env->trace, ls, loc, site));
     if (has)
-        constrain(st, C, Cn, ls->site_leave[site], T);
+        constrain(st, C, Cn, ls->sites[site].leave, T);
     else if (st->mpi_depth && st->En + T > st->M)
         st->M = st->En + T;
     return WS_OK;

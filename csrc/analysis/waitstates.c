@@ -179,21 +179,14 @@ int ws_waitstates_prepare(ws_analysis *a, ws_error *err)
         size_t nm = ls->n_messages ? (size_t)ls->n_messages : 1, ns = ls->n_sites ? ls->n_sites : 1;
         d->msg = ws_calloc(nm, sizeof *d->msg);
         d->msg_bits = ws_calloc(nm, sizeof *d->msg_bits);
-        d->site_completion = ws_calloc(ns, sizeof *d->site_completion);
-        d->site_wait = ws_calloc(ns, sizeof *d->site_wait);
-        d->site_sync_time = ws_calloc(ns, sizeof *d->site_sync_time);
-        d->site_delayer = ws_malloc_array(ns, sizeof *d->site_delayer);
-        d->site_sync = ws_calloc(ns, sizeof *d->site_sync);
-        d->site_kind = ws_calloc(ns, sizeof *d->site_kind);
-        d->site_anywait = ws_calloc(ns, sizeof *d->site_anywait);
+        d->site_waits = ws_calloc(ns, sizeof *d->site_waits);
         d->init_wait = ws_calloc(C, sizeof *d->init_wait);
         d->time = ws_calloc(C, sizeof *d->time);
         d->visits = ws_calloc(C, sizeof *d->visits);
-        if (!d->msg || !d->msg_bits || !d->site_completion || !d->site_wait || !d->site_sync_time ||
-            !d->site_delayer || !d->site_sync || !d->site_kind || !d->site_anywait || !d->init_wait || !d->time || !d->visits)
+        if (!d->msg || !d->msg_bits || !d->site_waits || !d->init_wait || !d->time || !d->visits)
             return ws_error_nomem(err, "wait-state annotations");
         for (size_t k = 0; k < ns; k++)
-            d->site_delayer[k] = WS_NONE32;
+            d->site_waits[k].delayer = WS_NONE32;
     }
     return WS_OK;
 }
@@ -209,13 +202,8 @@ static void p1_prefetch(void *state, const ws_replay_env *env, uint32_t loc, int
         WS_PREFETCH((const char *)d + 64);
         return;
     }
-    WS_PREFETCH(&d->site_wait[site]);
-    WS_PREFETCH(&d->site_sync_time[site]);
-    WS_PREFETCH(&d->site_delayer[site]);
-    WS_PREFETCH(&d->site_sync[site]);
-    WS_PREFETCH(&d->site_kind[site]);
-    WS_PREFETCH(&d->site_anywait[site]);
-    WS_PREFETCH(&d->site_completion[site]);
+    WS_PREFETCH(&d->site_waits[site]);
+    WS_PREFETCH((const char *)&d->site_waits[site] + sizeof *d->site_waits - 1);
 }
 
 void ws_waitstates_handlers(ws_analysis *a, int pass, ws_handler *h)

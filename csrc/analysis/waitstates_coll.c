@@ -37,11 +37,11 @@ static int p1_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
     const ws_loc_sync *ls = &env->sync->locs[loc];
     coll_info c;
     memset(&c, 0, sizeof c);
-    c.enter = ls->site_enter[site];
-    c.leave = ls->site_leave[site];
-    c.op = ls->site_op[site];
+    c.enter = ls->sites[site].enter;
+    c.leave = ls->sites[site].leave;
+    c.op = ls->sites[site].op;
     c.location = loc;
-    uint32_t ev = ls->site_event[site];
+    uint32_t ev = ls->sites[site].event;
     const ws_events *e = &env->trace->locations[loc].events;
     if (e->kind[ev] == WS_EV_COLL_END) {
         c.sent = e->coll_sent[e->ref[ev]];
@@ -119,8 +119,8 @@ static int p1_coll_combine(void *state, const ws_replay_env *env, uint32_t loc, 
 {
     (void)state;
     const ws_loc_sync *ls = &env->sync->locs[loc];
-    uint8_t cls = ls->site_class[site];
-    uint32_t root = ls->site_root[site];
+    uint8_t cls = ls->sites[site].cls;
+    uint32_t root = ls->sites[site].root;
     coll_cache *k = v->cache;
     for (uint32_t i = 0; i < v->n_present; i++)
         if (v->size[v->present[i]] != sizeof(coll_info))
@@ -181,8 +181,8 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
     ws_analysis *a = state;
     const ws_loc_sync *ls = &env->sync->locs[loc];
     ws_loc_data *d = data_of(a, loc);
-    uint8_t cls = ls->site_class[site];
-    uint32_t root = ls->site_root[site];
+    uint8_t cls = ls->sites[site].cls;
+    uint32_t root = ls->sites[site].root;
     const coll_cache *k = v->cache;
     if (!k->ready)
         return ws_error_set(err, WS_ERR_INTERNAL, "collective instance consumed before it was combined");
@@ -190,20 +190,20 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
         ws_error_set(err, WS_ERR_MATCH,
                      "location %u: the members of a collective operation at t=%.9f s recorded different operations; "
                      "the trace is inconsistent",
-                     (unsigned)loc, ls->site_enter[site]);
+                     (unsigned)loc, ls->sites[site].enter);
         return ws_trace_error_at(env->trace, loc, err);
     }
     if (k->mismatch == 2) {
         ws_error_set(err, WS_ERR_MATCH, "location %u: collective at t=%.9f s has no valid root", (unsigned)loc,
-                     ls->site_enter[site]);
+                     ls->sites[site].enter);
         return ws_trace_error_at(env->trace, loc, err);
     }
 
-    uint32_t me = ls->site_member[site];
+    uint32_t me = ls->sites[site].member;
     coll_info own = member_info(v, me);
     if (coll_clock_violation(cls, k, v, me, root, own.leave))
         a->result->clock_violations[loc]++;
-    uint32_t cp = ls->site_callpath[site];
+    uint32_t cp = ls->sites[site].callpath;
     double until = own.enter;
     double wait = member_wait(cls, k, me, root, &own, &until);
     double b = own.enter, e = own.leave;
@@ -214,7 +214,7 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
         completion = 0.0;
     /* the instances: waiting [enter, until] for the last to enter (or the
      * root), completion [completion_from, leave] */
-    uint32_t ev = ls->site_event[site];
+    uint32_t ev = ls->sites[site].event;
     uint32_t last = k->latest_member != WS_NONE32 ? member_info(v, k->latest_member).location : WS_NONE32;
     wait_instance wi = {b, until, ev, last, WS_WO_NONE};
     wait_instance ci = {completion_from, e, ev, WS_NONE32, WS_WO_NONE};
@@ -257,8 +257,8 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
         if ((rc = ws_add_wait(a, WS_WP_EARLYSCAN, cp, loc, wait, &wi, err)))
             return rc;
         kind = WS_WAIT_SCAN;
-        d->site_sync_time[site] = until;
-        d->site_delayer[site] = wi.partner;
+        d->site_waits[site].sync_time = until;
+        d->site_waits[site].delayer = wi.partner;
         break;
     }
     case WS_SITE_INIT:
@@ -294,9 +294,9 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
     }
 
     /* annotations for the later passes */
-    d->site_wait[site] = wait;
-    d->site_kind[site] = kind;
-    d->site_completion[site] = completion;
+    d->site_waits[site].wait = wait;
+    d->site_waits[site].kind = kind;
+    d->site_waits[site].completion = completion;
     uint32_t delayer_member = WS_NONE32;
     switch (cls) {
     case WS_SITE_BARRIER:
@@ -305,24 +305,24 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
     case WS_SITE_FINALIZE:
     case WS_SITE_INIT:
         delayer_member = k->latest_member;
-        d->site_sync_time[site] = k->latest;
+        d->site_waits[site].sync_time = k->latest;
         break;
     case WS_SITE_1TON:
         delayer_member = root;
-        d->site_sync_time[site] = k->root_enter;
+        d->site_waits[site].sync_time = k->root_enter;
         break;
     case WS_SITE_SCAN:
         break;
     default:
-        d->site_sync_time[site] = b;
+        d->site_waits[site].sync_time = b;
         break;
     }
     if (delayer_member != WS_NONE32)
-        d->site_delayer[site] = member_info(v, delayer_member).location;
-    d->site_anywait[site] = (uint8_t)(k->any_wait != 0 || (cls == WS_SITE_SCAN && wait > 0.0));
+        d->site_waits[site].delayer = member_info(v, delayer_member).location;
+    d->site_waits[site].anywait = (uint8_t)(k->any_wait != 0 || (cls == WS_SITE_SCAN && wait > 0.0));
     /* synchronization points: barriers, Init and Finalize always; the
      * other classes when somebody waited.  Scans never (as in Scalasca). */
-    d->site_sync[site] = (cls == WS_SITE_BARRIER || cls == WS_SITE_INIT || cls == WS_SITE_FINALIZE ||
+    d->site_waits[site].sync = (cls == WS_SITE_BARRIER || cls == WS_SITE_INIT || cls == WS_SITE_FINALIZE ||
                           ((cls == WS_SITE_NXN || cls == WS_SITE_1TON || cls == WS_SITE_NTO1) && k->any_wait));
     return WS_OK;
 }

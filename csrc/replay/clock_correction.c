@@ -185,20 +185,20 @@ static int build(clc *c, ws_error *err)
     for (uint32_t loc = 0; loc < t->n_locations && rc == WS_OK; loc++) {
         const ws_loc_sync *ls = &s->locs[loc];
         for (uint32_t k = 0; k < ls->n_sites; k++) {
-            if (!is_constrained_site(ls->site_class[k]))
+            if (!is_constrained_site(ls->sites[k].cls))
                 continue;
             uint64_t id;
-            if (!ws_map64_get(&index, ls->site_instance[k], &id)) {
+            if (!ws_map64_get(&index, ls->sites[k].instance, &id)) {
                 id = c->n_inst;
-                if (ws_map64_put(&index, ls->site_instance[k], id) != 0 ||
+                if (ws_map64_put(&index, ls->sites[k].instance, id) != 0 ||
                     ws_grow((void **)&c->inst, &cap_inst, c->n_inst + 1, sizeof *c->inst) != 0) {
                     rc = ws_error_nomem(err, "clock correction");
                     break;
                 }
                 instance *in = &c->inst[c->n_inst++];
                 memset(in, 0, sizeof *in);
-                in->cls = ls->site_class[k];
-                in->root = ls->site_root[k];
+                in->cls = ls->sites[k].cls;
+                in->root = ls->sites[k].root;
                 in->root_entry = WS_NONE32;
                 in->max_enter = -INFINITY;
                 in->cap = INFINITY;
@@ -224,18 +224,18 @@ static int build(clc *c, ws_error *err)
             const ws_events *e = &t->locations[loc].events;
             loc_state *st = &c->locs[loc];
             for (uint32_t k = 0; k < ls->n_sites; k++) {
-                if (!is_constrained_site(ls->site_class[k]))
+                if (!is_constrained_site(ls->sites[k].cls))
                     continue;
                 uint64_t id;
-                ws_map64_get(&index, ls->site_instance[k], &id);
+                ws_map64_get(&index, ls->sites[k].instance, &id);
                 instance *in = &c->inst[id];
                 uint32_t x = in->first + in->n++;
                 entry *en = &c->entries[x];
                 en->loc = loc;
-                en->member = ls->site_member[k];
+                en->member = ls->sites[k].member;
                 en->enter = WS_NONE32;
                 en->leave = WS_NONE32;
-                uint32_t ev = ls->site_event[k];
+                uint32_t ev = ls->sites[k].event;
                 if (ev < e->n && e->kind[ev] == WS_EV_COLL_END && st->pair[ev] != WS_NONE32) {
                     en->enter = st->pair[ev];
                     en->leave = st->pair[en->enter];

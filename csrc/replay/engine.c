@@ -156,8 +156,8 @@ int ws_replay_post_site(const ws_replay_env *env, ws_transport *tr, const ws_han
     int rc = hd->coll_produce(hd->state, env, loc, site, out, err);
     if (rc)
         return rc;
-    return tr->ops->coll_post(tr, ws_replay_handler_key(ls->site_instance[site], h), ls->site_n_members[site],
-                              ls->site_expected[site], ls->site_expected_local[site], ls->site_member[site], loc,
+    return tr->ops->coll_post(tr, ws_replay_handler_key(ls->sites[site].instance, h), ls->sites[site].n_members,
+                              ls->sites[site].expected, ls->sites[site].expected_local, ls->sites[site].member, loc,
                               out->data, out->size, hd->coll_cache_size, err);
 }
 
@@ -196,7 +196,7 @@ static int produce_ahead(scheduler *s, uint32_t loc, loc_state *st, uint32_t sit
     /* the site's position among the synchronization events: in a sparse
      * replay the cursor */
     uint64_t lo = 0, hi = ls->n_sync_events;
-    uint32_t ev = ls->site_event[site];
+    uint32_t ev = ls->sites[site].event;
     if (s->sparse && st->cursor >= 0 && (uint64_t)st->cursor < hi && ls->sync_events[st->cursor] == ev)
         lo = hi = (uint64_t)st->cursor;
     while (lo < hi) {
@@ -207,12 +207,12 @@ static int produce_ahead(scheduler *s, uint32_t loc, loc_state *st, uint32_t sit
             hi = mid;
     }
     int64_t pos = (int64_t)lo;
-    const uint64_t comm = ls->site_instance[site] >> 40;
+    const uint64_t comm = ls->sites[site].instance >> 40;
     const int64_t step = backward ? -1 : 1;
     for (uint32_t k = 0; k < s->lookahead; k++, i += step, pos += step) {
         if (i < 0 || i >= (int64_t)ls->n_sites || pos < 0 || pos >= (int64_t)ls->n_sync_events ||
-            ls->sync_what[pos] != (WS_SYNC_SITE | (uint32_t)i) || ls->sync_events[pos] != ls->site_event[i] ||
-            (k && ls->site_instance[i] >> 40 != comm) || (k && !ahead_at(s, loc, (uint32_t)i)))
+            ls->sync_what[pos] != (WS_SYNC_SITE | (uint32_t)i) || ls->sync_events[pos] != ls->sites[i].event ||
+            (k && ls->sites[i].instance >> 40 != comm) || (k && !ahead_at(s, loc, (uint32_t)i)))
             break;
         for (uint32_t h = 0; h < s->n_handlers; h++) {
             int rc = produce_site(s, loc, (uint32_t)i, h, err);
@@ -245,14 +245,14 @@ static int site_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t site, 
         uint32_t h = st->stage % H;
         const ws_handler *hd = &s->handlers[h];
         if (ws_replay_site_takes_part(env, hd, loc, site)) {
-            uint64_t key = ws_replay_handler_key(ls->site_instance[site], h);
+            uint64_t key = ws_replay_handler_key(ls->sites[site].instance, h);
             if (st->stage < H) {
                 s->out.size = 0;
                 int rc = hd->coll_produce(hd->state, env, loc, site, &s->out, err);
                 if (rc)
                     return rc;
-                rc = s->tr->ops->coll_post(s->tr, key, ls->site_n_members[site], ls->site_expected[site],
-                                           ls->site_expected_local[site], ls->site_member[site], loc, s->out.data,
+                rc = s->tr->ops->coll_post(s->tr, key, ls->sites[site].n_members, ls->sites[site].expected,
+                                           ls->sites[site].expected_local, ls->sites[site].member, loc, s->out.data,
                                            s->out.size, hd->coll_cache_size, err);
                 if (rc)
                     return rc;
@@ -315,15 +315,9 @@ static void prefetch_next(const scheduler *s)
             WS_PREFETCH(&ls->sync_what[st->cursor]);
         }
         if (st->site >= 0 && st->site < (int64_t)ls->n_sites) {
-            WS_PREFETCH(&ls->site_event[st->site]);
-            WS_PREFETCH(&ls->site_instance[st->site]);
-            WS_PREFETCH(&ls->site_member[st->site]);
-            WS_PREFETCH(&ls->site_n_members[st->site]);
-            WS_PREFETCH(&ls->site_expected[st->site]);
-            WS_PREFETCH(&ls->site_expected_local[st->site]);
-            WS_PREFETCH(&ls->site_class[st->site]);
-            WS_PREFETCH(&ls->site_enter[st->site]);
-            WS_PREFETCH(&ls->site_leave[st->site]);
+            const ws_site *site = &ls->sites[st->site];
+            WS_PREFETCH(site);
+            WS_PREFETCH((const char *)site + sizeof *site - 1);
             for (uint32_t h = 0; h < s->n_handlers; h++)
                 if (s->handlers[h].prefetch)
                     s->handlers[h].prefetch(s->handlers[h].state, env, loc, st->site);
@@ -391,7 +385,7 @@ static int run_location(scheduler *s, uint32_t local, ws_error *err)
                 rc = message_event(s, loc, st, ls->ch1_row[st->ch1], 0, ev, err);
                 if (rc == WS_OK)
                     st->ch1 += backward ? -1 : 1;
-            } else if (st->site >= 0 && st->site < (int64_t)ls->n_sites && ls->site_event[st->site] == ev) {
+            } else if (st->site >= 0 && st->site < (int64_t)ls->n_sites && ls->sites[st->site].event == ev) {
                 rc = site_event(s, loc, st, (uint32_t)st->site, err);
                 if (rc == WS_OK)
                     st->site += backward ? -1 : 1;

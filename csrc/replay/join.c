@@ -202,7 +202,7 @@ static int produce_site(join *j, uint32_t loc, uint32_t site, uint32_t h, ws_err
 /* single-member instances are produced in phase B, at their site */
 static int produced_ahead(const ws_loc_sync *ls, uint32_t site)
 {
-    return ls->site_expected[site] > 1;
+    return ls->sites[site].expected > 1;
 }
 
 static int consume_site(join *j, uint32_t loc, uint32_t site, uint64_t ev, ws_error *err)
@@ -219,7 +219,7 @@ static int consume_site(join *j, uint32_t loc, uint32_t site, uint64_t ev, ws_er
         const ws_handler *hd = &j->handlers[h];
         if (!ws_replay_site_takes_part(j->env, hd, loc, site))
             continue;
-        uint64_t key = ws_replay_handler_key(ls->site_instance[site], h);
+        uint64_t key = ws_replay_handler_key(ls->sites[site].instance, h);
         ws_coll_view *view = NULL;
         while ((rc = tr->ops->coll_take(tr, key, loc, &view, err)) == WS_BLOCKED)
             if ((rc = wait_for_data(j, err)) != WS_OK)
@@ -354,7 +354,7 @@ static int consume_location(join *j, uint32_t loc, ws_error *err)
             } else if (ch1 >= 0 && ch1 < (int64_t)ls->n_ch1 && ls->ch1_event[ch1] == ev) {
                 rc = consume_message(j, loc, ls->ch1_row[ch1], 0, ev, err);
                 ch1 += step;
-            } else if (site >= 0 && site < (int64_t)ls->n_sites && ls->site_event[site] == ev) {
+            } else if (site >= 0 && site < (int64_t)ls->n_sites && ls->sites[site].event == ev) {
                 rc = consume_site(j, loc, (uint32_t)site, ev, err);
                 site += step;
             }

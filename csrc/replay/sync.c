@@ -71,18 +71,7 @@ static void free_loc(ws_loc_sync *s)
     free(s->ch1_row);
     free(s->sync_events);
     free(s->sync_what);
-    free(s->site_event);
-    free(s->site_instance);
-    free(s->site_member);
-    free(s->site_n_members);
-    free(s->site_expected);
-    free(s->site_expected_local);
-    free(s->site_root);
-    free(s->site_class);
-    free(s->site_op);
-    free(s->site_callpath);
-    free(s->site_enter);
-    free(s->site_leave);
+    free(s->sites);
     memset(s, 0, sizeof *s);
 }
 
@@ -136,26 +125,10 @@ static int add_site(ws_loc_sync *s, loc_pass *p)
     if (s->n_sites < p->site_cap)
         return 0;
     size_t cap = p->site_cap ? p->site_cap * 2 : 16;
-#define GROWS(field)                                                        \
-    do {                                                                    \
-        void *a__ = ws_realloc(s->field, cap * sizeof *s->field);              \
-        if (!a__)                                                           \
-            return -1;                                                      \
-        s->field = a__;                                                     \
-    } while (0)
-    GROWS(site_event);
-    GROWS(site_instance);
-    GROWS(site_member);
-    GROWS(site_n_members);
-    GROWS(site_expected);
-    GROWS(site_expected_local);
-    GROWS(site_root);
-    GROWS(site_class);
-    GROWS(site_op);
-    GROWS(site_callpath);
-    GROWS(site_enter);
-    GROWS(site_leave);
-#undef GROWS
+    ws_site *a = ws_realloc(s->sites, cap * sizeof *s->sites);
+    if (!a)
+        return -1;
+    s->sites = a;
     p->site_cap = cap;
     return 0;
 }
@@ -327,7 +300,7 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
                     if (r->flags & WS_MSG_SEND)
                         r->done_leave = (uint32_t)i;
                 } else if (q->kind == 1) {
-                    s->site_leave[q->index] = time;
+                    s->sites[q->index].leave = time;
                 } else {
                     s->msgs[q->index].done_leave = (uint32_t)i;
                 }
@@ -341,18 +314,20 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
                 }
                 uint32_t k = s->n_sites++;
                 uint32_t seq = fn == WS_MPIFN_INIT ? n_init++ : n_finalize++;
-                s->site_event[k] = (uint32_t)i;
-                s->site_instance[k] = ((uint64_t)(t->n_comms + (fn == WS_MPIFN_INIT ? 0u : 1u)) << 40) | seq;
-                s->site_member[k] = loc;
-                s->site_n_members[k] = t->n_locations;
-                s->site_expected[k] = 0; /* filled once counts are known */
-                s->site_expected_local[k] = 0;
-                s->site_root[k] = WS_NONE32;
-                s->site_class[k] = fn == WS_MPIFN_INIT ? WS_SITE_INIT : WS_SITE_FINALIZE;
-                s->site_op[k] = 0xff;
-                s->site_callpath[k] = cp;
-                s->site_enter[k] = p.stack[depth - 1].enter;
-                s->site_leave[k] = time;
+                s->sites[k] = (ws_site){
+                    .instance = ((uint64_t)(t->n_comms + (fn == WS_MPIFN_INIT ? 0u : 1u)) << 40) | seq,
+                    .event = (uint32_t)i,
+                    .member = loc,
+                    .n_members = t->n_locations,
+                    .expected = 0, /* filled once counts are known */
+                    .expected_local = 0,
+                    .cls = fn == WS_MPIFN_INIT ? WS_SITE_INIT : WS_SITE_FINALIZE,
+                    .op = 0xff,
+                    .root = WS_NONE32,
+                    .callpath = cp,
+                    .enter = p.stack[depth - 1].enter,
+                    .leave = time,
+                };
             }
             depth--;
             break;
@@ -479,18 +454,20 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
                 goto done;
             }
             uint32_t k = s->n_sites++;
-            s->site_event[k] = (uint32_t)i;
-            s->site_instance[k] = ((uint64_t)comm << 40) | cc->count++;
-            s->site_member[k] = cc->rank;
-            s->site_n_members[k] = cm->size;
-            s->site_expected[k] = cm->size;
-            s->site_expected_local[k] = 0; /* filled once local memberships are counted */
-            s->site_root[k] = e->coll_root[c];
-            s->site_op[k] = e->coll_op[c];
-            s->site_class[k] = site_class_of(e->coll_op[c]);
-            s->site_callpath[k] = top ? top->callpath : WS_NONE32;
-            s->site_enter[k] = top ? top->enter : time;
-            s->site_leave[k] = time;
+            s->sites[k] = (ws_site){
+                .instance = ((uint64_t)comm << 40) | cc->count++,
+                .event = (uint32_t)i,
+                .member = cc->rank,
+                .n_members = cm->size,
+                .expected = cm->size,
+                .expected_local = 0, /* filled once local memberships are counted */
+                .cls = site_class_of(e->coll_op[c]),
+                .op = e->coll_op[c],
+                .root = e->coll_root[c],
+                .callpath = top ? top->callpath : WS_NONE32,
+                .enter = top ? top->enter : time,
+                .leave = time,
+            };
             if (depth && push_pending(&p, depth, 1, k) != 0) {
                 rc = ws_error_nomem(err, "pending records");
                 goto done;
@@ -522,7 +499,7 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
         while (i < e->n_messages || j < s->n_ch1 || k < s->n_sites) {
             uint32_t a = i < e->n_messages ? e->msg_event[i] : UINT32_MAX;
             uint32_t b = j < s->n_ch1 ? s->ch1_event[j] : UINT32_MAX;
-            uint32_t c = k < s->n_sites ? s->site_event[k] : UINT32_MAX;
+            uint32_t c = k < s->n_sites ? s->sites[k].event : UINT32_MAX;
             uint32_t m = a < b ? (a < c ? a : c) : (b < c ? b : c);
             /* one event is at most one of them */
             if (a == m)
@@ -730,21 +707,10 @@ static void drop_sites(ws_loc_sync *ls, uint8_t cls)
 {
     uint32_t k = 0;
     for (uint32_t j = 0; j < ls->n_sites; j++) {
-        if (ls->site_class[j] == cls)
+        if (ls->sites[j].cls == cls)
             continue;
         if (k != j) {
-            ls->site_event[k] = ls->site_event[j];
-            ls->site_instance[k] = ls->site_instance[j];
-            ls->site_member[k] = ls->site_member[j];
-            ls->site_n_members[k] = ls->site_n_members[j];
-            ls->site_expected[k] = ls->site_expected[j];
-            ls->site_expected_local[k] = ls->site_expected_local[j];
-            ls->site_root[k] = ls->site_root[j];
-            ls->site_class[k] = ls->site_class[j];
-            ls->site_op[k] = ls->site_op[j];
-            ls->site_callpath[k] = ls->site_callpath[j];
-            ls->site_enter[k] = ls->site_enter[j];
-            ls->site_leave[k] = ls->site_leave[j];
+            ls->sites[k] = ls->sites[j];
         }
         k++;
     }
@@ -857,11 +823,11 @@ int ws_sync_build(const ws_trace *t, const uint32_t *locs, uint32_t n, ws_transp
         if (!fin_ok)
             drop_sites(ls, WS_SITE_FINALIZE);
         for (uint32_t k = 0; k < ls->n_sites; k++) {
-            if (ls->site_class[k] == WS_SITE_INIT || ls->site_class[k] == WS_SITE_FINALIZE) {
-                ls->site_expected[k] = t->n_locations;
-                ls->site_expected_local[k] = n;
+            if (ls->sites[k].cls == WS_SITE_INIT || ls->sites[k].cls == WS_SITE_FINALIZE) {
+                ls->sites[k].expected = t->n_locations;
+                ls->sites[k].expected_local = n;
             } else {
-                ls->site_expected_local[k] = local_members[ls->site_instance[k] >> 40];
+                ls->sites[k].expected_local = local_members[ls->sites[k].instance >> 40];
             }
         }
     }

@@ -66,6 +66,25 @@ typedef struct ws_msg {
     uint8_t pad[3];
 } ws_msg;
 
+/* A collective site of a location: one record, since the engine and the
+ * handlers read several of its fields at once (the fields the engine reads
+ * at every site come first). */
+typedef struct ws_site {
+    uint64_t instance;       /* communicator << 40 | sequence number on it */
+    uint32_t event;          /* event replayed as the site (MpiCollectiveEnd, or Leave of Init/Finalize) */
+    uint32_t member;         /* this location's index among the members */
+    uint32_t n_members;
+    uint32_t expected;       /* contributions the instance waits for */
+    uint32_t expected_local; /* members owned by this process */
+    uint8_t cls;             /* enum ws_site_class */
+    uint8_t op;              /* OTF2 collective op (for explicit sites) */
+    uint8_t pad[2];
+    uint32_t root;           /* member index of the root or WS_NONE32 */
+    uint32_t callpath;
+    double enter;
+    double leave;
+} ws_site;
+
 typedef struct ws_loc_sync {
     uint64_t n_messages;
     ws_msg *msgs;           /* per message row */
@@ -84,18 +103,7 @@ typedef struct ws_loc_sync {
     uint32_t *sync_what;
 
     uint32_t n_sites;
-    uint32_t *site_event;   /* event replayed as the site (MpiCollectiveEnd, or Leave of Init/Finalize) */
-    uint64_t *site_instance;
-    uint32_t *site_member;
-    uint32_t *site_n_members;
-    uint32_t *site_expected;
-    uint32_t *site_expected_local; /* members owned by this process */
-    uint32_t *site_root;    /* member index of the root or WS_NONE32 */
-    uint8_t *site_class;
-    uint8_t *site_op;       /* OTF2 collective op (for explicit sites) */
-    uint32_t *site_callpath;
-    double *site_enter;
-    double *site_leave;
+    ws_site *sites;         /* per site, in event order */
 
     uint64_t clock_violations; /* receives that end before their send starts */
 } ws_loc_sync;
