@@ -30,7 +30,6 @@ static void catch_up(cause_loc *cl, const ws_events *e, uint64_t upto)
                 break;
             }
     cl->last = upto;
-    cl->reached = e->time[upto];
 }
 
 static int add_move(cause_loc *cl, uint32_t ev, int take, double time, ws_error *err)
@@ -59,7 +58,6 @@ static int p4_begin(void *state, const ws_replay_env *env, uint32_t loc, ws_erro
     const ws_events *e = &env->trace->locations[loc].events;
     cl->owner = 0;
     cl->at_start = 0;
-    cl->reached = INFINITY;
     cl->last = e->n;
     cl->n_moves = 0;
     cl->floor = -INFINITY;
@@ -97,11 +95,11 @@ static int p4_channels(void *state, const ws_replay_env *env, uint32_t loc, uint
  * reached), so that no stretch of time is on the path twice even when the
  * clocks violate the clock condition (a receive ending before its send
  * began).  Without violations this is sync_time itself. */
-static double handover_time(const cause_loc *cl, double sync_time)
+static double handover_time(const cause_loc *cl, const ws_events *e, double sync_time)
 {
     double t = sync_time;
-    if (cl->reached < t)
-        t = cl->reached;
+    if (cl->last < e->n && e->time[cl->last] < t)
+        t = e->time[cl->last];
     if (cl->top < t)
         t = cl->top;
     return t;
@@ -132,7 +130,7 @@ static int note_for(ws_causes *c, uint32_t loc, uint32_t k, uint32_t delayer, ui
         catch_up(cl, &c->a->trace->locations[loc].events, (uint64_t)ev + 1);
         if (cl->owner) {
             note.token_target = token_target;
-            note.token_time = handover_time(cl, p->time);
+            note.token_time = handover_time(cl, &c->a->trace->locations[loc].events, p->time);
             cl->bottom = note.token_time;
             if (add_move(cl, ev, 0, note.token_time, err) != WS_OK)
                 return err->code;
@@ -258,7 +256,7 @@ static int p4_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
             catch_up(cl, &env->trace->locations[loc].events, (uint64_t)ev + 1);
             if (cl->owner) {
                 note.token_target = delayer;
-                note.token_time = handover_time(cl, d->site_waits[site].sync_time);
+                note.token_time = handover_time(cl, &env->trace->locations[loc].events, d->site_waits[site].sync_time);
                 cl->bottom = note.token_time;
                 if (add_move(cl, ev, 0, note.token_time, err) != WS_OK)
                     return err->code;

@@ -80,8 +80,7 @@ typedef struct cause_loc {
      * (ws_causes_path_pieces) */
     int owner;
     double top, bottom;
-    double reached; /* the backward replay's position: the time of the last event replayed */
-    uint64_t last;  /* ... and that event (events [last, n) replayed) */
+    uint64_t last;  /* the backward replay's position: events [last, n) replayed */
     path_move *moves;
     size_t n_moves, cap_moves;
     int at_start; /* still owned the path at its first event */
