@@ -269,7 +269,11 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
         if (req_cursor < e->n_requests && e->req_event[req_cursor] == i)
             req = e->req_id[req_cursor];
         const frame *top = depth ? &p.stack[depth - 1] : NULL;
-        uint8_t top_fn = top ? sync->region_mpi[t->callpaths.region[top->callpath]] : WS_MPIFN_NONE;
+        /* the MPI function around a message or request event (looked up
+         * only there: regions and synchronizations are most events) */
+        uint8_t top_fn = WS_MPIFN_NONE;
+        if (top && kind != WS_EV_ENTER && kind != WS_EV_LEAVE && kind != WS_EV_COLL_BEGIN && kind != WS_EV_COLL_END)
+            top_fn = sync->region_mpi[t->callpaths.region[top->callpath]];
 
         switch (kind) {
         case WS_EV_ENTER:
