@@ -18,15 +18,56 @@ static void set_cell(ws_result *r, int m, uint32_t cp, uint32_t loc, double v)
         *ws_cube_cell(r, m, cp, loc) = v;
 }
 
-/* parent = sum of the listed children */
-static void sum_into(ws_result *r, int parent, const int *children, uint32_t cp, uint32_t loc)
+/* The cube's row of metric m at call path cp (a value per location), or
+ * NULL when m is not in the cube (read as 0, as cell() does). */
+static double *row_of(ws_result *r, int m, uint32_t cp)
 {
-    double v = 0.0;
-    for (const int *c = children; *c >= 0; c++)
-        v += cell(r, *c, cp, loc);
-    set_cell(r, parent, cp, loc, v);
+    return r->slot[m] >= 0 ? ws_cube_cell(r, m, cp, 0) : NULL;
 }
 
+static double at(const double *row, uint32_t loc)
+{
+    return row ? row[loc] : 0.0;
+}
+
+/* parent = sum of the listed children, for every local location */
+static void sum_rows(const ws_analysis *a, int parent, const int *children, uint32_t cp)
+{
+    ws_result *r = a->result;
+    double *out = row_of(r, parent, cp);
+    if (!out)
+        return;
+    const double *in[8];
+    size_t n = 0;
+    for (const int *c = children; *c >= 0 && n < 8; c++)
+        in[n++] = row_of(r, *c, cp);
+    for (uint32_t i = 0; i < a->n_local; i++) {
+        uint32_t loc = a->local[i];
+        double v = 0.0;
+        for (size_t k = 0; k < n; k++)
+            v += at(in[k], loc);
+        out[loc] = v;
+    }
+}
+
+/* dst = max(minuend - subtrahend, 0) for every local location */
+static void excess_rows(const ws_analysis *a, int dst, int minuend, int subtrahend, uint32_t cp)
+{
+    ws_result *r = a->result;
+    double *out = row_of(r, dst, cp);
+    const double *x = row_of(r, minuend, cp), *y = row_of(r, subtrahend, cp);
+    if (!out)
+        return;
+    for (uint32_t i = 0; i < a->n_local; i++) {
+        uint32_t loc = a->local[i];
+        double v = at(x, loc) - at(y, loc);
+        out[loc] = v > 0.0 ? v : 0.0;
+    }
+}
+
+/* The cube holds a metric's values of one call path for all locations
+ * side by side: the derived values are computed a row at a time (a
+ * location at a time touched a cache line per metric and location). */
 void ws_derive_delay(ws_analysis *a)
 {
     ws_result *r = a->result;
@@ -50,44 +91,51 @@ void ws_derive_delay(ws_analysis *a)
                                WS_M_MPI_WAIT_PROPAGATING_COLLECTIVE, -1};
     static const int term[] = {WS_M_MPI_WAIT_TERMINAL_LS, WS_M_MPI_WAIT_TERMINAL_LR, WS_M_MPI_WAIT_TERMINAL_COLLECTIVE, -1};
     static const int pvt[] = {WS_M_MPI_WAIT_PROPAGATING, WS_M_MPI_WAIT_TERMINAL, -1};
-    for (uint32_t i = 0; i < a->n_local; i++) {
-        uint32_t loc = a->local[i];
-        for (uint32_t cp = 0; cp < r->n_callpaths; cp++) {
-            sum_into(r, WS_M_DELAY_LATESENDER_AGGREGATE, ls_agg, cp, loc);
-            sum_into(r, WS_M_DELAY_LATERECEIVER_AGGREGATE, lr_agg, cp, loc);
-            sum_into(r, WS_M_DELAY_BARRIER_AGGREGATE, bar_agg, cp, loc);
-            sum_into(r, WS_M_DELAY_N2N_AGGREGATE, n2n_agg, cp, loc);
-            sum_into(r, WS_M_DELAY_12N_AGGREGATE, o2n_agg, cp, loc);
-            sum_into(r, WS_M_DELAY_N21_AGGREGATE, n21_agg, cp, loc);
-            sum_into(r, WS_M_DELAY_P2P, p2p, cp, loc);
-            sum_into(r, WS_M_DELAY_COLLECTIVE, coll, cp, loc);
-            sum_into(r, WS_M_DELAY_MPI, mpi, cp, loc);
-            sum_into(r, WS_M_DELAY, all, cp, loc);
-            /* direct = total - indirect; terminal = total - propagating (seed 002) */
-            double ls = cell(r, WS_M_MPI_LATESENDER, cp, loc), lr = cell(r, WS_M_MPI_LATERECEIVER, cp, loc);
-            double v;
-            v = ls - cell(r, WS_M_MPI_WAIT_INDIRECT_LATESENDER, cp, loc);
-            set_cell(r, WS_M_MPI_WAIT_DIRECT_LATESENDER, cp, loc, v > 0.0 ? v : 0.0);
-            v = lr - cell(r, WS_M_MPI_WAIT_INDIRECT_LATERECEIVER, cp, loc);
-            set_cell(r, WS_M_MPI_WAIT_DIRECT_LATERECEIVER, cp, loc, v > 0.0 ? v : 0.0);
-            v = ls - cell(r, WS_M_MPI_WAIT_PROPAGATING_LS, cp, loc);
-            set_cell(r, WS_M_MPI_WAIT_TERMINAL_LS, cp, loc, v > 0.0 ? v : 0.0);
-            v = lr - cell(r, WS_M_MPI_WAIT_PROPAGATING_LR, cp, loc);
-            set_cell(r, WS_M_MPI_WAIT_TERMINAL_LR, cp, loc, v > 0.0 ? v : 0.0);
-            /* the handled collective wait states */
-            double coll = cell(r, WS_M_MPI_BARRIER_WAIT, cp, loc) + cell(r, WS_M_MPI_WAIT_NXN, cp, loc) +
-                          cell(r, WS_M_MPI_LATEBROADCAST, cp, loc) + cell(r, WS_M_MPI_EARLYREDUCE, cp, loc);
-            v = coll - cell(r, WS_M_MPI_WAIT_INDIRECT_COLLECTIVE, cp, loc);
-            set_cell(r, WS_M_MPI_WAIT_DIRECT_COLLECTIVE, cp, loc, v > 0.0 ? v : 0.0);
-            v = coll - cell(r, WS_M_MPI_WAIT_PROPAGATING_COLLECTIVE, cp, loc);
-            set_cell(r, WS_M_MPI_WAIT_TERMINAL_COLLECTIVE, cp, loc, v > 0.0 ? v : 0.0);
-            sum_into(r, WS_M_MPI_WAIT_DIRECT, direct, cp, loc);
-            sum_into(r, WS_M_MPI_WAIT_INDIRECT, indirect, cp, loc);
-            sum_into(r, WS_M_WAITSTATES_DIRECT_VS_INDIRECT, dvi, cp, loc);
-            sum_into(r, WS_M_MPI_WAIT_PROPAGATING, prop, cp, loc);
-            sum_into(r, WS_M_MPI_WAIT_TERMINAL, term, cp, loc);
-            sum_into(r, WS_M_WAITSTATES_PROPAGATING_VS_TERMINAL, pvt, cp, loc);
+    /* the handled collective wait states of one call path */
+    static const int coll_waits[] = {WS_M_MPI_BARRIER_WAIT, WS_M_MPI_WAIT_NXN, WS_M_MPI_LATEBROADCAST,
+                                     WS_M_MPI_EARLYREDUCE, -1};
+    for (uint32_t cp = 0; cp < r->n_callpaths; cp++) {
+        sum_rows(a, WS_M_DELAY_LATESENDER_AGGREGATE, ls_agg, cp);
+        sum_rows(a, WS_M_DELAY_LATERECEIVER_AGGREGATE, lr_agg, cp);
+        sum_rows(a, WS_M_DELAY_BARRIER_AGGREGATE, bar_agg, cp);
+        sum_rows(a, WS_M_DELAY_N2N_AGGREGATE, n2n_agg, cp);
+        sum_rows(a, WS_M_DELAY_12N_AGGREGATE, o2n_agg, cp);
+        sum_rows(a, WS_M_DELAY_N21_AGGREGATE, n21_agg, cp);
+        sum_rows(a, WS_M_DELAY_P2P, p2p, cp);
+        sum_rows(a, WS_M_DELAY_COLLECTIVE, coll, cp);
+        sum_rows(a, WS_M_DELAY_MPI, mpi, cp);
+        sum_rows(a, WS_M_DELAY, all, cp);
+        /* direct = total - indirect; terminal = total - propagating (seed 002) */
+        excess_rows(a, WS_M_MPI_WAIT_DIRECT_LATESENDER, WS_M_MPI_LATESENDER, WS_M_MPI_WAIT_INDIRECT_LATESENDER, cp);
+        excess_rows(a, WS_M_MPI_WAIT_DIRECT_LATERECEIVER, WS_M_MPI_LATERECEIVER, WS_M_MPI_WAIT_INDIRECT_LATERECEIVER,
+                    cp);
+        excess_rows(a, WS_M_MPI_WAIT_TERMINAL_LS, WS_M_MPI_LATESENDER, WS_M_MPI_WAIT_PROPAGATING_LS, cp);
+        excess_rows(a, WS_M_MPI_WAIT_TERMINAL_LR, WS_M_MPI_LATERECEIVER, WS_M_MPI_WAIT_PROPAGATING_LR, cp);
+        /* the handled collective wait states */
+        const double *cw[4];
+        for (size_t k = 0; k < 4; k++)
+            cw[k] = row_of(r, coll_waits[k], cp);
+        const double *ind = row_of(r, WS_M_MPI_WAIT_INDIRECT_COLLECTIVE, cp);
+        const double *pro = row_of(r, WS_M_MPI_WAIT_PROPAGATING_COLLECTIVE, cp);
+        double *dir = row_of(r, WS_M_MPI_WAIT_DIRECT_COLLECTIVE, cp), *ter = row_of(r, WS_M_MPI_WAIT_TERMINAL_COLLECTIVE, cp);
+        for (uint32_t i = 0; i < a->n_local; i++) {
+            uint32_t loc = a->local[i];
+            double c = at(cw[0], loc) + at(cw[1], loc) + at(cw[2], loc) + at(cw[3], loc), v;
+            if (dir) {
+                v = c - at(ind, loc);
+                dir[loc] = v > 0.0 ? v : 0.0;
+            }
+            if (ter) {
+                v = c - at(pro, loc);
+                ter[loc] = v > 0.0 ? v : 0.0;
+            }
         }
+        sum_rows(a, WS_M_MPI_WAIT_DIRECT, direct, cp);
+        sum_rows(a, WS_M_MPI_WAIT_INDIRECT, indirect, cp);
+        sum_rows(a, WS_M_WAITSTATES_DIRECT_VS_INDIRECT, dvi, cp);
+        sum_rows(a, WS_M_MPI_WAIT_PROPAGATING, prop, cp);
+        sum_rows(a, WS_M_MPI_WAIT_TERMINAL, term, cp);
+        sum_rows(a, WS_M_WAITSTATES_PROPAGATING_VS_TERMINAL, pvt, cp);
     }
 }
 
@@ -296,17 +344,19 @@ int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
         rc = ws_error_nomem(err, "critical-path indicators");
         goto done;
     }
-    for (uint32_t i = 0; i < a->n_local; i++) {
-        uint32_t loc = a->local[i];
-        double *row = rows + (size_t)loc * W;
-        for (uint32_t cp = 0; cp < C; cp++) {
+    /* call path by call path: the cube holds a metric's values of one call
+     * path for all locations side by side */
+    for (uint32_t cp = 0; cp < C; cp++)
+        for (uint32_t i = 0; i < a->n_local; i++) {
+            uint32_t loc = a->local[i];
+            double *row = rows + (size_t)loc * W;
             row[cp] = cell(r, WS_M_CRITICAL_PATH, cp, loc);
             row[C + cp] = activity(a, cp, loc);
             if (cell(r, WS_M_VISITS, cp, loc) > 0.0 && r->partition[loc] >= 0)
                 occurs[(size_t)r->partition[loc] * C + cp] = 1;
         }
-        row[2 * C] = t->locations[loc].events.n ? 1.0 : 0.0;
-    }
+    for (uint32_t i = 0; i < a->n_local; i++)
+        rows[(size_t)a->local[i] * W + 2 * C] = t->locations[a->local[i]].events.n ? 1.0 : 0.0;
     if ((rc = ws_ordered_sum(a, rows, W, sums, err)) ||
         (rc = a->transport->ops->allreduce_u64(a->transport, occurs, P * C, WS_MAX, err)))
         goto done;
@@ -349,9 +399,9 @@ int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
         goto done;
     const double *s_intra = costs, *s_inter = costs + C;
 
-    for (uint32_t i = 0; i < a->n_local; i++) {
-        uint32_t loc = a->local[i];
-        for (uint32_t cp = 0; cp < C; cp++) {
+    for (uint32_t cp = 0; cp < C; cp++) {
+        for (uint32_t i = 0; i < a->n_local; i++) {
+            uint32_t loc = a->local[i];
             double own = cell(r, WS_M_CRITICAL_PATH, cp, loc);
             double d = activity(a, cp, loc);
             if (gcp[cp] > 0.0) {
