@@ -361,6 +361,27 @@ def test_barrier_wait_caused_by_a_late_sender_is_indirect():
     assert r.get("delay_barrier_longterm")[r.callpath_index("main/work")] == pytest.approx([2, 0, 0])
 
 
+@pytest.mark.parametrize("members", [[1, 2, 3], [3, 1, 2], [2, 3, 1]])
+def test_indirect_barrier_waiting_reaches_every_waiter_in_any_member_order(members):
+    # as above with two waiters: ranks 2 and 3 (work 1 s) each wait 2 s for
+    # rank 1 in the barrier, all of it caused by rank 1's Late Sender.  The
+    # delayer hands the indirect parts back in member order, which is not
+    # location order for [3, 1, 2] and [2, 3, 1].
+    prog = synth.Program(4)
+    sub = prog.comm(members, name="sub")
+    prog.rank(0).compute("work", 3).send(1, tag=0, size=8)
+    prog.rank(1).compute("work", 1).recv(0, tag=0).barrier(comm=sub)
+    prog.rank(2).compute("work", 1).barrier(comm=sub)
+    prog.rank(3).compute("work", 1).barrier(comm=sub)
+    trace = prog.run(latency=0.0, resolution=1000)
+    for threads in (1, 2):
+        r = trace.analyze(delay_model="proportional", threads=threads)
+        bar = r.callpath_index("main/MPI_Barrier")
+        assert r.get("mpi_barrier_wait")[bar] == pytest.approx([0, 0, 2, 2])
+        assert r.get("mpi_wait_indirect_collective")[bar] == pytest.approx([0, 0, 2, 2])
+        assert r.total("mpi_wait_direct_collective") == pytest.approx(0)
+
+
 def test_barrier_wait_that_delays_a_receive_is_propagating():
     # ranks 0 (work 3 s) and 1 (work 1 s) meet in a barrier of {0, 1}: rank 1
     # waits 2 s, caused by rank 0's work (direct).  Rank 1 then sends to rank

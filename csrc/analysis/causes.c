@@ -483,28 +483,39 @@ static int p5_coll_combine(void *state, const ws_replay_env *env, uint32_t loc, 
     }
     if (!total)
         return WS_OK;
-    p5_sortable *tmp = ws_malloc_array(total, sizeof *tmp);
     p5_shared *sh = ws_malloc(sizeof *sh + total * sizeof(coll_indirect));
-    if (!tmp || !sh) {
-        free(tmp);
-        free(sh);
+    if (!sh)
         return ws_error_nomem(err, "collective instance");
-    }
+    sh->n = total;
     uint64_t j = 0;
+    int sorted = 1;
     for (uint32_t i = 0; i < v->n_present; i++) {
         uint32_t m = v->present[i];
         uint64_t n;
         memcpy(&n, v->data[m], sizeof n);
-        for (uint64_t q = 0; q < n; q++, j++) {
-            memcpy(&tmp[j].ci, v->data[m] + sizeof n + q * sizeof(coll_indirect), sizeof(coll_indirect));
+        memcpy(sh->e + j, v->data[m] + sizeof n, n * sizeof(coll_indirect));
+        for (uint64_t q = j ? j : 1; q < j + n; q++)
+            if (sh->e[q].waiter < sh->e[q - 1].waiter)
+                sorted = 0;
+        j += n;
+    }
+    /* usually in order already (an instance's delayer charges its waiters
+     * in member order): else a stable sort by waiter */
+    if (!sorted) {
+        p5_sortable *tmp = ws_malloc_array(total, sizeof *tmp);
+        if (!tmp) {
+            free(sh);
+            return ws_error_nomem(err, "collective instance");
+        }
+        for (j = 0; j < total; j++) {
+            tmp[j].ci = sh->e[j];
             tmp[j].seq = j;
         }
+        qsort(tmp, total, sizeof *tmp, p5_order);
+        for (j = 0; j < total; j++)
+            sh->e[j] = tmp[j].ci;
+        free(tmp);
     }
-    qsort(tmp, total, sizeof *tmp, p5_order);
-    sh->n = total;
-    for (j = 0; j < total; j++)
-        sh->e[j] = tmp[j].ci;
-    free(tmp);
     v->shared = sh;
     return WS_OK;
 }
