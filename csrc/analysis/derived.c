@@ -94,17 +94,24 @@ void ws_derive_delay(ws_analysis *a)
     /* the handled collective wait states of one call path */
     static const int coll_waits[] = {WS_M_MPI_BARRIER_WAIT, WS_M_MPI_WAIT_NXN, WS_M_MPI_LATEBROADCAST,
                                      WS_M_MPI_EARLYREDUCE, -1};
+    /* parents in the order they are summed: children before parents */
+    static const struct {
+        int parent;
+        const int *children;
+    } delay_tree[] = {{WS_M_DELAY_LATESENDER_AGGREGATE, ls_agg}, {WS_M_DELAY_LATERECEIVER_AGGREGATE, lr_agg},
+                      {WS_M_DELAY_BARRIER_AGGREGATE, bar_agg},    {WS_M_DELAY_N2N_AGGREGATE, n2n_agg},
+                      {WS_M_DELAY_12N_AGGREGATE, o2n_agg},        {WS_M_DELAY_N21_AGGREGATE, n21_agg},
+                      {WS_M_DELAY_P2P, p2p},                      {WS_M_DELAY_COLLECTIVE, coll},
+                      {WS_M_DELAY_MPI, mpi},                      {WS_M_DELAY, all}},
+      wait_tree[] = {{WS_M_MPI_WAIT_DIRECT, direct},
+                     {WS_M_MPI_WAIT_INDIRECT, indirect},
+                     {WS_M_WAITSTATES_DIRECT_VS_INDIRECT, dvi},
+                     {WS_M_MPI_WAIT_PROPAGATING, prop},
+                     {WS_M_MPI_WAIT_TERMINAL, term},
+                     {WS_M_WAITSTATES_PROPAGATING_VS_TERMINAL, pvt}};
     for (uint32_t cp = 0; cp < r->n_callpaths; cp++) {
-        sum_rows(a, WS_M_DELAY_LATESENDER_AGGREGATE, ls_agg, cp);
-        sum_rows(a, WS_M_DELAY_LATERECEIVER_AGGREGATE, lr_agg, cp);
-        sum_rows(a, WS_M_DELAY_BARRIER_AGGREGATE, bar_agg, cp);
-        sum_rows(a, WS_M_DELAY_N2N_AGGREGATE, n2n_agg, cp);
-        sum_rows(a, WS_M_DELAY_12N_AGGREGATE, o2n_agg, cp);
-        sum_rows(a, WS_M_DELAY_N21_AGGREGATE, n21_agg, cp);
-        sum_rows(a, WS_M_DELAY_P2P, p2p, cp);
-        sum_rows(a, WS_M_DELAY_COLLECTIVE, coll, cp);
-        sum_rows(a, WS_M_DELAY_MPI, mpi, cp);
-        sum_rows(a, WS_M_DELAY, all, cp);
+        for (size_t k = 0; k < sizeof delay_tree / sizeof delay_tree[0]; k++)
+            sum_rows(a, delay_tree[k].parent, delay_tree[k].children, cp);
         /* direct = total - indirect; terminal = total - propagating (seed 002) */
         excess_rows(a, WS_M_MPI_WAIT_DIRECT_LATESENDER, WS_M_MPI_LATESENDER, WS_M_MPI_WAIT_INDIRECT_LATESENDER, cp);
         excess_rows(a, WS_M_MPI_WAIT_DIRECT_LATERECEIVER, WS_M_MPI_LATERECEIVER, WS_M_MPI_WAIT_INDIRECT_LATERECEIVER,
@@ -130,12 +137,8 @@ void ws_derive_delay(ws_analysis *a)
                 ter[loc] = v > 0.0 ? v : 0.0;
             }
         }
-        sum_rows(a, WS_M_MPI_WAIT_DIRECT, direct, cp);
-        sum_rows(a, WS_M_MPI_WAIT_INDIRECT, indirect, cp);
-        sum_rows(a, WS_M_WAITSTATES_DIRECT_VS_INDIRECT, dvi, cp);
-        sum_rows(a, WS_M_MPI_WAIT_PROPAGATING, prop, cp);
-        sum_rows(a, WS_M_MPI_WAIT_TERMINAL, term, cp);
-        sum_rows(a, WS_M_WAITSTATES_PROPAGATING_VS_TERMINAL, pvt, cp);
+        for (size_t k = 0; k < sizeof wait_tree / sizeof wait_tree[0]; k++)
+            sum_rows(a, wait_tree[k].parent, wait_tree[k].children, cp);
     }
 }
 
