@@ -343,7 +343,9 @@ int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
     uint64_t *occurs = ws_calloc(P * (C ? C : 1), sizeof *occurs);
     double *delta = ws_calloc(C ? C : 1, sizeof *delta);
     double *costs = ws_calloc(2 * (size_t)C + 1, sizeof *costs); /* intra, inter per call path */
-    if (!sums || !rows || !occurs || !delta || !costs) {
+    /* activity per call path and location (row cp of L), read three times below */
+    double *act = ws_malloc_array((C ? C : 1) * (size_t)(L ? L : 1), sizeof *act);
+    if (!sums || !rows || !occurs || !delta || !costs || !act) {
         rc = ws_error_nomem(err, "critical-path indicators");
         goto done;
     }
@@ -354,7 +356,7 @@ int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
             uint32_t loc = a->local[i];
             double *row = rows + (size_t)loc * W;
             row[cp] = cell(r, WS_M_CRITICAL_PATH, cp, loc);
-            row[C + cp] = activity(a, cp, loc);
+            row[C + cp] = act[(size_t)cp * L + loc] = activity(a, cp, loc);
             if (cell(r, WS_M_VISITS, cp, loc) > 0.0 && r->partition[loc] >= 0)
                 occurs[(size_t)r->partition[loc] * C + cp] = 1;
         }
@@ -380,7 +382,7 @@ int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
             continue;
         double busy = 0.0, sum_delta = 0.0;
         for (uint32_t cp = 0; cp < C; cp++) {
-            double d = activity(a, cp, loc);
+            double d = act[(size_t)cp * L + loc];
             busy += d;
             delta[cp] = gcp[cp] > d ? gcp[cp] - d : 0.0;
             sum_delta += delta[cp];
@@ -406,7 +408,7 @@ int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
         for (uint32_t i = 0; i < a->n_local; i++) {
             uint32_t loc = a->local[i];
             double own = cell(r, WS_M_CRITICAL_PATH, cp, loc);
-            double d = activity(a, cp, loc);
+            double d = act[(size_t)cp * L + loc];
             if (gcp[cp] > 0.0) {
                 double share = own / gcp[cp];
                 double excess = gcp[cp] - avg[cp];
@@ -437,5 +439,6 @@ done:
     free(occurs);
     free(delta);
     free(costs);
+    free(act);
     return rc;
 }
