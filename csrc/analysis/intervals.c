@@ -578,7 +578,10 @@ void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k, int
     if (e->n == 0 || end <= start)
         return;
     uint64_t i = start;
-    uint32_t cp = i == 0 ? WS_NONE32 : ws_callpath_after(t, e, (int64_t)i - 1);
+    /* the call path set by the events walked: from the first event (no j)
+     * nothing is open before it, and after j's call the loop below starts
+     * at its Leave */
+    uint32_t cp = WS_NONE32;
     if (j != WS_NONE32) {
         /* skip j's call, count its completion part */
         acc_add(c, cl->sp[j].call_cp, full ? completion_full(c, loc, j) : cl->sp[j].completion);
