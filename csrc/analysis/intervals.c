@@ -153,11 +153,11 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     sync_point *pt = ws_malloc_array(cap ? cap : 1, sizeof *pt);
     uint32_t *pev = ws_malloc_array(cap ? cap : 1, sizeof *pev);
     double *pwin = ws_malloc_array(cap ? cap : 1, sizeof *pwin);
+    sp_sort *order = NULL;
+    int rc = WS_OK;
     if (!pt || !pev || !pwin) {
-        free(pt);
-        free(pev);
-        free(pwin);
-        return ws_error_nomem(err, "synchronization points");
+        rc = ws_error_nomem(err, "synchronization points");
+        goto done;
     }
 
 #define NEW_POINT()                                                                   \
@@ -183,11 +183,9 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             while (next_leaves < d->n_leaves && d->leaves[next_leaves].row < row)
                 next_leaves++;
             if (next_leaves == d->n_leaves || d->leaves[next_leaves].row != row) {
-                free(pt);
-                free(pev);
-                free(pwin);
-                return ws_error_set(err, WS_ERR_INTERNAL, "location %u: message %llu waits but its partner's calls "
-                                    "are unknown", (unsigned)loc, (unsigned long long)row);
+                rc = ws_error_set(err, WS_ERR_INTERNAL, "location %u: message %llu waits but its partner's calls "
+                                  "are unknown", (unsigned)loc, (unsigned long long)row);
+                goto done;
             }
             pl = &d->leaves[next_leaves];
         }
@@ -283,17 +281,14 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
 #undef NEW_POINT
     /* order by the calls that hold them (then by event; ties keep their
      * order): mostly they come in that order already */
-    sp_sort *order = NULL;
     int in_order = 1;
     for (size_t k = 1; k < n && in_order; k++)
         in_order = pt[k - 1].call_ev < pt[k].call_ev || (pt[k - 1].call_ev == pt[k].call_ev && pev[k - 1] <= pev[k]);
     if (!in_order) {
         order = ws_malloc_array(n, sizeof *order);
         if (!order) {
-            free(pt);
-            free(pev);
-            free(pwin);
-            return ws_error_nomem(err, "synchronization points");
+            rc = ws_error_nomem(err, "synchronization points");
+            goto done;
         }
         for (size_t k = 0; k < n; k++) {
             order[k].call = pt[k].call_ev;
@@ -301,24 +296,20 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             order[k].k = (uint32_t)k;
         }
         if (sort_points(order, n) != 0) {
-            free(order);
-            free(pt);
-            free(pev);
-            free(pwin);
-            return ws_error_nomem(err, "synchronization points");
+            rc = ws_error_nomem(err, "synchronization points");
+            goto done;
         }
         permute_points(pt, order, n);
     }
     free(pev);
+    pev = NULL;
     uint32_t n_waiting = 0;
     for (size_t k = 0; k < n; k++)
         n_waiting += pt[k].wait > 0.0;
     cl->gl = ws_calloc((n_waiting ? n_waiting : 1) * (size_t)GL_BLOCK, sizeof *cl->gl);
     if (!cl->gl) {
-        free(order);
-        free(pt);
-        free(pwin);
-        return ws_error_nomem(err, "synchronization points");
+        rc = ws_error_nomem(err, "synchronization points");
+        goto done;
     }
     n_waiting = 0;
     for (size_t k = 0; k < n; k++) {
@@ -331,19 +322,23 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         else
             cl->msg_pts[pt[k].index] |= pt[k].type == SP_LS ? MSG_HAS_LS : MSG_HAS_LR;
     }
-    free(order);
-    free(pwin);
     if (n < cap) { /* N-to-1 sites that dropped out */
         sync_point *fit = ws_realloc(pt, (n ? n : 1) * sizeof *pt);
         if (fit) /* else the larger block stays */
             pt = fit;
     }
     cl->sp = pt;
+    pt = NULL;
     cl->n_sp = (uint32_t)n;
     cl->share = ws_calloc(n ? n : 1, sizeof *cl->share);
     if (!cl->share)
-        return ws_error_nomem(err, "synchronization points");
-    return WS_OK;
+        rc = ws_error_nomem(err, "synchronization points");
+done:
+    free(order);
+    free(pt);
+    free(pev);
+    free(pwin);
+    return rc;
 }
 
 static int is_point_of(const sync_point *p, uint32_t row, uint8_t type)
