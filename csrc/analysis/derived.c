@@ -30,23 +30,22 @@ static double at(const double *row, uint32_t loc)
     return row ? row[loc] : 0.0;
 }
 
-/* parent = sum of the listed children, for every local location */
+/* parent = sum of the listed children, for every local location, added
+ * in the listed order (a child not in the cube adds nothing: a sum that
+ * starts at +0 is never -0, so skipping its +0 changes no bit) */
 static void sum_rows(const ws_analysis *a, int parent, const int *children, uint32_t cp)
 {
     ws_result *r = a->result;
     double *out = row_of(r, parent, cp);
     if (!out)
         return;
-    const double *in[8];
-    size_t n = 0;
-    for (const int *c = children; *c >= 0 && n < 8; c++)
-        in[n++] = row_of(r, *c, cp);
-    for (uint32_t i = 0; i < a->n_local; i++) {
-        uint32_t loc = a->local[i];
-        double v = 0.0;
-        for (size_t k = 0; k < n; k++)
-            v += at(in[k], loc);
-        out[loc] = v;
+    for (uint32_t i = 0; i < a->n_local; i++)
+        out[a->local[i]] = 0.0;
+    for (const int *c = children; *c >= 0; c++) {
+        const double *in = row_of(r, *c, cp);
+        if (in)
+            for (uint32_t i = 0; i < a->n_local; i++)
+                out[a->local[i]] += in[a->local[i]];
     }
 }
 
