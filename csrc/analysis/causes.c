@@ -655,8 +655,7 @@ static void p45_prefetch(void *state, const ws_replay_env *env, uint32_t loc, in
         return;
     }
     WS_PREFETCH(&cl->sites[site].sp);
-    WS_PREFETCH(&d->site_waits[site]);
-    WS_PREFETCH((const char *)&d->site_waits[site] + sizeof *d->site_waits - 1);
+    WS_PREFETCH_RECORD(&d->site_waits[site]);
 }
 
 void ws_causes_handlers(ws_causes *c, int pass, ws_handler *h)

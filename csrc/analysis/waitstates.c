@@ -202,8 +202,7 @@ static void p1_prefetch(void *state, const ws_replay_env *env, uint32_t loc, int
         WS_PREFETCH((const char *)d + 64);
         return;
     }
-    WS_PREFETCH(&d->site_waits[site]);
-    WS_PREFETCH((const char *)&d->site_waits[site] + sizeof *d->site_waits - 1);
+    WS_PREFETCH_RECORD(&d->site_waits[site]);
 }
 
 void ws_waitstates_handlers(ws_analysis *a, int pass, ws_handler *h)

@@ -48,6 +48,12 @@ int ws_map64_remove(ws_map64 *m, uint64_t key);
 #else
 #define WS_PREFETCH(p) ((void)(p))
 #endif
+/* ... for both lines of a record of at most 64 bytes that may straddle two */
+#define WS_PREFETCH_RECORD(p)                                  \
+    do {                                                       \
+        WS_PREFETCH(p);                                        \
+        WS_PREFETCH((const char *)(p) + sizeof *(p) - 1);      \
+    } while (0)
 
 static inline uint64_t ws_hash64(uint64_t x)
 {

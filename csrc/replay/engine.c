@@ -157,8 +157,22 @@ int ws_replay_post_site(const ws_replay_env *env, ws_transport *tr, const ws_han
     if (rc)
         return rc;
     return tr->ops->coll_post(tr, ws_replay_handler_key(ls->sites[site].instance, h), ls->sites[site].n_members,
-                              ls->sites[site].expected, ls->sites[site].expected_local, ls->sites[site].member, loc,
+                              ls->sites[site].n_members, ls->sites[site].expected_local, ls->sites[site].member, loc,
                               out->data, out->size, hd->coll_cache_size, err);
+}
+
+int ws_replay_consume_site(const ws_replay_env *env, ws_transport *tr, const ws_handler *hd, uint64_t key, uint32_t loc,
+                           uint32_t site, ws_coll_view *view, ws_error *err)
+{
+    int rc = WS_OK;
+    if (hd->coll_combine && !view->combined) {
+        view->combined = 1;
+        rc = hd->coll_combine(hd->state, env, loc, site, view, err);
+    }
+    if (rc == WS_OK)
+        rc = hd->coll_consume(hd->state, env, loc, site, view, err);
+    tr->ops->coll_release(tr, key, loc);
+    return rc;
 }
 
 /* Whether every handler may produce location loc's contributions to
@@ -245,36 +259,18 @@ static int site_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t site, 
         uint32_t h = st->stage % H;
         const ws_handler *hd = &s->handlers[h];
         if (ws_replay_site_takes_part(env, hd, loc, site)) {
-            uint64_t key = ws_replay_handler_key(ls->sites[site].instance, h);
+            int rc;
             if (st->stage < H) {
-                s->out.size = 0;
-                int rc = hd->coll_produce(hd->state, env, loc, site, &s->out, err);
-                if (rc)
-                    return rc;
-                rc = s->tr->ops->coll_post(s->tr, key, ls->sites[site].n_members, ls->sites[site].expected,
-                                           ls->sites[site].expected_local, ls->sites[site].member, loc, s->out.data,
-                                           s->out.size, hd->coll_cache_size, err);
-                if (rc)
-                    return rc;
+                rc = ws_replay_post_site(env, s->tr, hd, h, loc, site, &s->out, err);
             } else {
+                uint64_t key = ws_replay_handler_key(ls->sites[site].instance, h);
                 ws_coll_view *view = NULL;
-                int rc = s->tr->ops->coll_take(s->tr, key, loc, &view, err);
-                if (rc == WS_BLOCKED)
-                    return WS_BLOCKED;
-                if (rc)
-                    return rc;
-                if (hd->coll_combine && !view->combined) {
-                    view->combined = 1;
-                    if ((rc = hd->coll_combine(hd->state, env, loc, site, view, err))) {
-                        s->tr->ops->coll_release(s->tr, key, loc);
-                        return rc;
-                    }
-                }
-                rc = hd->coll_consume(hd->state, env, loc, site, view, err);
-                s->tr->ops->coll_release(s->tr, key, loc);
-                if (rc)
-                    return rc;
+                rc = s->tr->ops->coll_take(s->tr, key, loc, &view, err);
+                if (rc == WS_OK)
+                    rc = ws_replay_consume_site(env, s->tr, hd, key, loc, site, view, err);
             }
+            if (rc)
+                return rc; /* WS_BLOCKED included: the location waits for the instance */
         }
         st->stage++;
     }
@@ -316,8 +312,7 @@ static void prefetch_next(const scheduler *s)
         }
         if (st->site >= 0 && st->site < (int64_t)ls->n_sites) {
             const ws_site *site = &ls->sites[st->site];
-            WS_PREFETCH(site);
-            WS_PREFETCH((const char *)site + sizeof *site - 1);
+            WS_PREFETCH_RECORD(site);
             for (uint32_t h = 0; h < s->n_handlers; h++)
                 if (s->handlers[h].prefetch)
                     s->handlers[h].prefetch(s->handlers[h].state, env, loc, st->site);

@@ -202,7 +202,7 @@ static int produce_site(join *j, uint32_t loc, uint32_t site, uint32_t h, ws_err
 /* single-member instances are produced in phase B, at their site */
 static int produced_ahead(const ws_loc_sync *ls, uint32_t site)
 {
-    return ls->sites[site].expected > 1;
+    return ls->sites[site].n_members > 1;
 }
 
 static int consume_site(join *j, uint32_t loc, uint32_t site, uint64_t ev, ws_error *err)
@@ -224,16 +224,7 @@ static int consume_site(join *j, uint32_t loc, uint32_t site, uint64_t ev, ws_er
         while ((rc = tr->ops->coll_take(tr, key, loc, &view, err)) == WS_BLOCKED)
             if ((rc = wait_for_data(j, err)) != WS_OK)
                 return rc == WS_BLOCKED ? stalled(j, loc, ev, 0, err) : rc;
-        if (rc)
-            return rc;
-        if (hd->coll_combine && !view->combined) {
-            view->combined = 1;
-            rc = hd->coll_combine(hd->state, env, loc, site, view, err);
-        }
-        if (rc == WS_OK)
-            rc = hd->coll_consume(hd->state, env, loc, site, view, err);
-        tr->ops->coll_release(tr, key, loc);
-        if (rc)
+        if (rc || (rc = ws_replay_consume_site(env, tr, hd, key, loc, site, view, err)))
             return rc;
     }
     return WS_OK;

@@ -163,6 +163,13 @@ static inline int ws_replay_site_takes_part(const ws_replay_env *env, const ws_h
 int ws_replay_post_site(const ws_replay_env *env, ws_transport *tr, const ws_handler *hd, uint32_t h, uint32_t loc,
                         uint32_t site, ws_buffer *out, ws_error *err);
 
+/* Location loc's use of the completed instance `view` (transport key
+ * `key`) of handler hd at collective site `site`: coll_combine if nobody
+ * ran it on this view yet, coll_consume, then coll_release (engine.c; for
+ * the scheduled replay and the join). */
+int ws_replay_consume_site(const ws_replay_env *env, ws_transport *tr, const ws_handler *hd, uint64_t key, uint32_t loc,
+                           uint32_t site, ws_coll_view *view, ws_error *err);
+
 /* Whether ws_replay_run executes this replay as a join. */
 int ws_replay_is_join(const ws_replay_env *env, const ws_handler *handlers, size_t n_handlers);
 

@@ -323,8 +323,7 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
                     .event = (uint32_t)i,
                     .member = loc,
                     .n_members = t->n_locations,
-                    .expected = 0, /* filled once counts are known */
-                    .expected_local = 0,
+                    .expected_local = 0, /* filled once counts are known */
                     .cls = fn == WS_MPIFN_INIT ? WS_SITE_INIT : WS_SITE_FINALIZE,
                     .op = 0xff,
                     .root = WS_NONE32,
@@ -463,7 +462,6 @@ static int build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, 
                 .event = (uint32_t)i,
                 .member = cc->rank,
                 .n_members = cm->size,
-                .expected = cm->size,
                 .expected_local = 0, /* filled once local memberships are counted */
                 .cls = site_class_of(e->coll_op[c]),
                 .op = e->coll_op[c],
@@ -828,7 +826,6 @@ int ws_sync_build(const ws_trace *t, const uint32_t *locs, uint32_t n, ws_transp
             drop_sites(ls, WS_SITE_FINALIZE);
         for (uint32_t k = 0; k < ls->n_sites; k++) {
             if (ls->sites[k].cls == WS_SITE_INIT || ls->sites[k].cls == WS_SITE_FINALIZE) {
-                ls->sites[k].expected = t->n_locations;
                 ls->sites[k].expected_local = n;
             } else {
                 ls->sites[k].expected_local = local_members[ls->sites[k].instance >> 40];

@@ -73,8 +73,7 @@ typedef struct ws_site {
     uint64_t instance;       /* communicator << 40 | sequence number on it */
     uint32_t event;          /* event replayed as the site (MpiCollectiveEnd, or Leave of Init/Finalize) */
     uint32_t member;         /* this location's index among the members */
-    uint32_t n_members;
-    uint32_t expected;       /* contributions the instance waits for */
+    uint32_t n_members;      /* every one contributes to the instance */
     uint32_t expected_local; /* members owned by this process */
     uint8_t cls;             /* enum ws_site_class */
     uint8_t op;              /* OTF2 collective op (for explicit sites) */

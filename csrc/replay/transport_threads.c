@@ -48,8 +48,6 @@
 #include "records.h"
 #include "spin.h"
 
-
-
 /* What a waiting thread watches: changed (under the hub's lock) by a
  * record for it; read without the lock while it spins.  Padded so that
  * two threads' counters never share a cache line. */
