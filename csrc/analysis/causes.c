@@ -85,7 +85,7 @@ static int p4_event(void *state, const ws_replay_env *env, uint32_t loc, uint64_
 static int p4_channels(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row)
 {
     (void)env;
-    /* a message's Late Sender and Late Receiver are points (intervals.c) */
+    /* a message's Late Sender and Late Receiver are points (points.c) */
     uint8_t has = ((ws_causes *)state)->locs[loc].msg_pts[row];
     return ((has & MSG_HAS_LS) ? 1 : 0) | ((has & MSG_HAS_LR) ? 2 : 0);
 }
@@ -275,7 +275,7 @@ static int p4_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
  * members that did wait never wait for it.  A member that waited may hand
  * the path over (which depends on the replay); without the path, its note
  * depends on the replay only through long-term costs that a later charge
- * here may still add (not when its point is final: intervals.c). */
+ * here may still add (not when its point is final: points.c). */
 static int p4_coll_ahead_at(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site)
 {
     (void)env;

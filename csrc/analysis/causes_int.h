@@ -1,6 +1,6 @@
 /* Internal to the delay and critical-path analysis (causes.c: the
- * replays; intervals.c: synchronization points, synchronization intervals
- * and the cost accounting of one interval). */
+ * replays; points.c: synchronization points; intervals.c: synchronization
+ * intervals and the cost accounting of one interval). */
 #ifndef WS_ANALYSIS_CAUSES_INT_H
 #define WS_ANALYSIS_CAUSES_INT_H
 
@@ -19,7 +19,7 @@ enum { NGL = WS_WAIT_N21 };
 /* A synchronization point (48 bytes).  Its own waiting is in the call
  * path of its call (call_cp); a site's communicator, class and root are
  * read from the site; the event where it is exchanged and the time of its
- * call after the synchronization from its message or site (intervals.c);
+ * call after the synchronization from its message or site (points.c);
  * what only a waiting point needs is in its block of gl (point_gl,
  * point_wait_in). */
 typedef struct sync_point {
@@ -203,6 +203,9 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err);
 /* marks the waiting points of `loc` whose long-term costs no later charge
  * can change (sync_point.final) */
 void ws_points_mark_final(ws_causes *c, uint32_t loc);
+/* the time of point k's call after its synchronization: what the interval
+ * it opens counts of it when its completion part leaves nothing to charge */
+double ws_point_completion_full(const ws_causes *c, uint32_t loc, uint32_t k);
 /* event where point k of `loc` is exchanged */
 uint32_t ws_point_event(const ws_causes *c, uint32_t loc, uint32_t k);
 /* point of message `row` of `loc` of the given kind (SP_LS, SP_LR) or WS_NONE32 */

@@ -371,7 +371,7 @@ nomem:
  * for messages that had a Late Sender, its final value to the sender.
  * With them go the leaves of the sender's calls (holding the record,
  * completing the send) and of the receiver's call holding the record:
- * where a wait remains, the delay analysis needs them (intervals.c). */
+ * where a wait remains, the delay analysis needs them (points.c). */
 typedef struct final_lr {
     double lr;
     double leave;

@@ -1,0 +1,498 @@
+/* Synchronization points of the delay analysis (seed 000 section IV-B,
+ * seed 004 sections 2.3.1-2.3.3), at the granularity of MPI calls as in
+ * Scalasca 2.6: building them per location, finding a message's point,
+ * the point before another, and which waiting points are final.  The
+ * intervals they delimit and the cost accounting are in intervals.c. */
+#include "causes_int.h"
+
+/* ---- synchronization points ------------------------------------------- */
+
+typedef struct sp_sort {
+    uint32_t call;
+    uint32_t event;
+    uint32_t k;
+} sp_sort;
+
+static int cmp_sp(const void *x, const void *y)
+{
+    const sp_sort *a = x, *b = y;
+    if (a->call != b->call)
+        return a->call < b->call ? -1 : 1;
+    if (a->event != b->event)
+        return a->event < b->event ? -1 : 1;
+    return (a->k > b->k) - (a->k < b->k);
+}
+
+/* Sorts by cmp_sp (a total order: any algorithm gives the same result).
+ * The points arrive as ascending runs (the messages' in row order, then
+ * the sites'): one run needs nothing, two are merged in O(n), more go to
+ * qsort.  Returns -1 when out of memory. */
+static int sort_points(sp_sort *order, size_t n)
+{
+    size_t runs = 1, second = 0;
+    for (size_t i = 1; i < n; i++)
+        if (cmp_sp(&order[i - 1], &order[i]) > 0 && runs++ == 1)
+            second = i;
+    if (runs == 1)
+        return 0;
+    if (runs > 2) {
+        qsort(order, n, sizeof *order, cmp_sp);
+        return 0;
+    }
+    sp_sort *first = ws_malloc_array(second, sizeof *first);
+    if (!first)
+        return -1;
+    memcpy(first, order, second * sizeof *first);
+    size_t a = 0, b = second, out = 0;
+    while (a < second && b < n)
+        order[out++] = cmp_sp(&first[a], &order[b]) <= 0 ? first[a++] : order[b++];
+    while (a < second)
+        order[out++] = first[a++];
+    free(first);
+    return 0;
+}
+
+/* Enter event of the call that holds event `ev` (for a Leave: the call it
+ * ends); `ev` itself when there is none. */
+static uint32_t enter_of_call(const ws_events *e, uint32_t ev)
+{
+    int depth = 0;
+    for (uint64_t i = ev; i-- > 0;) {
+        if (e->kind[i] == WS_EV_LEAVE)
+            depth++;
+        else if (e->kind[i] == WS_EV_ENTER && depth-- == 0)
+            return (uint32_t)i;
+    }
+    return ev;
+}
+
+/* Leave time of the call whose Enter is event `enter` */
+static double leave_of_enter(const ws_events *e, uint32_t enter)
+{
+    int depth = 0;
+    for (uint64_t i = (uint64_t)enter + 1; i < e->n; i++) {
+        if (e->kind[i] == WS_EV_ENTER)
+            depth++;
+        else if (e->kind[i] == WS_EV_LEAVE && depth-- == 0)
+            return e->time[i];
+    }
+    return e->time[enter];
+}
+
+static double positive(double v)
+{
+    return v > 0.0 ? v : 0.0;
+}
+
+/* Puts the points in the order of `order` in place (pt[k] becomes the
+ * point that was at order[k].k), following the permutation's cycles;
+ * order[].call marks the places done. */
+static void permute_points(sync_point *pt, sp_sort *order, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        order[k].call = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (order[i].call)
+            continue;
+        sync_point first = pt[i];
+        size_t j = i;
+        for (;;) {
+            order[j].call = 1;
+            size_t from = order[j].k;
+            if (from == i) {
+                pt[j] = first;
+                break;
+            }
+            pt[j] = pt[from];
+            j = from;
+        }
+    }
+}
+
+static int cmp_leaves(const void *x, const void *y)
+{
+    const ws_partner_leaves *a = x, *b = y;
+    return (a->row > b->row) - (a->row < b->row);
+}
+
+int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
+{
+    const ws_analysis *a = c->a;
+    const ws_trace *t = a->trace;
+    const ws_loc_sync *ls = &a->sync->locs[loc];
+    ws_loc_data *d = &a->locs[loc];
+    const ws_events *e = &t->locations[loc].events;
+    cause_loc *cl = &c->locs[loc];
+    size_t n = 0;
+    size_t nm = ls->n_messages ? ls->n_messages : 1, ns = ls->n_sites ? ls->n_sites : 1;
+    cl->msg_pts = ws_calloc(nm, sizeof *cl->msg_pts);
+    cl->sites = ws_malloc_array(ns, sizeof *cl->sites);
+    if (!cl->msg_pts || !cl->sites)
+        return ws_error_nomem(err, "synchronization points");
+    for (size_t k = 0; k < ns; k++)
+        cl->sites[k] = (cause_site){WS_NONE32, WS_NONE32, 0, 0};
+    /* at most this many points (N-to-1 sites may drop out) */
+    size_t cap = 0;
+    for (uint64_t row = 0; row < ls->n_messages; row++)
+        cap += (d->msg[row].ls > 0.0) + (d->msg[row].lr > 0.0);
+    for (uint32_t s = 0; s < ls->n_sites; s++)
+        cap += d->site_waits[s].sync != 0;
+    /* the points, and per point its event (the sort's second key) and the
+     * part of its waiting inside the window */
+    sync_point *pt = ws_malloc_array(cap ? cap : 1, sizeof *pt);
+    uint32_t *pev = ws_malloc_array(cap ? cap : 1, sizeof *pev);
+    double *pwin = ws_malloc_array(cap ? cap : 1, sizeof *pwin);
+    sp_sort *order = NULL;
+    int rc = WS_OK;
+    if (!pt || !pev || !pwin) {
+        rc = ws_error_nomem(err, "synchronization points");
+        goto done;
+    }
+
+#define NEW_POINT()                                                                   \
+    do {                                                                              \
+        memset(&pt[n], 0, sizeof pt[n]);                                              \
+        pt[n].gl_slot = WS_NONE32;                                                    \
+        pwin[n] = 0.0;                                                                \
+    } while (0)
+
+    /* the partners' leaves, by row */
+    int sorted_leaves = 1;
+    for (size_t j = 1; j < d->n_leaves && sorted_leaves; j++)
+        sorted_leaves = d->leaves[j - 1].row < d->leaves[j].row;
+    if (!sorted_leaves)
+        qsort(d->leaves, d->n_leaves, sizeof *d->leaves, cmp_leaves);
+    size_t next_leaves = 0;
+    for (uint64_t row = 0; row < ls->n_messages; row++) {
+        const ws_msg *m = &ls->msgs[row];
+        const ws_msg_data *md = &d->msg[row];
+        int is_send = (m->flags & WS_MSG_SEND) != 0;
+        const ws_partner_leaves *pl = NULL;
+        if (md->ls > 0.0 || (md->lr > 0.0 && !is_send)) {
+            while (next_leaves < d->n_leaves && d->leaves[next_leaves].row < row)
+                next_leaves++;
+            if (next_leaves == d->n_leaves || d->leaves[next_leaves].row != row) {
+                rc = ws_error_set(err, WS_ERR_INTERNAL, "location %u: message %llu waits but its partner's calls "
+                                  "are unknown", (unsigned)loc, (unsigned long long)row);
+                goto done;
+            }
+            pl = &d->leaves[next_leaves];
+        }
+        if (md->ls > 0.0) {
+            NEW_POINT();
+            sync_point *p = &pt[n];
+            p->type = SP_LS;
+            p->index = (uint32_t)row;
+            p->partner = m->partner;
+            pev[n] = e->msg_event[row];
+            /* its call: the one holding the record; as the start of the
+             * next interval only the time after the partner's call ended
+             * counts */
+            double leave = ws_msg_leave(e, m);
+            p->call_ev = m->call;
+            p->call_cp = ws_msg_callpath(e, m);
+            p->completion = positive(leave - pl->leave);
+            if (is_send) {
+                p->time = ws_msg_enter(e, m);
+            } else {
+                p->time = md->partner_time;
+                p->wait = md->ls;
+                pwin[n] = ws_window_part(&a->options, ws_msg_enter(e, m),
+                                               md->partner_time < leave ? md->partner_time : leave, p->wait);
+                p->wclass = WS_WAIT_LATESENDER;
+            }
+            n++;
+        }
+        if (md->lr > 0.0) {
+            NEW_POINT();
+            sync_point *p = &pt[n];
+            p->type = SP_LR;
+            p->index = (uint32_t)row;
+            p->partner = m->partner;
+            pev[n] = m->ch1_event;
+            if (is_send) {
+                p->call_ev = m->other_call;
+                p->call_cp = ws_msg_done_callpath(e, m);
+                /* a send that waited for a late receiver leaves its call out
+                 * of the next interval entirely (Scalasca 2.6) */
+                p->completion = 0.0;
+            } else {
+                p->call_ev = enter_of_call(e, m->ch1_event);
+                p->call_cp = e->kind[p->call_ev] == WS_EV_ENTER ? e->ref[p->call_ev] : WS_NONE32;
+                p->completion = positive(leave_of_enter(e, p->call_ev) - pl->done_leave);
+            }
+            if (is_send) {
+                p->time = md->partner_time;
+                p->wait = md->lr;
+                pwin[n] = ws_window_part(&a->options, ws_msg_done_enter(e, m), md->partner_time, p->wait);
+                p->wclass = WS_WAIT_LATERECEIVER;
+            } else {
+                p->time = ws_msg_post(e, m);
+            }
+            n++;
+        }
+    }
+    for (uint32_t s = 0; s < ls->n_sites; s++) {
+        if (!d->site_waits[s].sync)
+            continue;
+        uint8_t cls = ls->sites[s].cls;
+        uint32_t comm = WS_NONE32, root = WS_NONE32;
+        if (cls != WS_SITE_INIT && cls != WS_SITE_FINALIZE) {
+            comm = (uint32_t)(ls->sites[s].instance >> 40);
+            if (ls->sites[s].root != WS_NONE32)
+                root = ws_comm_location(t, comm, ls->sites[s].root, loc);
+        }
+        /* an N-to-1 operation synchronizes only its root and the latest sender */
+        if (cls == WS_SITE_NTO1 && loc != root && loc != d->site_waits[s].delayer)
+            continue;
+        NEW_POINT();
+        sync_point *p = &pt[n];
+        p->type = SP_SITE;
+        p->index = s;
+        pev[n] = ls->sites[s].event;
+        p->time = d->site_waits[s].sync_time;
+        p->partner = d->site_waits[s].delayer;
+        cl->sites[s].root = root;
+        p->wclass = d->site_waits[s].kind;
+        p->call_ev = enter_of_call(e, ls->sites[s].event);
+        p->call_cp = ls->sites[s].callpath;
+        /* MPI_Init: its completion only; other collectives: the time after
+         * the last member arrived */
+        p->completion = cls == WS_SITE_INIT ? d->site_waits[s].completion : 0.0;
+        if (handled(p->wclass) && d->site_waits[s].wait > 0.0) {
+            p->wait = d->site_waits[s].wait;
+            pwin[n] = ws_window_part(&a->options, ls->sites[s].enter, ls->sites[s].enter + p->wait, p->wait);
+        } else {
+            p->wclass = WS_WAIT_NONE;
+        }
+        n++;
+    }
+#undef NEW_POINT
+    /* order by the calls that hold them (then by event; ties keep their
+     * order): mostly they come in that order already */
+    int in_order = 1;
+    for (size_t k = 1; k < n && in_order; k++)
+        in_order = pt[k - 1].call_ev < pt[k].call_ev || (pt[k - 1].call_ev == pt[k].call_ev && pev[k - 1] <= pev[k]);
+    if (!in_order) {
+        order = ws_malloc_array(n, sizeof *order);
+        if (!order) {
+            rc = ws_error_nomem(err, "synchronization points");
+            goto done;
+        }
+        for (size_t k = 0; k < n; k++) {
+            order[k].call = pt[k].call_ev;
+            order[k].event = pev[k];
+            order[k].k = (uint32_t)k;
+        }
+        if (sort_points(order, n) != 0) {
+            rc = ws_error_nomem(err, "synchronization points");
+            goto done;
+        }
+        permute_points(pt, order, n);
+    }
+    free(pev);
+    pev = NULL;
+    uint32_t n_waiting = 0;
+    for (size_t k = 0; k < n; k++)
+        n_waiting += pt[k].wait > 0.0;
+    cl->gl = ws_calloc((n_waiting ? n_waiting : 1) * (size_t)GL_BLOCK, sizeof *cl->gl);
+    if (!cl->gl) {
+        rc = ws_error_nomem(err, "synchronization points");
+        goto done;
+    }
+    n_waiting = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (pt[k].wait > 0.0) {
+            pt[k].gl_slot = n_waiting++;
+            cl->gl[(size_t)pt[k].gl_slot * GL_BLOCK + NGL] = pwin[order ? order[k].k : k];
+        }
+        if (pt[k].type == SP_SITE)
+            cl->sites[pt[k].index].sp = (uint32_t)k;
+        else
+            cl->msg_pts[pt[k].index] |= pt[k].type == SP_LS ? MSG_HAS_LS : MSG_HAS_LR;
+    }
+    if (n < cap) { /* N-to-1 sites that dropped out */
+        sync_point *fit = ws_realloc(pt, (n ? n : 1) * sizeof *pt);
+        if (fit) /* else the larger block stays */
+            pt = fit;
+    }
+    cl->sp = pt;
+    pt = NULL;
+    cl->n_sp = (uint32_t)n;
+    cl->share = ws_calloc(n ? n : 1, sizeof *cl->share);
+    if (!cl->share)
+        rc = ws_error_nomem(err, "synchronization points");
+done:
+    free(order);
+    free(pt);
+    free(pev);
+    free(pwin);
+    return rc;
+}
+
+static int is_point_of(const sync_point *p, uint32_t row, uint8_t type)
+{
+    return p->type == type && p->index == row;
+}
+
+/* The time of point k's call after its synchronization: what the interval
+ * it opens counts of it when its completion part leaves nothing to charge. */
+double ws_point_completion_full(const ws_causes *c, uint32_t loc, uint32_t k)
+{
+    const sync_point *p = &c->locs[loc].sp[k];
+    const ws_loc_sync *ls = &c->a->sync->locs[loc];
+    const ws_events *e = &c->a->trace->locations[loc].events;
+    double leave;
+    if (p->type == SP_SITE)
+        return positive(ls->sites[p->index].leave - c->a->locs[loc].site_waits[p->index].sync_time);
+    const ws_msg *m = &ls->msgs[p->index];
+    if (p->type == SP_LS)
+        leave = ws_msg_leave(e, m);
+    else if (m->flags & WS_MSG_SEND)
+        leave = ws_msg_done(e, m);
+    else
+        leave = leave_of_enter(e, p->call_ev);
+    return positive(leave - p->time);
+}
+
+uint32_t ws_point_event(const ws_causes *c, uint32_t loc, uint32_t k)
+{
+    const sync_point *p = &c->locs[loc].sp[k];
+    const ws_loc_sync *ls = &c->a->sync->locs[loc];
+    switch (p->type) {
+    case SP_LS:
+        return c->a->trace->locations[loc].events.msg_event[p->index];
+    case SP_LR:
+        return ls->msgs[p->index].ch1_event;
+    default:
+        return ls->sites[p->index].event;
+    }
+}
+
+/* Point of message `row` of the given kind at `loc`.  The points are
+ * sorted by their calls: the message's call says where it is.  The
+ * replays visit a location's points in order, so the points next to the
+ * one last looked up are tried first. */
+uint32_t ws_point_of_message(ws_causes *c, uint32_t loc, uint32_t row, uint8_t type)
+{
+    cause_loc *cl = &c->locs[loc];
+    if (!(cl->msg_pts[row] & (type == SP_LS ? MSG_HAS_LS : MSG_HAS_LR)))
+        return WS_NONE32;
+    const sync_point *sp = cl->sp;
+    uint32_t h = cl->hint;
+    for (uint32_t k = h > 0 ? h - 1 : 0; k < cl->n_sp && k <= h + 1; k++)
+        if (is_point_of(&sp[k], row, type))
+            return cl->hint = k;
+    const ws_msg *m = &c->a->sync->locs[loc].msgs[row];
+    uint32_t call = type == SP_LS ? m->call : m->other_call;
+    uint32_t lo = 0, hi = cl->n_sp;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (sp[mid].call_ev < call)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (uint32_t k = lo; k < cl->n_sp && sp[k].call_ev == call; k++)
+        if (is_point_of(&sp[k], row, type))
+            return cl->hint = k;
+    return WS_NONE32;
+}
+
+/* Does point k of `loc` synchronize it with location q? */
+static int involves(const ws_causes *c, uint32_t loc, const sync_point *p, uint32_t q)
+{
+    if (p->type != SP_SITE)
+        return p->partner == q;
+    const ws_loc_sync *ls = &c->a->sync->locs[loc];
+    uint8_t cls = ls->sites[p->index].cls;
+    if (cls == WS_SITE_INIT || cls == WS_SITE_FINALIZE)
+        return 1;
+    uint32_t comm = (uint32_t)(ls->sites[p->index].instance >> 40);
+    uint32_t root = c->locs[loc].sites[p->index].root;
+    switch (cls) {
+    case WS_SITE_1TON:
+        return loc == root ? is_member(c, comm, q) : q == root;
+    case WS_SITE_NTO1:
+        return loc == root ? q == p->partner : q == root;
+    default:
+        return is_member(c, comm, q);
+    }
+}
+
+/* The latest point before point k, in an earlier MPI call, that
+ * synchronized `loc` with q (WS_NONE32: none). */
+uint32_t ws_previous_point(const ws_causes *c, uint32_t loc, uint32_t k, uint32_t q)
+{
+    const cause_loc *cl = &c->locs[loc];
+    for (uint32_t j = k; j-- > 0;)
+        if (cl->sp[j].call_ev < cl->sp[k].call_ev && involves(c, loc, &cl->sp[j], q))
+            return j;
+    return WS_NONE32;
+}
+
+/* A point before point k (in an earlier call) that synchronizes `loc`
+ * with every location that can wait at k, so that the interval of any
+ * charge at k opens at it or later (WS_NONE32: none found nearby).  For
+ * a message, exactly the one before k with its partner; for a collective
+ * with delay costs (never MPI_Init or MPI_Finalize), an earlier barrier or
+ * all-to-all on the same communicator, or MPI_Init. */
+static uint32_t interval_floor(const ws_causes *c, uint32_t loc, uint32_t k)
+{
+    const cause_loc *cl = &c->locs[loc];
+    const sync_point *p = &cl->sp[k];
+    if (p->type != SP_SITE)
+        return ws_previous_point(c, loc, k, p->partner);
+    const ws_loc_sync *ls = &c->a->sync->locs[loc];
+    uint64_t comm = ls->sites[p->index].instance >> 40;
+    enum { NEARBY = 256 };
+    for (uint32_t j = k, seen = 0; j-- > 0 && seen < NEARBY; seen++) {
+        const sync_point *q = &cl->sp[j];
+        if (q->call_ev >= p->call_ev || q->type != SP_SITE)
+            continue;
+        /* (a broadcast or reduction synchronizes a member with the root only) */
+        uint8_t qc = ls->sites[q->index].cls;
+        if (qc == WS_SITE_INIT || qc == WS_SITE_FINALIZE ||
+            ((qc == WS_SITE_BARRIER || qc == WS_SITE_NXN) && ls->sites[q->index].instance >> 40 == comm))
+            return j;
+    }
+    return WS_NONE32;
+}
+
+/* Point k is where `loc` may be charged for somebody else's waiting: the
+ * non-waiting side of a message, or a collective with delay costs that it
+ * was the last to reach (or a broadcast's root). */
+static int charges_here(const ws_causes *c, uint32_t loc, uint32_t k)
+{
+    const sync_point *p = &c->locs[loc].sp[k];
+    if (p->type != SP_SITE)
+        return !(p->wait > 0.0);
+    /* the collectives whose waiting has delay costs (pass 4's sites) */
+    uint8_t cls = c->a->sync->locs[loc].sites[p->index].cls;
+    return c->a->locs[loc].site_waits[p->index].delayer == loc && c->a->locs[loc].site_waits[p->index].anywait &&
+           delay_site_class(cls);
+}
+
+void ws_points_mark_final(ws_causes *c, uint32_t loc)
+{
+    cause_loc *cl = &c->locs[loc];
+    sync_point *sp = cl->sp;
+    /* the earliest call that opens the interval of a charge in a later
+     * call than the group's (-1: the start) */
+    int64_t opens = INT64_MAX;
+    for (uint32_t hi = cl->n_sp; hi > 0;) {
+        uint32_t lo = hi - 1;
+        while (lo > 0 && sp[lo - 1].call_ev == sp[hi - 1].call_ev)
+            lo--;
+        for (uint32_t q = lo; q < hi; q++)
+            sp[q].final = sp[q].wait > 0.0 && opens >= (int64_t)sp[q].call_ev;
+        for (uint32_t k = lo; k < hi; k++)
+            if (charges_here(c, loc, k)) {
+                uint32_t f = interval_floor(c, loc, k);
+                int64_t call = f == WS_NONE32 ? -1 : (int64_t)sp[f].call_ev;
+                if (call < opens)
+                    opens = call;
+            }
+        hi = lo;
+    }
+}
