@@ -431,7 +431,7 @@ def _delay_cube(trace: waitscope.Trace, threads: int, critical_path: bool) -> di
 def test_delay_costs_without_the_path_ahead(program, tmp_path):
     """Without the critical path, a member that waited at a collective may
     send its note ahead too, when no later charge of its location can add
-    long-term costs to it (csrc/analysis/intervals.c, ws_points_mark_final).
+    long-term costs to it (csrc/analysis/points.c, ws_points_mark_final).
     The delay costs must then be those of the analysis with the critical
     path (where such notes wait for the replay), on one thread and on
     several, bit for bit."""

@@ -1,0 +1,497 @@
+/* Synchronization data of one location (sync.h): one pass over its
+ * events collects its message records, collective sites and
+ * synchronization events.  Matching the messages between the locations
+ * and the checks across locations are in sync.c. */
+#include "sync_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <otf2/otf2.h>
+
+/* OTF2's numbers (paradigms, collective operations) come from its headers */
+
+static uint8_t site_class_of(uint8_t op)
+{
+    switch (op) {
+    case OTF2_COLLECTIVE_OP_BARRIER:
+        return WS_SITE_BARRIER;
+    case OTF2_COLLECTIVE_OP_BCAST:
+    case OTF2_COLLECTIVE_OP_SCATTER:
+    case OTF2_COLLECTIVE_OP_SCATTERV:
+        return WS_SITE_1TON;
+    case OTF2_COLLECTIVE_OP_GATHER:
+    case OTF2_COLLECTIVE_OP_GATHERV:
+    case OTF2_COLLECTIVE_OP_REDUCE:
+        return WS_SITE_NTO1;
+    case OTF2_COLLECTIVE_OP_ALLGATHER:
+    case OTF2_COLLECTIVE_OP_ALLGATHERV:
+    case OTF2_COLLECTIVE_OP_ALLTOALL:
+    case OTF2_COLLECTIVE_OP_ALLTOALLV:
+    case OTF2_COLLECTIVE_OP_ALLTOALLW:
+    case OTF2_COLLECTIVE_OP_ALLREDUCE:
+    case OTF2_COLLECTIVE_OP_REDUCE_SCATTER:
+    case OTF2_COLLECTIVE_OP_REDUCE_SCATTER_BLOCK:
+        return WS_SITE_NXN;
+    case OTF2_COLLECTIVE_OP_SCAN:
+    case OTF2_COLLECTIVE_OP_EXSCAN:
+        return WS_SITE_SCAN;
+    default:
+        return WS_SITE_OTHER;
+    }
+}
+
+uint8_t ws_sync_classify_region(const ws_trace *t, const ws_region *r)
+{
+    if (r->paradigm != OTF2_PARADIGM_MPI)
+        return WS_MPIFN_NONE;
+    const char *name = ws_trace_string(t, r->name);
+    if (strcmp(name, "MPI_Init") == 0 || strcmp(name, "MPI_Init_thread") == 0)
+        return WS_MPIFN_INIT;
+    if (strcmp(name, "MPI_Finalize") == 0)
+        return WS_MPIFN_FINALIZE;
+    if (strcmp(name, "MPI_Send") == 0 || strcmp(name, "MPI_Ssend") == 0)
+        return WS_MPIFN_SEND_BLOCKING;
+    if (strcmp(name, "MPI_Recv") == 0 || strcmp(name, "MPI_Sendrecv") == 0 ||
+        strcmp(name, "MPI_Sendrecv_replace") == 0)
+        return WS_MPIFN_RECV_BLOCKING;
+    if (strcmp(name, "MPI_Wait") == 0 || strcmp(name, "MPI_Waitany") == 0)
+        return WS_MPIFN_WAIT;
+    if (strcmp(name, "MPI_Waitall") == 0 || strcmp(name, "MPI_Waitsome") == 0)
+        return WS_MPIFN_WAIT_MULTI;
+    if (strncmp(name, "MPI_Test", 8) == 0)
+        return WS_MPIFN_TEST;
+    return WS_MPIFN_OTHER;
+}
+
+
+typedef struct frame {
+    uint32_t callpath;
+    uint32_t enter_event;
+    double enter;
+} frame;
+
+/* records waiting for the leave time of the call that holds them */
+typedef struct pending {
+    uint32_t depth;
+    uint32_t kind; /* 0 message record, 1 site, 2 send completion */
+    uint64_t index;
+} pending;
+
+typedef struct loc_pass {
+    frame *stack;
+    size_t stack_cap;
+    pending *pend;
+    size_t pend_n, pend_cap;
+    size_t site_cap;
+    size_t ch1_cap;
+} loc_pass;
+
+static int push_pending(loc_pass *p, uint32_t depth, uint32_t kind, uint64_t index)
+{
+    if (ws_grow((void **)&p->pend, &p->pend_cap, p->pend_n + 1, sizeof *p->pend) != 0)
+        return -1;
+    p->pend[p->pend_n].depth = depth;
+    p->pend[p->pend_n].kind = kind;
+    p->pend[p->pend_n].index = index;
+    p->pend_n++;
+    return 0;
+}
+
+static int add_site(ws_loc_sync *s, loc_pass *p)
+{
+    if (s->n_sites < p->site_cap)
+        return 0;
+    size_t cap = p->site_cap ? p->site_cap * 2 : 16;
+    ws_site *a = ws_realloc(s->sites, cap * sizeof *s->sites);
+    if (!a)
+        return -1;
+    s->sites = a;
+    p->site_cap = cap;
+    return 0;
+}
+
+static int add_ch1(ws_loc_sync *s, loc_pass *p, uint32_t event, uint32_t row)
+{
+    size_t k = s->n_ch1, cap = p->ch1_cap;
+    if (ws_grow((void **)&s->ch1_event, &cap, k + 1, sizeof *s->ch1_event) != 0)
+        return -1;
+    cap = p->ch1_cap;
+    if (ws_grow((void **)&s->ch1_row, &cap, k + 1, sizeof *s->ch1_row) != 0)
+        return -1;
+    p->ch1_cap = cap;
+    s->ch1_event[k] = event;
+    s->ch1_row[k] = row;
+    s->n_ch1++;
+    return 0;
+}
+
+static int alloc_messages(ws_loc_sync *s, uint64_t n)
+{
+    s->n_messages = n;
+    s->msgs = ws_calloc(n ? (size_t)n : 1, sizeof *s->msgs);
+    return s->msgs ? 0 : -1;
+}
+
+/* a posted non-blocking receive, until its completion is seen */
+typedef struct posted_recv {
+    uint32_t call;  /* Enter event of the posting call (the event itself: none) */
+    uint32_t event;
+} posted_recv;
+
+static int cmp_ch1(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts the channel-1 exchange points by event. */
+static int sort_ch1(ws_loc_sync *s)
+{
+    if (s->n_ch1 < 2)
+        return 0;
+    uint64_t *pairs = ws_malloc_array(s->n_ch1, sizeof *pairs);
+    if (!pairs)
+        return -1;
+    for (uint64_t k = 0; k < s->n_ch1; k++)
+        pairs[k] = ((uint64_t)s->ch1_event[k] << 32) | s->ch1_row[k];
+    qsort(pairs, s->n_ch1, sizeof *pairs, cmp_ch1);
+    for (uint64_t k = 0; k < s->n_ch1; k++) {
+        s->ch1_event[k] = (uint32_t)(pairs[k] >> 32);
+        s->ch1_row[k] = (uint32_t)pairs[k];
+    }
+    free(pairs);
+    return 0;
+}
+
+/* (communicator, location) -> rank, for every non-self communicator: a
+ * linear search per location and communicator made building the sync data
+ * O(locations^2) on wide communicators. */
+int ws_sync_rank_map(const ws_trace *t, ws_map64 *m)
+{
+    for (uint32_t c = 0; c < t->n_comms; c++) {
+        const ws_comm *cm = &t->comms[c];
+        if (cm->is_self)
+            continue;
+        for (uint32_t r = 0; r < cm->size; r++) {
+            uint64_t key = ((uint64_t)c << 32) | cm->rank_location[r];
+            if (cm->rank_location[r] != WS_NONE32 && !ws_map64_get(m, key, NULL) && ws_map64_put(m, key, r) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* the rank of `loc` in `comm` (as ws_comm_rank_of) */
+uint32_t ws_sync_comm_rank(const ws_trace *t, const ws_map64 *ranks, uint32_t comm, uint32_t loc)
+{
+    if (comm >= t->n_comms)
+        return WS_NONE32;
+    if (t->comms[comm].is_self)
+        return 0;
+    uint64_t r;
+    return ws_map64_get(ranks, ((uint64_t)comm << 32) | loc, &r) ? (uint32_t)r : WS_NONE32;
+}
+
+int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, ws_loc_sync *s, uint64_t *init_count,
+                           uint64_t *finalize_count, comm_counter *comms, const ws_map64 *ranks, ws_error *err)
+{
+    const ws_location *l = &t->locations[loc];
+    const ws_events *e = &l->events;
+    loc_pass p;
+    memset(&p, 0, sizeof p);
+    int rc = WS_OK;
+    ws_map64 irecv_posts; /* request id -> index into posts */
+    ws_map64 isend_row;   /* request id -> message row */
+    posted_recv *posts = NULL;
+    size_t n_posts = 0, cap_posts = 0;
+    ws_map64_init(&irecv_posts);
+    ws_map64_init(&isend_row);
+    uint32_t depth = 0;
+    uint64_t req_cursor = 0;
+    uint32_t n_init = 0, n_finalize = 0;
+
+    if (alloc_messages(s, e->n_messages) != 0) {
+        rc = ws_error_nomem(err, "message annotations");
+        goto done;
+    }
+    for (uint64_t m = 0; m < e->n_messages; m++) {
+        s->msgs[m].match_row = WS_NONE32;
+        uint32_t partner = ws_comm_location(t, e->msg_comm[m], e->msg_peer[m], loc);
+        if (partner == WS_NONE32) {
+            rc = ws_error_set(err, WS_ERR_MATCH,
+                              "location %u: message record %llu names rank %u of communicator '%s', which has no "
+                              "location",
+                              (unsigned)loc, (unsigned long long)m, (unsigned)e->msg_peer[m],
+                              ws_trace_string(t, t->comms[e->msg_comm[m]].name));
+            ws_trace_error_at(t, loc, err);
+            goto done;
+        }
+        s->msgs[m].partner = partner;
+    }
+
+    for (uint64_t i = 0; i < e->n; i++) {
+        uint8_t kind = e->kind[i];
+        double time = e->time[i];
+        /* request id of this event, if it has one */
+        uint64_t req = WS_NONE64;
+        while (req_cursor < e->n_requests && e->req_event[req_cursor] < i)
+            req_cursor++;
+        if (req_cursor < e->n_requests && e->req_event[req_cursor] == i)
+            req = e->req_id[req_cursor];
+        const frame *top = depth ? &p.stack[depth - 1] : NULL;
+        /* the MPI function around a message or request event (looked up
+         * only there: regions and synchronizations are most events) */
+        uint8_t top_fn = WS_MPIFN_NONE;
+        if (top && kind != WS_EV_ENTER && kind != WS_EV_LEAVE && kind != WS_EV_COLL_BEGIN && kind != WS_EV_COLL_END)
+            top_fn = sync->region_mpi[t->callpaths.region[top->callpath]];
+
+        switch (kind) {
+        case WS_EV_ENTER:
+            if (ws_grow((void **)&p.stack, &p.stack_cap, (size_t)depth + 1, sizeof *p.stack) != 0) {
+                rc = ws_error_nomem(err, "call stack");
+                goto done;
+            }
+            p.stack[depth].callpath = e->ref[i];
+            p.stack[depth].enter_event = (uint32_t)i;
+            p.stack[depth].enter = time;
+            depth++;
+            break;
+        case WS_EV_LEAVE: {
+            if (depth == 0) {
+                rc = ws_error_set(err, WS_ERR_FORMAT, "location %u: unbalanced leave at event %llu", (unsigned)loc,
+                                  (unsigned long long)i);
+                ws_trace_error_at(t, loc, err);
+                goto done;
+            }
+            /* records of this call learn its leave time */
+            while (p.pend_n && p.pend[p.pend_n - 1].depth == depth) {
+                pending *q = &p.pend[--p.pend_n];
+                if (q->kind == 0) {
+                    ws_msg *r = &s->msgs[q->index];
+                    r->leave = (uint32_t)i;
+                    /* a send is done when its call returns, unless a later
+                     * MpiIsendComplete says otherwise */
+                    if (r->flags & WS_MSG_SEND)
+                        r->done_leave = (uint32_t)i;
+                } else if (q->kind == 1) {
+                    s->sites[q->index].leave = time;
+                } else {
+                    s->msgs[q->index].done_leave = (uint32_t)i;
+                }
+            }
+            uint32_t cp = e->ref[i];
+            uint8_t fn = sync->region_mpi[t->callpaths.region[cp]];
+            if (fn == WS_MPIFN_INIT || fn == WS_MPIFN_FINALIZE) {
+                if (add_site(s, &p) != 0) {
+                    rc = ws_error_nomem(err, "collective sites");
+                    goto done;
+                }
+                uint32_t k = s->n_sites++;
+                uint32_t seq = fn == WS_MPIFN_INIT ? n_init++ : n_finalize++;
+                s->sites[k] = (ws_site){
+                    .instance = ((uint64_t)(t->n_comms + (fn == WS_MPIFN_INIT ? 0u : 1u)) << 40) | seq,
+                    .event = (uint32_t)i,
+                    .member = loc,
+                    .n_members = t->n_locations,
+                    .expected_local = 0, /* filled once counts are known */
+                    .cls = fn == WS_MPIFN_INIT ? WS_SITE_INIT : WS_SITE_FINALIZE,
+                    .op = 0xff,
+                    .root = WS_NONE32,
+                    .callpath = cp,
+                    .enter = p.stack[depth - 1].enter,
+                    .leave = time,
+                };
+            }
+            depth--;
+            break;
+        }
+        case WS_EV_SEND:
+        case WS_EV_ISEND:
+        case WS_EV_RECV:
+        case WS_EV_IRECV: {
+            uint32_t m = e->ref[i];
+            int is_send = kind == WS_EV_SEND || kind == WS_EV_ISEND;
+            int nonblocking = kind == WS_EV_ISEND || kind == WS_EV_IRECV;
+            uint8_t flags = (uint8_t)((is_send ? WS_MSG_SEND : 0) | (nonblocking ? WS_MSG_NONBLOCKING : 0));
+            ws_msg *r = &s->msgs[m];
+            if (!top)
+                flags |= WS_MSG_NO_CALL | WS_MSG_NO_DONE_CALL;
+            r->call = top ? top->enter_event : (uint32_t)i;
+            r->leave = (uint32_t)i;
+            r->other_call = r->call;
+            r->done_leave = (uint32_t)i;
+            r->ch1_event = (uint32_t)i;
+            if (kind == WS_EV_SEND && top_fn == WS_MPIFN_SEND_BLOCKING)
+                flags |= WS_MSG_MAY_BLOCK;
+            if (kind == WS_EV_RECV && top_fn == WS_MPIFN_RECV_BLOCKING)
+                flags |= WS_MSG_MAY_BLOCK;
+            if (kind == WS_EV_IRECV) {
+                if (top_fn == WS_MPIFN_WAIT || top_fn == WS_MPIFN_WAIT_MULTI)
+                    flags |= WS_MSG_MAY_BLOCK;
+                if (top_fn == WS_MPIFN_WAIT_MULTI)
+                    flags |= WS_MSG_MULTI;
+                uint64_t k;
+                if (req != WS_NONE64 && ws_map64_get(&irecv_posts, req, &k)) {
+                    ws_map64_remove(&irecv_posts, req);
+                    r->other_call = posts[k].call;
+                    r->ch1_event = posts[k].event;
+                    if (add_ch1(s, &p, posts[k].event, m) != 0) {
+                        rc = ws_error_nomem(err, "request table");
+                        goto done;
+                    }
+                }
+            }
+            if (kind == WS_EV_ISEND && req != WS_NONE64) {
+                if (ws_map64_put(&isend_row, req, m) != 0) {
+                    rc = ws_error_nomem(err, "request table");
+                    goto done;
+                }
+            }
+            r->flags = flags;
+            if (depth && push_pending(&p, depth, 0, m) != 0) {
+                rc = ws_error_nomem(err, "pending records");
+                goto done;
+            }
+            break;
+        }
+        case WS_EV_IRECV_REQUEST:
+            if (req != WS_NONE64) {
+                if (ws_grow((void **)&posts, &cap_posts, n_posts + 1, sizeof *posts) != 0 ||
+                    ws_map64_put(&irecv_posts, req, n_posts) != 0) {
+                    rc = ws_error_nomem(err, "request table");
+                    goto done;
+                }
+                posts[n_posts].call = top ? top->enter_event : (uint32_t)i;
+                posts[n_posts].event = (uint32_t)i;
+                n_posts++;
+            }
+            break;
+        case WS_EV_ISEND_COMPLETE:
+            if (req != WS_NONE64) {
+                uint64_t row;
+                if (ws_map64_get(&isend_row, req, &row)) {
+                    ws_map64_remove(&isend_row, req);
+                    ws_msg *r = &s->msgs[row];
+                    r->other_call = top ? top->enter_event : (uint32_t)i;
+                    r->done_leave = (uint32_t)i;
+                    r->ch1_event = (uint32_t)i;
+                    if (top)
+                        r->flags &= (uint8_t)~WS_MSG_NO_DONE_CALL;
+                    else
+                        r->flags |= WS_MSG_NO_DONE_CALL;
+                    if (top_fn == WS_MPIFN_WAIT || top_fn == WS_MPIFN_WAIT_MULTI)
+                        r->flags |= WS_MSG_MAY_BLOCK;
+                    if (top_fn == WS_MPIFN_WAIT_MULTI)
+                        r->flags |= WS_MSG_MULTI;
+                    if (add_ch1(s, &p, (uint32_t)i, (uint32_t)row) != 0 ||
+                        (depth && push_pending(&p, depth, 2, row) != 0)) {
+                        rc = ws_error_nomem(err, "pending records");
+                        goto done;
+                    }
+                }
+            }
+            break;
+        case WS_EV_REQUEST_CANCELLED:
+            if (req != WS_NONE64) {
+                uint64_t row;
+                if (ws_map64_get(&isend_row, req, &row)) {
+                    ws_map64_remove(&isend_row, req);
+                    s->msgs[row].flags |= WS_MSG_CANCELLED;
+                }
+                ws_map64_remove(&irecv_posts, req);
+            }
+            break;
+        case WS_EV_COLL_END: {
+            uint32_t c = e->ref[i];
+            uint32_t comm = e->coll_comm[c];
+            const ws_comm *cm = &t->comms[comm];
+            comm_counter *cc = &comms[comm];
+            if (!cc->known) {
+                cc->rank = ws_sync_comm_rank(t, ranks, comm, loc);
+                cc->known = 1;
+            }
+            if (cc->rank == WS_NONE32) {
+                rc = ws_error_set(err, WS_ERR_MATCH,
+                                  "location %u: collective operation at event %llu on communicator '%s', of which "
+                                  "the location is not a member",
+                                  (unsigned)loc, (unsigned long long)i, ws_trace_string(t, cm->name));
+                ws_trace_error_at(t, loc, err);
+                goto done;
+            }
+            if (comm >= (1u << 19)) {
+                rc = ws_error_set(err, WS_ERR_ARGUMENT, "more than 2^19 communicators are not supported");
+                goto done;
+            }
+            if (add_site(s, &p) != 0) {
+                rc = ws_error_nomem(err, "collective sites");
+                goto done;
+            }
+            uint32_t k = s->n_sites++;
+            s->sites[k] = (ws_site){
+                .instance = ((uint64_t)comm << 40) | cc->count++,
+                .event = (uint32_t)i,
+                .member = cc->rank,
+                .n_members = cm->size,
+                .expected_local = 0, /* filled once local memberships are counted */
+                .cls = site_class_of(e->coll_op[c]),
+                .op = e->coll_op[c],
+                .root = e->coll_root[c],
+                .callpath = top ? top->callpath : WS_NONE32,
+                .enter = top ? top->enter : time,
+                .leave = time,
+            };
+            if (depth && push_pending(&p, depth, 1, k) != 0) {
+                rc = ws_error_nomem(err, "pending records");
+                goto done;
+            }
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    if (sort_ch1(s) != 0) {
+        rc = ws_error_nomem(err, "request table");
+        goto done;
+    }
+    if (e->n_messages > WS_SYNC_INDEX || s->n_sites > WS_SYNC_INDEX) {
+        rc = ws_error_set(err, WS_ERR_ARGUMENT, "location %u: more than 2^30 messages or collectives",
+                          (unsigned)loc);
+        goto done;
+    }
+    /* merge the three ascending lists of exchange events */
+    s->sync_events = ws_malloc_array(e->n_messages + s->n_ch1 + s->n_sites + 1, sizeof *s->sync_events);
+    s->sync_what = ws_malloc_array(e->n_messages + s->n_ch1 + s->n_sites + 1, sizeof *s->sync_what);
+    if (!s->sync_events || !s->sync_what) {
+        rc = ws_error_nomem(err, "synchronization events");
+        goto done;
+    }
+    {
+        uint64_t i = 0, j = 0, k = 0, n = 0;
+        while (i < e->n_messages || j < s->n_ch1 || k < s->n_sites) {
+            uint32_t a = i < e->n_messages ? e->msg_event[i] : UINT32_MAX;
+            uint32_t b = j < s->n_ch1 ? s->ch1_event[j] : UINT32_MAX;
+            uint32_t c = k < s->n_sites ? s->sites[k].event : UINT32_MAX;
+            uint32_t m = a < b ? (a < c ? a : c) : (b < c ? b : c);
+            /* one event is at most one of them */
+            if (a == m)
+                s->sync_what[n] = WS_SYNC_RECORD | (uint32_t)i++;
+            else if (b == m)
+                s->sync_what[n] = WS_SYNC_CH1 | s->ch1_row[j++];
+            else
+                s->sync_what[n] = WS_SYNC_SITE | (uint32_t)k++;
+            s->sync_events[n++] = m;
+        }
+        s->n_sync_events = n;
+    }
+    *init_count = n_init;
+    *finalize_count = n_finalize;
+done:
+    free(p.stack);
+    free(p.pend);
+    free(posts);
+    ws_map64_free(&irecv_posts);
+    ws_map64_free(&isend_row);
+    return rc;
+}
