@@ -1,4 +1,5 @@
-/* Threaded transport (see transport_threads.h).
+/* Threaded transport (see transport_threads.h; the state the threads
+ * share, the hub, is in thread_hub.c).
  *
  * - Every thread keeps its locations' payloads in an in-process transport
  *   of its own (transport_local.c), touched by that thread only.
@@ -33,7 +34,7 @@
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
-#include "transport_threads.h"
+#include "thread_hub.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -47,59 +48,6 @@
 #include "../waitscope.h"
 #include "records.h"
 #include "spin.h"
-
-/* What a waiting thread watches: changed (under the hub's lock) by a
- * record for it; read without the lock while it spins.  Padded so that
- * two threads' counters never share a cache line. */
-typedef struct mailbox {
-    atomic_uint_least64_t records;
-    atomic_int_least64_t posted_at; /* when the last record came (ws_spin_now_ns) */
-    atomic_int waiting; /* the thread ran out of work: senders deliver at once */
-    unsigned char pad1[64 - sizeof(atomic_uint_least64_t) - sizeof(atomic_int_least64_t) - sizeof(atomic_int)];
-    pthread_cond_t wake; /* the thread sleeps here (wait_once) */
-    unsigned char pad2[64];
-} mailbox;
-
-typedef struct deposit {
-    const void *data;
-    size_t size;
-    const uint32_t *dest;
-    int flag;
-    const ws_error *err;
-} deposit;
-
-struct ws_thread_hub {
-    pthread_mutex_t lock;
-    pthread_cond_t cond; /* the collectives' barrier */
-    mailbox *box;        /* per thread */
-    uint32_t n_box_conds; /* box[i].wake initialized for i below this */
-    /* changed (under the lock) on an abort, a stall and a completed
-     * replay: whatever a waiting thread must look at besides its inbox */
-    atomic_uint_least64_t notice;
-    int spin; /* 0: block at once (more threads than cores) */
-    uint32_t n;
-    uint32_t n_locations;
-    const uint32_t *owner;
-    ws_buffer *inbox;
-    unsigned char *idle;
-    unsigned char *in_finish;
-    uint32_t n_idle;
-    uint64_t generation;  /* replays completed by all threads */
-    int stalled;          /* a replay stalled (then every wait fails) */
-    int aborted;
-    ws_error abort_err;
-    uint32_t first_failure;
-    /* collectives */
-    uint32_t arrived;
-    uint64_t barrier_gen;
-    deposit *dep;
-    /* threads owning members of each communicator */
-    uint32_t n_comms;
-    uint32_t **comm_threads;
-    uint32_t *comm_n_threads;
-    uint32_t *all_threads;
-    uint32_t n_all_threads;
-};
 
 typedef struct thread_transport {
     ws_transport base;
@@ -132,228 +80,6 @@ static void sync_wake(thread_transport *m)
     m->local->scheduler = m->base.scheduler;
 }
 
-/* ---- hub ------------------------------------------------------------------ */
-
-static void release_idle(ws_thread_hub *h)
-{
-    memset(h->idle, 0, h->n);
-    h->n_idle = 0;
-}
-
-/* Called with the lock held: every waiting thread must look again. */
-static void notify_all(ws_thread_hub *h)
-{
-    atomic_fetch_add_explicit(&h->notice, 1, memory_order_release);
-    release_idle(h);
-    for (uint32_t i = 0; i < h->n; i++)
-        pthread_cond_signal(&h->box[i].wake);
-    pthread_cond_broadcast(&h->cond);
-}
-
-/* Called without the lock: spins until thread `me` got a record or the
- * hub a notice (then 1), at most `budget` nanoseconds (then 0). */
-static int spin_for_news(ws_thread_hub *h, uint32_t me, uint64_t records, uint64_t notice, int64_t budget)
-{
-    int64_t start = 0;
-    for (uint32_t round = 0;; round++) {
-        if (atomic_load_explicit(&h->box[me].records, memory_order_acquire) != records ||
-            atomic_load_explicit(&h->notice, memory_order_acquire) != notice)
-            return 1;
-        if ((round & 15u) == 0) {
-            int64_t t = ws_spin_now_ns();
-            if (round == 0)
-                start = t;
-            else if (t - start > budget || t < start)
-                return 0;
-        }
-        ws_spin_pause();
-    }
-}
-
-static int aborted_error(ws_thread_hub *h, ws_error *err)
-{
-    /* called with the lock held */
-    if (err)
-        ws_error_set(err, h->abort_err.code ? h->abort_err.code : WS_ERR_INTERNAL, "%s", h->abort_err.message);
-    return h->abort_err.code ? h->abort_err.code : WS_ERR_INTERNAL;
-}
-
-void ws_thread_hub_abort(ws_thread_hub *h, uint32_t index, const ws_error *err)
-{
-    pthread_mutex_lock(&h->lock);
-    if (!h->aborted) {
-        h->aborted = 1;
-        h->first_failure = index;
-        h->abort_err.code = err && err->code ? err->code : WS_ERR_INTERNAL;
-        memcpy(h->abort_err.message, err ? err->message : "analysis thread failed", sizeof h->abort_err.message);
-        h->abort_err.message[sizeof h->abort_err.message - 1] = '\0';
-        notify_all(h);
-    }
-    pthread_mutex_unlock(&h->lock);
-}
-
-int ws_thread_hub_stalled(ws_thread_hub *h)
-{
-    return h->stalled;
-}
-
-uint32_t ws_thread_hub_first_failure(ws_thread_hub *h)
-{
-    return h->aborted ? h->first_failure : UINT32_MAX;
-}
-
-static int all_inboxes_empty(const ws_thread_hub *h)
-{
-    for (uint32_t i = 0; i < h->n; i++)
-        if (h->inbox[i].size)
-            return 0;
-    return 1;
-}
-
-/* Called with the lock held by a thread about to wait: marks it idle and
- * returns 1 if that made the whole hub quiescent. */
-static int go_idle(ws_thread_hub *h, uint32_t me)
-{
-    if (!h->idle[me]) {
-        h->idle[me] = 1;
-        h->n_idle++;
-    }
-    return h->n_idle == h->n && all_inboxes_empty(h);
-}
-
-static void wait_once(ws_thread_hub *h, uint32_t me)
-{
-    pthread_cond_wait(&h->box[me].wake, &h->lock);
-    if (h->idle[me]) {
-        h->idle[me] = 0;
-        h->n_idle--;
-    }
-}
-
-/* Every thread arrives before any leaves.  With `abortable` an abort
- * releases the waiters (error); without, the barrier is one every thread
- * is sure to reach (the second half of a collective). */
-static int barrier(ws_thread_hub *h, int abortable, ws_error *err)
-{
-    pthread_mutex_lock(&h->lock);
-    if (abortable && h->aborted) {
-        int rc = aborted_error(h, err);
-        pthread_mutex_unlock(&h->lock);
-        return rc;
-    }
-    uint64_t gen = h->barrier_gen;
-    if (++h->arrived == h->n) {
-        h->arrived = 0;
-        h->barrier_gen++;
-        pthread_cond_broadcast(&h->cond);
-    } else {
-        while (gen == h->barrier_gen && !(abortable && h->aborted))
-            pthread_cond_wait(&h->cond, &h->lock);
-    }
-    int rc = WS_OK;
-    if (gen == h->barrier_gen)
-        rc = aborted_error(h, err);
-    pthread_mutex_unlock(&h->lock);
-    return rc;
-}
-
-static int add_thread(uint32_t **list, uint32_t *n, uint32_t t)
-{
-    for (uint32_t i = 0; i < *n; i++)
-        if ((*list)[i] == t)
-            return 0;
-    uint32_t *p = ws_realloc(*list, ((size_t)*n + 1) * sizeof *p);
-    if (!p)
-        return -1;
-    p[(*n)++] = t;
-    *list = p;
-    return 0;
-}
-
-void ws_thread_hub_free(ws_thread_hub *h)
-{
-    if (!h)
-        return;
-    ws_lock_destroy(&h->lock, &h->cond);
-    for (uint32_t i = 0; i < h->n_box_conds; i++)
-        pthread_cond_destroy(&h->box[i].wake);
-    free(h->box);
-    if (h->inbox)
-        for (uint32_t i = 0; i < h->n; i++)
-            ws_buffer_free(&h->inbox[i]);
-    free(h->inbox);
-    free(h->idle);
-    free(h->in_finish);
-    free(h->dep);
-    for (uint32_t c = 0; c < h->n_comms; c++)
-        free(h->comm_threads ? h->comm_threads[c] : NULL);
-    free(h->comm_threads);
-    free(h->comm_n_threads);
-    free(h->all_threads);
-    free(h);
-}
-
-int ws_thread_hub_new(uint32_t n_threads, const ws_comm_layout *layout, const uint32_t *owner, ws_thread_hub **out,
-                      ws_error *err)
-{
-    *out = NULL;
-    if (n_threads == 0)
-        return ws_error_set(err, WS_ERR_ARGUMENT, "threaded transport: no threads");
-    ws_thread_hub *h = ws_calloc(1, sizeof *h);
-    if (!h)
-        return ws_error_nomem(err, "threaded transport");
-    int rc = ws_lock_init(&h->lock, &h->cond, "threaded transport", err);
-    if (rc) {
-        free(h);
-        return rc;
-    }
-    h->n = n_threads;
-    h->n_locations = layout->n_locations;
-    h->owner = owner;
-    h->first_failure = UINT32_MAX;
-    h->inbox = ws_calloc(n_threads, sizeof *h->inbox);
-    h->idle = ws_calloc(n_threads, 1);
-    h->in_finish = ws_calloc(n_threads, 1);
-    h->dep = ws_calloc(n_threads, sizeof *h->dep);
-    h->box = ws_calloc(n_threads, sizeof *h->box);
-    atomic_init(&h->notice, 0);
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    h->spin = cores > 0 && n_threads <= (uint64_t)cores;
-    h->n_comms = layout->n_comms;
-    h->comm_threads = ws_calloc(layout->n_comms ? layout->n_comms : 1, sizeof *h->comm_threads);
-    h->comm_n_threads = ws_calloc(layout->n_comms ? layout->n_comms : 1, sizeof *h->comm_n_threads);
-    if (!h->inbox || !h->idle || !h->in_finish || !h->dep || !h->box || !h->comm_threads || !h->comm_n_threads)
-        goto nomem;
-    for (uint32_t i = 0; i < n_threads; i++) {
-        atomic_init(&h->box[i].records, 0);
-        atomic_init(&h->box[i].posted_at, 0);
-        atomic_init(&h->box[i].waiting, 0);
-        if (pthread_cond_init(&h->box[i].wake, NULL) != 0) {
-            ws_thread_hub_free(h);
-            return ws_error_set(err, WS_ERR_INTERNAL, "threaded transport: cannot create a condition variable");
-        }
-        h->n_box_conds = i + 1;
-    }
-    for (uint32_t i = 0; i < n_threads; i++)
-        ws_buffer_init(&h->inbox[i]);
-    for (uint32_t c = 0; c < layout->n_comms; c++) {
-        const ws_comm_ranks *cm = &layout->comms[c];
-        for (uint32_t r = 0; r < cm->size; r++) {
-            uint32_t loc = cm->rank_location[r];
-            if (loc != WS_NONE32 && loc < layout->n_locations &&
-                add_thread(&h->comm_threads[c], &h->comm_n_threads[c], owner[loc]) != 0)
-                goto nomem;
-        }
-    }
-    for (uint32_t l = 0; l < layout->n_locations; l++)
-        if (add_thread(&h->all_threads, &h->n_all_threads, owner[l]) != 0)
-            goto nomem;
-    *out = h;
-    return WS_OK;
-nomem:
-    ws_thread_hub_free(h);
-    return ws_error_nomem(err, "threaded transport");
-}
 
 /* ---- records ---------------------------------------------------------------- */
 
@@ -367,7 +93,7 @@ static int deliver(thread_transport *m, uint32_t to, ws_error *err)
         return WS_OK;
     pthread_mutex_lock(&h->lock);
     if (h->aborted) {
-        int rc = aborted_error(h, err);
+        int rc = ws_hub_aborted_error(h, err);
         pthread_mutex_unlock(&h->lock);
         return rc;
     }
@@ -527,7 +253,7 @@ static void t_coll_release(ws_transport *t, uint64_t key, uint32_t loc)
 static void declare_stall(ws_thread_hub *h)
 {
     h->stalled = 1;
-    notify_all(h);
+    ws_hub_notify_all(h);
 }
 
 /* Called with the lock held by a thread about to sleep: drops the lock,
@@ -543,7 +269,7 @@ static int spin_unlocked(thread_transport *m)
     uint64_t notice = atomic_load_explicit(&h->notice, memory_order_relaxed);
     pthread_mutex_unlock(&h->lock);
     m->wait_start = ws_spin_now_ns();
-    spin_for_news(h, me, records, notice, m->spin.budget);
+    ws_hub_spin_for_news(h, me, records, notice, m->spin.budget);
     pthread_mutex_lock(&h->lock);
     return 1;
 }
@@ -589,7 +315,7 @@ static int progress_locked(thread_transport *m, int wait, int *woken, ws_error *
             return WS_OK;
         }
         if (h->aborted) {
-            int rc = aborted_error(h, err);
+            int rc = ws_hub_aborted_error(h, err);
             pthread_mutex_unlock(&h->lock);
             return rc;
         }
@@ -605,12 +331,12 @@ static int progress_locked(thread_transport *m, int wait, int *woken, ws_error *
         }
         if (!spun && (spun = spin_unlocked(m)))
             continue;
-        if (go_idle(h, m->index)) {
+        if (ws_hub_go_idle(h, m->index)) {
             /* quiet while locations here still wait: nobody can progress */
             declare_stall(h);
             continue;
         }
-        wait_once(h, m->index);
+        ws_hub_wait_once(h, m->index);
     }
 }
 
@@ -633,7 +359,7 @@ static int t_finish(ws_transport *t, ws_error *err)
             break;
         if (h->aborted) {
             h->in_finish[m->index] = 0;
-            int rc = aborted_error(h, err);
+            int rc = ws_hub_aborted_error(h, err);
             pthread_mutex_unlock(&h->lock);
             return rc;
         }
@@ -651,20 +377,20 @@ static int t_finish(ws_transport *t, ws_error *err)
             pthread_mutex_lock(&h->lock);
             continue;
         }
-        if (go_idle(h, m->index)) {
+        if (ws_hub_go_idle(h, m->index)) {
             uint32_t finishing = 0;
             for (uint32_t i = 0; i < h->n; i++)
                 finishing += h->in_finish[i];
             if (finishing == h->n) {
                 h->generation++;
                 memset(h->in_finish, 0, h->n);
-                notify_all(h);
+                ws_hub_notify_all(h);
                 break;
             }
             declare_stall(h);
             continue;
         }
-        wait_once(h, m->index);
+        ws_hub_wait_once(h, m->index);
     }
     pthread_mutex_unlock(&h->lock);
     return m->local->ops->finish(m->local, err);
@@ -678,7 +404,7 @@ static int t_agree(ws_transport *t, int failed, ws_error *err)
     ws_thread_hub *h = m->h;
     h->dep[m->index].flag = failed != 0;
     h->dep[m->index].err = err;
-    int rc = barrier(h, 1, err);
+    int rc = ws_hub_barrier(h, 1, err);
     if (rc)
         return 1;
     uint32_t first = UINT32_MAX;
@@ -689,7 +415,7 @@ static int t_agree(ws_transport *t, int failed, ws_error *err)
     ws_error_clear(&copy);
     if (first != UINT32_MAX && first != m->index && h->dep[first].err)
         copy = *h->dep[first].err;
-    barrier(h, 0, NULL);
+    ws_hub_barrier(h, 0, NULL);
     if (first == UINT32_MAX)
         return 0;
     /* the failing thread's code too (out of memory stays out of memory) */
@@ -721,7 +447,7 @@ static int reduce(ws_transport *t, void *values, size_t n, int op, int is_f64, i
     thread_transport *m = self_of(t);
     ws_thread_hub *h = m->h;
     h->dep[m->index].data = values;
-    int rc = barrier(h, 1, err);
+    int rc = ws_hub_barrier(h, 1, err);
     if (rc)
         return rc;
     if (m->index == 0)
@@ -738,12 +464,12 @@ static int reduce(ws_transport *t, void *values, size_t n, int op, int is_f64, i
                     v[i] = fold_u64(v[i], o[i], op);
             }
         }
-    barrier(h, 0, NULL);
+    ws_hub_barrier(h, 0, NULL);
     if (!to_all)
         return WS_OK;
     if (m->index != 0 && n)
         memcpy(values, h->dep[0].data, n * (is_f64 ? sizeof(double) : sizeof(uint64_t)));
-    barrier(h, 0, NULL);
+    ws_hub_barrier(h, 0, NULL);
     return WS_OK;
 }
 
@@ -770,7 +496,7 @@ static int t_gather(ws_transport *t, const void *data, size_t size, int to_all, 
     *out = NULL;
     h->dep[m->index].data = data;
     h->dep[m->index].size = size;
-    int rc = barrier(h, 1, err);
+    int rc = ws_hub_barrier(h, 1, err);
     if (rc)
         return rc;
     if (to_all || m->index == 0) {
@@ -791,7 +517,7 @@ static int t_gather(ws_transport *t, const void *data, size_t size, int to_all, 
             *out = buf;
         }
     }
-    barrier(h, 0, NULL);
+    ws_hub_barrier(h, 0, NULL);
     if (rc)
         ws_thread_hub_abort(h, m->index, err);
     return rc;
@@ -807,7 +533,7 @@ static int t_exchange(ws_transport *t, const void *records, size_t record_size, 
     h->dep[m->index].data = records;
     h->dep[m->index].size = n;
     h->dep[m->index].dest = dest;
-    int rc = barrier(h, 1, err);
+    int rc = ws_hub_barrier(h, 1, err);
     if (rc)
         return rc;
     size_t count = 0;
@@ -827,7 +553,7 @@ static int t_exchange(ws_transport *t, const void *records, size_t record_size, 
         *out = buf;
         *n_out = count;
     }
-    barrier(h, 0, NULL);
+    ws_hub_barrier(h, 0, NULL);
     if (rc)
         ws_thread_hub_abort(h, m->index, err);
     return rc;
