@@ -5,7 +5,7 @@
  * A record is a type byte (WS_RECORD_*), between processes the sender's
  * epoch (8 bytes), then the head of its type and the data:
  *   point-to-point: destination u32, channel u32, message id u64, size u64;
- *   collective:     key u64, members u32, expected u32, member u32,
+ *   collective:     key u64, members u32, member u32,
  *                   cache size u64, size u64.
  * Both ends run the same build, so fields are in the host's byte order.
  * Inline: every record between threads goes through these. */
@@ -20,7 +20,7 @@
 #include "transport.h"
 
 enum { WS_RECORD_P2P = 1, WS_RECORD_COLL = 2 };
-enum { WS_RECORD_P2P_HEAD = 4 + 4 + 8 + 8, WS_RECORD_COLL_HEAD = 8 + 4 + 4 + 4 + 8 + 8 };
+enum { WS_RECORD_P2P_HEAD = 4 + 4 + 8 + 8, WS_RECORD_COLL_HEAD = 8 + 4 + 4 + 8 + 8 };
 
 /* The head of a point-to-point record (what follows its type and epoch). */
 static inline void ws_record_p2p_head(unsigned char head[WS_RECORD_P2P_HEAD], uint32_t dst, int channel, uint64_t id,
@@ -36,15 +36,14 @@ static inline void ws_record_p2p_head(unsigned char head[WS_RECORD_P2P_HEAD], ui
 
 /* The head of a collective record. */
 static inline void ws_record_coll_head(unsigned char head[WS_RECORD_COLL_HEAD], uint64_t key, uint32_t n_members,
-                                       uint32_t expected, uint32_t member, size_t cache_size, size_t size)
+                                       uint32_t member, size_t cache_size, size_t size)
 {
     uint64_t cs = cache_size, n = size;
     memcpy(head, &key, 8);
     memcpy(head + 8, &n_members, 4);
-    memcpy(head + 12, &expected, 4);
-    memcpy(head + 16, &member, 4);
-    memcpy(head + 20, &cs, 8);
-    memcpy(head + 28, &n, 8);
+    memcpy(head + 12, &member, 4);
+    memcpy(head + 16, &cs, 8);
+    memcpy(head + 24, &n, 8);
 }
 
 /* Copies the next n bytes at *p to out and moves past them: 0, or -1 when
@@ -76,12 +75,12 @@ static inline int ws_record_store(ws_transport *local, uint8_t type, const unsig
         rc = local->ops->post(local, dst, id, (int)ch, *p, (size_t)n, err);
     } else if (type == WS_RECORD_COLL) {
         uint64_t key, cache_size;
-        uint32_t n_members, expected, member;
+        uint32_t n_members, member;
         if (ws_record_read(p, end, &key, 8) || ws_record_read(p, end, &n_members, 4) ||
-            ws_record_read(p, end, &expected, 4) || ws_record_read(p, end, &member, 4) ||
+            ws_record_read(p, end, &member, 4) ||
             ws_record_read(p, end, &cache_size, 8) || ws_record_read(p, end, &n, 8) || (uint64_t)(end - *p) < n)
             return ws_error_set(err, code, "malformed record %s", from);
-        rc = local->ops->coll_post(local, key, n_members, expected, 0, member, WS_NONE32, *p, (size_t)n,
+        rc = local->ops->coll_post(local, key, n_members, 0, member, WS_NONE32, *p, (size_t)n,
                                    (size_t)cache_size, err);
     } else {
         return ws_error_set(err, code, "unknown record type %u %s", (unsigned)type, from);

@@ -37,7 +37,7 @@ static inline uint32_t ws_message_row(uint64_t id)
 /* All contributions to one collective instance. */
 typedef struct ws_coll_view {
     uint32_t n_members;      /* size of the member index space */
-    uint32_t n_present;      /* contributions present (== expected) */
+    uint32_t n_present;      /* contributions present (== n_members) */
     const uint32_t *present; /* member indices that contributed, ascending */
     const unsigned char *const *data; /* data[member] or NULL */
     const size_t *size;      /* size[member] */
@@ -72,12 +72,11 @@ typedef struct ws_transport_ops {
                 ws_error *err);
     void (*release)(ws_transport *t, uint32_t loc, uint64_t id, int channel);
 
-    /* Contributes to a collective instance.  `expected` members of an
-     * index space of `n_members` take part; `member` is this location's
-     * index in it. */
-    int (*coll_post)(ws_transport *t, uint64_t instance, uint32_t n_members, uint32_t expected,
-                     uint32_t expected_local, uint32_t member, uint32_t loc, const void *data, size_t size,
-                     size_t cache_size, ws_error *err);
+    /* Contributes to a collective instance of `n_members` members (every
+     * one contributes); `member` is this location's index among them. */
+    int (*coll_post)(ws_transport *t, uint64_t instance, uint32_t n_members, uint32_t expected_local,
+                     uint32_t member, uint32_t loc, const void *data, size_t size, size_t cache_size,
+                     ws_error *err);
     /* Returns WS_OK with the complete view, or WS_BLOCKED. */
     int (*coll_take)(ws_transport *t, uint64_t instance, uint32_t loc, ws_coll_view **view, ws_error *err);
     /* A member is done with the view; the last member frees it. */

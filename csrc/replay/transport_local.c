@@ -37,18 +37,17 @@ typedef struct channel_maps {
 
 /* A collective instance is one heap block: this header, then the
  * per-member arrays, the present list, the handler's cache and room for
- * the contributions (as many as expected, of the size of the first).
+ * the contributions (one per member, of the size of the first).
  * Contributions that do not fit there go to `spill`.  Neither moves once
  * the instance is complete (no member posts to it any more), so the view's
  * pointers stay valid.  A join keeps every instance of a replay alive at
  * once: one allocation each, no more. */
 typedef struct instance {
     uint32_t n_members;
-    uint32_t expected;
     uint32_t expected_local; /* members that take and release it here */
     uint32_t count;
     uint32_t released;
-    uint32_t cap_members, cap_present; /* capacities of the block's arrays */
+    uint32_t cap_members; /* capacity of the block's per-member arrays */
     size_t cap_cache, cap_inline;
     size_t used_inline;
     size_t *offset;   /* per member, SIZE_MAX if absent; at or past cap_inline: in spill */
@@ -320,23 +319,22 @@ static size_t align8(size_t n)
 }
 
 /* A reset instance (a spare one when it is large enough). */
-static instance *instance_get(local_transport *lt, uint32_t n_members, uint32_t expected, size_t cache_size,
-                              size_t first_size)
+static instance *instance_get(local_transport *lt, uint32_t n_members, size_t cache_size, size_t first_size)
 {
-    size_t inline_bytes = first_size <= SIZE_MAX / (expected ? expected : 1) ? first_size * expected : 0;
+    size_t inline_bytes = first_size <= SIZE_MAX / (n_members ? n_members : 1) ? first_size * n_members : 0;
     if (inline_bytes > (1u << 16))
         inline_bytes = 1u << 16; /* larger contributions go to the spill buffer */
     instance *in = NULL;
     while (lt->n_spare && !in) {
         instance *sp = lt->spare[--lt->n_spare];
         /* (contributions beyond its inline room go to its spill buffer) */
-        if (sp->cap_members >= n_members && sp->cap_present >= expected && sp->cap_cache >= cache_size)
+        if (sp->cap_members >= n_members && sp->cap_cache >= cache_size)
             in = sp;
         else
             free_instance(sp);
     }
     if (!in) {
-        size_t m = n_members ? n_members : 1, e = expected ? expected : 1;
+        size_t m = n_members ? n_members : 1;
         size_t bytes = align8(sizeof *in);
         size_t at_offset = bytes;
         bytes += m * sizeof(size_t);
@@ -345,12 +343,12 @@ static instance *instance_get(local_transport *lt, uint32_t n_members, uint32_t 
         size_t at_data = bytes;
         bytes += m * sizeof(unsigned char *);
         size_t at_present = bytes;
-        bytes += align8(e * sizeof(uint32_t));
+        bytes += align8(m * sizeof(uint32_t));
         size_t at_cache = bytes;
         bytes += align8(cache_size);
         size_t at_inline = bytes;
         bytes += inline_bytes;
-        if (m > SIZE_MAX / 64 || e > SIZE_MAX / 64)
+        if (m > SIZE_MAX / 64)
             return NULL;
         unsigned char *block = ws_malloc(bytes);
         if (!block)
@@ -364,7 +362,6 @@ static instance *instance_get(local_transport *lt, uint32_t n_members, uint32_t 
         in->cache = block + at_cache;
         in->inline_data = block + at_inline;
         in->cap_members = (uint32_t)m;
-        in->cap_present = (uint32_t)e;
         in->cap_cache = cache_size;
         in->cap_inline = inline_bytes;
         ws_buffer_init(&in->spill);
@@ -377,7 +374,6 @@ static instance *instance_get(local_transport *lt, uint32_t n_members, uint32_t 
         in->data[k] = NULL;
     }
     in->n_members = n_members;
-    in->expected = expected;
     in->expected_local = 0;
     in->count = 0;
     in->released = 0;
@@ -459,9 +455,9 @@ static instance **instance_slot(local_transport *lt, uint64_t key, int create)
     return &tb->slot[seq];
 }
 
-static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, uint32_t expected,
-                           uint32_t expected_local, uint32_t member, uint32_t loc, const void *data, size_t size,
-                           size_t cache_size, ws_error *err)
+static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, uint32_t expected_local,
+                           uint32_t member, uint32_t loc, const void *data, size_t size, size_t cache_size,
+                           ws_error *err)
 {
     (void)loc;
     local_transport *lt = (local_transport *)t;
@@ -470,7 +466,7 @@ static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, ui
         return ws_error_nomem(err, "collective instances");
     instance *in = *slot;
     if (!in) {
-        in = instance_get(lt, n_members, expected, cache_size, size);
+        in = instance_get(lt, n_members, cache_size, size);
         if (!in)
             return ws_error_nomem(err, "collective instance");
         *slot = in;
@@ -478,19 +474,19 @@ static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, ui
     /* contributions forwarded from other processes carry no local count */
     if (expected_local > in->expected_local)
         in->expected_local = expected_local;
-    if (in->n_members != n_members || in->expected != expected)
+    if (in->n_members != n_members)
         return ws_error_set(err, WS_ERR_MATCH, "collective instance %llu: members disagree on its size",
                             (unsigned long long)(key & ((1ULL << 60) - 1)));
     if (member >= n_members || in->offset[member] != SIZE_MAX)
         return ws_error_set(err, WS_ERR_MATCH, "collective instance %llu: member %u contributes twice",
                             (unsigned long long)(key & ((1ULL << 60) - 1)), (unsigned)member);
-    if (in->count >= expected)
-        return ws_error_set(err, WS_ERR_MATCH, "collective instance %llu: more members than expected",
+    if (in->count >= n_members)
+        return ws_error_set(err, WS_ERR_MATCH, "collective instance %llu: more contributions than members",
                             (unsigned long long)(key & ((1ULL << 60) - 1)));
     if (instance_store(in, member, data, size) != 0)
         return ws_error_nomem(err, "collective contribution");
     in->count++;
-    if (in->count == expected) {
+    if (in->count == n_members) {
         /* complete: order members, fix pointers, wake everybody */
         uint32_t k = 0;
         for (uint32_t m = 0; m < n_members; m++)
@@ -520,7 +516,7 @@ static int local_coll_take(ws_transport *t, uint64_t key, uint32_t loc, ws_coll_
     if (!slot || !*slot)
         return ws_error_set(err, WS_ERR_INTERNAL, "collective instance taken before any contribution");
     instance *in = *slot;
-    if (in->count < in->expected) {
+    if (in->count < in->n_members) {
         if (ws_grow((void **)&in->waiters, &in->cap_waiters, in->n_waiters + 1, sizeof *in->waiters) != 0)
             return ws_error_nomem(err, "collective waiters");
         in->waiters[in->n_waiters++] = loc;
@@ -538,7 +534,7 @@ static void local_coll_release(ws_transport *t, uint64_t key, uint32_t loc)
     if (!slot || !*slot)
         return;
     instance *in = *slot;
-    uint32_t takers = in->expected_local ? in->expected_local : in->expected;
+    uint32_t takers = in->expected_local ? in->expected_local : in->n_members;
     if (++in->released < takers)
         return;
     *slot = NULL;

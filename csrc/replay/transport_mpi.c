@@ -191,11 +191,11 @@ static int put_p2p(mpi_transport *m, int proc, uint32_t dst, uint64_t id, int ch
     return put_record(m, proc, WS_RECORD_P2P, head, sizeof head, data, size, err);
 }
 
-static int put_coll(mpi_transport *m, int proc, uint64_t key, uint32_t n_members, uint32_t expected,
-                    uint32_t member, uint64_t cache_size, const void *data, size_t size, ws_error *err)
+static int put_coll(mpi_transport *m, int proc, uint64_t key, uint32_t n_members, uint32_t member,
+                    uint64_t cache_size, const void *data, size_t size, ws_error *err)
 {
     unsigned char head[WS_RECORD_COLL_HEAD];
-    ws_record_coll_head(head, key, n_members, expected, member, (size_t)cache_size, size);
+    ws_record_coll_head(head, key, n_members, member, (size_t)cache_size, size);
     return put_record(m, proc, WS_RECORD_COLL, head, sizeof head, data, size, err);
 }
 
@@ -317,14 +317,14 @@ static void procs_of_instance(mpi_transport *m, uint64_t key, const uint32_t **p
     }
 }
 
-static int t_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, uint32_t expected, uint32_t expected_local,
-                       uint32_t member, uint32_t loc, const void *data, size_t size, size_t cache_size, ws_error *err)
+static int t_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, uint32_t expected_local, uint32_t member,
+                       uint32_t loc, const void *data, size_t size, size_t cache_size, ws_error *err)
 {
     (void)expected_local;
     mpi_transport *m = self_of(t);
     sync_wake(m);
-    int rc = m->local->ops->coll_post(m->local, key, n_members, expected, expected_local, member, loc, data, size,
-                                      cache_size, err);
+    int rc = m->local->ops->coll_post(m->local, key, n_members, expected_local, member, loc, data, size, cache_size,
+                                      err);
     if (rc)
         return rc;
     const uint32_t *procs;
@@ -333,7 +333,7 @@ static int t_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, uint32
     for (uint32_t i = 0; i < n; i++) {
         if ((int)procs[i] == m->rank)
             continue;
-        if ((rc = put_coll(m, (int)procs[i], key, n_members, expected, member, cache_size, data, size, err)))
+        if ((rc = put_coll(m, (int)procs[i], key, n_members, member, cache_size, data, size, err)))
             return rc;
     }
     return WS_OK;

@@ -212,14 +212,14 @@ static void t_release(ws_transport *t, uint32_t loc, uint64_t id, int channel)
     m->local->ops->release(m->local, loc, id, channel);
 }
 
-static int t_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, uint32_t expected, uint32_t expected_local,
-                       uint32_t member, uint32_t loc, const void *data, size_t size, size_t cache_size, ws_error *err)
+static int t_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, uint32_t expected_local, uint32_t member,
+                       uint32_t loc, const void *data, size_t size, size_t cache_size, ws_error *err)
 {
     thread_transport *m = self_of(t);
     ws_thread_hub *h = m->h;
     sync_wake(m);
-    int rc = m->local->ops->coll_post(m->local, key, n_members, expected, expected_local, member, loc, data, size,
-                                      cache_size, err);
+    int rc = m->local->ops->coll_post(m->local, key, n_members, expected_local, member, loc, data, size, cache_size,
+                                      err);
     if (rc)
         return rc;
     uint32_t comm = (uint32_t)((key >> 40) & 0x7FFFF);
@@ -227,7 +227,7 @@ static int t_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, uint32
     uint32_t n = comm < h->n_comms ? h->comm_n_threads[comm] : h->n_all_threads;
     unsigned char head[1 + WS_RECORD_COLL_HEAD];
     head[0] = WS_RECORD_COLL;
-    ws_record_coll_head(head + 1, key, n_members, expected, member, cache_size, size);
+    ws_record_coll_head(head + 1, key, n_members, member, cache_size, size);
     for (uint32_t i = 0; i < n; i++) {
         if (threads[i] == m->index)
             continue;
