@@ -9,7 +9,9 @@ each size the in-memory trace of ``waitscope.synth`` is analysed in full
 (wait states, delay costs with the proportional model, critical path) in
 one process; the table prints the best of --repeat runs in ns per event
 side by side, with the ratio to the smallest size (the aim: 4,096 ranks
-within 1.5x of 64).  Also checks that the results are the right ones
+within 1.5x of 64).  The runs are interleaved (a round analyses every
+size once), so that a change in the machine's speed during the run moves
+every size alike rather than the ratios.  Also checks that the results are the right ones
 (delay == handled waiting, path length == wall-clock time).  No
 assertions.
 
@@ -48,21 +50,50 @@ def allreduce_program(nranks: int, iterations: int) -> synth.Program:
     return prog
 
 
-def measure(n: int, events: int, repeat: int) -> dict:
-    """Synthesises the n-rank program and times its full analysis (in this process)."""
+def synthesize(n: int, events: int) -> tuple[object, int, float]:
+    """The n-rank program of about `events` events: its trace, iterations and synthesis time."""
     iterations = max(1, round(events / (n * EVENTS_PER_ITERATION)))
     t0 = time.perf_counter()
     trace = allreduce_program(n, iterations).run(latency=2e-6, bandwidth=5e9, mpi_overhead=1e-7)
-    t_synth = time.perf_counter() - t0
-    best = float("inf")
-    r = None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        r = trace.analyze(**ANALYSIS)
-        best = min(best, time.perf_counter() - t0)
+    return trace, iterations, time.perf_counter() - t0
+
+
+def analyse_once(trace) -> tuple[float, object]:
+    """Seconds of one full analysis, and its result."""
+    t0 = time.perf_counter()
+    r = trace.analyze(**ANALYSIS)
+    return time.perf_counter() - t0, r
+
+
+def figures(n: int, trace, iterations: int, t_synth: float, best: float, r) -> dict:
     cp = r.critical_path
     return dict(n=n, iterations=iterations, events=trace.n_events, synth=t_synth, analysis=best,
                 delay=r.total("delay"), handled=r.handled_waiting(), path=cp.length, wall=cp.end - cp.start)
+
+
+def measure(n: int, events: int, repeat: int) -> dict:
+    """Synthesises the n-rank program and times its full analysis (in this process)."""
+    trace, iterations, t_synth = synthesize(n, events)
+    best = float("inf")
+    r = None
+    for _ in range(repeat):
+        seconds, r = analyse_once(trace)
+        best = min(best, seconds)
+    return figures(n, trace, iterations, t_synth, best, r)
+
+
+def measure_interleaved(sizes: list[int], events: int, repeat: int) -> list[dict]:
+    """measure() for every size, the rounds interleaved (one analysis of each size per round), so that
+    the machine's drift during the run affects every size alike and not the ratios."""
+    traces = [synthesize(n, events) for n in sizes]
+    best = [float("inf")] * len(sizes)
+    last = [None] * len(sizes)
+    for _ in range(repeat):
+        for i, (trace, _, _) in enumerate(traces):
+            seconds, last[i] = analyse_once(trace)
+            best[i] = min(best[i], seconds)
+    return [figures(n, trace, iterations, t_synth, best[i], last[i])
+            for i, (n, (trace, iterations, t_synth)) in enumerate(zip(sizes, traces))]
 
 
 def in_subprocess(pkg: str, n: int, events: int, repeat: int, timeout: float) -> dict | None:
@@ -91,8 +122,8 @@ def main() -> None:
     sizes = [int(x) for x in args.ranks.split(",") if x]
 
     rows = []
-    for n in sizes:
-        m = measure(n, args.events, args.repeat)
+    for m in measure_interleaved(sizes, args.events, args.repeat):
+        n = m["n"]
         other = None
         if args.compare:
             other = in_subprocess(args.compare, n, args.events, args.repeat, args.compare_timeout)
