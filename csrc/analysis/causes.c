@@ -658,6 +658,31 @@ static void p45_prefetch(void *state, const ws_replay_env *env, uint32_t loc, in
     WS_PREFETCH_RECORD(&d->site_waits[site]);
 }
 
+/* A run later: the site's point and the events of the interval it
+ * closes (pass 4), the indirect waiting a delayer reports (pass 5). */
+static void p45_prefetch_deep(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site)
+{
+    const ws_causes *c = state;
+    const cause_loc *cl = &c->locs[loc];
+    const cause_site *cs = &cl->sites[site];
+    if (cs->ind_n)
+        WS_PREFETCH(&cl->coll_ind[cs->ind_off]);
+    if (cs->sp == WS_NONE32)
+        return;
+    WS_PREFETCH_RECORD(&cl->sp[cs->sp]);
+    if (cs->sp > 0)
+        WS_PREFETCH_RECORD(&cl->sp[cs->sp - 1]);
+    const ws_events *e = &env->trace->locations[loc].events;
+    uint32_t ev = env->sync->locs[loc].sites[site].event;
+    uint32_t from = ev > 8 ? ev - 8 : 0;
+    WS_PREFETCH(&e->kind[from]);
+    WS_PREFETCH(&e->ref[from]);
+    WS_PREFETCH(&e->time[from]);
+    WS_PREFETCH(&e->time[ev]);
+    if (c->cp && cl->moves)
+        WS_PREFETCH(&cl->moves[cl->n_moves]);
+}
+
 void ws_causes_handlers(ws_causes *c, int pass, ws_handler *h)
 {
     memset(h, 0, sizeof *h);
@@ -667,6 +692,7 @@ void ws_causes_handlers(ws_causes *c, int pass, ws_handler *h)
      * the critical path between them are cut afterwards) */
     h->sparse = 1;
     h->prefetch = p45_prefetch;
+    h->prefetch_deep = p45_prefetch_deep;
     if (pass == 4) {
         h->begin = p4_begin;
         h->event = p4_event;

@@ -205,6 +205,17 @@ static void p1_prefetch(void *state, const ws_replay_env *env, uint32_t loc, int
     WS_PREFETCH_RECORD(&d->site_waits[site]);
 }
 
+/* A run later: the site's event, whose kind and reference say what the
+ * collective sent and received. */
+static void p1_prefetch_deep(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site)
+{
+    (void)state;
+    const ws_events *e = &env->trace->locations[loc].events;
+    uint32_t ev = env->sync->locs[loc].sites[site].event;
+    WS_PREFETCH(&e->kind[ev]);
+    WS_PREFETCH(&e->ref[ev]);
+}
+
 void ws_waitstates_handlers(ws_analysis *a, int pass, ws_handler *h)
 {
     memset(h, 0, sizeof *h);
@@ -230,6 +241,7 @@ void ws_waitstates_handlers(ws_analysis *a, int pass, ws_handler *h)
     if (pass == 1) {
         ws_waitstates_coll_handlers(h);
         h->prefetch = p1_prefetch;
+        h->prefetch_deep = p1_prefetch_deep;
     }
 }
 

@@ -126,6 +126,11 @@ typedef struct ws_handler {
      * run ahead of the second, so that the second finds the state's
      * pointers in cache). */
     void (*prefetch)(void *state, const ws_replay_env *env, uint32_t loc, int64_t site);
+    /* Optional: a run after prefetch(loc, site), what the handler's data
+     * of that site leads to (e.g. a point it indexes): those records are
+     * in cache by then, so reading them to find the addresses costs
+     * little. */
+    void (*prefetch_deep)(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site);
 } ws_handler;
 
 /* Tells a transport that wants it (ops->set_layout) how many message
