@@ -28,6 +28,17 @@ def _program(n: int = 2) -> synth.Program:
     return p
 
 
+def _chain() -> synth.Program:
+    # rank 1 waits 2 s for rank 0's message (enters its receive at 1 s, the
+    # send comes at 3 s) and then sends on to rank 2, which has waited since
+    # 1 s as well: rank 2's 2 s are all caused by rank 1's waiting (indirect)
+    p = synth.Program(3)
+    p.rank(0).compute("work", 3).send(1)
+    p.rank(1).compute("work", 1).recv(0).send(2)
+    p.rank(2).compute("work", 1).recv(1)
+    return p
+
+
 def test_accepted_values(monkeypatch: pytest.MonkeyPatch):
     assert progress.reporter(None) is None and progress.reporter(False) is None
     assert progress.reporter("auto") is None  # outside Jupyter: quiet
@@ -52,9 +63,9 @@ def test_stages_name_what_they_compute(options, backward):
     seen: list[tuple[str, int, int]] = []
     trace.analyze(progress=lambda *report: seen.append(report), **options)
     stages = list(dict.fromkeys(stage for stage, _, _ in seen))
+    # no wait here is indirect (the barrier's is caused by work, the message does not wait):
+    # nothing for the forward delay pass to return (test_delay_forward_only_with_indirect_waiting)
     expected = ["wait states 1/2", "wait states 2/2", "sync points", backward]
-    if "delay_model" in options:
-        expected.append("delay (forward)")
     assert stages == expected
     finals = {stage: (done, total) for stage, done, total in seen if done == total}
     assert set(finals) == set(stages)  # every stage reports its end
@@ -64,6 +75,25 @@ def test_stages_name_what_they_compute(options, backward):
     assert all(0 < total <= trace.n_events for _, total in finals.values())
     assert 0 < finals["wait states 1/2"][1] < trace.n_events
     assert finals[backward] == finals["wait states 1/2"]
+
+
+@pytest.mark.parametrize("model", ["proportional", "wait-first"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_delay_forward_only_with_indirect_waiting(model, threads):
+    # the forward pass returns the indirect part of each wait state to the waiting side; with
+    # none anywhere it would add nothing, and it is not run
+    seen: list[tuple[str, int, int]] = []
+    r = _chain().run(latency=0.0, resolution=1000).analyze(delay_model=model, threads=threads,
+                                                          progress=lambda *report: seen.append(report))
+    assert r.get("mpi_wait_indirect_latesender").sum(axis=0) == pytest.approx([0, 0, 2])
+    assert r.total("mpi_latesender") == pytest.approx(4)
+    assert "delay (forward)" in {stage for stage, _, _ in seen}
+    seen.clear()
+    r = _program(3).run().analyze(delay_model=model, threads=threads, progress=lambda *report: seen.append(report))
+    assert r.total("mpi_barrier_wait") == pytest.approx(3)  # ranks 0 and 1 wait 2 s and 1 s for rank 2
+    assert r.total("mpi_wait_indirect_latesender") == 0 and r.total("mpi_wait_indirect_collective") == 0
+    assert r.total("mpi_wait_direct_collective") == pytest.approx(3)
+    assert "delay (forward)" not in {stage for stage, _, _ in seen}
 
 
 def test_text_line_per_stage():

@@ -96,6 +96,9 @@ int ws_waitstates_finish(ws_analysis *a, ws_error *err);
 typedef struct ws_causes ws_causes;
 int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err);
 void ws_causes_handlers(ws_causes *c, int pass, ws_handler *h);
+/* after pass 4: whether pass 5 has any indirect waiting to return, on any
+ * process (collective over the transport) */
+int ws_causes_indirect_found(ws_causes *c, int *found, ws_error *err);
 int ws_causes_finish(ws_causes *c, ws_error *err);
 void ws_causes_free(ws_causes *c);
 /* the pieces of the critical path, after pass 4 (path_pieces.c) */

@@ -19,8 +19,8 @@ The stages are ``load``, then ``wait states 1/2``, ``wait states 2/2``
 and, with a delay model or the critical path, ``sync points`` and one
 backward replay named for what it computes (``critical path
 (backward)``, ``delay causes (backward)`` or ``delay causes + critical
-path (backward)``) and, with a delay model, ``delay (forward)``.  Every
-stage gets a line (or bar) of its own.
+path (backward)``) and, with a delay model when some waiting is indirect,
+``delay (forward)``.  Every stage gets a line (or bar) of its own.
 
 A bar in Jupyter is an ipywidgets progress bar when ipywidgets is
 installed, else a tqdm bar when tqdm is installed, else a text line that
