@@ -171,15 +171,18 @@ static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n,
                                : options->critical_path             ? "delay causes + critical path (backward)"
                                                                     : "delay causes (backward)";
         rc = replay(&a, backward, 1, 0, &h, 1, progress, err);
-        if (rc == WS_OK)
-            rc = ws_causes_path_pieces(causes, err);
         int indirect = 0;
-        if (options->delay_model != WS_DELAY_NONE) {
-            /* collective: the path pieces may have failed on one process only */
-            if (tr->ops->agree(tr, rc != WS_OK, err))
-                rc = rc ? rc : (err->code ? err->code : WS_ERR_INTERNAL);
-            else
-                rc = ws_causes_indirect_found(causes, &indirect, err);
+        if (rc == WS_OK) {
+            rc = ws_causes_path_pieces(causes, err);
+            /* collective: the path pieces may have failed on one process
+             * only (a failed replay is not: the others learn of it by the
+             * transport's abort, which comes only once this one returns) */
+            if (options->delay_model != WS_DELAY_NONE) {
+                if (tr->ops->agree(tr, rc != WS_OK, err))
+                    rc = rc ? rc : (err->code ? err->code : WS_ERR_INTERNAL);
+                else
+                    rc = ws_causes_indirect_found(causes, &indirect, err);
+            }
         }
         if (rc == WS_OK && indirect) {
             ws_causes_handlers(causes, 5, &h);
