@@ -134,19 +134,6 @@ int ws_hub_barrier(ws_thread_hub *h, int abortable, ws_error *err)
     return rc;
 }
 
-static int add_thread(uint32_t **list, uint32_t *n, uint32_t t)
-{
-    for (uint32_t i = 0; i < *n; i++)
-        if ((*list)[i] == t)
-            return 0;
-    uint32_t *p = ws_realloc(*list, ((size_t)*n + 1) * sizeof *p);
-    if (!p)
-        return -1;
-    p[(*n)++] = t;
-    *list = p;
-    return 0;
-}
-
 void ws_thread_hub_free(ws_thread_hub *h)
 {
     if (!h)
@@ -213,18 +200,8 @@ int ws_thread_hub_new(uint32_t n_threads, const ws_comm_layout *layout, const ui
     }
     for (uint32_t i = 0; i < n_threads; i++)
         ws_buffer_init(&h->inbox[i]);
-    for (uint32_t c = 0; c < layout->n_comms; c++) {
-        const ws_comm_ranks *cm = &layout->comms[c];
-        for (uint32_t r = 0; r < cm->size; r++) {
-            uint32_t loc = cm->rank_location[r];
-            if (loc != WS_NONE32 && loc < layout->n_locations &&
-                add_thread(&h->comm_threads[c], &h->comm_n_threads[c], owner[loc]) != 0)
-                goto nomem;
-        }
-    }
-    for (uint32_t l = 0; l < layout->n_locations; l++)
-        if (add_thread(&h->all_threads, &h->n_all_threads, owner[l]) != 0)
-            goto nomem;
+    if (ws_comm_owners(layout, owner, h->comm_threads, h->comm_n_threads, &h->all_threads, &h->n_all_threads) != 0)
+        goto nomem;
     *out = h;
     return WS_OK;
 nomem:

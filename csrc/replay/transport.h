@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "../common/error.h"
+#include "../common/util.h"
 
 static inline uint64_t ws_message_id(uint32_t location, uint32_t row)
 {
@@ -168,5 +169,44 @@ typedef struct ws_comm_layout {
     uint32_t n_comms;
     ws_comm_ranks *comms;           /* n_comms entries, owned by the layout */
 } ws_comm_layout;
+
+/* Appends `x` to the list (*list, *n) unless it is there: 0, or -1 when
+ * out of memory (the list unchanged). */
+static inline int ws_u32_add_unique(uint32_t **list, uint32_t *n, uint32_t x)
+{
+    for (uint32_t i = 0; i < *n; i++)
+        if ((*list)[i] == x)
+            return 0;
+    uint32_t *p = (uint32_t *)ws_realloc(*list, ((size_t)*n + 1) * sizeof *p);
+    if (!p)
+        return -1;
+    p[(*n)++] = x;
+    *list = p;
+    return 0;
+}
+
+/* For a transport that partitions the locations (owner[l]: the thread or
+ * process of location l): the owners of each communicator's members
+ * (per_comm[c], n_per_comm[c]: arrays of layout->n_comms entries, zeroed
+ * by the caller) and of all locations (*all, *n_all), each without
+ * repetition, in order of first appearance.  0, or -1 when out of memory
+ * (what was built stays for the caller to free). */
+static inline int ws_comm_owners(const ws_comm_layout *layout, const uint32_t *owner, uint32_t **per_comm,
+                                 uint32_t *n_per_comm, uint32_t **all, uint32_t *n_all)
+{
+    for (uint32_t c = 0; c < layout->n_comms; c++) {
+        const ws_comm_ranks *cm = &layout->comms[c];
+        for (uint32_t r = 0; r < cm->size; r++) {
+            uint32_t loc = cm->rank_location[r];
+            if (loc != WS_NONE32 && loc < layout->n_locations &&
+                ws_u32_add_unique(&per_comm[c], &n_per_comm[c], owner[loc]) != 0)
+                return -1;
+        }
+    }
+    for (uint32_t l = 0; l < layout->n_locations; l++)
+        if (ws_u32_add_unique(all, n_all, owner[l]) != 0)
+            return -1;
+    return 0;
+}
 
 #endif

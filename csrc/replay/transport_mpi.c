@@ -687,19 +687,6 @@ static const ws_transport_ops mpi_ops = {
     .destroy = t_destroy,
 };
 
-static int add_proc(uint32_t **list, uint32_t *n, uint32_t proc)
-{
-    for (uint32_t i = 0; i < *n; i++)
-        if ((*list)[i] == proc)
-            return 0;
-    uint32_t *p = ws_realloc(*list, ((size_t)*n + 1) * sizeof *p);
-    if (!p)
-        return -1;
-    p[(*n)++] = proc;
-    *list = p;
-    return 0;
-}
-
 int ws_transport_mpi_new(MPI_Comm comm, const ws_comm_layout *t, const uint32_t *owner, ws_transport **out,
                          ws_error *err)
 {
@@ -744,21 +731,10 @@ int ws_transport_mpi_new(MPI_Comm comm, const ws_comm_layout *t, const uint32_t 
     }
     for (int p = 0; p < m->size; p++)
         ws_buffer_init(&m->out[p]);
-    for (uint32_t c = 0; c < t->n_comms; c++) {
-        const ws_comm_ranks *cm = &t->comms[c];
-        for (uint32_t r = 0; r < cm->size; r++) {
-            uint32_t loc = cm->rank_location[r];
-            if (loc != WS_NONE32 && add_proc(&m->comm_procs[c], &m->comm_n_procs[c], owner[loc]) != 0) {
-                t_destroy(&m->base);
-                return ws_error_nomem(err, "MPI transport");
-            }
-        }
+    if (ws_comm_owners(t, owner, m->comm_procs, m->comm_n_procs, &m->all_procs, &m->n_all_procs) != 0) {
+        t_destroy(&m->base);
+        return ws_error_nomem(err, "MPI transport");
     }
-    for (uint32_t l = 0; l < t->n_locations; l++)
-        if (add_proc(&m->all_procs, &m->n_all_procs, owner[l]) != 0) {
-            t_destroy(&m->base);
-            return ws_error_nomem(err, "MPI transport");
-        }
     *out = &m->base;
     return WS_OK;
 }
