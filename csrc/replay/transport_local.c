@@ -480,9 +480,6 @@ static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, ui
     if (member >= n_members || in->offset[member] != SIZE_MAX)
         return ws_error_set(err, WS_ERR_MATCH, "collective instance %llu: member %u contributes twice",
                             (unsigned long long)(key & ((1ULL << 60) - 1)), (unsigned)member);
-    if (in->count >= n_members)
-        return ws_error_set(err, WS_ERR_MATCH, "collective instance %llu: more contributions than members",
-                            (unsigned long long)(key & ((1ULL << 60) - 1)));
     if (instance_store(in, member, data, size) != 0)
         return ws_error_nomem(err, "collective contribution");
     in->count++;
