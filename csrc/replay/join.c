@@ -270,6 +270,15 @@ static int report(join *j, uint64_t done, ws_error *err)
     return WS_OK;
 }
 
+/* One step of phase B done: reports every 2^20 steps. */
+static int count_step(join *j, ws_error *err)
+{
+    if (++j->processed < j->next_report)
+        return WS_OK;
+    j->next_report = j->processed + (1u << 20);
+    return report(j, j->processed, err);
+}
+
 enum { PULL_AHEAD = 8 };
 
 /* The walk is about to pull the payloads of the message at synchronization
@@ -326,11 +335,8 @@ static int consume_location(join *j, uint32_t loc, ws_error *err)
             if (j->sites_idle && (what & ~(uint32_t)WS_SYNC_INDEX) == WS_SYNC_SITE) {
                 /* nothing to do (passes 2 and 3 on the 2-rank barrier trace:
                  * 1.6 M sites each) */
-                if (++j->processed >= j->next_report) {
-                    j->next_report = j->processed + (1u << 20);
-                    if ((rc = report(j, j->processed, err)))
-                        return rc;
-                }
+                if ((rc = count_step(j, err)))
+                    return rc;
                 continue;
             }
             if (j->local) {
@@ -366,11 +372,8 @@ static int consume_location(join *j, uint32_t loc, ws_error *err)
         for (uint32_t h = 0; h < H; h++)
             if (j->handlers[h].event && (rc = j->handlers[h].event(j->handlers[h].state, env, loc, ev, err)))
                 return rc;
-        if (++j->processed >= j->next_report) {
-            j->next_report = j->processed + (1u << 20);
-            if ((rc = report(j, j->processed, err)))
-                return rc;
-        }
+        if ((rc = count_step(j, err)))
+            return rc;
     }
     for (uint32_t h = 0; h < H; h++)
         if (j->handlers[h].end && (rc = j->handlers[h].end(j->handlers[h].state, env, loc, err)))
