@@ -232,6 +232,7 @@ enum ws_delay_model {
 };
 
 enum ws_replays { WS_REPLAYS_AUTO = 0, WS_REPLAYS_SCHEDULED = 1, WS_REPLAYS_JOINS = 2 };
+enum ws_path_walk { WS_PATH_WALK_AUTO = 0, WS_PATH_WALK_NEVER = 1, WS_PATH_WALK_ALWAYS = 2 };
 
 /* Owned by the caller; zero-initialized means: wait states only. */
 typedef struct ws_analysis_options {
@@ -250,6 +251,12 @@ typedef struct ws_analysis_options {
      * tests compare them): WS_REPLAYS_AUTO, WS_REPLAYS_SCHEDULED (none as
      * a join) or WS_REPLAYS_JOINS (as joins even with many collectives) */
     int replays;
+    /* where the critical path is followed (the results are the same; the
+     * tests compare them): WS_PATH_WALK_AUTO, WS_PATH_WALK_NEVER (with the
+     * notes of the backward replay) or WS_PATH_WALK_ALWAYS (walked in one
+     * place after it, which AUTO does between processes or threads when
+     * their collectives would otherwise wait for it) */
+    int path_walk;
 } ws_analysis_options;
 
 /* The in-process transport for n_locations locations, all replayed in

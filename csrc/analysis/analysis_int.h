@@ -103,6 +103,9 @@ int ws_causes_finish(ws_causes *c, ws_error *err);
 void ws_causes_free(ws_causes *c);
 /* the pieces of the critical path, after pass 4 (path_pieces.c) */
 int ws_causes_path_pieces(ws_causes *c, ws_error *err);
+/* after pass 4 (collective): where the critical path moved, when it is
+ * walked in one place (path_walk.c); nothing otherwise */
+int ws_causes_path_walk(ws_causes *c, ws_error *err);
 double ws_causes_path_first(const ws_causes *c);
 /* fills per_location[loc] for the local locations */
 void ws_causes_undistributed(const ws_causes *c, double *per_location);

@@ -172,6 +172,8 @@ static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n,
                                                                     : "delay causes (backward)";
         rc = replay(&a, backward, 1, 0, &h, 1, progress, err);
         int indirect = 0;
+        if (rc == WS_OK)
+            rc = ws_causes_path_walk(causes, err);
         if (rc == WS_OK) {
             rc = ws_causes_path_pieces(causes, err);
             /* collective: the path pieces may have failed on one process

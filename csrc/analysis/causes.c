@@ -60,6 +60,7 @@ static int p4_begin(void *state, const ws_replay_env *env, uint32_t loc, ws_erro
     cl->at_start = 0;
     cl->last = e->n;
     cl->n_moves = 0;
+    cl->walk_hi = e->n;
     cl->floor = -INFINITY;
     const ws_loc_sync *ls = &env->sync->locs[loc];
     for (uint32_t s = 0; s < ls->n_sites; s++)
@@ -67,7 +68,7 @@ static int p4_begin(void *state, const ws_replay_env *env, uint32_t loc, ws_erro
             cl->floor = ls->sites[s].enter;
             break;
         }
-    if (c->cp && loc == c->end_loc)
+    if (c->cp && !c->walk && loc == c->end_loc)
         take_token(cl, c->t_end);
     return WS_OK;
 }
@@ -77,7 +78,7 @@ static int p4_event(void *state, const ws_replay_env *env, uint32_t loc, uint64_
 {
     (void)err;
     ws_causes *c = state;
-    if (c->cp)
+    if (c->cp && !c->walk)
         catch_up(&c->locs[loc], &env->trace->locations[loc].events, ev);
     return WS_OK;
 }
@@ -125,7 +126,7 @@ static int note_for(ws_causes *c, uint32_t loc, uint32_t k, uint32_t delayer, ui
     note.delayer = delayer;
     note.token_target = WS_NONE32;
     note.token_time = NAN;
-    if (c->cp && token_target != WS_NONE32) {
+    if (c->cp && !c->walk && token_target != WS_NONE32) {
         uint32_t ev = ws_point_event(c, loc, k);
         catch_up(cl, &c->a->trace->locations[loc].events, (uint64_t)ev + 1);
         if (cl->owner) {
@@ -150,16 +151,36 @@ static int note_for(ws_causes *c, uint32_t loc, uint32_t k, uint32_t delayer, ui
     return WS_OK;
 }
 
+/* With the path walked in one place: this exchange of a message, for the
+ * walk (its producing side would hand the path over to the partner at the
+ * point's time, if it held it). */
+static int walk_message(ws_causes *c, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel, uint32_t k,
+                        int produce, ws_error *err)
+{
+    const cause_loc *cl = &c->locs[loc];
+    walk_item *it = ws_walk_item(c, loc, ws_point_event(c, loc, k));
+    if (!it)
+        return ws_error_nomem(err, "critical path");
+    const ws_msg *m = &env->sync->locs[loc].msgs[row];
+    it->key = (m->flags & WS_MSG_SEND) ? ws_message_id(loc, row) : ws_msg_match(m);
+    it->member = (uint32_t)channel;
+    it->kind = produce ? WALK_PRODUCE : WALK_CONSUME;
+    if (produce)
+        ws_walk_hand(it, cl->sp[k].partner, cl->sp[k].time);
+    return WS_OK;
+}
+
 static int p4_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel, ws_buffer *out,
                       ws_error *err)
 {
-    (void)env;
     ws_causes *c = state;
     cause_loc *cl = &c->locs[loc];
     uint32_t k = ws_point_of_message(c, loc, row, channel == 0 ? SP_LS : SP_LR);
     if (k == WS_NONE32)
         return ws_error_set(err, WS_ERR_INTERNAL, "location %u: message %u is no synchronization point",
                             (unsigned)loc, (unsigned)row);
+    if (c->walk && walk_message(c, env, loc, row, channel, k, 1, err) != WS_OK)
+        return err->code;
     return note_for(c, loc, k, cl->sp[k].partner, cl->sp[k].partner, out, err);
 }
 
@@ -191,7 +212,6 @@ static int parse_note(const void *data, size_t size, wait_note *note, const entr
 static int p4_consume(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel,
                       const void *data, size_t size, ws_error *err)
 {
-    (void)env;
     ws_causes *c = state;
     cause_loc *cl = &c->locs[loc];
     wait_note note;
@@ -214,6 +234,8 @@ static int p4_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     }
     if (rc)
         return rc;
+    if (c->walk)
+        return walk_message(c, env, loc, row, channel, k, 0, err);
     if (note.token_target == loc)
         return take_at(c, loc, ws_point_event(c, loc, k), note.token_time, err);
     return WS_OK;
@@ -251,7 +273,7 @@ static int p4_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
         note.delayer = delayer;
         note.token_target = WS_NONE32;
         note.token_time = NAN;
-        if (c->cp && waited) {
+        if (c->cp && !c->walk && waited) {
             uint32_t ev = env->sync->locs[loc].sites[site].event;
             catch_up(cl, &env->trace->locations[loc].events, (uint64_t)ev + 1);
             if (cl->owner) {
@@ -281,7 +303,7 @@ static int p4_coll_ahead_at(void *state, const ws_replay_env *env, uint32_t loc,
     (void)env;
     ws_causes *c = state;
     const cause_loc *cl = &c->locs[loc];
-    if (c->cp && c->a->locs[loc].site_waits[site].wait > 0.0)
+    if (c->cp && !c->walk && c->a->locs[loc].site_waits[site].wait > 0.0)
         return 0;
     uint32_t k = cl->sites[site].sp;
     return k == WS_NONE32 || !(c->delay && handled(cl->sp[k].wclass) && cl->sp[k].wait > 0.0) || cl->sp[k].final;
@@ -382,6 +404,22 @@ static int p4_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
                 cl->sites[site].ind_n++;
             }
         }
+    if (rc == WS_OK && c->walk) {
+        /* for the walk: the path would come from the members that waited
+         * (to their delayer), and go from here if this one waited */
+        const ws_site *st = &env->sync->locs[loc].sites[site];
+        walk_item *it = ws_walk_item(c, loc, st->event);
+        if (!it)
+            return ws_error_nomem(err, "critical path");
+        it->key = st->instance;
+        it->member = st->member;
+        it->n_members = st->n_members;
+        it->kind = WALK_COLL;
+        uint32_t k = cl->sites[site].sp;
+        if (d->site_waits[site].wait > 0.0)
+            ws_walk_hand(it, d->site_waits[site].delayer,
+                         k == WS_NONE32 ? d->site_waits[site].sync_time : cl->sp[k].time);
+    }
     if (rc == WS_OK && !isnan(token))
         rc = take_at(c, loc, env->sync->locs[loc].sites[site].event, token, err);
     return rc;
@@ -544,6 +582,49 @@ static int p5_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
 
 /* ---- setup, finish ------------------------------------------------------ */
 
+/* Whether the critical path is walked in one place (path_walk.c) rather
+ * than moved with the notes of pass 4.  With the notes, a member that
+ * waited at a collective instance cannot write its note before it knows
+ * whether it holds the path: where the instance spans processes (or
+ * threads), that is a round trip (2-8 us here) per such member.  Messages
+ * cost nothing more: their notes wait for the replay anyway.  The walk
+ * costs 40-200 ns per exchange, on one process while the others wait.  So
+ * the path is walked when those members are at least a tenth of the
+ * exchanges (the 2-rank barrier trace: about a quarter; the 1024-rank
+ * stencil on two threads: none). */
+static int choose_walk(ws_causes *c, ws_error *err)
+{
+    const ws_analysis *a = c->a;
+    c->walk = 0;
+    if (!c->cp || a->options.path_walk == WS_PATH_WALK_NEVER)
+        return WS_OK;
+    if (a->options.path_walk == WS_PATH_WALK_ALWAYS) {
+        c->walk = 1;
+        return WS_OK;
+    }
+    if (a->transport->n_processes < 2)
+        return WS_OK;
+    uint64_t count[2] = {0, 0}; /* members waiting across processes, exchanges */
+    for (uint32_t i = 0; i < a->n_local; i++) {
+        uint32_t loc = a->local[i];
+        const ws_loc_sync *ls = &a->sync->locs[loc];
+        const ws_site_wait *sw = a->locs[loc].site_waits;
+        count[1] += c->locs[loc].n_sp;
+        for (uint32_t s = 0; s < ls->n_sites; s++) {
+            const ws_site *st = &ls->sites[s];
+            if (!sw[s].anywait || st->cls == WS_SITE_OTHER || st->cls == WS_SITE_SCAN || st->cls == WS_SITE_INIT)
+                continue;
+            count[1]++;
+            if (sw[s].wait > 0.0 && st->expected_local < st->n_members)
+                count[0]++;
+        }
+    }
+    int rc = a->transport->ops->allreduce_u64(a->transport, count, 2, WS_SUM, err);
+    if (rc == WS_OK)
+        c->walk = count[0] > 0 && count[0] * 10 >= count[1];
+    return rc;
+}
+
 int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
 {
     *out = NULL;
@@ -582,10 +663,6 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
             ws_causes_free(c);
             return rc;
         }
-        /* only notes of the delay analysis alone may go ahead (with the
-         * critical path a waiting member may hand it over) */
-        if (c->delay && !c->cp)
-            ws_points_mark_final(c, a->local[i]);
         /* what the wait-state passes learnt of the messages went into the
          * points: its memory serves the next location's points */
         ws_loc_data *d = &a->locs[a->local[i]];
@@ -595,6 +672,16 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
         d->leaves = NULL;
         d->n_leaves = d->cap_leaves = 0;
     }
+    if ((rc = choose_walk(c, err))) {
+        ws_causes_free(c);
+        return rc;
+    }
+    /* only notes of the delay analysis alone may go ahead (with the
+     * critical path moving with the notes a waiting member may hand it
+     * over) */
+    if (c->delay && (!c->cp || c->walk))
+        for (uint32_t i = 0; i < a->n_local; i++)
+            ws_points_mark_final(c, a->local[i]);
     /* the path ends at the latest Enter of MPI_Finalize (ties: lowest
      * index); MPI_Finalize is never on it.  Without MPI_Finalize a
      * location ends at its last event. */
@@ -738,6 +825,7 @@ void ws_causes_free(ws_causes *c)
         free(c->locs);
     }
     free(c->entry_buf);
+    free(c->walk_items);
     charge_scratch *s = &c->scratch;
     free(s->delta);
     free(s->shortc);

@@ -1,6 +1,7 @@
 /* Internal to the delay and critical-path analysis (causes.c: the
- * replays; points.c: synchronization points; intervals.c: synchronization
- * intervals and the cost accounting of one interval). */
+ * replays, before and after them; points.c: synchronization points; intervals.c: synchronization intervals and the
+ * cost accounting of one interval; path_walk.c: the critical path walked
+ * in one place; path_pieces.c: its pieces). */
 #ifndef WS_ANALYSIS_CAUSES_INT_H
 #define WS_ANALYSIS_CAUSES_INT_H
 
@@ -83,10 +84,32 @@ typedef struct cause_loc {
     uint64_t last;  /* the backward replay's position: events [last, n) replayed */
     path_move *moves;
     size_t n_moves, cap_moves;
+    /* with the path walked in one place (path_walk.c): the events below
+     * this one are those the location's next walk item looks at */
+    uint64_t walk_hi;
     int at_start; /* still owned the path at its first event */
     double floor; /* the path begins no earlier than MPI_Init's Enter */
     double undistributed; /* waiting whose cost found no activity here */
 } cause_loc;
+
+/* What pass 4 tells the walk of the critical path (path_walk.c) about
+ * one exchange of a location, in the location's replay order: at event
+ * ev the location may hand the path over (to `target`) and, on a
+ * message's consuming side or at a collective, take it. */
+typedef struct walk_item {
+    double above;       /* least time of the events after ev that the replay passed since the location's item
+                         * before (its last event excluded; INFINITY: none) */
+    double hand;        /* hand-over: when, unless the path is lower on the location then (its top) */
+    uint64_t key;       /* message id or collective instance */
+    uint32_t ev;
+    uint32_t loc;
+    uint32_t target;    /* hand-over candidate: the location the path would go to (WS_NONE32: none) */
+    uint32_t member;    /* message: channel; collective: member index */
+    uint32_t n_members; /* collective: members */
+    uint32_t kind;      /* WALK_PRODUCE, WALK_CONSUME (messages) or WALK_COLL */
+} walk_item;
+
+enum { WALK_PRODUCE = 1, WALK_CONSUME = 2, WALK_COLL = 3 };
 
 typedef struct coll_indirect {
     uint32_t waiter;
@@ -109,6 +132,11 @@ struct ws_causes {
     int model;
     int delay;
     int cp;
+    /* the critical path is walked in one place after pass 4 instead of
+     * moving with its notes (several processes or threads: path_walk.c) */
+    int walk;
+    struct walk_item *walk_items; /* of the local locations, each one's in its replay order */
+    size_t n_walk, cap_walk;
     /* membership of locations in communicators, as bit sets */
     uint8_t *member;
     size_t member_stride;
@@ -222,5 +250,11 @@ void ws_profile_reset(ws_causes *c);
 /* the delayer `loc` pays for the waiting in `note` at its point k */
 int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const wait_note *note,
               const entry *entries, double *indirect, ws_error *err);
+
+/* pass 4 with `walk`: the location's next item (its `above` and `next`
+ * are filled in here); NULL when out of memory */
+walk_item *ws_walk_item(ws_causes *c, uint32_t loc, uint32_t ev);
+/* the item's location would hand the path over to `target` at `sync` */
+void ws_walk_hand(walk_item *it, uint32_t target, double sync);
 
 #endif

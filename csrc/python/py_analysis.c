@@ -281,15 +281,15 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
     PyObject *window_obj = Py_None;
     static char *kwlist[] = {"trace",     "delay_model", "critical_path", "records",
                              "partition", "progress",    "schedule_seed", "wait_records", "window", "threads",
-                             "replays", NULL};
+                             "replays", "path_walk", NULL};
     PyObject *trace_obj, *model_obj = Py_None, *partition_obj = Py_None, *callback = Py_None;
     int critical_path = 0, records = 0, wait_records = 0;
-    const char *replays = "auto";
+    const char *replays = "auto", *path_walk = "auto";
     unsigned long long seed = 0;
     unsigned int threads = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|OppOOKpOIs", kwlist, ws_py_trace_type(), &trace_obj,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|OppOOKpOIss", kwlist, ws_py_trace_type(), &trace_obj,
                                      &model_obj, &critical_path, &records, &partition_obj, &callback, &seed,
-                                     &wait_records, &window_obj, &threads, &replays))
+                                     &wait_records, &window_obj, &threads, &replays, &path_walk))
         return NULL;
     if (threads == 0)
         return PyErr_Format(PyExc_ValueError, "threads must be at least 1");
@@ -312,6 +312,16 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
         opt.replays = WS_REPLAYS_JOINS;
     else
         return PyErr_Format(PyExc_ValueError, "replays must be 'auto', 'scheduled' or 'joins', got '%s'", replays);
+    /* for the tests: the critical path "never" or "always" walked in one
+     * place after the backward replay */
+    if (strcmp(path_walk, "auto") == 0)
+        opt.path_walk = WS_PATH_WALK_AUTO;
+    else if (strcmp(path_walk, "never") == 0)
+        opt.path_walk = WS_PATH_WALK_NEVER;
+    else if (strcmp(path_walk, "always") == 0)
+        opt.path_walk = WS_PATH_WALK_ALWAYS;
+    else
+        return PyErr_Format(PyExc_ValueError, "path_walk must be 'auto', 'never' or 'always', got '%s'", path_walk);
     PyArrayObject *partition = NULL;
     if (partition_obj != Py_None) {
         partition = (PyArrayObject *)PyArray_FROMANY(partition_obj, NPY_INT32, 1, 1, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST);
@@ -416,7 +426,7 @@ static PyObject *py_delay_kernel(PyObject *module, PyObject *args, PyObject *kwa
 static PyMethodDef functions[] = {
     {"analyze", (PyCFunction)(void (*)(void))py_analyze, METH_VARARGS | METH_KEYWORDS,
      "analyze(trace, delay_model=None, critical_path=False, records=False, partition=None, progress=None, "
-     "schedule_seed=0, wait_records=False, window=None, threads=1, replays='auto')"},
+     "schedule_seed=0, wait_records=False, window=None, threads=1, replays='auto', path_walk='auto')"},
     {"metric_table", (PyCFunction)py_metric_table, METH_NOARGS, "All metrics the core knows."},
     {"delay_kernel", (PyCFunction)(void (*)(void))py_delay_kernel, METH_VARARGS | METH_KEYWORDS,
      "delay_kernel(model, gamma_short, gamma_long, delta, waits) -> (short, long, propagated short, propagated "

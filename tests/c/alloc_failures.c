@@ -5,7 +5,8 @@
  * in WS_OK or WS_ERR_NOMEM; a successful run must give the same cube as
  * the run without failures.  Prints "runs N nomem M allocations A".
  * Then the same with ws_load_threads and ws_analyze_threads (2 threads)
- * on ARCHIVE, printed as "threads runs N nomem M allocations A": which
+ * on ARCHIVE (the critical path walked in one place: path_walk.c),
+ * printed as "threads runs N nomem M allocations A": which
  * allocation fails
  * there depends on the threads' timing, so a run past the failing
  * allocation count of another may succeed; none may hang or leak. */
@@ -57,6 +58,8 @@ static int run(const char *path, uint32_t threads, double **cube, size_t *n_cell
         o.critical_path = 1;
         o.wait_records = 1;
         o.keep_delay_records = 1;
+        /* two threads: with the critical path walked in one place */
+        o.path_walk = threads > 1 ? WS_PATH_WALK_ALWAYS : WS_PATH_WALK_AUTO;
         rc = threads > 1 ? ws_analyze_threads(t, &o, threads, NULL, &r, err) : ws_analyze_all(t, &o, NULL, &r, err);
     }
     if (rc == WS_OK) {
