@@ -1,5 +1,6 @@
 /* Internal to the delay and critical-path analysis (causes.c: the
- * replays, before and after them; points.c: synchronization points; intervals.c: synchronization intervals and the
+ * replays; causes_setup.c: before and after them; points.c:
+ * synchronization points; intervals.c: synchronization intervals and the
  * cost accounting of one interval; path_walk.c: the critical path walked
  * in one place; path_pieces.c: its pieces). */
 #ifndef WS_ANALYSIS_CAUSES_INT_H

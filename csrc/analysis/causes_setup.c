@@ -1,0 +1,267 @@
+/* The delay and critical-path analysis before and after its replays
+ * (causes.c): the synchronization points of every local location, where
+ * the path ends, whether it is walked in one place (path_walk.c); after
+ * the replays, the propagating share of the waiting, and releasing it
+ * all. */
+#include "causes_int.h"
+
+/* Whether the critical path is walked in one place (path_walk.c) rather
+ * than moved with the notes of pass 4.  With the notes, a member that
+ * waited at a collective instance cannot write its note before it knows
+ * whether it holds the path: where the instance spans processes (or
+ * threads), that is a round trip (2-8 us here) per such member.  Messages
+ * cost nothing more: their notes wait for the replay anyway.  The walk
+ * costs 40-200 ns per exchange, on one process while the others wait.  So
+ * the path is walked when those members are at least a tenth of the
+ * exchanges (the 2-rank barrier trace: about a quarter; the 1024-rank
+ * stencil on two threads: none). */
+static int choose_walk(ws_causes *c, ws_error *err)
+{
+    const ws_analysis *a = c->a;
+    c->walk = 0;
+    if (!c->cp || a->options.path_walk == WS_PATH_WALK_NEVER)
+        return WS_OK;
+    if (a->options.path_walk == WS_PATH_WALK_ALWAYS) {
+        c->walk = 1;
+        return WS_OK;
+    }
+    if (a->transport->n_processes < 2)
+        return WS_OK;
+    uint64_t count[2] = {0, 0}; /* members waiting across processes, exchanges */
+    for (uint32_t i = 0; i < a->n_local; i++) {
+        uint32_t loc = a->local[i];
+        const ws_loc_sync *ls = &a->sync->locs[loc];
+        const ws_site_wait *sw = a->locs[loc].site_waits;
+        count[1] += c->locs[loc].n_sp;
+        for (uint32_t s = 0; s < ls->n_sites; s++) {
+            const ws_site *st = &ls->sites[s];
+            if (!sw[s].anywait || st->cls == WS_SITE_OTHER || st->cls == WS_SITE_SCAN || st->cls == WS_SITE_INIT)
+                continue;
+            count[1]++;
+            if (sw[s].wait > 0.0 && st->expected_local < st->n_members)
+                count[0]++;
+        }
+    }
+    int rc = a->transport->ops->allreduce_u64(a->transport, count, 2, WS_SUM, err);
+    if (rc == WS_OK)
+        c->walk = count[0] > 0 && count[0] * 10 >= count[1];
+    return rc;
+}
+
+int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
+{
+    *out = NULL;
+    const ws_trace *t = a->trace;
+    ws_causes *c = ws_calloc(1, sizeof *c);
+    if (!c)
+        return ws_error_nomem(err, "delay analysis");
+    c->a = a;
+    c->model = a->options.delay_model;
+    c->delay = a->options.delay_model != WS_DELAY_NONE;
+    c->cp = a->options.critical_path;
+    uint32_t C = t->callpaths.n ? t->callpaths.n : 1;
+    c->locs = ws_calloc(t->n_locations ? t->n_locations : 1, sizeof *c->locs);
+    c->acc = ws_calloc(C, sizeof *c->acc);
+    c->in_acc = ws_calloc(C, 1);
+    c->touched = ws_malloc_array(C, sizeof *c->touched);
+    c->member_stride = ((size_t)t->n_locations + 7) / 8;
+    c->member = ws_calloc((t->n_comms ? t->n_comms : 1) * (c->member_stride ? c->member_stride : 1), 1);
+    if (!c->locs || !c->acc || !c->in_acc || !c->touched || !c->member) {
+        ws_causes_free(c);
+        return ws_error_nomem(err, "delay analysis");
+    }
+    for (uint32_t m = 0; m < t->n_comms; m++) {
+        const ws_comm *cm = &t->comms[m];
+        if (cm->is_self)
+            continue;
+        for (uint32_t r = 0; r < cm->size; r++) {
+            uint32_t loc = cm->rank_location[r];
+            if (loc != WS_NONE32)
+                c->member[(size_t)m * c->member_stride + loc / 8] |= (uint8_t)(1u << (loc % 8));
+        }
+    }
+    int rc;
+    for (uint32_t i = 0; i < a->n_local; i++) {
+        if ((rc = ws_points_build(c, a->local[i], err))) {
+            ws_causes_free(c);
+            return rc;
+        }
+        /* what the wait-state passes learnt of the messages went into the
+         * points: its memory serves the next location's points */
+        ws_loc_data *d = &a->locs[a->local[i]];
+        free(d->msg);
+        free(d->leaves);
+        d->msg = NULL;
+        d->leaves = NULL;
+        d->n_leaves = d->cap_leaves = 0;
+    }
+    if ((rc = choose_walk(c, err))) {
+        ws_causes_free(c);
+        return rc;
+    }
+    /* only notes of the delay analysis alone may go ahead (with the
+     * critical path moving with the notes a waiting member may hand it
+     * over) */
+    if (c->delay && (!c->cp || c->walk))
+        for (uint32_t i = 0; i < a->n_local; i++)
+            ws_points_mark_final(c, a->local[i]);
+    /* the path ends at the latest Enter of MPI_Finalize (ties: lowest
+     * index); MPI_Finalize is never on it.  Without MPI_Finalize a
+     * location ends at its last event. */
+    double *fin = ws_malloc_array(a->n_local ? a->n_local : 1, sizeof *fin);
+    if (!fin) {
+        ws_causes_free(c);
+        return ws_error_nomem(err, "critical path");
+    }
+    double end[2] = {-INFINITY, 0.0};
+    for (uint32_t i = 0; i < a->n_local; i++) {
+        uint32_t loc = a->local[i];
+        const ws_events *e = &t->locations[loc].events;
+        const ws_loc_sync *ls = &a->sync->locs[loc];
+        fin[i] = e->n ? e->time[e->n - 1] : -INFINITY;
+        for (uint32_t s = 0; s < ls->n_sites; s++)
+            if (ls->sites[s].cls == WS_SITE_FINALIZE) {
+                fin[i] = ls->sites[s].enter;
+                break;
+            }
+        if (fin[i] > end[0])
+            end[0] = fin[i];
+    }
+    if ((rc = a->transport->ops->allreduce_f64(a->transport, end, 1, WS_MAX, err))) {
+        free(fin);
+        ws_causes_free(c);
+        return rc;
+    }
+    uint64_t first = t->n_locations; /* none */
+    for (uint32_t i = 0; i < a->n_local; i++)
+        if (fin[i] == end[0] && a->local[i] < first)
+            first = a->local[i];
+    free(fin);
+    if ((rc = a->transport->ops->allreduce_u64(a->transport, &first, 1, WS_MIN, err))) {
+        ws_causes_free(c);
+        return rc;
+    }
+    c->end_loc = (uint32_t)first;
+    c->t_end = end[0];
+    a->result->path_end = end[0];
+    *out = c;
+    return WS_OK;
+}
+
+
+void ws_causes_free(ws_causes *c)
+{
+    if (!c)
+        return;
+    if (c->locs) {
+        for (uint32_t i = 0; i < c->a->trace->n_locations; i++) {
+            cause_loc *cl = &c->locs[i];
+            free(cl->sp);
+            free(cl->msg_pts);
+            free(cl->sites);
+            free(cl->gl);
+            free(cl->share);
+            free(cl->coll_ind);
+            free(cl->moves);
+        }
+        free(c->locs);
+    }
+    free(c->entry_buf);
+    free(c->walk_items);
+    charge_scratch *s = &c->scratch;
+    free(s->delta);
+    free(s->shortc);
+    free(s->longc);
+    free(s->waits);
+    free(s->prop_s);
+    free(s->prop_l);
+    free(s->cps);
+    free(s->wait_points);
+    free(s->whole_prop);
+    free(c->acc);
+    free(c->in_acc);
+    free(c->touched);
+    free(c->member);
+    free(c);
+}
+
+/* Time at which the path begins on the location that held it at its
+ * first event: MPI_Init's Enter, or the first event without MPI_Init
+ * (-infinity if that location lives elsewhere). */
+double ws_causes_path_first(const ws_causes *c)
+{
+    double first = -INFINITY;
+    for (uint32_t i = 0; i < c->a->n_local; i++) {
+        uint32_t loc = c->a->local[i];
+        const ws_events *e = &c->a->trace->locations[loc].events;
+        /* where the path begins: MPI_Init's Enter (or the first event), or
+         * earlier where the path arrived before it (clocks violating the
+         * clock condition) */
+        if (c->locs[loc].at_start && e->n) {
+            first = isinf(c->locs[loc].floor) ? e->time[0] : c->locs[loc].floor;
+            if (c->locs[loc].top < first)
+                first = c->locs[loc].top;
+        }
+    }
+    return first;
+}
+
+void ws_causes_undistributed(const ws_causes *c, double *per_location)
+{
+    for (uint32_t i = 0; i < c->a->n_local; i++)
+        per_location[c->a->local[i]] = c->locs[c->a->local[i]].undistributed;
+}
+
+/* What pass 5 would carry: the indirect part of a partner's waiting that
+ * a delayer found, at a message's point on its side (share) and at a
+ * collective site (coll_ind, only parts > 0).  Every message point's
+ * share is looked at (a waiting point's, which pass 5 does not carry,
+ * too: the test errs on the side of running it).  When every one is 0 on
+ * every process, pass 5 would add +0 to cube cells that are never -0: it
+ * would change no bit, and is not run (the 2-rank barrier trace: 0.13 s
+ * on one thread). */
+int ws_causes_indirect_found(ws_causes *c, int *found, ws_error *err)
+{
+    const ws_analysis *a = c->a;
+    uint64_t any = 0;
+    for (uint32_t i = 0; i < a->n_local && !any; i++) {
+        const cause_loc *cl = &c->locs[a->local[i]];
+        if (cl->n_coll_ind)
+            any = 1;
+        for (uint32_t k = 0; k < cl->n_sp && !any; k++)
+            if (cl->sp[k].type != SP_SITE && cl->share[k] != 0.0)
+                any = 1;
+    }
+    int rc = a->transport->ops->allreduce_u64(a->transport, &any, 1, WS_MAX, err);
+    *found = any != 0;
+    return rc;
+}
+
+/* Propagating share of the handled waits. */
+int ws_causes_finish(ws_causes *c, ws_error *err)
+{
+    (void)err;
+    ws_analysis *a = c->a;
+    if (c->delay) {
+        for (uint32_t i = 0; i < a->n_local; i++) {
+            uint32_t loc = a->local[i];
+            const cause_loc *cl = &c->locs[loc];
+            for (uint32_t k = 0; k < cl->n_sp; k++) {
+                const sync_point *p = &cl->sp[k];
+                /* share: the largest propagated share of a waiting point */
+                double prop = cl->share[k] < p->wait ? cl->share[k] : p->wait;
+                /* in a window: the propagating share of the part inside it */
+                double wait_in = point_wait_in(cl, k);
+                if (wait_in != p->wait)
+                    prop = p->wait > 0.0 ? prop * (wait_in / p->wait) : 0.0;
+                if (p->wclass == WS_WAIT_LATESENDER)
+                    add(c, WS_M_MPI_WAIT_PROPAGATING_LS, p->call_cp, loc, prop);
+                else if (p->wclass == WS_WAIT_LATERECEIVER)
+                    add(c, WS_M_MPI_WAIT_PROPAGATING_LR, p->call_cp, loc, prop);
+                else if (p->type == SP_SITE && handled(p->wclass) && p->wait > 0.0)
+                    add(c, WS_M_MPI_WAIT_PROPAGATING_COLLECTIVE, p->call_cp, loc, prop);
+            }
+        }
+    }
+    return WS_OK;
+}
