@@ -87,8 +87,8 @@ typedef struct slot {
 } slot;
 
 typedef struct walker_loc {
-    const walk_item *items; /* its items, in replay order: these, or walker.items at indices */
-    const size_t *indices;
+    const walk_item *items; /* its items, in replay order: these in a row, or at ptrs */
+    const walk_item *const *ptrs;
     size_t n, cursor;
     double top, bottom;
     uint32_t wait_next;
@@ -99,15 +99,15 @@ typedef struct walker_loc {
 } walker_loc;
 
 typedef struct walker {
-    const walk_item *items;
     walker_loc *locs;
     uint32_t n_locs;
+    uint32_t n_pieces; /* one per process */
     /* the exchanges, dense: a message's two channels at 2 * (msg_base[sender] + row) + channel, an
      * instance at coll_base[communicator] + sequence */
     slot *slots;
     size_t *msg_base, *coll_base;
     uint64_t n_comm_keys;
-    size_t *order;
+    const walk_item **order;
     token *tokens;
     size_t n_tokens, cap_tokens;
     uint32_t free_tokens; /* first unused token + 1 (0: none) */
@@ -125,18 +125,24 @@ static slot *slot_of(walker *w, const walk_item *it)
     return &w->slots[w->coll_base[it->key >> 40] + (it->key & ((1ULL << 40) - 1))];
 }
 
+static const walk_item *item_at(const walker_loc *l, size_t k)
+{
+    return l->ptrs ? l->ptrs[k] : &l->items[k];
+}
+
 /* Where each exchange's slot lies (see walker): 0 or an error. */
-static int lay_out(walker *w, size_t n_items, ws_error *err)
+static int lay_out(walker *w, ws_error *err)
 {
     uint64_t top_comm = 0;
-    for (size_t i = 0; i < n_items; i++) {
-        const walk_item *it = &w->items[i];
-        if (it->kind == WALK_COLL && it->n_members > 1 && (it->key >> 40) + 1 > top_comm)
-            top_comm = (it->key >> 40) + 1;
-        if (it->kind != WALK_COLL && (it->key >> 32) >= w->n_locs)
-            return ws_error_set(err, WS_ERR_INTERNAL, "critical path: message of unknown location %llu",
-                                (unsigned long long)(it->key >> 32));
-    }
+    for (uint32_t l = 0; l < w->n_locs; l++)
+        for (size_t k = 0; k < w->locs[l].n; k++) {
+            const walk_item *it = item_at(&w->locs[l], k);
+            if (it->kind == WALK_COLL && it->n_members > 1 && (it->key >> 40) + 1 > top_comm)
+                top_comm = (it->key >> 40) + 1;
+            if (it->kind != WALK_COLL && (it->key >> 32) >= w->n_locs)
+                return ws_error_set(err, WS_ERR_INTERNAL, "critical path: message of unknown location %llu",
+                                    (unsigned long long)(it->key >> 32));
+        }
     w->n_comm_keys = top_comm;
     w->msg_base = ws_calloc((size_t)w->n_locs + 1, sizeof *w->msg_base);
     w->coll_base = ws_calloc((size_t)top_comm + 1, sizeof *w->coll_base);
@@ -144,19 +150,20 @@ static int lay_out(walker *w, size_t n_items, ws_error *err)
         return ws_error_nomem(err, "critical path");
     /* first the extent of each sender's rows and each communicator's
      * instances, then their offsets */
-    for (size_t i = 0; i < n_items; i++) {
-        const walk_item *it = &w->items[i];
-        if (it->kind != WALK_COLL) {
-            size_t *b = &w->msg_base[it->key >> 32];
-            if ((uint32_t)it->key + (size_t)1 > *b)
-                *b = (uint32_t)it->key + (size_t)1;
-        } else if (it->n_members > 1) {
-            size_t *b = &w->coll_base[it->key >> 40];
-            uint64_t seq = it->key & ((1ULL << 40) - 1);
-            if (seq + 1 > *b)
-                *b = (size_t)seq + 1;
+    for (uint32_t l = 0; l < w->n_locs; l++)
+        for (size_t k = 0; k < w->locs[l].n; k++) {
+            const walk_item *it = item_at(&w->locs[l], k);
+            if (it->kind != WALK_COLL) {
+                size_t *b = &w->msg_base[it->key >> 32];
+                if ((uint32_t)it->key + (size_t)1 > *b)
+                    *b = (uint32_t)it->key + (size_t)1;
+            } else if (it->n_members > 1) {
+                size_t *b = &w->coll_base[it->key >> 40];
+                uint64_t seq = it->key & ((1ULL << 40) - 1);
+                if (seq + 1 > *b)
+                    *b = (size_t)seq + 1;
+            }
         }
-    }
     size_t total = 0;
     for (uint32_t l = 0; l < w->n_locs; l++) {
         size_t extent = w->msg_base[l];
@@ -266,7 +273,7 @@ static int run(walker *w, uint32_t loc)
     walker_loc *l = &w->locs[loc];
     int rc;
     while (l->cursor < l->n) {
-        const walk_item *it = l->indices ? &w->items[l->indices[l->cursor]] : &l->items[l->cursor];
+        const walk_item *it = item_at(l, l->cursor);
         /* catch_up: the hold on the path ends at an event at or before
          * where it was handed over */
         if (l->owner && l->bottom > -INFINITY && it->above <= l->bottom)
@@ -313,29 +320,34 @@ static int run(walker *w, uint32_t loc)
     return WS_OK;
 }
 
-static int walk_all(walker *w, size_t n_items, uint32_t end_loc, double t_end, ws_error *err)
+static int walk_all(walker *w, const void *const *pieces, const size_t *sizes, uint32_t n_pieces, uint32_t end_loc,
+                    double t_end, ws_error *err)
 {
-    /* each location's items in its replay order: together already when
+    /* each location's items in its replay order: in a row already when
      * every process holds one location, else found by a counting sort */
     w->q_cap = (size_t)w->n_locs + 1;
     w->queue = ws_malloc_array(w->q_cap, sizeof *w->queue);
     if (!w->queue)
         return ws_error_nomem(err, "critical path");
-    for (size_t i = 0; i < n_items; i++)
-        if (w->items[i].loc >= w->n_locs)
-            return ws_error_set(err, WS_ERR_INTERNAL, "critical path: item of unknown location %u",
-                                (unsigned)w->items[i].loc);
+    size_t n_items = 0;
     int together = 1;
-    for (size_t i = 0; i < n_items && together;) {
-        walker_loc *l = &w->locs[w->items[i].loc];
-        if (l->items) {
-            together = 0;
-            break;
-        }
-        l->items = &w->items[i];
-        while (i < n_items && w->items[i].loc == l->items->loc) {
-            l->n++;
-            i++;
+    for (uint32_t p = 0; p < n_pieces; p++) {
+        const walk_item *items = pieces[p];
+        size_t n = sizes[p] / sizeof *items;
+        n_items += n;
+        for (size_t i = 0; i < n; i++)
+            if (items[i].loc >= w->n_locs)
+                return ws_error_set(err, WS_ERR_INTERNAL, "critical path: item of unknown location %u",
+                                    (unsigned)items[i].loc);
+        for (size_t i = 0; i < n && together;) {
+            walker_loc *l = &w->locs[items[i].loc];
+            if (l->items) {
+                together = 0;
+                break;
+            }
+            l->items = &items[i];
+            for (; i < n && items[i].loc == l->items->loc; i++)
+                l->n++;
         }
     }
     if (!together) {
@@ -345,18 +357,24 @@ static int walk_all(walker *w, size_t n_items, uint32_t end_loc, double t_end, w
             free(count);
             return ws_error_nomem(err, "critical path");
         }
-        for (size_t i = 0; i < n_items; i++)
-            count[w->items[i].loc + 1]++;
+        for (uint32_t p = 0; p < n_pieces; p++) {
+            const walk_item *items = pieces[p];
+            for (size_t i = 0; i < sizes[p] / sizeof *items; i++)
+                count[items[i].loc + 1]++;
+        }
         for (uint32_t l = 0; l < w->n_locs; l++) {
             count[l + 1] += count[l];
-            w->locs[l].indices = &w->order[count[l]];
+            w->locs[l].ptrs = &w->order[count[l]];
             w->locs[l].n = count[l + 1] - count[l];
         }
-        for (size_t i = 0; i < n_items; i++)
-            w->order[count[w->items[i].loc]++] = i;
+        for (uint32_t p = 0; p < n_pieces; p++) {
+            const walk_item *items = pieces[p];
+            for (size_t i = 0; i < sizes[p] / sizeof *items; i++)
+                w->order[count[items[i].loc]++] = &items[i];
+        }
         free(count);
     }
-    int rc = lay_out(w, n_items, err);
+    int rc = lay_out(w, err);
     if (rc)
         return rc;
     for (uint32_t loc = 0; loc < w->n_locs; loc++) {
@@ -377,8 +395,8 @@ static int walk_all(walker *w, size_t n_items, uint32_t end_loc, double t_end, w
     }
     for (uint32_t loc = 0; loc < w->n_locs; loc++)
         if (w->locs[loc].cursor < w->locs[loc].n)
-            return ws_error_set(err, WS_ERR_INTERNAL, "critical path: the walk stalled at location %u, at its exchange %u",
-                                (unsigned)loc, (unsigned)w->locs[loc].cursor);
+            return ws_error_set(err, WS_ERR_INTERNAL, "critical path: the walk stalled at location %u, event %u",
+                                (unsigned)loc, (unsigned)item_at(&w->locs[loc], w->locs[loc].cursor)->ev);
     return WS_OK;
 }
 
@@ -408,42 +426,42 @@ static int keep_moves(ws_causes *c, const move_record *m, size_t n, ws_error *er
     return WS_OK;
 }
 
+/* gather_apply's work on process 0: the walk over every process's items */
+typedef struct walk_ctx {
+    walker *w;
+    uint32_t end_loc;
+    double t_end;
+} walk_ctx;
+
+static int walk_pieces(void *ctx, const void *const *pieces, const size_t *sizes, ws_error *err)
+{
+    walk_ctx *x = ctx;
+    return walk_all(x->w, pieces, sizes, x->w->n_pieces, x->end_loc, x->t_end, err);
+}
+
 int ws_causes_path_walk(ws_causes *c, ws_error *err)
 {
     if (!c->walk)
         return WS_OK;
     const ws_analysis *a = c->a;
     ws_transport *tr = a->transport;
-    size_t *sizes = ws_calloc(tr->n_processes ? tr->n_processes : 1, sizeof *sizes);
-    void *gathered = NULL;
-    int rc = sizes ? WS_OK : ws_error_nomem(err, "critical path");
-    /* every process learns of a failure anywhere before the collectives */
+    walker w;
+    memset(&w, 0, sizeof w);
+    w.n_locs = a->trace->n_locations;
+    w.n_pieces = tr->n_processes;
+    int rc = WS_OK;
+    if (tr->process == 0 && !(w.locs = ws_calloc(w.n_locs ? w.n_locs : 1, sizeof *w.locs)))
+        rc = ws_error_nomem(err, "critical path");
+    /* every process learns of a failure anywhere before the collective */
     if (tr->ops->agree(tr, rc != WS_OK, err))
         rc = rc ? rc : (err->code ? err->code : WS_ERR_INTERNAL);
-    if (rc == WS_OK)
-        rc = tr->ops->gather(tr, c->walk_items, c->n_walk * sizeof *c->walk_items, 0, &gathered, sizes, err);
+    if (rc == WS_OK) {
+        walk_ctx x = {&w, c->end_loc, c->t_end};
+        rc = tr->ops->gather_apply(tr, c->walk_items, c->n_walk * sizeof *c->walk_items, walk_pieces, &x, err);
+    }
     free(c->walk_items);
     c->walk_items = NULL;
     c->n_walk = c->cap_walk = 0;
-    if (rc) {
-        free(sizes);
-        free(gathered);
-        return rc;
-    }
-    walker w;
-    memset(&w, 0, sizeof w);
-    if (tr->process == 0) {
-        size_t total = 0;
-        for (uint32_t p = 0; p < tr->n_processes; p++)
-            total += sizes[p];
-        w.items = gathered;
-        w.n_locs = a->trace->n_locations;
-        w.locs = ws_calloc(w.n_locs ? w.n_locs : 1, sizeof *w.locs);
-        rc = w.locs ? walk_all(&w, total / sizeof(walk_item), c->end_loc, c->t_end, err)
-                    : ws_error_nomem(err, "critical path");
-    }
-    free(sizes);
-    free(gathered);
     if (tr->ops->agree(tr, rc != WS_OK, err))
         rc = rc ? rc : (err->code ? err->code : WS_ERR_INTERNAL);
     if (rc == WS_OK) {

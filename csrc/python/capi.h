@@ -16,8 +16,9 @@
  * _mpi reads no field of ws_trace or ws_result: it holds them as opaque
  * handles and leaves them to the functions below.
  * 3: unify_callpaths, result_gather, comm_layout, trace_begin/end;
- * 4: simulate, ws_analysis_options' window, parse_options */
-#define WS_CAPI_VERSION 4u
+ * 4: simulate, ws_analysis_options' window, parse_options;
+ * 5: ws_analysis_options' path_walk, ws_transport_ops' gather_apply */
+#define WS_CAPI_VERSION 5u
 
 typedef struct ws_core_capi {
     unsigned version;

@@ -61,6 +61,8 @@ enum ws_reduce_op { WS_SUM = 0, WS_MAX = 1, WS_MIN = 2 };
 
 /* Called by a transport when data a location waits for has arrived. */
 typedef void (*ws_wake_fn)(void *scheduler, uint32_t location);
+/* what gather_apply does with the pieces on process 0 */
+typedef int (*ws_gather_fn)(void *ctx, const void *const *pieces, const size_t *sizes, ws_error *err);
 
 typedef struct ws_transport_ops {
     /* Delivers a payload to location `dst`.  Never blocks. */
@@ -122,6 +124,13 @@ typedef struct ws_transport_ops {
      * process p contributed; elsewhere *out is NULL. */
     int (*gather)(ws_transport *t, const void *data, size_t size, int to_all, void **out, size_t *sizes,
                   ws_error *err);
+    /* Collective over all processes, like gather without to_all, but
+     * process 0 does not keep the concatenation: it calls fn(ctx, pieces,
+     * sizes, err) with every process's `size` bytes (pieces[p], sizes[p],
+     * in process order; where the transport can, in place: no copy), and
+     * the others return once it has.  Returns fn's status on process 0;
+     * elsewhere only the transport's own (tell them with agree). */
+    int (*gather_apply)(ws_transport *t, const void *data, size_t size, ws_gather_fn fn, void *ctx, ws_error *err);
     /* Element-wise WS_SUM, WS_MAX or WS_MIN of doubles over all processes,
      * result on process 0 (elsewhere `values` is left unspecified). */
     int (*reduce_f64)(ws_transport *t, double *values, size_t n, int op, ws_error *err);

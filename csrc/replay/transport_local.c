@@ -683,6 +683,8 @@ static void local_destroy(ws_transport *t)
 
 static int local_gather(ws_transport *t, const void *data, size_t size, int to_all, void **out, size_t *sizes,
                         ws_error *err);
+static int local_gather_apply(ws_transport *t, const void *data, size_t size, ws_gather_fn fn, void *ctx,
+                              ws_error *err);
 
 static const ws_transport_ops local_ops = {
     .post = local_post,
@@ -699,6 +701,7 @@ static const ws_transport_ops local_ops = {
     .allreduce_f64 = local_allreduce_f64,
     .exchange = local_exchange,
     .gather = local_gather,
+    .gather_apply = local_gather_apply,
     .reduce_f64 = local_allreduce_f64, /* one process: the same */
     .set_layout = local_set_layout,
     .destroy = local_destroy,
@@ -730,4 +733,14 @@ static int local_gather(ws_transport *t, const void *data, size_t size, int to_a
         memcpy(*out, data, size);
     sizes[0] = size;
     return WS_OK;
+}
+
+/* One process: its own data, in place. */
+static int local_gather_apply(ws_transport *t, const void *data, size_t size, ws_gather_fn fn, void *ctx,
+                              ws_error *err)
+{
+    (void)t;
+    const void *pieces[1] = {data};
+    size_t sizes[1] = {size};
+    return fn(ctx, pieces, sizes, err);
 }

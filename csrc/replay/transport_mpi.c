@@ -666,6 +666,7 @@ static void t_destroy(ws_transport *t)
 static int t_gather(ws_transport *t, const void *data, size_t size, int to_all, void **out, size_t *sizes,
                     ws_error *err);
 static int t_reduce_f64(ws_transport *t, double *values, size_t n, int op, ws_error *err);
+static int t_gather_apply(ws_transport *t, const void *data, size_t size, ws_gather_fn fn, void *ctx, ws_error *err);
 
 static const ws_transport_ops mpi_ops = {
     .post = t_post,
@@ -682,6 +683,7 @@ static const ws_transport_ops mpi_ops = {
     .allreduce_f64 = t_allreduce_f64,
     .exchange = t_exchange,
     .gather = t_gather,
+    .gather_apply = t_gather_apply,
     .reduce_f64 = t_reduce_f64,
     .set_layout = t_set_layout,
     .destroy = t_destroy,
@@ -791,6 +793,34 @@ fail:
     free(counts);
     free(displs);
     return err->code ? err->code : WS_ERR_INTERNAL;
+}
+
+/* Between processes the pieces travel: gathered on rank 0, then read
+ * there. */
+static int t_gather_apply(ws_transport *t, const void *data, size_t size, ws_gather_fn fn, void *ctx, ws_error *err)
+{
+    mpi_transport *m = self_of(t);
+    size_t *sizes = ws_calloc((size_t)m->size, sizeof *sizes);
+    const void **pieces = ws_calloc((size_t)m->size, sizeof *pieces);
+    void *all = NULL;
+    int failed = !sizes || !pieces;
+    if (failed)
+        ws_error_nomem(err, "gathered data");
+    int rc = t_agree(t, failed, err);
+    if (rc == WS_OK)
+        rc = t_gather(t, data, size, 0, &all, sizes, err);
+    if (rc == WS_OK && m->rank == 0) {
+        size_t off = 0;
+        for (int p = 0; p < m->size; p++) {
+            pieces[p] = (const unsigned char *)all + off;
+            off += sizes[p];
+        }
+        rc = fn(ctx, pieces, sizes, err);
+    }
+    free(all);
+    free(sizes);
+    free(pieces);
+    return rc ? (err->code ? err->code : rc) : WS_OK;
 }
 
 static int t_reduce_f64(ws_transport *t, double *values, size_t n, int op, ws_error *err)

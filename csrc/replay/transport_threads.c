@@ -523,6 +523,36 @@ static int t_gather(ws_transport *t, const void *data, size_t size, int to_all, 
     return rc;
 }
 
+/* Thread 0 reads every thread's deposit in place; the others wait in the
+ * second barrier until it is done, which keeps their data alive. */
+static int t_gather_apply(ws_transport *t, const void *data, size_t size, ws_gather_fn fn, void *ctx, ws_error *err)
+{
+    thread_transport *m = self_of(t);
+    ws_thread_hub *h = m->h;
+    h->dep[m->index].data = data;
+    h->dep[m->index].size = size;
+    int rc = ws_hub_barrier(h, 1, err);
+    if (rc)
+        return rc;
+    if (m->index == 0) {
+        const void **pieces = ws_malloc_array(h->n, sizeof *pieces);
+        size_t *sizes = ws_malloc_array(h->n, sizeof *sizes);
+        if (!pieces || !sizes) {
+            rc = ws_error_nomem(err, "gathered data");
+        } else {
+            for (uint32_t p = 0; p < h->n; p++) {
+                pieces[p] = h->dep[p].data;
+                sizes[p] = h->dep[p].size;
+            }
+            rc = fn(ctx, pieces, sizes, err);
+        }
+        free(pieces);
+        free(sizes);
+    }
+    ws_hub_barrier(h, 0, NULL);
+    return rc;
+}
+
 static int t_exchange(ws_transport *t, const void *records, size_t record_size, const uint32_t *dest, size_t n,
                       void **out, size_t *n_out, ws_error *err)
 {
@@ -595,6 +625,7 @@ static const ws_transport_ops thread_ops = {
     .allreduce_f64 = t_allreduce_f64,
     .exchange = t_exchange,
     .gather = t_gather,
+    .gather_apply = t_gather_apply,
     .reduce_f64 = t_reduce_f64,
     .set_layout = t_set_layout,
     .destroy = t_destroy,
