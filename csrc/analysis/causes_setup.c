@@ -14,7 +14,8 @@
  * costs 40-200 ns per exchange, on one process while the others wait.  So
  * the path is walked when those members are at least a tenth of the
  * exchanges (the 2-rank barrier trace: about a quarter; the 1024-rank
- * stencil on two threads: none). */
+ * stencil on two threads: none).  The exchanges bound the items (one per
+ * point and per collective site). */
 static int choose_walk(ws_causes *c, ws_error *err)
 {
     const ws_analysis *a = c->a;
@@ -43,8 +44,11 @@ static int choose_walk(ws_causes *c, ws_error *err)
         }
     }
     int rc = a->transport->ops->allreduce_u64(a->transport, count, 2, WS_SUM, err);
+    /* process 0 receives every item (between processes in one MPI
+     * message, which holds less than 2 GiB): beyond 1 GiB of them the
+     * path stays in the notes */
     if (rc == WS_OK)
-        c->walk = count[0] > 0 && count[0] * 10 >= count[1];
+        c->walk = count[0] > 0 && count[0] * 10 >= count[1] && count[1] <= ((uint64_t)1 << 30) / sizeof(walk_item);
     return rc;
 }
 
