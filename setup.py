@@ -20,7 +20,8 @@ import sys
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-MPI_ONLY = {os.path.join("csrc", "replay", "transport_mpi.c"), os.path.join("csrc", "python", "py_mpi.c")}
+MPI_ONLY = {os.path.join("csrc", "replay", "transport_mpi.c"), os.path.join("csrc", "replay", "transport_mpi_coll.c"),
+            os.path.join("csrc", "python", "py_mpi.c")}
 
 
 def otf2_flags():
@@ -198,6 +199,7 @@ def extensions():
                     os.path.join("csrc", "common", "util.c"),
                     os.path.join("csrc", "replay", "transport_local.c"),
                     os.path.join("csrc", "replay", "transport_mpi.c"),
+                    os.path.join("csrc", "replay", "transport_mpi_coll.c"),
                     os.path.join("csrc", "python", "py_mpi.c"),
                 ],
                 depends=depends,

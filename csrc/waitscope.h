@@ -22,7 +22,7 @@
  *   - Locations, call paths and metrics are dense indices 0..n-1.
  *
  * Building: compile the kernel's sources (csrc/common, csrc/trace,
- * csrc/replay without transport_mpi.c, csrc/analysis, csrc/api) with
+ * csrc/replay without transport_mpi*.c, csrc/analysis, csrc/api) with
  * -std=c11 and OTF2's flags (`otf2-config --cflags`, `--ldflags`,
  * `--libs`), link -lm -lpthread; examples/embed.c and its Makefile
  * target show it.

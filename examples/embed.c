@@ -7,7 +7,7 @@
  *   cc -std=c11 -O2 -Icsrc examples/embed.c $(KERNEL_SOURCES) \
  *      $(otf2-config --cflags --ldflags --libs) -lm -lpthread -o embed
  * where KERNEL_SOURCES are the C files of csrc/api, csrc/common,
- * csrc/trace, csrc/analysis and csrc/replay (without transport_mpi.c).
+ * csrc/trace, csrc/analysis and csrc/replay (without transport_mpi*.c).
  * This file includes nothing of csrc/ but waitscope.h.
  *
  * Run:  ./embed pkg/waitscope/data/scorep-ping-pong

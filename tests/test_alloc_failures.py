@@ -36,7 +36,7 @@ CSRC = ROOT / "csrc"
 def kernel_sources() -> list[str]:
     out = []
     for folder in ("api", "common", "trace", "replay", "analysis"):
-        out += sorted(str(p) for p in (CSRC / folder).glob("*.c") if p.name != "transport_mpi.c")
+        out += sorted(str(p) for p in (CSRC / folder).glob("*.c") if not p.name.startswith("transport_mpi"))
     return out
 
 

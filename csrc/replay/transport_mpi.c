@@ -29,7 +29,7 @@
  *   quiescence round everywhere) send no abort messages: nobody would
  *   receive them.
  */
-#include "transport_mpi.h"
+#include "transport_mpi_int.h"
 
 #include <limits.h>
 #include <mpi.h>
@@ -62,71 +62,11 @@ static size_t flush_bytes(const ws_transport *t)
     return t->bulk ? BULK_FLUSH_BYTES : FLUSH_BYTES;
 }
 
-typedef struct pending_send {
-    MPI_Request request;
-    unsigned char *data;
-} pending_send;
-
-typedef struct mpi_transport {
-    ws_transport base;
-    ws_transport *local;
-    MPI_Comm comm;       /* private duplicate for data and aborts */
-    MPI_Comm round_comm; /* private duplicate for quiescence rounds */
-    int rank, size;
-    const uint32_t *owner; /* location -> process */
-    /* processes owning members of each communicator of the trace */
-    uint32_t n_comms;
-    uint32_t **comm_procs;
-    uint32_t *comm_n_procs;
-    uint32_t *all_procs; /* processes owning at least one location */
-    uint32_t n_all_procs;
-    ws_buffer *out;      /* per destination process */
-    pending_send *sends;
-    size_t n_sends, cap_sends;
-    /* counters of the current epoch (replay) and the next one */
-    uint64_t epoch;
-    uint64_t sent[2], received[2];
-    int progressed;
-    /* quiescence rounds */
-    MPI_Request round;
-    int round_active;
-    uint64_t round_values[4], round_result[4];
-    uint64_t last_sent, last_received;
-    int have_last;
-    /* abort received from another process */
-    int aborted;
-    /* rounds of the waiting loops since the last look at Ctrl-C */
-    unsigned idle_rounds;
-    /* busy polls before yielding: whether (no more processes on this node
-     * than cores) and for how long (ns, adaptive) */
-    int spin;
-    ws_spin_policy spin_policy;
-    /* failures every process learnt at the same step: an agreement on a
-     * failure, or a stalled replay (the same quiescence round everywhere) */
-    int agreed_failure;
-    int stalled;
-    int stalled_here; /* locations of this process were waiting then */
-    char abort_message[1024];
-} mpi_transport;
-
-static mpi_transport *self_of(ws_transport *t)
-{
-    return (mpi_transport *)t;
-}
-
 static void sync_wake(mpi_transport *m)
 {
     m->local->wake = m->base.wake;
     m->local->scheduler = m->base.scheduler;
     m->local->bulk = m->base.bulk; /* a join's payloads for local locations go to the bulk arena */
-}
-
-static int mpi_error(ws_error *err, int code, const char *what)
-{
-    char text[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(code, text, &len);
-    return ws_error_set(err, WS_ERR_MPI, "%s failed: %s", what, text);
 }
 
 /* ---- outgoing records --------------------------------------------------- */
@@ -486,27 +426,6 @@ static int t_finish(ws_transport *t, ws_error *err)
     }
 }
 
-static int t_agree(ws_transport *t, int failed, ws_error *err)
-{
-    mpi_transport *m = self_of(t);
-    int flag = failed ? 1 : 0, any = 0;
-    MPI_Allreduce(&flag, &any, 1, MPI_INT, MPI_MAX, m->comm);
-    if (!any)
-        return 0;
-    m->agreed_failure = 1;
-    /* the lowest failing process tells its message */
-    int mine = failed ? m->rank : m->size, first = 0;
-    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, m->comm);
-    char text[sizeof err->message];
-    memset(text, 0, sizeof text);
-    if (m->rank == first)
-        snprintf(text, sizeof text, "%s", err->message);
-    MPI_Bcast(text, (int)sizeof text, MPI_CHAR, first, m->comm);
-    if (!failed)
-        ws_error_set(err, WS_ERR_MATCH, "%s", text);
-    return 1;
-}
-
 static void t_fail(ws_transport *t, const ws_error *err)
 {
     mpi_transport *m = self_of(t);
@@ -544,85 +463,6 @@ void ws_transport_mpi_fail(ws_transport *t, ws_error *err)
         return;
     if (m->rank != first)
         ws_error_set(err, WS_ERR_MATCH, "%s", text);
-}
-
-static MPI_Op op_of(int op)
-{
-    return op == WS_MAX ? MPI_MAX : op == WS_MIN ? MPI_MIN : MPI_SUM;
-}
-
-static int t_allreduce_u64(ws_transport *t, uint64_t *values, size_t n, int op, ws_error *err)
-{
-    mpi_transport *m = self_of(t);
-    if (n == 0)
-        return WS_OK;
-    int rc = MPI_Allreduce(MPI_IN_PLACE, values, (int)n, MPI_UINT64_T, op_of(op), m->comm);
-    return rc == MPI_SUCCESS ? WS_OK : mpi_error(err, rc, "MPI_Allreduce");
-}
-
-static int t_allreduce_f64(ws_transport *t, double *values, size_t n, int op, ws_error *err)
-{
-    mpi_transport *m = self_of(t);
-    if (n == 0)
-        return WS_OK;
-    int rc = MPI_Allreduce(MPI_IN_PLACE, values, (int)n, MPI_DOUBLE, op_of(op), m->comm);
-    return rc == MPI_SUCCESS ? WS_OK : mpi_error(err, rc, "MPI_Allreduce");
-}
-
-static int t_exchange(ws_transport *t, const void *records, size_t record_size, const uint32_t *dest, size_t n,
-                      void **out, size_t *n_out, ws_error *err)
-{
-    mpi_transport *m = self_of(t);
-    int P = m->size;
-    int *send_counts = ws_calloc((size_t)P, sizeof *send_counts), *recv_counts = ws_calloc((size_t)P, sizeof *recv_counts);
-    int *send_displs = ws_calloc((size_t)P, sizeof *send_displs), *recv_displs = ws_calloc((size_t)P, sizeof *recv_displs);
-    unsigned char *sorted = ws_malloc_array(n ? n : 1, record_size);
-    size_t *fill = ws_calloc((size_t)P, sizeof *fill);
-    int rc = WS_OK;
-    if (!send_counts || !recv_counts || !send_displs || !recv_displs || !sorted || !fill) {
-        rc = ws_error_nomem(err, "record exchange");
-        goto done;
-    }
-    for (size_t i = 0; i < n; i++)
-        send_counts[m->owner[dest[i]]] += (int)record_size;
-    for (int p = 1; p < P; p++)
-        send_displs[p] = send_displs[p - 1] + send_counts[p - 1];
-    for (size_t i = 0; i < n; i++) {
-        int p = (int)m->owner[dest[i]];
-        memcpy(sorted + send_displs[p] + fill[p], (const unsigned char *)records + i * record_size, record_size);
-        fill[p] += record_size;
-    }
-    int mr = MPI_Alltoall(send_counts, 1, MPI_INT, recv_counts, 1, MPI_INT, m->comm);
-    if (mr != MPI_SUCCESS) {
-        rc = mpi_error(err, mr, "MPI_Alltoall");
-        goto done;
-    }
-    size_t total = 0;
-    for (int p = 0; p < P; p++) {
-        recv_displs[p] = (int)total;
-        total += (size_t)recv_counts[p];
-    }
-    *out = ws_malloc(total ? total : 1);
-    if (!*out) {
-        rc = ws_error_nomem(err, "record exchange");
-        goto done;
-    }
-    mr = MPI_Alltoallv(sorted, send_counts, send_displs, MPI_BYTE, *out, recv_counts, recv_displs, MPI_BYTE, m->comm);
-    if (mr != MPI_SUCCESS) {
-        free(*out);
-        *out = NULL;
-        rc = mpi_error(err, mr, "MPI_Alltoallv");
-        goto done;
-    }
-    *n_out = total / record_size;
-done:
-    free(send_counts);
-    free(recv_counts);
-    free(send_displs);
-    free(recv_displs);
-    free(sorted);
-    free(fill);
-    return rc;
 }
 
 static int t_set_layout(ws_transport *t, const uint64_t *counts, uint32_t n_locations, ws_error *err)
@@ -663,10 +503,6 @@ static void t_destroy(ws_transport *t)
     free(m);
 }
 
-static int t_gather(ws_transport *t, const void *data, size_t size, int to_all, void **out, size_t *sizes,
-                    ws_error *err);
-static int t_reduce_f64(ws_transport *t, double *values, size_t n, int op, ws_error *err);
-static int t_gather_apply(ws_transport *t, const void *data, size_t size, ws_gather_fn fn, void *ctx, ws_error *err);
 
 static const ws_transport_ops mpi_ops = {
     .post = t_post,
@@ -677,14 +513,14 @@ static const ws_transport_ops mpi_ops = {
     .coll_release = t_coll_release,
     .progress = t_progress,
     .finish = t_finish,
-    .agree = t_agree,
+    .agree = ws_mpi_agree,
     .fail = t_fail,
-    .allreduce_u64 = t_allreduce_u64,
-    .allreduce_f64 = t_allreduce_f64,
-    .exchange = t_exchange,
-    .gather = t_gather,
-    .gather_apply = t_gather_apply,
-    .reduce_f64 = t_reduce_f64,
+    .allreduce_u64 = ws_mpi_allreduce_u64,
+    .allreduce_f64 = ws_mpi_allreduce_f64,
+    .exchange = ws_mpi_exchange,
+    .gather = ws_mpi_gather,
+    .gather_apply = ws_mpi_gather_apply,
+    .reduce_f64 = ws_mpi_reduce_f64,
     .set_layout = t_set_layout,
     .destroy = t_destroy,
 };
@@ -738,101 +574,5 @@ int ws_transport_mpi_new(MPI_Comm comm, const ws_comm_layout *t, const uint32_t 
         return ws_error_nomem(err, "MPI transport");
     }
     *out = &m->base;
-    return WS_OK;
-}
-
-static int t_gather(ws_transport *t, const void *data, size_t size, int to_all, void **out, size_t *sizes,
-                    ws_error *err)
-{
-    mpi_transport *m = self_of(t);
-    *out = NULL;
-    int receiver = to_all || m->rank == 0;
-    int *counts = receiver ? ws_calloc((size_t)m->size, sizeof *counts) : NULL;
-    int *displs = receiver ? ws_calloc((size_t)m->size, sizeof *displs) : NULL;
-    int failed = size > INT_MAX || (receiver && (!counts || !displs));
-    if (failed)
-        ws_error_set(err, size > INT_MAX ? WS_ERR_ARGUMENT : WS_ERR_NOMEM, "gathering %zu bytes of results failed%s",
-                     size, size > INT_MAX ? ": more than one MPI message holds" : ": out of memory");
-    /* every process learns of a failure anywhere, so none waits in the
-     * collectives below for one that gave up */
-    if (t_agree(t, failed, err))
-        goto fail;
-    int bytes = (int)size;
-    int rc = to_all ? MPI_Allgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, m->comm)
-                    : MPI_Gather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, 0, m->comm);
-    if (rc != MPI_SUCCESS) {
-        mpi_error(err, rc, to_all ? "MPI_Allgather" : "MPI_Gather");
-        goto fail;
-    }
-    if (receiver) {
-        size_t total = 0;
-        for (int p = 0; p < m->size; p++) {
-            displs[p] = (int)total;
-            total += (size_t)counts[p];
-            sizes[p] = (size_t)counts[p];
-        }
-        failed = total > INT_MAX || !(*out = ws_malloc(total ? total : 1));
-        if (failed)
-            ws_error_set(err, WS_ERR_NOMEM, "gathering %zu bytes of results failed: %s", total,
-                         total > INT_MAX ? "more than one MPI message holds" : "out of memory");
-    }
-    if (t_agree(t, failed, err))
-        goto fail;
-    rc = to_all ? MPI_Allgatherv(data, bytes, MPI_BYTE, *out, counts, displs, MPI_BYTE, m->comm)
-                : MPI_Gatherv(data, bytes, MPI_BYTE, *out, counts, displs, MPI_BYTE, 0, m->comm);
-    if (rc != MPI_SUCCESS) {
-        mpi_error(err, rc, to_all ? "MPI_Allgatherv" : "MPI_Gatherv");
-        goto fail;
-    }
-    free(counts);
-    free(displs);
-    return WS_OK;
-fail:
-    free(*out);
-    *out = NULL;
-    free(counts);
-    free(displs);
-    return err->code ? err->code : WS_ERR_INTERNAL;
-}
-
-/* Between processes the pieces travel: gathered on rank 0, then read
- * there. */
-static int t_gather_apply(ws_transport *t, const void *data, size_t size, ws_gather_fn fn, void *ctx, ws_error *err)
-{
-    mpi_transport *m = self_of(t);
-    size_t *sizes = ws_calloc((size_t)m->size, sizeof *sizes);
-    const void **pieces = ws_calloc((size_t)m->size, sizeof *pieces);
-    void *all = NULL;
-    int failed = !sizes || !pieces;
-    if (failed)
-        ws_error_nomem(err, "gathered data");
-    int rc = t_agree(t, failed, err);
-    if (rc == WS_OK)
-        rc = t_gather(t, data, size, 0, &all, sizes, err);
-    if (rc == WS_OK && m->rank == 0) {
-        size_t off = 0;
-        for (int p = 0; p < m->size; p++) {
-            pieces[p] = (const unsigned char *)all + off;
-            off += sizes[p];
-        }
-        rc = fn(ctx, pieces, sizes, err);
-    }
-    free(all);
-    free(sizes);
-    free(pieces);
-    return rc ? (err->code ? err->code : rc) : WS_OK;
-}
-
-static int t_reduce_f64(ws_transport *t, double *values, size_t n, int op, ws_error *err)
-{
-    mpi_transport *m = self_of(t);
-    const size_t chunk = (size_t)1 << 24;
-    for (size_t off = 0; off < n; off += chunk) {
-        int k = (int)(n - off < chunk ? n - off : chunk);
-        int rc = m->rank == 0 ? MPI_Reduce(MPI_IN_PLACE, values + off, k, MPI_DOUBLE, op_of(op), 0, m->comm)
-                              : MPI_Reduce(values + off, NULL, k, MPI_DOUBLE, op_of(op), 0, m->comm);
-        if (rc != MPI_SUCCESS)
-            return mpi_error(err, rc, "MPI_Reduce");
-    }
     return WS_OK;
 }
