@@ -349,7 +349,10 @@ def test_inconsistent_trace(n, case, tmp_path):
 @pytest.mark.parametrize("n", [2, 3])
 def test_runs_of_collectives_equal_the_embedded_mode(n, tmp_path):
     """Between processes, a location's contributions to consecutive sites of
-    one communicator travel ahead in batches: the results stay bitwise equal."""
+    one communicator travel ahead in batches, and the critical path is
+    walked on process 0 (most of its possible moves are at collectives
+    spanning processes, csrc/analysis/path_walk.c): the results stay
+    bitwise equal."""
     path = Path(collective_runs(iterations=40).write(tmp_path / "trace"))
     worker(n, "compare", tmp_path, [path])
     for config in CONFIGS:
