@@ -69,3 +69,21 @@ def collective_runs(world_first: bool = False, iterations: int = 3, scan: bool =
             for step in (steps if world_first else steps[::-1]):
                 step()
     return p
+
+
+def single_member_comms(iterations: int = 4) -> synth.Program:
+    """3 ranks; collectives on communicators of one rank (instances with one
+    member, whose keys repeat on every location) between collectives of the
+    world and a message."""
+    p = synth.Program(3)
+    own = [p.comm([r]) for r in range(3)]
+    for it in range(iterations):
+        for r in range(3):
+            p.rank(r).compute("work", 0.01 * (1 + (r + it) % 3))
+        for r in range(3):
+            p.rank(r).barrier(comm=own[r]).allreduce(size=8, comm=own[r])
+        p.rank(0).send(1, size=64)
+        p.rank(1).recv(0)
+        for r in range(3):
+            p.rank(r).allreduce(size=8).bcast(root=0, size=8, comm=own[r])
+    return p

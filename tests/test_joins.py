@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 
 import waitscope
-from waitscope import _core, synth
+from waitscope import _core
 
 from conftest import BUNDLED, SHARED_DATA
+from programs import single_member_comms
 from random_programs import _Builder, random_run_params, random_spliced
 from test_threads_transport import CONFIGS, assert_same_result
 
@@ -102,16 +103,5 @@ def test_single_member_communicators(tmp_path):
     """Collectives on communicators of one rank (instances with one member:
     a full join produces and consumes them at their site) between
     collectives of the world and messages."""
-    p = synth.Program(3)
-    own = [p.comm([r]) for r in range(3)]
-    for it in range(4):
-        for r in range(3):
-            p.rank(r).compute("work", 0.01 * (1 + (r + it) % 3))
-        for r in range(3):
-            p.rank(r).barrier(comm=own[r]).allreduce(size=8, comm=own[r])
-        p.rank(0).send(1, size=64)
-        p.rank(1).recv(0)
-        for r in range(3):
-            p.rank(r).allreduce(size=8).bcast(root=0, size=8, comm=own[r])
-    trace = waitscope.open(p.write(tmp_path / "trace"))
+    trace = waitscope.open(single_member_comms().write(tmp_path / "trace"))
     assert_joins_equal(trace, "single-member communicators")

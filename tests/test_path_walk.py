@@ -23,6 +23,7 @@ import waitscope
 from waitscope import _core, synth
 
 from conftest import BUNDLED, SHARED_DATA
+from programs import single_member_comms
 from random_programs import _Builder, random_run_params, random_spliced
 from test_critical_path import L, RES, expect_path
 from test_threads_transport import assert_same_result
@@ -127,18 +128,8 @@ def test_random_spliced_traces(seed, tmp_path):
 
 def test_single_member_communicators(tmp_path):
     """Instances of one member, whose keys repeat on every location."""
-    p = synth.Program(3)
-    own = [p.comm([r]) for r in range(3)]
-    for it in range(4):
-        for r in range(3):
-            p.rank(r).compute("work", 0.01 * (1 + (r + it) % 3))
-        for r in range(3):
-            p.rank(r).barrier(comm=own[r]).allreduce(size=8, comm=own[r])
-        p.rank(0).send(1, size=64)
-        p.rank(1).recv(0)
-        for r in range(3):
-            p.rank(r).allreduce(size=8).bcast(root=0, size=8, comm=own[r])
-    assert_walk_equal(waitscope.open(p.write(tmp_path / "trace")), "single-member communicators")
+    trace = waitscope.open(single_member_comms().write(tmp_path / "trace"))
+    assert_walk_equal(trace, "single-member communicators")
 
 
 def test_path_walk_argument_is_checked():

@@ -398,6 +398,15 @@ static int t_finish(ws_transport *t, ws_error *err)
 
 /* ---- collectives ------------------------------------------------------------------- */
 
+/* Deposits this thread's data (`size` bytes, or records) and meets the
+ * others: then every deposit may be read until the closing barrier. */
+static int deposit_and_meet(thread_transport *m, const void *data, size_t size, ws_error *err)
+{
+    m->h->dep[m->index].data = data;
+    m->h->dep[m->index].size = size;
+    return ws_hub_barrier(m->h, 1, err);
+}
+
 static int t_agree(ws_transport *t, int failed, ws_error *err)
 {
     thread_transport *m = self_of(t);
@@ -446,8 +455,7 @@ static int reduce(ws_transport *t, void *values, size_t n, int op, int is_f64, i
 {
     thread_transport *m = self_of(t);
     ws_thread_hub *h = m->h;
-    h->dep[m->index].data = values;
-    int rc = ws_hub_barrier(h, 1, err);
+    int rc = deposit_and_meet(m, values, n, err);
     if (rc)
         return rc;
     if (m->index == 0)
@@ -494,9 +502,7 @@ static int t_gather(ws_transport *t, const void *data, size_t size, int to_all, 
     thread_transport *m = self_of(t);
     ws_thread_hub *h = m->h;
     *out = NULL;
-    h->dep[m->index].data = data;
-    h->dep[m->index].size = size;
-    int rc = ws_hub_barrier(h, 1, err);
+    int rc = deposit_and_meet(m, data, size, err);
     if (rc)
         return rc;
     if (to_all || m->index == 0) {
@@ -529,9 +535,7 @@ static int t_gather_apply(ws_transport *t, const void *data, size_t size, ws_gat
 {
     thread_transport *m = self_of(t);
     ws_thread_hub *h = m->h;
-    h->dep[m->index].data = data;
-    h->dep[m->index].size = size;
-    int rc = ws_hub_barrier(h, 1, err);
+    int rc = deposit_and_meet(m, data, size, err);
     if (rc)
         return rc;
     if (m->index == 0) {
@@ -560,10 +564,8 @@ static int t_exchange(ws_transport *t, const void *records, size_t record_size, 
     ws_thread_hub *h = m->h;
     *out = NULL;
     *n_out = 0;
-    h->dep[m->index].data = records;
-    h->dep[m->index].size = n;
     h->dep[m->index].dest = dest;
-    int rc = ws_hub_barrier(h, 1, err);
+    int rc = deposit_and_meet(m, records, n, err);
     if (rc)
         return rc;
     size_t count = 0;
