@@ -334,8 +334,7 @@ static int p4_coll_combine(void *state, const ws_replay_env *env, uint32_t loc, 
     p4_coll_cache *k = v->cache;
     p4_token *tokens = NULL;
     k->n_tokens = 0;
-    for (uint32_t i = 0; i < v->n_present; i++) {
-        uint32_t m = v->present[i];
+    for (uint32_t m = 0; m < v->n_members; m++) {
         wait_note note;
         const entry *entries;
         int rc = parse_note(v->data[m], v->size[m], &note, &entries, err);
@@ -344,7 +343,7 @@ static int p4_coll_combine(void *state, const ws_replay_env *env, uint32_t loc, 
         if (note.token_target == WS_NONE32)
             continue;
         if (k->n_tokens == 1) {
-            tokens = ws_malloc_array(v->n_present, sizeof *tokens);
+            tokens = ws_malloc_array(v->n_members, sizeof *tokens);
             if (!tokens)
                 return ws_error_nomem(err, "collective instance");
             v->shared = tokens;
@@ -381,8 +380,7 @@ static int p4_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
     }
     /* the delayer charges every waiting member: O(members) once per instance */
     if (c->delay && d->site_waits[site].delayer == loc && cl->sites[site].sp != WS_NONE32)
-        for (uint32_t i = 0; i < v->n_present && rc == WS_OK; i++) {
-            uint32_t m = v->present[i];
+        for (uint32_t m = 0; m < v->n_members && rc == WS_OK; m++) {
             wait_note note;
             const entry *entries;
             if ((rc = parse_note(v->data[m], v->size[m], &note, &entries, err)))
@@ -509,8 +507,7 @@ static int p5_coll_combine(void *state, const ws_replay_env *env, uint32_t loc, 
     (void)loc;
     (void)site;
     uint64_t total = 0;
-    for (uint32_t i = 0; i < v->n_present; i++) {
-        uint32_t m = v->present[i];
+    for (uint32_t m = 0; m < v->n_members; m++) {
         uint64_t n;
         if (v->size[m] < sizeof n)
             return ws_error_set(err, WS_ERR_INTERNAL, "short delay payload");
@@ -527,8 +524,7 @@ static int p5_coll_combine(void *state, const ws_replay_env *env, uint32_t loc, 
     sh->n = total;
     uint64_t j = 0;
     int sorted = 1;
-    for (uint32_t i = 0; i < v->n_present; i++) {
-        uint32_t m = v->present[i];
+    for (uint32_t m = 0; m < v->n_members; m++) {
         uint64_t n;
         memcpy(&n, v->data[m], sizeof n);
         memcpy(sh->e + j, v->data[m] + sizeof n, n * sizeof(coll_indirect));

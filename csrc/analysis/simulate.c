@@ -287,8 +287,8 @@ static int coll_constraint(const ws_loc_sync *ls, uint32_t site, const ws_coll_v
         if (!k->ready) {
             k->ready = 1;
             k->enter = k->new_enter = -INFINITY;
-            for (uint32_t i = 0; i < view->n_present; i++) {
-                if ((rc = member_at(view, view->present[i], &p, err)) < 0) {
+            for (uint32_t m = 0; m < view->n_members; m++) {
+                if ((rc = member_at(view, m, &p, err)) < 0) {
                     k->bad_size = 1;
                     break;
                 }
@@ -309,8 +309,8 @@ static int coll_constraint(const ws_loc_sync *ls, uint32_t site, const ws_coll_v
     case WS_SITE_SCAN: { /* a member waits for the members of lower rank */
         int any = 0;
         *C = *Cn = -INFINITY;
-        for (uint32_t i = 0; i < view->n_present && view->present[i] <= me; i++) {
-            if ((rc = member_at(view, view->present[i], &p, err)) < 0)
+        for (uint32_t m = 0; m < view->n_members && m <= me; m++) {
+            if ((rc = member_at(view, m, &p, err)) < 0)
                 return -1;
             if (!rc)
                 continue;

@@ -122,17 +122,16 @@ static int p1_coll_combine(void *state, const ws_replay_env *env, uint32_t loc, 
     uint8_t cls = ls->sites[site].cls;
     uint32_t root = ls->sites[site].root;
     coll_cache *k = v->cache;
-    for (uint32_t i = 0; i < v->n_present; i++)
-        if (v->size[v->present[i]] != sizeof(coll_info))
+    for (uint32_t m = 0; m < v->n_members; m++)
+        if (v->size[m] != sizeof(coll_info))
             return ws_error_set(err, WS_ERR_INTERNAL, "unexpected collective payload size");
     k->ready = 1;
     k->latest = -INFINITY;
     k->first_leave = INFINITY;
     k->latest_member = WS_NONE32;
     k->root_enter = NAN;
-    uint32_t op0 = member_info(v, v->present[0]).op;
-    for (uint32_t i = 0; i < v->n_present; i++) {
-        uint32_t m = v->present[i];
+    uint32_t op0 = member_info(v, 0).op;
+    for (uint32_t m = 0; m < v->n_members; m++) {
         coll_info c = member_info(v, m);
         if (c.op != op0)
             k->mismatch = 1;
@@ -147,8 +146,7 @@ static int p1_coll_combine(void *state, const ws_replay_env *env, uint32_t loc, 
     }
     if (cls == WS_SITE_1TON && isnan(k->root_enter))
         k->mismatch = 2;
-    for (uint32_t i = 0; i < v->n_present && !k->mismatch; i++) {
-        uint32_t m = v->present[i];
+    for (uint32_t m = 0; m < v->n_members && !k->mismatch; m++) {
         coll_info c = member_info(v, m);
         if (member_wait(cls, k, m, root, &c, NULL) > 0.0)
             k->any_wait = 1;
@@ -160,14 +158,14 @@ static int p1_coll_combine(void *state, const ws_replay_env *env, uint32_t loc, 
         v->shared = pre;
         double prefix = -INFINITY;
         uint32_t prefix_member = WS_NONE32;
-        for (uint32_t i = 0; i < v->n_present; i++) {
-            coll_info c = member_info(v, v->present[i]);
+        for (uint32_t m = 0; m < v->n_members; m++) {
+            coll_info c = member_info(v, m);
             if (c.enter > prefix) {
                 prefix = c.enter;
-                prefix_member = v->present[i];
+                prefix_member = m;
             }
-            pre[v->present[i]].latest = prefix;
-            pre[v->present[i]].member = prefix_member;
+            pre[m].latest = prefix;
+            pre[m].member = prefix_member;
             if ((prefix < c.leave ? prefix : c.leave) > c.enter)
                 k->any_wait = 1;
         }

@@ -17,7 +17,8 @@
  * handles and leaves them to the functions below.
  * 3: unify_callpaths, result_gather, comm_layout, trace_begin/end;
  * 4: simulate, ws_analysis_options' window, parse_options;
- * 5: ws_analysis_options' path_walk, ws_transport_ops' gather_apply */
+ * 5: ws_analysis_options' path_walk, ws_transport_ops' gather_apply,
+ *    ws_coll_view without its list of present members */
 #define WS_CAPI_VERSION 5u
 
 typedef struct ws_core_capi {

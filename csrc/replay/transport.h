@@ -37,10 +37,8 @@ static inline uint32_t ws_message_row(uint64_t id)
 
 /* All contributions to one collective instance. */
 typedef struct ws_coll_view {
-    uint32_t n_members;      /* size of the member index space */
-    uint32_t n_present;      /* contributions present (== n_members) */
-    const uint32_t *present; /* member indices that contributed, ascending */
-    const unsigned char *const *data; /* data[member] or NULL */
+    uint32_t n_members;      /* members, every one of which contributed */
+    const unsigned char *const *data; /* data[member] */
     const size_t *size;      /* size[member] */
     /* Scratch memory per instance and process that handlers may use to
      * cache a reduction computed by the first member that consumes. */

@@ -36,7 +36,7 @@ typedef struct channel_maps {
 #define BULK_LIMIT ((size_t)(BULK - 1) * 8)
 
 /* A collective instance is one heap block: this header, then the
- * per-member arrays, the present list, the handler's cache and room for
+ * per-member arrays, the handler's cache and room for
  * the contributions (one per member, of the size of the first).
  * Contributions that do not fit there go to `spill`.  Neither moves once
  * the instance is complete (no member posts to it any more), so the view's
@@ -53,7 +53,6 @@ typedef struct instance {
     size_t *offset;   /* per member, SIZE_MAX if absent; at or past cap_inline: in spill */
     size_t *size;
     unsigned char **data;
-    uint32_t *present;
     void *cache;
     unsigned char *inline_data;
     ws_buffer spill;
@@ -342,8 +341,6 @@ static instance *instance_get(local_transport *lt, uint32_t n_members, size_t ca
         bytes += m * sizeof(size_t);
         size_t at_data = bytes;
         bytes += m * sizeof(unsigned char *);
-        size_t at_present = bytes;
-        bytes += align8(m * sizeof(uint32_t));
         size_t at_cache = bytes;
         bytes += align8(cache_size);
         size_t at_inline = bytes;
@@ -358,7 +355,6 @@ static instance *instance_get(local_transport *lt, uint32_t n_members, size_t ca
         in->offset = (size_t *)(block + at_offset);
         in->size = (size_t *)(block + at_size);
         in->data = (unsigned char **)(block + at_data);
-        in->present = (uint32_t *)(block + at_present);
         in->cache = block + at_cache;
         in->inline_data = block + at_inline;
         in->cap_members = (uint32_t)m;
@@ -484,18 +480,13 @@ static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, ui
         return ws_error_nomem(err, "collective contribution");
     in->count++;
     if (in->count == n_members) {
-        /* complete: order members, fix pointers, wake everybody */
-        uint32_t k = 0;
+        /* complete (every member contributed once): fix pointers, wake
+         * everybody */
         for (uint32_t m = 0; m < n_members; m++)
-            if (in->offset[m] != SIZE_MAX) {
-                in->present[k++] = m;
-                in->data[m] = in->size[m] == 0 || in->offset[m] < in->cap_inline
-                                  ? in->inline_data + (in->size[m] ? in->offset[m] : 0)
-                                  : in->spill.data + (in->offset[m] - in->cap_inline);
-            }
+            in->data[m] = in->size[m] == 0 || in->offset[m] < in->cap_inline
+                              ? in->inline_data + (in->size[m] ? in->offset[m] : 0)
+                              : in->spill.data + (in->offset[m] - in->cap_inline);
         in->view.n_members = n_members;
-        in->view.n_present = k;
-        in->view.present = in->present;
         in->view.data = (const unsigned char *const *)in->data;
         in->view.size = in->size;
         for (size_t w = 0; w < in->n_waiters; w++)
