@@ -165,34 +165,6 @@ fail:
     return err->code ? err->code : WS_ERR_INTERNAL;
 }
 
-/* Between processes the pieces travel: gathered on rank 0, then read
- * there. */
-int ws_mpi_gather_apply(ws_transport *t, const void *data, size_t size, ws_gather_fn fn, void *ctx, ws_error *err)
-{
-    mpi_transport *m = self_of(t);
-    size_t *sizes = ws_calloc((size_t)m->size, sizeof *sizes);
-    const void **pieces = ws_calloc((size_t)m->size, sizeof *pieces);
-    void *all = NULL;
-    int failed = !sizes || !pieces;
-    if (failed)
-        ws_error_nomem(err, "gathered data");
-    int rc = ws_mpi_agree(t, failed, err);
-    if (rc == WS_OK)
-        rc = ws_mpi_gather(t, data, size, 0, &all, sizes, err);
-    if (rc == WS_OK && m->rank == 0) {
-        size_t off = 0;
-        for (int p = 0; p < m->size; p++) {
-            pieces[p] = (const unsigned char *)all + off;
-            off += sizes[p];
-        }
-        rc = fn(ctx, pieces, sizes, err);
-    }
-    free(all);
-    free(sizes);
-    free(pieces);
-    return rc ? (err->code ? err->code : rc) : WS_OK;
-}
-
 int ws_mpi_reduce_f64(ws_transport *t, double *values, size_t n, int op, ws_error *err)
 {
     mpi_transport *m = self_of(t);
