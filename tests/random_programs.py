@@ -250,6 +250,14 @@ def random_run_params(rng: random.Random, eager: int) -> dict:
     )
 
 
+def random_trace(path: Path, seed: int) -> waitscope.Trace:
+    """The random program of `seed`, run with random parameters, written to
+    `path` and opened."""
+    rng = random.Random(seed)
+    builder = _Builder(rng)
+    return waitscope.open(builder.build().write(path, **random_run_params(rng, builder.eager)))
+
+
 def random_spliced(tmp_path, rng: random.Random, name: str):
     """A random program run twice with different costs, its locations picked from either run.
 

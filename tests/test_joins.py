@@ -24,7 +24,7 @@ from waitscope import _core
 
 from conftest import BUNDLED, SHARED_DATA
 from programs import single_member_comms
-from random_programs import _Builder, random_run_params, random_spliced
+from random_programs import random_spliced, random_trace
 from test_threads_transport import CONFIGS, assert_same_result
 
 REFS = SHARED_DATA / "scalasca-refs"
@@ -57,10 +57,7 @@ def test_scalasca_reference_traces(name):
 
 @pytest.mark.parametrize("seed", range(10))
 def test_random_programs(seed, tmp_path):
-    rng = random.Random(9700 + seed)
-    builder = _Builder(rng)
-    path = builder.build().write(tmp_path / "trace", **random_run_params(rng, builder.eager))
-    trace = waitscope.open(path)
+    trace = random_trace(tmp_path / "trace", 9700 + seed)
     what = f"random program {seed} ({trace.n_locations} ranks)"
     assert_joins_equal(trace, what)
     # another order of the locations, and a time window

@@ -24,7 +24,7 @@ from waitscope import _core, synth
 
 from conftest import BUNDLED, SHARED_DATA
 from programs import single_member_comms
-from random_programs import _Builder, random_run_params, random_spliced
+from random_programs import random_spliced, random_trace
 from test_critical_path import L, RES, expect_path
 from test_threads_transport import assert_same_result
 
@@ -111,10 +111,7 @@ def test_scalasca_reference_traces(name):
 
 @pytest.mark.parametrize("seed", range(12))
 def test_random_programs(seed, tmp_path):
-    rng = random.Random(9700 + seed)
-    builder = _Builder(rng)
-    path = builder.build().write(tmp_path / "trace", **random_run_params(rng, builder.eager))
-    trace = waitscope.open(path)
+    trace = random_trace(tmp_path / "trace", 9700 + seed)
     assert_walk_equal(trace, f"random program {seed} ({trace.n_locations} ranks)", window=seed % 3 == 0)
 
 

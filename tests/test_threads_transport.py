@@ -27,7 +27,7 @@ from waitscope.trace import block_owners
 
 from conftest import BUNDLED, SHARED_DATA
 from programs import collective_runs, six_ranks
-from random_programs import _Builder, random_run_params, random_spliced, splice
+from random_programs import _Builder, random_spliced, random_trace, splice
 
 REFS = SHARED_DATA / "scalasca-refs"
 
@@ -116,11 +116,7 @@ def test_scalasca_reference_traces(name):
 
 @pytest.mark.parametrize("seed", range(12))
 def test_random_programs(seed, tmp_path):
-    rng = random.Random(9100 + seed)
-    builder = _Builder(rng)
-    prog = builder.build()
-    path = prog.write(tmp_path / "trace", **random_run_params(rng, builder.eager))
-    trace = waitscope.open(path)
+    trace = random_trace(tmp_path / "trace", 9100 + seed)
     what = f"random program {seed} ({trace.n_locations} ranks)"
     assert_threads_equal(trace, what, threads=(2, 3))
     # another schedule on every thread, and a time window: still the one-thread result
@@ -436,12 +432,9 @@ def test_delay_costs_without_the_path_ahead(program, tmp_path):
     path (where such notes wait for the replay), on one thread and on
     several, bit for bit."""
     if program == "late rank runs":
-        path = _late_rank_runs(40).write(tmp_path / "trace")
+        trace = waitscope.open(_late_rank_runs(40).write(tmp_path / "trace"))
     else:
-        rng = random.Random(9100 + int(program.split()[1]))
-        builder = _Builder(rng)
-        path = builder.build().write(tmp_path / "trace", **random_run_params(rng, builder.eager))
-    trace = waitscope.open(path)
+        trace = random_trace(tmp_path / "trace", 9100 + int(program.split()[1]))
     reference = _delay_cube(trace, 1, critical_path=True)
     for threads in (1, 2, 3):
         got = _delay_cube(trace, threads, critical_path=False)
