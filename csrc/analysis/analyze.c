@@ -179,12 +179,8 @@ static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n,
             /* collective: the path pieces may have failed on one process
              * only (a failed replay is not: the others learn of it by the
              * transport's abort, which comes only once this one returns) */
-            if (options->delay_model != WS_DELAY_NONE) {
-                if (tr->ops->agree(tr, rc != WS_OK, err))
-                    rc = rc ? rc : (err->code ? err->code : WS_ERR_INTERNAL);
-                else
-                    rc = ws_causes_indirect_found(causes, &indirect, err);
-            }
+            if (options->delay_model != WS_DELAY_NONE && (rc = ws_agree_status(tr, rc, err)) == WS_OK)
+                rc = ws_causes_indirect_found(causes, &indirect, err);
         }
         if (rc == WS_OK && indirect) {
             ws_causes_handlers(causes, 5, &h);

@@ -449,8 +449,7 @@ static int gather_apply(ws_transport *tr, const void *data, size_t size, ws_gath
     const void **pieces = ws_calloc(tr->n_processes ? tr->n_processes : 1, sizeof *pieces);
     void *all = NULL;
     int rc = sizes && pieces ? WS_OK : ws_error_nomem(err, "gathered data");
-    if (tr->ops->agree(tr, rc != WS_OK, err))
-        rc = rc ? rc : (err->code ? err->code : WS_ERR_INTERNAL);
+    rc = ws_agree_status(tr, rc, err);
     if (rc == WS_OK)
         rc = tr->ops->gather(tr, data, size, 0, &all, sizes, err);
     if (rc == WS_OK && tr->process == 0) {
@@ -481,8 +480,7 @@ int ws_causes_path_walk(ws_causes *c, ws_error *err)
     if (tr->process == 0 && !(w.locs = ws_calloc(w.n_locs ? w.n_locs : 1, sizeof *w.locs)))
         rc = ws_error_nomem(err, "critical path");
     /* every process learns of a failure anywhere before the collective */
-    if (tr->ops->agree(tr, rc != WS_OK, err))
-        rc = rc ? rc : (err->code ? err->code : WS_ERR_INTERNAL);
+    rc = ws_agree_status(tr, rc, err);
     if (rc == WS_OK) {
         walk_ctx x = {&w, c->end_loc, c->t_end};
         rc = gather_apply(tr, c->walk_items, c->n_walk * sizeof *c->walk_items, walk_pieces, &x, err);
@@ -490,8 +488,7 @@ int ws_causes_path_walk(ws_causes *c, ws_error *err)
     free(c->walk_items);
     c->walk_items = NULL;
     c->n_walk = c->cap_walk = 0;
-    if (tr->ops->agree(tr, rc != WS_OK, err))
-        rc = rc ? rc : (err->code ? err->code : WS_ERR_INTERNAL);
+    rc = ws_agree_status(tr, rc, err);
     if (rc == WS_OK) {
         void *got = NULL;
         size_t n_got = 0;

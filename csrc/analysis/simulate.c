@@ -388,8 +388,8 @@ static int run(sim *s, ws_transport *tr, const ws_progress *progress, ws_error *
         if (!st->time || !st->sync)
             rc = ws_error_nomem(err, "simulation");
     }
-    if (tr->ops->agree(tr, rc != WS_OK, err))
-        return rc != WS_OK ? rc : err->code;
+    if ((rc = ws_agree_status(tr, rc, err)))
+        return rc;
     if ((rc = ws_sim_balance(s, tr, err)))
         return rc;
     ws_replay_env env;

@@ -96,8 +96,7 @@ int ws_sim_balance(sim *s, ws_transport *tr, ws_error *err)
                 kmax[b] = count[b];
     }
     /* agree on failure before the reductions, so that no process waits */
-    if (tr->ops->agree(tr, rc != WS_OK, err))
-        rc = rc != WS_OK ? rc : err->code;
+    rc = ws_agree_status(tr, rc, err);
     if (rc == WS_OK && B)
         rc = tr->ops->allreduce_u64(tr, kmax, B, WS_MAX, err);
     if (rc == WS_OK && B) {
@@ -115,8 +114,7 @@ int ws_sim_balance(sim *s, ws_transport *tr, ws_error *err)
                 sums[K + slot] += 1.0;
             }
         }
-        if (tr->ops->agree(tr, rc != WS_OK, err))
-            rc = rc != WS_OK ? rc : err->code;
+        rc = ws_agree_status(tr, rc, err);
         if (rc == WS_OK && K)
             rc = tr->ops->allreduce_f64(tr, sums, 2 * K, WS_SUM, err);
         for (uint32_t k = 0; k < s->n_local && rc == WS_OK; k++) {

@@ -141,10 +141,8 @@ static int match_messages(const ws_trace *t, ws_sync *s, const uint32_t *locs, u
             dest[k++] = r->dst;
         }
     }
-    if (tr->ops->agree(tr, rc != WS_OK, err)) {
-        rc = rc ? rc : err->code;
+    if ((rc = ws_agree_status(tr, rc, err)))
         goto done;
-    }
     if ((rc = tr->ops->exchange(tr, records, sizeof *records, dest, n_records, &received, &n_received, err)))
         goto done;
     free(records);
@@ -303,10 +301,8 @@ int ws_sync_build(const ws_trace *t, const uint32_t *locs, uint32_t n, ws_transp
         }
     }
     /* everything so far was local: agree before the collective steps */
-    if (tr->ops->agree(tr, rc != WS_OK, err)) {
-        rc = rc ? rc : err->code;
+    if ((rc = ws_agree_status(tr, rc, err)))
         goto fail;
-    }
     if ((rc = tr->ops->allreduce_u64(tr, hi, n_half, WS_MAX, err)) ||
         (rc = tr->ops->allreduce_u64(tr, lo, n_half, WS_MIN, err)))
         goto fail;

@@ -179,6 +179,16 @@ typedef struct ws_comm_layout {
     ws_comm_ranks *comms;           /* n_comms entries, owned by the layout */
 } ws_comm_layout;
 
+/* Collective: this process's status `rc` agreed with every process's
+ * (ops->agree): rc itself if it failed here, else the failure another
+ * process reported (its error in err), else WS_OK. */
+static inline int ws_agree_status(ws_transport *t, int rc, ws_error *err)
+{
+    if (!t->ops->agree(t, rc != WS_OK, err))
+        return WS_OK;
+    return rc != WS_OK ? rc : (err->code ? err->code : WS_ERR_INTERNAL);
+}
+
 /* Appends `x` to the list (*list, *n) unless it is there: 0, or -1 when
  * out of memory (the list unchanged). */
 static inline int ws_u32_add_unique(uint32_t **list, uint32_t *n, uint32_t x)
