@@ -252,8 +252,9 @@ void ws_profile_reset(ws_causes *c);
 int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const wait_note *note,
               const entry *entries, double *indirect, ws_error *err);
 
-/* pass 4 with `walk`: the location's next item (its `above` and `next`
- * are filled in here); NULL when out of memory */
+/* pass 4 with `walk`: the location's next item (its `above`, and `hand`
+ * bounded by the next event, are filled in here); NULL when out of
+ * memory */
 walk_item *ws_walk_item(ws_causes *c, uint32_t loc, uint32_t ev);
 /* the item's location would hand the path over to `target` at `sync` */
 void ws_walk_hand(walk_item *it, uint32_t target, double sync);

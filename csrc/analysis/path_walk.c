@@ -101,12 +101,10 @@ typedef struct walker_loc {
 typedef struct walker {
     walker_loc *locs;
     uint32_t n_locs;
-    uint32_t n_pieces; /* one per process */
     /* the exchanges, dense: a message's two channels at 2 * (msg_base[sender] + row) + channel, an
      * instance at coll_base[communicator] + sequence */
     slot *slots;
     size_t *msg_base, *coll_base;
-    uint64_t n_comm_keys;
     const walk_item **order;
     token *tokens;
     size_t n_tokens, cap_tokens;
@@ -143,7 +141,6 @@ static int lay_out(walker *w, ws_error *err)
                 return ws_error_set(err, WS_ERR_INTERNAL, "critical path: message of unknown location %llu",
                                     (unsigned long long)(it->key >> 32));
         }
-    w->n_comm_keys = top_comm;
     w->msg_base = ws_calloc((size_t)w->n_locs + 1, sizeof *w->msg_base);
     w->coll_base = ws_calloc((size_t)top_comm + 1, sizeof *w->coll_base);
     if (!w->msg_base || !w->coll_base)
@@ -429,6 +426,7 @@ static int keep_moves(ws_causes *c, const move_record *m, size_t n, ws_error *er
 /* gather_apply's work on process 0: the walk over every process's items */
 typedef struct walk_ctx {
     walker *w;
+    uint32_t n_pieces; /* one per process */
     uint32_t end_loc;
     double t_end;
 } walk_ctx;
@@ -436,7 +434,7 @@ typedef struct walk_ctx {
 static int walk_pieces(void *ctx, const void *const *pieces, const size_t *sizes, ws_error *err)
 {
     walk_ctx *x = ctx;
-    return walk_all(x->w, pieces, sizes, x->w->n_pieces, x->end_loc, x->t_end, err);
+    return walk_all(x->w, pieces, sizes, x->n_pieces, x->end_loc, x->t_end, err);
 }
 
 /* The transport's gather_apply, or (a transport without one) its gather
@@ -475,14 +473,13 @@ int ws_causes_path_walk(ws_causes *c, ws_error *err)
     walker w;
     memset(&w, 0, sizeof w);
     w.n_locs = a->trace->n_locations;
-    w.n_pieces = tr->n_processes;
     int rc = WS_OK;
     if (tr->process == 0 && !(w.locs = ws_calloc(w.n_locs ? w.n_locs : 1, sizeof *w.locs)))
         rc = ws_error_nomem(err, "critical path");
     /* every process learns of a failure anywhere before the collective */
     rc = ws_agree_status(tr, rc, err);
     if (rc == WS_OK) {
-        walk_ctx x = {&w, c->end_loc, c->t_end};
+        walk_ctx x = {&w, tr->n_processes, c->end_loc, c->t_end};
         rc = gather_apply(tr, c->walk_items, c->n_walk * sizeof *c->walk_items, walk_pieces, &x, err);
     }
     free(c->walk_items);
