@@ -64,6 +64,41 @@ def test_event_file_cut_near_its_end(pingpong_dir, pingpong_copy, cut):
     assert_same_events(damaged, waitscope.open(pingpong_dir))
 
 
+def _load_error(anchor: Path, locations: list[int] | None, threads: int = 1) -> str:
+    trace = waitscope.open(anchor, progress=False, load=False)
+    with pytest.raises(waitscope.TraceError) as info:
+        trace.load(locations, threads=threads)
+    return str(info.value)
+
+
+@pytest.mark.parametrize("bad", [0, 1])
+def test_event_file_cut_with_its_end_mark_kept(pingpong_copy, bad):
+    """An event file cut inside its records but still ending with OTF2's
+    end-of-file mark (a copy stitched together).  libotf2 decodes the cut
+    record into whatever its chunk buffer held before, which depends on
+    what was read before; the error must not: the file read alone, after
+    the other location (whose bytes then fill that buffer), and on two
+    threads, at every cut.  Where the cut falls inside a record, the error
+    is the truncation, with the file's size."""
+    evt = pingpong_copy / "traces" / f"{bad}.evt"
+    data = evt.read_bytes()
+    anchor = pingpong_copy / "traces.otf2"
+    inside = 0
+    for cut in range(20, len(data) - 2):
+        evt.write_bytes(data[:cut] + data[-2:])
+        alone = _load_error(anchor, [bad])
+        assert alone.startswith(f"{evt}: "), alone
+        assert "truncated" in alone, alone
+        assert _load_error(anchor, [1 - bad, bad]) == alone, cut
+        assert _load_error(anchor, None, threads=2) == alone, cut
+        if "runs past the end of the data" in alone:
+            inside += 1
+            at = int(alone.split("its record at byte ")[1].split()[0])
+            assert at < cut and f"({cut + 2} bytes;" in alone, (cut, alone)
+    # most cuts fall inside a record (the others end the file early at a record's end)
+    assert inside > (len(data) - 22) // 2
+
+
 def test_missing_event_file(pingpong_copy):
     (pingpong_copy / "traces" / "0.evt").unlink()
     with pytest.raises(waitscope.TraceError, match=r"traces/0\.evt: event file of location 0 is missing"):

@@ -132,8 +132,9 @@ def test_analysis_of_a_threaded_load(many_locations):
 @pytest.mark.parametrize("threads", [2, 5])
 def test_damaged_location_reported_as_with_one_thread(many_locations, tmp_path, bad, threads, cut):
     """A truncated event file (found before decoding, or, with its end mark
-    kept, while decoding): the same error naming the file, and the same
-    locations loaded (those before it in order) as with one thread."""
+    kept, from the file once decoding failed): the same error naming the
+    file and the truncation, and the same locations loaded (those before it
+    in order) as with one thread."""
     copy = writable_copy(many_locations.parent, tmp_path / "copy")
     evt = copy / "traces" / f"{bad}.evt"
     data = evt.read_bytes()
@@ -145,7 +146,7 @@ def test_damaged_location_reported_as_with_one_thread(many_locations, tmp_path, 
             trace.load(threads=n)
         outcomes.append((str(info.value), snapshot(trace)))
     (message_one, store_one), (message_many, store_many) = outcomes
-    assert f"{bad}.evt" in message_one
+    assert f"{bad}.evt" in message_one and "truncated" in message_one
     assert message_many == message_one
     assert_same_store(store_one, store_many)
     assert store_one["counts"][bad] == 0 and (store_one["counts"][:bad] > 0).all()

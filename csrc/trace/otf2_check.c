@@ -18,7 +18,15 @@
  *     byte each), two 8-byte counts (locations, global definitions),
  *     three strings (machine, creator, description), a 4-byte property
  *     count and that many name/value string pairs, then at least the
- *     8-byte trace id and two 4-byte counts (snapshots, thumbnails). */
+ *     8-byte trace id and two 4-byte counts (snapshots, thumbnails);
+ *   - an event file is a sequence of chunks of the archive's event chunk
+ *     size, the last one cut to what it holds.  Every chunk starts with
+ *     its 18-byte header (the header record, the endianness mark, the
+ *     numbers of its first and last record); then come timestamp records
+ *     (0x05 and 8 bytes) and records that carry their length (a type of
+ *     6 or above, a length byte, or 0xff and 8 bytes of length, then that
+ *     many bytes); the last chunk ends with the end-of-file and
+ *     end-of-buffer records. */
 #include "otf2_check.h"
 
 #include "../common/alloc.h"
@@ -34,6 +42,9 @@
 
 enum {
     CHUNK_HEADER = 0x03,
+    TIMESTAMP = 0x05,
+    FIRST_SIZED_RECORD = 0x06, /* attribute lists, then the events */
+    CHUNK_HEADER_BYTES = 18,
     LITTLE_ENDIAN_MARK = 0x42,
     BIG_ENDIAN_MARK = 0x23,
     END_OF_FILE = 0x02,
@@ -169,4 +180,103 @@ int ws_otf2_check_buffer_file_size(const char *path, const char *what, uint64_t 
                             path, what, size);
     *size_out = (uint64_t)size;
     return WS_OK;
+}
+
+/* Reads `n` bytes at `offset` of fd into buf: 0, or errno. */
+static int pread_all(int fd, unsigned char *buf, size_t n, uint64_t offset)
+{
+    while (n) {
+        ssize_t got = pread(fd, buf, n, (off_t)offset);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return got < 0 ? errno : EIO;
+        buf += got;
+        n -= (size_t)got;
+        offset += (uint64_t)got;
+    }
+    return 0;
+}
+
+static uint64_t read_u64(const unsigned char *p, int big_endian)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[big_endian ? 7 - i : i] << (8 * i);
+    return v;
+}
+
+int ws_otf2_check_event_records(const char *path, const char *what, uint64_t chunk_size, ws_error *err)
+{
+    if (chunk_size < CHUNK_HEADER_BYTES)
+        return WS_OK; /* nothing known to check against */
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return ws_error_set(err, WS_ERR_IO, "%s: %s: %s", path, what, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size < 4) {
+        close(fd);
+        return WS_OK; /* the size check reports these */
+    }
+    uint64_t size = (uint64_t)st.st_size;
+    uint64_t start = (size - 1) / chunk_size * chunk_size; /* the last chunk */
+    size_t n = (size_t)(size - start);
+    unsigned char *data = ws_malloc(n);
+    if (!data) {
+        close(fd);
+        return ws_error_nomem(err, "event file check");
+    }
+    int e = pread_all(fd, data, n, start);
+    close(fd);
+    if (e) {
+        free(data);
+        return ws_error_set(err, WS_ERR_IO, "%s: %s: %s", path, what, strerror(e));
+    }
+    int rc = WS_OK;
+    if (n < CHUNK_HEADER_BYTES + 2 || data[0] != CHUNK_HEADER ||
+        (data[1] != LITTLE_ENDIAN_MARK && data[1] != BIG_ENDIAN_MARK)) {
+        rc = ws_error_set(err, WS_ERR_FORMAT,
+                          "%s: %s is damaged: its last chunk (from byte %llu) does not start with an OTF2 chunk "
+                          "header",
+                          path, what, (unsigned long long)start);
+        goto done;
+    }
+    const int big = data[1] == BIG_ENDIAN_MARK;
+    const size_t end = n - 2; /* where the end-of-file mark lies */
+    size_t pos = CHUNK_HEADER_BYTES;
+    while (pos < end) {
+        size_t at = pos;
+        unsigned char type = data[pos++];
+        uint64_t length;
+        if (type == TIMESTAMP) {
+            length = 8;
+        } else if (type >= FIRST_SIZED_RECORD) {
+            if (pos >= end)
+                length = 1; /* its length byte is missing */
+            else if (data[pos] != 0xff)
+                length = data[pos++];
+            else if (end - pos < 9)
+                length = 9;
+            else {
+                length = read_u64(data + pos + 1, big);
+                pos += 9;
+            }
+        } else {
+            rc = ws_error_set(err, WS_ERR_FORMAT,
+                              "%s: %s is damaged: byte %llu holds no OTF2 event record (type %u)", path, what,
+                              (unsigned long long)(start + at), (unsigned)type);
+            goto done;
+        }
+        if (length > end - pos) {
+            rc = ws_error_set(err, WS_ERR_FORMAT,
+                              "%s: %s is truncated: its record at byte %llu runs past the end of the data (%llu "
+                              "bytes; the measurement or a copy was cut short)",
+                              path, what, (unsigned long long)(start + at), (unsigned long long)size);
+            goto done;
+        }
+        pos += (size_t)length;
+    }
+done:
+    free(data);
+    return rc;
 }

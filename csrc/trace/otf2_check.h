@@ -18,6 +18,16 @@ int ws_otf2_check_buffer_file(const char *path, const char *what, ws_error *err)
 /* The same check, giving the file's size in bytes (*size) when it passes. */
 int ws_otf2_check_buffer_file_size(const char *path, const char *what, uint64_t *size, ws_error *err);
 
+/* An event file that failed to decode: whether the records of its last
+ * chunk (of `chunk_size` bytes, the archive's event chunk size) end
+ * exactly at its end-of-file mark.  libotf2 reads a chunk into a buffer
+ * of the full chunk size and decodes a record cut short by a truncation
+ * into whatever that buffer held before, so what it reports then depends
+ * on the memory it was given; this check reports the truncation itself,
+ * the same every time.  WS_OK when the records fit (the decoding error
+ * stands). */
+int ws_otf2_check_event_records(const char *path, const char *what, uint64_t chunk_size, ws_error *err);
+
 /* Size of a buffer file that passes the check above and holds no record:
  * one chunk header (type, endianness mark and two 8-byte record numbers)
  * and the end-of-file and end-of-buffer marks. */

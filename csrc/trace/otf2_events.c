@@ -481,6 +481,25 @@ static int read_local_definitions(OTF2_Reader *reader, uint64_t location, const 
     return WS_OK;
 }
 
+/* For an event file that failed to decode: the truncation that made it
+ * fail, found from the file alone (ws_otf2_check_event_records), or WS_OK
+ * (err untouched) when its records are whole and the decoding error
+ * stands.  What libotf2 decodes past a cut depends on the memory its chunk
+ * buffer held before: one thread reading the file after another location
+ * and several threads reading it first would report different errors. */
+static int truncated_records(OTF2_Reader *reader, const char *evt_path, const char *what, ws_error *err)
+{
+    uint64_t event_chunk = 0, def_chunk = 0;
+    if (OTF2_Reader_GetChunkSize(reader, &event_chunk, &def_chunk) != OTF2_SUCCESS)
+        return WS_OK;
+    ws_error found;
+    ws_error_clear(&found);
+    int rc = ws_otf2_check_event_records(evt_path, what, event_chunk, &found);
+    if (rc == WS_ERR_FORMAT)
+        *err = found;
+    return rc == WS_ERR_FORMAT ? rc : WS_OK;
+}
+
 static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbacks *cbs, load_scratch *scratch,
                          ws_callpaths *callpaths, uint32_t index, const ws_progress *progress, uint64_t *done,
                          uint64_t total, ws_error *err)
@@ -563,6 +582,9 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
             goto done;
         }
     }
+    if ((c.failed || s != OTF2_SUCCESS || records != loc->n_events_defined || c.depth != 0) &&
+        (rc = truncated_records(reader, evt_path, evt_what, err)))
+        goto done;
     if (c.failed) {
         rc = ws_error_prefix(err, "%s: location %llu", evt_path, (unsigned long long)loc->otf2_id);
         goto done;
