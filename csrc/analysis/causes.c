@@ -13,6 +13,8 @@
  */
 #include "causes_int.h"
 
+#include <stddef.h>
+
 /* ---- pass 4: backward --------------------------------------------------- */
 
 /* What the backward replay of every event did at the events [upto, last)
@@ -106,6 +108,18 @@ static double handover_time(const cause_loc *cl, const ws_events *e, double sync
     return t;
 }
 
+/* A note as it travels: without long-term costs (has_gl 0: every note of
+ * a member that did not wait) it ends before gl. */
+static size_t note_bytes(const wait_note *note)
+{
+    return note->has_gl ? sizeof *note : offsetof(wait_note, gl);
+}
+
+static int append_note(ws_buffer *out, const wait_note *note)
+{
+    return ws_buffer_append(out, note, note_bytes(note));
+}
+
 /* The waiting side tells the delayer about its wait state at point k. */
 static int note_for(ws_causes *c, uint32_t loc, uint32_t k, uint32_t delayer, uint32_t token_target, ws_buffer *out,
                     ws_error *err)
@@ -119,8 +133,10 @@ static int note_for(ws_causes *c, uint32_t loc, uint32_t k, uint32_t delayer, ui
     /* read only with a wait (ws_charge); left 0 otherwise, so that a note
      * without one is the same whenever it is made (p4_coll_ahead_at) */
     const double *gl = c->delay && note.wait > 0.0 ? point_gl(cl, k) : NULL;
-    if (gl)
+    if (gl) {
         memcpy(note.gl + 1, gl, NGL * sizeof *gl);
+        note.has_gl = 1;
+    }
     note.wclass = p->wclass;
     note.waiter = loc;
     note.delayer = delayer;
@@ -138,7 +154,7 @@ static int note_for(ws_causes *c, uint32_t loc, uint32_t k, uint32_t delayer, ui
         }
     }
     size_t header = out->size;
-    if (ws_buffer_append(out, &note, sizeof note) != 0)
+    if (append_note(out, &note) != 0)
         return ws_error_nomem(err, "payload");
     if (note.wait > 0.0) {
         ws_interval_profile(c, loc, ws_previous_point(c, loc, k, delayer), k, 0);
@@ -146,7 +162,7 @@ static int note_for(ws_causes *c, uint32_t loc, uint32_t k, uint32_t delayer, ui
         ws_profile_reset(c);
         if (n == WS_NONE32)
             return ws_error_nomem(err, "payload");
-        ((wait_note *)(out->data + header))->n_entries = n;
+        memcpy(out->data + header + offsetof(wait_note, n_entries), &n, sizeof n);
     }
     return WS_OK;
 }
@@ -200,12 +216,18 @@ static const entry *aligned_entries(ws_causes *c, const wait_note *note, const e
 
 static int parse_note(const void *data, size_t size, wait_note *note, const entry **entries, ws_error *err)
 {
-    if (size < sizeof *note)
+    const size_t head = offsetof(wait_note, gl);
+    if (size < head)
         return ws_error_set(err, WS_ERR_INTERNAL, "short delay payload");
-    memcpy(note, data, sizeof *note);
-    if (size < sizeof *note + (size_t)note->n_entries * sizeof(entry))
+    memcpy(note, data, head);
+    size_t bytes = note_bytes(note);
+    if (size < bytes + (size_t)note->n_entries * sizeof(entry))
         return ws_error_set(err, WS_ERR_INTERNAL, "short delay payload");
-    *entries = (const entry *)((const unsigned char *)data + sizeof *note);
+    if (note->has_gl)
+        memcpy(note->gl, (const unsigned char *)data + head, sizeof note->gl);
+    else
+        memset(note->gl, 0, sizeof note->gl);
+    *entries = (const entry *)((const unsigned char *)data + bytes);
     return WS_OK;
 }
 
@@ -284,7 +306,7 @@ static int p4_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
                     return err->code;
             }
         }
-        if (ws_buffer_append(out, &note, sizeof note) != 0)
+        if (append_note(out, &note) != 0)
             return ws_error_nomem(err, "payload");
         return WS_OK;
     }

@@ -165,14 +165,14 @@ typedef struct entry {
 typedef struct wait_note {
     double wait;          /* the waiting time (0: nothing to charge) */
     double gamma;         /* its part inside the analysis window, the short-term cost charged (= wait without one) */
-    double gl[NCLS];      /* gamma long per final class */
     double token_time;    /* critical path handed over at this time ... */
     uint32_t token_target;/* ... to this location (WS_NONE32: no token) */
     uint32_t wclass;
     uint32_t waiter;
     uint32_t delayer;
     uint32_t n_entries;   /* mini-profile entries that follow */
-    uint32_t pad;
+    uint32_t has_gl;      /* gl travels (else it is all 0 and the payload ends before it) */
+    double gl[NCLS];      /* gamma long per final class: last, so that a note without one is 48 bytes, not 120 */
 } wait_note;
 
 enum { MSG_HAS_LS = 1, MSG_HAS_LR = 2 };
