@@ -39,10 +39,15 @@ enum {
 
 /* What the wait-state passes found at a site (one record: the later
  * passes read several of its fields at once). */
+typedef struct ws_init_completion {
+    uint32_t site;
+    uint32_t pad;
+    double completion;
+} ws_init_completion;
+
 typedef struct ws_site_wait {
     double wait;
     double sync_time;
-    double completion; /* time in the call after the waiting and the first leave */
     uint32_t delayer;  /* location of the process that everybody waited for */
     uint8_t sync;      /* the site is a synchronization point (someone waited) */
     uint8_t kind;      /* ws_wait_class of the site's waiting */
@@ -62,6 +67,12 @@ typedef struct ws_loc_data {
     double *time;
     double *visits;
     double *init_wait;   /* per call path: waiting in MPI_Init for the last entrant (no metric) */
+    /* MPI_Init's completion (the time in it after the waiting and the
+     * first leave; only MPI_Init's point counts it), per MPI_Init site in
+     * site order: a location has one or none, so this is not kept per
+     * site (800,000 barriers would carry 8 bytes each for nothing) */
+    ws_init_completion *init_completions;
+    uint32_t n_init_completions;
     /* pass-1 bookkeeping of Waitall/Waitsome completions */
     uint32_t multi_call;
     uint32_t multi_row;
@@ -100,8 +111,13 @@ void ws_causes_handlers(ws_causes *c, int pass, ws_handler *h);
  * process (collective over the transport) */
 int ws_causes_indirect_found(ws_causes *c, int *found, ws_error *err);
 int ws_causes_finish(ws_causes *c, ws_error *err);
+/* after ws_causes_finish: frees what only the replays of passes 4 and 5
+ * read (the points and their costs); the moves of the critical path stay
+ * for ws_causes_path_pieces */
+void ws_causes_release_points(ws_causes *c);
 void ws_causes_free(ws_causes *c);
-/* the pieces of the critical path, after pass 4 (path_pieces.c) */
+/* the pieces of the critical path, after pass 4 (path_pieces.c): from the
+ * moves and the events alone */
 int ws_causes_path_pieces(ws_causes *c, ws_error *err);
 /* after pass 4 (collective): where the critical path moved, when it is
  * walked in one place (path_walk.c); nothing otherwise */

@@ -153,25 +153,43 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
 }
 
 
+void ws_causes_release_points(ws_causes *c)
+{
+    if (!c || !c->locs)
+        return;
+    for (uint32_t i = 0; i < c->a->trace->n_locations; i++) {
+        cause_loc *cl = &c->locs[i];
+        free(cl->sp);
+        free(cl->msg_pts);
+        free(cl->sites);
+        free(cl->gl);
+        free(cl->share);
+        free(cl->coll_ind);
+        cl->sp = NULL;
+        cl->n_sp = 0;
+        cl->msg_pts = NULL;
+        cl->sites = NULL;
+        cl->gl = NULL;
+        cl->share = NULL;
+        cl->coll_ind = NULL;
+        cl->n_coll_ind = cl->cap_coll_ind = 0;
+    }
+    free(c->walk_items);
+    c->walk_items = NULL;
+    c->n_walk = c->cap_walk = 0;
+}
+
 void ws_causes_free(ws_causes *c)
 {
     if (!c)
         return;
+    ws_causes_release_points(c);
     if (c->locs) {
-        for (uint32_t i = 0; i < c->a->trace->n_locations; i++) {
-            cause_loc *cl = &c->locs[i];
-            free(cl->sp);
-            free(cl->msg_pts);
-            free(cl->sites);
-            free(cl->gl);
-            free(cl->share);
-            free(cl->coll_ind);
-            free(cl->moves);
-        }
+        for (uint32_t i = 0; i < c->a->trace->n_locations; i++)
+            free(c->locs[i].moves);
         free(c->locs);
     }
     free(c->entry_buf);
-    free(c->walk_items);
     charge_scratch *s = &c->scratch;
     free(s->delta);
     free(s->shortc);

@@ -232,10 +232,16 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             n++;
         }
     }
+    uint32_t next_init = 0; /* in d->init_completions, which are in site order */
     for (uint32_t s = 0; s < ls->n_sites; s++) {
         if (!d->site_waits[s].sync)
             continue;
         uint8_t cls = ls->sites[s].cls;
+        double init_completion = 0.0;
+        while (next_init < d->n_init_completions && d->init_completions[next_init].site < s)
+            next_init++;
+        if (next_init < d->n_init_completions && d->init_completions[next_init].site == s)
+            init_completion = d->init_completions[next_init].completion;
         uint32_t comm = WS_NONE32, root = WS_NONE32;
         if (cls != WS_SITE_INIT && cls != WS_SITE_FINALIZE) {
             comm = (uint32_t)(ls->sites[s].instance >> 40);
@@ -258,7 +264,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         p->call_cp = ls->sites[s].callpath;
         /* MPI_Init: its completion only; other collectives: the time after
          * the last member arrived */
-        p->completion = cls == WS_SITE_INIT ? d->site_waits[s].completion : 0.0;
+        p->completion = cls == WS_SITE_INIT ? init_completion : 0.0;
         if (handled(p->wclass) && d->site_waits[s].wait > 0.0) {
             p->wait = d->site_waits[s].wait;
             pwin[n] = ws_window_part(&a->options, ls->sites[s].enter, ls->sites[s].enter + p->wait, p->wait);

@@ -294,7 +294,13 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
     /* annotations for the later passes */
     d->site_waits[site].wait = wait;
     d->site_waits[site].kind = kind;
-    d->site_waits[site].completion = completion;
+    if (cls == WS_SITE_INIT) {
+        ws_init_completion *ic = ws_realloc(d->init_completions, ((size_t)d->n_init_completions + 1) * sizeof *ic);
+        if (!ic)
+            return ws_error_nomem(err, "wait states");
+        ic[d->n_init_completions++] = (ws_init_completion){site, 0, completion};
+        d->init_completions = ic;
+    }
     uint32_t delayer_member = WS_NONE32;
     switch (cls) {
     case WS_SITE_BARRIER:
