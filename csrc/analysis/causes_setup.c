@@ -39,7 +39,7 @@ static int choose_walk(ws_causes *c, ws_error *err)
             if (!sw[s].anywait || st->cls == WS_SITE_OTHER || st->cls == WS_SITE_SCAN || st->cls == WS_SITE_INIT)
                 continue;
             count[1]++;
-            if (sw[s].wait > 0.0 && st->expected_local < st->n_members)
+            if (sw[s].wait > 0.0 && ws_site_expected_local(a->sync, st) < st->n_members)
                 count[0]++;
         }
     }

@@ -157,7 +157,7 @@ int ws_replay_post_site(const ws_replay_env *env, ws_transport *tr, const ws_han
     if (rc)
         return rc;
     return tr->ops->coll_post(tr, ws_replay_handler_key(ls->sites[site].instance, h), ls->sites[site].n_members,
-                              ls->sites[site].expected_local, ls->sites[site].member, loc,
+                              ws_site_expected_local(env->sync, &ls->sites[site]), ls->sites[site].member, loc,
                               out->data, out->size, hd->coll_cache_size, err);
 }
 

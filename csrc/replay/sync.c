@@ -28,6 +28,7 @@ void ws_sync_free(ws_sync *s)
             free_loc(&s->locs[i]);
     free(s->locs);
     free(s->region_mpi);
+    free(s->comm_local);
     free(s);
 }
 
@@ -326,14 +327,11 @@ int ws_sync_build(const ws_trace *t, const uint32_t *locs, uint32_t n, ws_transp
             drop_sites(ls, WS_SITE_INIT);
         if (!fin_ok)
             drop_sites(ls, WS_SITE_FINALIZE);
-        for (uint32_t k = 0; k < ls->n_sites; k++) {
-            if (ls->sites[k].cls == WS_SITE_INIT || ls->sites[k].cls == WS_SITE_FINALIZE) {
-                ls->sites[k].expected_local = n;
-            } else {
-                ls->sites[k].expected_local = local_members[ls->sites[k].instance >> 40];
-            }
-        }
     }
+    s->comm_local = local_members;
+    local_members = NULL;
+    s->n_comms = t->n_comms;
+    s->n_local = n;
     if ((rc = match_messages(t, s, locs, n, tr, err)))
         goto fail;
     free(comms);

@@ -74,7 +74,6 @@ typedef struct ws_site {
     uint32_t event;          /* event replayed as the site (MpiCollectiveEnd, or Leave of Init/Finalize) */
     uint32_t member;         /* this location's index among the members */
     uint32_t n_members;      /* every one contributes to the instance */
-    uint32_t expected_local; /* members owned by this process */
     uint8_t cls;             /* enum ws_site_class */
     uint8_t op;              /* OTF2 collective op (for explicit sites) */
     uint8_t pad[2];
@@ -110,6 +109,12 @@ typedef struct ws_loc_sync {
 typedef struct ws_sync {
     uint32_t n_locations;   /* of the whole trace */
     ws_loc_sync *locs;      /* indexed by location; filled for local ones */
+    /* members owned by this process, of every communicator (the same for
+     * all its instances, so not kept per site), and of MPI_Init and
+     * MPI_Finalize (every location): ws_site_expected_local */
+    uint32_t *comm_local;
+    uint32_t n_comms;
+    uint32_t n_local;
     uint8_t *region_mpi;    /* per region: WS_MPIFN_* class, see sync.c */
     uint32_t n_regions;
 } ws_sync;
@@ -126,6 +131,15 @@ enum {
     WS_MPIFN_TEST = 7,       /* MPI_Test* */
     WS_MPIFN_OTHER = 8
 };
+
+/* The members of site st's instance owned by this process. */
+static inline uint32_t ws_site_expected_local(const ws_sync *s, const ws_site *st)
+{
+    if (st->cls == WS_SITE_INIT || st->cls == WS_SITE_FINALIZE)
+        return s->n_local;
+    uint64_t comm = st->instance >> 40;
+    return comm < s->n_comms ? s->comm_local[comm] : 0;
+}
 
 /* Builds the local parts (calls, requests, sites) for the given
  * locations and matches every receive to its send through the transport
