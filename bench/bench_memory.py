@@ -7,7 +7,9 @@ through /proc/self/clear_refs after opening), and VmRSS after the analysis
 (the result kept) -- all as bytes per event.  Traces: the cached 1024-rank
 stencil of bench_load.py (~10.3 M events) and the allreduce program of
 bench_scale.py at 4,096 ranks (~1 M events, in memory: its store is
-measured after the synthetic run).
+measured after the synthetic run), and the 2-rank barrier trace of
+bench_parallel.py (800,000 iterations, 9.6 M events: 1.6 M collective
+sites, the trace whose per-site state weighs most).
 
 With ``--events N`` (e.g. ``--events 1e8``) only one trace is measured: the
 same 1024-rank stencil program (messages, requests, collectives) with as
@@ -26,7 +28,7 @@ shows both side by side.  The aims (issue: analysis at most 24 bytes per
 event above the store, returned after the analysis) are printed, not
 asserted.  No assertions.
 
-    python bench/bench_memory.py [--dir DIR] [--compare PKGDIR] [--only stencil|allreduce] [--events N]
+    python bench/bench_memory.py [--dir DIR] [--compare PKGDIR] [--only stencil|allreduce|barrier] [--events N]
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_load import DEFAULT_DIR, ensure_trace, warm_page_cache  # noqa: E402
+from bench_parallel import ensure_barrier_trace  # noqa: E402
 
 SIDE = 32
 # events per rank and iteration of the stencil (50.11 at 1947 iterations, 50.15 at 200):
@@ -63,7 +66,7 @@ import numpy, waitscope
 base = status()["VmRSS"]
 kind, arg = sys.argv[1], sys.argv[2]
 t0 = time.perf_counter()
-if kind == "stencil":
+if kind in ("stencil", "barrier"):
     trace = waitscope.open(arg)
 else:
     from bench_scale import allreduce_program
@@ -99,7 +102,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", default=DEFAULT_DIR, help="cache directory of the stencil trace")
     ap.add_argument("--compare", metavar="PKGDIR", help="directory holding another build's waitscope package")
-    ap.add_argument("--only", choices=["stencil", "allreduce"])
+    ap.add_argument("--only", choices=["stencil", "allreduce", "barrier"])
     ap.add_argument("--events", type=float, metavar="N",
                     help="only the stencil program with at least N events (e.g. 1e8), written once into --dir")
     args = ap.parse_args()
@@ -116,6 +119,10 @@ def main() -> None:
         cases.append(("stencil 1024 ranks", "stencil", anchor))
     if not args.events and args.only in (None, "allreduce"):
         cases.append(("allreduce 4096 ranks", "allreduce", "4096"))
+    if not args.events and args.only in (None, "barrier"):
+        anchor = ensure_barrier_trace(args.dir, 800_000)
+        warm_page_cache(anchor)
+        cases.append(("barrier 2 ranks", "barrier", anchor))
     builds = [("this build", None)] + ([("compared", args.compare)] if args.compare else [])
 
     rows = []
