@@ -62,7 +62,7 @@ typedef struct ws_loc_data {
     uint8_t *msg_bits;   /* WS_MD_* */
     ws_partner_leaves *leaves; /* in the order learnt (ws_points_build sorts them by row) */
     size_t n_leaves, cap_leaves;
-    ws_site_wait *site_waits; /* per site */
+    ws_site_wait *site_waits; /* per site; freed once the delay analysis copied what it needs (cause_site) */
     /* accumulators per call path */
     double *time;
     double *visits;

@@ -267,8 +267,7 @@ static int p4_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
 static int p4_coll_active(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site)
 {
     ws_causes *c = state;
-    const ws_loc_data *d = &c->a->locs[loc];
-    if (!d->site_waits[site].anywait)
+    if (!c->locs[loc].sites[site].anywait)
         return 0;
     uint8_t cls = env->sync->locs[loc].sites[site].cls;
     /* the path stays where it is at scans (Scalasca 2.6) and MPI_Init (it
@@ -283,10 +282,9 @@ static int p4_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
 {
     ws_causes *c = state;
     cause_loc *cl = &c->locs[loc];
-    const ws_loc_data *d = &c->a->locs[loc];
     uint32_t k = cl->sites[site].sp;
-    uint32_t delayer = d->site_waits[site].delayer;
-    int waited = d->site_waits[site].wait > 0.0;
+    uint32_t delayer = cl->sites[site].delayer;
+    int waited = cl->sites[site].waited;
     if (k == WS_NONE32) {
         /* not an interval boundary here (e.g. a scan): only the path moves */
         wait_note note;
@@ -300,7 +298,7 @@ static int p4_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
             catch_up(cl, &env->trace->locations[loc].events, (uint64_t)ev + 1);
             if (cl->owner) {
                 note.token_target = delayer;
-                note.token_time = handover_time(cl, &env->trace->locations[loc].events, d->site_waits[site].sync_time);
+                note.token_time = handover_time(cl, &env->trace->locations[loc].events, site_sync_time(cl, site));
                 cl->bottom = note.token_time;
                 if (add_move(cl, ev, 0, note.token_time, err) != WS_OK)
                     return err->code;
@@ -325,7 +323,7 @@ static int p4_coll_ahead_at(void *state, const ws_replay_env *env, uint32_t loc,
     (void)env;
     ws_causes *c = state;
     const cause_loc *cl = &c->locs[loc];
-    if (c->cp && !c->walk && c->a->locs[loc].site_waits[site].wait > 0.0)
+    if (c->cp && !c->walk && cl->sites[site].waited)
         return 0;
     uint32_t k = cl->sites[site].sp;
     return k == WS_NONE32 || !(c->delay && handled(cl->sp[k].wclass) && cl->sp[k].wait > 0.0) || cl->sp[k].final;
@@ -388,7 +386,6 @@ static int p4_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
 {
     ws_causes *c = state;
     cause_loc *cl = &c->locs[loc];
-    const ws_loc_data *d = &c->a->locs[loc];
     int rc = WS_OK;
     double token = NAN;
     /* the path handed over to this location (the last such note) */
@@ -401,7 +398,7 @@ static int p4_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
             token = tk->time;
     }
     /* the delayer charges every waiting member: O(members) once per instance */
-    if (c->delay && d->site_waits[site].delayer == loc && cl->sites[site].sp != WS_NONE32)
+    if (c->delay && cl->sites[site].delayer == loc && cl->sites[site].sp != WS_NONE32)
         for (uint32_t m = 0; m < v->n_members && rc == WS_OK; m++) {
             wait_note note;
             const entry *entries;
@@ -435,10 +432,8 @@ static int p4_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
         it->member = st->member;
         it->n_members = st->n_members;
         it->kind = WALK_COLL;
-        uint32_t k = cl->sites[site].sp;
-        if (d->site_waits[site].wait > 0.0)
-            ws_walk_hand(it, d->site_waits[site].delayer,
-                         k == WS_NONE32 ? d->site_waits[site].sync_time : cl->sp[k].time);
+        if (cl->sites[site].waited)
+            ws_walk_hand(it, cl->sites[site].delayer, site_sync_time(cl, site));
     }
     if (rc == WS_OK && !isnan(token))
         rc = take_at(c, loc, env->sync->locs[loc].sites[site].event, token, err);
@@ -484,7 +479,7 @@ static int p5_coll_active(void *state, const ws_replay_env *env, uint32_t loc, u
 {
     ws_causes *c = state;
     uint8_t cls = env->sync->locs[loc].sites[site].cls;
-    return c->a->locs[loc].site_waits[site].anywait && delay_site_class(cls);
+    return c->locs[loc].sites[site].anywait && delay_site_class(cls);
 }
 
 static int p5_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site, ws_buffer *out,
@@ -582,7 +577,7 @@ static int p5_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
     (void)err;
     ws_causes *c = state;
     const p5_shared *sh = v->shared;
-    if (!(c->a->locs[loc].site_waits[site].wait > 0.0) || !sh)
+    if (!c->locs[loc].sites[site].waited || !sh)
         return WS_OK;
     /* the first entry of this waiter */
     uint64_t lo = 0, hi = sh->n;
@@ -614,8 +609,7 @@ static void p45_prefetch(void *state, const ws_replay_env *env, uint32_t loc, in
         WS_PREFETCH((const char *)d + 64);
         return;
     }
-    WS_PREFETCH(&cl->sites[site].sp);
-    WS_PREFETCH_RECORD(&d->site_waits[site]);
+    WS_PREFETCH_RECORD(&cl->sites[site]);
 }
 
 /* A run later: the site's point and the events of the interval it

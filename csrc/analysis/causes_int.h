@@ -55,7 +55,21 @@ typedef struct cause_site {
     uint32_t root;    /* location of its root (WS_NONE32: none) */
     uint32_t ind_off; /* delayer side: its pairs in coll_ind */
     uint32_t ind_n;
+    /* what passes 4 and 5 read of the wait states found here (copied
+     * from ws_site_wait, which is freed once the points are built) */
+    uint32_t delayer; /* the location waited for (WS_NONE32: none) */
+    uint8_t anywait;  /* some member of the instance waited */
+    uint8_t waited;   /* this location waited here */
+    uint8_t pad[2];
 } cause_site;
+
+/* the synchronization time of a site where the location waited but that
+ * is no point (none in practice: such sites take no part in pass 4) */
+typedef struct pointless_wait {
+    uint32_t site;
+    uint32_t pad;
+    double sync_time;
+} pointless_wait;
 
 typedef struct cause_loc {
     sync_point *sp;
@@ -63,6 +77,8 @@ typedef struct cause_loc {
     uint8_t *msg_pts;   /* message row: MSG_HAS_LS | MSG_HAS_LR, which points it has */
     uint32_t hint;      /* the point last looked up (ws_point_of_message) */
     cause_site *sites;  /* per site */
+    pointless_wait *pointless; /* by site, ascending */
+    uint32_t n_pointless;
     /* long-term cost carried by a point's waiting, per final class: only
      * points that wait carry one, so only they have a block of GL_BLOCK
      * doubles in gl, at sp[k].gl_slot * GL_BLOCK: class x at x - 1, then
@@ -192,6 +208,22 @@ static inline double point_wait_in(const cause_loc *cl, uint32_t k)
 {
     const double *b = point_gl(cl, k);
     return b ? b[NGL] : 0.0;
+}
+
+/* the synchronization time of site `site`, where the location waited */
+static inline double site_sync_time(const cause_loc *cl, uint32_t site)
+{
+    if (cl->sites[site].sp != WS_NONE32)
+        return cl->sp[cl->sites[site].sp].time;
+    uint32_t lo = 0, hi = cl->n_pointless;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (cl->pointless[mid].site < site)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < cl->n_pointless && cl->pointless[lo].site == site ? cl->pointless[lo].sync_time : NAN;
 }
 
 /* collectives whose waiting has delay costs (pass 4 charges them there) */

@@ -32,14 +32,14 @@ static int choose_walk(ws_causes *c, ws_error *err)
     for (uint32_t i = 0; i < a->n_local; i++) {
         uint32_t loc = a->local[i];
         const ws_loc_sync *ls = &a->sync->locs[loc];
-        const ws_site_wait *sw = a->locs[loc].site_waits;
+        const cause_site *cs = c->locs[loc].sites;
         count[1] += c->locs[loc].n_sp;
         for (uint32_t s = 0; s < ls->n_sites; s++) {
             const ws_site *st = &ls->sites[s];
-            if (!sw[s].anywait || st->cls == WS_SITE_OTHER || st->cls == WS_SITE_SCAN || st->cls == WS_SITE_INIT)
+            if (!cs[s].anywait || st->cls == WS_SITE_OTHER || st->cls == WS_SITE_SCAN || st->cls == WS_SITE_INIT)
                 continue;
             count[1]++;
-            if (sw[s].wait > 0.0 && ws_site_expected_local(a->sync, st) < st->n_members)
+            if (cs[s].waited && ws_site_expected_local(a->sync, st) < st->n_members)
                 count[0]++;
         }
     }
@@ -90,14 +90,17 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
             ws_causes_free(c);
             return rc;
         }
-        /* what the wait-state passes learnt of the messages went into the
-         * points: its memory serves the next location's points */
+        /* what the wait-state passes learnt of the messages and the sites
+         * went into the points and the sites' records (cause_site): its
+         * memory serves the next location's points */
         ws_loc_data *d = &a->locs[a->local[i]];
         free(d->msg);
         free(d->leaves);
+        free(d->site_waits);
         d->msg = NULL;
         d->leaves = NULL;
         d->n_leaves = d->cap_leaves = 0;
+        d->site_waits = NULL;
     }
     if ((rc = choose_walk(c, err))) {
         ws_causes_free(c);
@@ -162,6 +165,7 @@ void ws_causes_release_points(ws_causes *c)
         free(cl->sp);
         free(cl->msg_pts);
         free(cl->sites);
+        free(cl->pointless);
         free(cl->gl);
         free(cl->share);
         free(cl->coll_ind);
@@ -169,6 +173,8 @@ void ws_causes_release_points(ws_causes *c)
         cl->n_sp = 0;
         cl->msg_pts = NULL;
         cl->sites = NULL;
+        cl->pointless = NULL;
+        cl->n_pointless = 0;
         cl->gl = NULL;
         cl->share = NULL;
         cl->coll_ind = NULL;

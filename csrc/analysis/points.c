@@ -129,8 +129,14 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     cl->sites = ws_malloc_array(ns, sizeof *cl->sites);
     if (!cl->msg_pts || !cl->sites)
         return ws_error_nomem(err, "synchronization points");
-    for (size_t k = 0; k < ns; k++)
-        cl->sites[k] = (cause_site){WS_NONE32, WS_NONE32, 0, 0};
+    for (size_t k = 0; k < ns; k++) {
+        const ws_site_wait *sw = &d->site_waits[k];
+        cl->sites[k] = (cause_site){.sp = WS_NONE32,
+                                    .root = WS_NONE32,
+                                    .delayer = sw->delayer,
+                                    .anywait = sw->anywait,
+                                    .waited = sw->wait > 0.0};
+    }
     /* at most this many points (N-to-1 sites may drop out) */
     size_t cap = 0;
     for (uint64_t row = 0; row < ls->n_messages; row++)
@@ -328,6 +334,19 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     cl->share = ws_calloc(n ? n : 1, sizeof *cl->share);
     if (!cl->share)
         rc = ws_error_nomem(err, "synchronization points");
+    /* the sites where the location waited that are no point keep their
+     * synchronization time apart (site_sync_time) */
+    uint32_t n_pointless = 0;
+    for (uint32_t s = 0; s < ls->n_sites && rc == WS_OK; s++)
+        n_pointless += cl->sites[s].waited && cl->sites[s].sp == WS_NONE32;
+    if (rc == WS_OK && n_pointless) {
+        cl->pointless = ws_malloc_array(n_pointless, sizeof *cl->pointless);
+        if (!cl->pointless)
+            rc = ws_error_nomem(err, "synchronization points");
+        for (uint32_t s = 0; s < ls->n_sites && cl->pointless; s++)
+            if (cl->sites[s].waited && cl->sites[s].sp == WS_NONE32)
+                cl->pointless[cl->n_pointless++] = (pointless_wait){s, 0, d->site_waits[s].sync_time};
+    }
 done:
     free(order);
     free(pt);
@@ -350,7 +369,7 @@ double ws_point_completion_full(const ws_causes *c, uint32_t loc, uint32_t k)
     const ws_events *e = &c->a->trace->locations[loc].events;
     double leave;
     if (p->type == SP_SITE)
-        return positive(ls->sites[p->index].leave - c->a->locs[loc].site_waits[p->index].sync_time);
+        return positive(ls->sites[p->index].leave - p->time);
     const ws_msg *m = &ls->msgs[p->index];
     if (p->type == SP_LS)
         leave = ws_msg_leave(e, m);
@@ -475,8 +494,8 @@ static int charges_here(const ws_causes *c, uint32_t loc, uint32_t k)
         return !(p->wait > 0.0);
     /* the collectives whose waiting has delay costs (pass 4's sites) */
     uint8_t cls = c->a->sync->locs[loc].sites[p->index].cls;
-    return c->a->locs[loc].site_waits[p->index].delayer == loc && c->a->locs[loc].site_waits[p->index].anywait &&
-           delay_site_class(cls);
+    const cause_site *cs = &c->locs[loc].sites[p->index];
+    return cs->delayer == loc && cs->anywait && delay_site_class(cls);
 }
 
 void ws_points_mark_final(ws_causes *c, uint32_t loc)
