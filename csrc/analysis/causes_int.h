@@ -80,10 +80,11 @@ typedef struct cause_loc {
     pointless_wait *pointless; /* by site, ascending */
     uint32_t n_pointless;
     /* long-term cost carried by a point's waiting, per final class: only
-     * points that wait carry one, so only they have a block of GL_BLOCK
-     * doubles in gl, at sp[k].gl_slot * GL_BLOCK: class x at x - 1, then
-     * the part of the waiting inside the analysis window */
+     * points that wait carry one, so only they have a block of gl_block
+     * doubles in gl, at sp[k].gl_slot * gl_block: class x at x - 1, then,
+     * with an analysis window, the part of the waiting inside it */
     double *gl;
+    uint32_t gl_block; /* NGL, or GL_BLOCK with a window */
     /* per point: waiting points: the largest share of their waiting that
      * propagated; a message's point on the delayer side (which never
      * waits): the indirect part of the partner's waiting */
@@ -199,7 +200,7 @@ enum { GL_BLOCK = NGL + 1 };
 static inline double *point_gl(const cause_loc *cl, uint32_t k)
 {
     uint32_t slot = cl->sp[k].gl_slot;
-    return slot == UINT32_MAX ? NULL : &cl->gl[(size_t)slot * GL_BLOCK];
+    return slot == UINT32_MAX ? NULL : &cl->gl[(size_t)slot * cl->gl_block];
 }
 
 /* the part of point k's waiting inside the analysis window (= its
@@ -207,7 +208,9 @@ static inline double *point_gl(const cause_loc *cl, uint32_t k)
 static inline double point_wait_in(const cause_loc *cl, uint32_t k)
 {
     const double *b = point_gl(cl, k);
-    return b ? b[NGL] : 0.0;
+    if (!b)
+        return 0.0;
+    return cl->gl_block > NGL ? b[NGL] : cl->sp[k].wait;
 }
 
 /* the synchronization time of site `site`, where the location waited */

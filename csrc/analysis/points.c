@@ -307,7 +307,10 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     uint32_t n_waiting = 0;
     for (size_t k = 0; k < n; k++)
         n_waiting += pt[k].wait > 0.0;
-    cl->gl = ws_calloc((n_waiting ? n_waiting : 1) * (size_t)GL_BLOCK, sizeof *cl->gl);
+    /* the part of the waiting inside the window is the waiting itself
+     * without one (ws_window_part): then it is not kept */
+    cl->gl_block = a->options.has_window ? GL_BLOCK : NGL;
+    cl->gl = ws_calloc((n_waiting ? n_waiting : 1) * (size_t)cl->gl_block, sizeof *cl->gl);
     if (!cl->gl) {
         rc = ws_error_nomem(err, "synchronization points");
         goto done;
@@ -316,7 +319,8 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     for (size_t k = 0; k < n; k++) {
         if (pt[k].wait > 0.0) {
             pt[k].gl_slot = n_waiting++;
-            cl->gl[(size_t)pt[k].gl_slot * GL_BLOCK + NGL] = pwin[order ? order[k].k : k];
+            if (cl->gl_block > NGL)
+                cl->gl[(size_t)pt[k].gl_slot * cl->gl_block + NGL] = pwin[order ? order[k].k : k];
         }
         if (pt[k].type == SP_SITE)
             cl->sites[pt[k].index].sp = (uint32_t)k;
