@@ -414,6 +414,9 @@ static int p4_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
             if (rc == WS_OK && indirect > 0.0) {
                 if (ws_grow((void **)&cl->coll_ind, &cl->cap_coll_ind, cl->n_coll_ind + 1, sizeof *cl->coll_ind) != 0)
                     return ws_error_nomem(err, "delay analysis");
+                if (cl->sites[site].ind_n == (1u << 30) - 1)
+                    return ws_error_set(err, WS_ERR_INTERNAL, "location %u: a collective with more than 2^30 waiting "
+                                        "members", (unsigned)loc);
                 if (cl->sites[site].ind_n == 0)
                     cl->sites[site].ind_off = (uint32_t)cl->n_coll_ind;
                 coll_indirect ci = {note.waiter, 0, indirect};

@@ -54,13 +54,12 @@ typedef struct cause_site {
     uint32_t sp;      /* the site's point (WS_NONE32: none) */
     uint32_t root;    /* location of its root (WS_NONE32: none) */
     uint32_t ind_off; /* delayer side: its pairs in coll_ind */
-    uint32_t ind_n;
     /* what passes 4 and 5 read of the wait states found here (copied
      * from ws_site_wait, which is freed once the points are built) */
-    uint32_t delayer; /* the location waited for (WS_NONE32: none) */
-    uint8_t anywait;  /* some member of the instance waited */
-    uint8_t waited;   /* this location waited here */
-    uint8_t pad[2];
+    uint32_t delayer;     /* the location waited for (WS_NONE32: none) */
+    uint32_t ind_n : 30;  /* (with ind_off) */
+    uint32_t anywait : 1; /* some member of the instance waited */
+    uint32_t waited : 1;  /* this location waited here */
 } cause_site;
 
 /* the synchronization time of a site where the location waited but that
