@@ -67,7 +67,7 @@ static int p4_begin(void *state, const ws_replay_env *env, uint32_t loc, ws_erro
     const ws_loc_sync *ls = &env->sync->locs[loc];
     for (uint32_t s = 0; s < ls->n_sites; s++)
         if (ls->sites[s].cls == WS_SITE_INIT) {
-            cl->floor = ls->sites[s].enter;
+            cl->floor = ws_site_enter(e, &ls->sites[s]);
             break;
         }
     if (c->cp && !c->walk && loc == c->end_loc)

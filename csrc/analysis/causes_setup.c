@@ -128,7 +128,7 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
         fin[i] = e->n ? e->time[e->n - 1] : -INFINITY;
         for (uint32_t s = 0; s < ls->n_sites; s++)
             if (ls->sites[s].cls == WS_SITE_FINALIZE) {
-                fin[i] = ls->sites[s].enter;
+                fin[i] = ws_site_enter(e, &ls->sites[s]);
                 break;
             }
         if (fin[i] > end[0])

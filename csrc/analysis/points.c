@@ -273,7 +273,8 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         p->completion = cls == WS_SITE_INIT ? init_completion : 0.0;
         if (handled(p->wclass) && d->site_waits[s].wait > 0.0) {
             p->wait = d->site_waits[s].wait;
-            pwin[n] = ws_window_part(&a->options, ls->sites[s].enter, ls->sites[s].enter + p->wait, p->wait);
+            pwin[n] = ws_window_part(&a->options, ws_site_enter(e, &ls->sites[s]),
+                                     ws_site_enter(e, &ls->sites[s]) + p->wait, p->wait);
         } else {
             p->wclass = WS_WAIT_NONE;
         }
@@ -373,7 +374,7 @@ double ws_point_completion_full(const ws_causes *c, uint32_t loc, uint32_t k)
     const ws_events *e = &c->a->trace->locations[loc].events;
     double leave;
     if (p->type == SP_SITE)
-        return positive(ls->sites[p->index].leave - p->time);
+        return positive(ws_site_leave(e, &ls->sites[p->index]) - p->time);
     const ws_msg *m = &ls->msgs[p->index];
     if (p->type == SP_LS)
         leave = ws_msg_leave(e, m);

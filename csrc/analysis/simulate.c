@@ -219,7 +219,7 @@ static int sim_coll_produce(void *state, const ws_replay_env *env, uint32_t loc,
                             ws_error *err)
 {
     sim *s = state;
-    double enter = env->sync->locs[loc].sites[site].enter;
+    double enter = ws_site_enter(&env->trace->locations[loc].events, &env->sync->locs[loc].sites[site]);
     member_time p = {enter, new_of(s, loc, enter)};
     if (ws_buffer_append(out, &p, sizeof p) != 0)
         return ws_error_nomem(err, "payload");
@@ -339,7 +339,7 @@ static int sim_coll_consume(void *state, const ws_replay_env *env, uint32_t loc,
         return err->code;
     double T = transfer(s, site_bytes(env->trace, ls, loc, site));
     if (has)
-        constrain(st, C, Cn, ls->sites[site].leave, T);
+        constrain(st, C, Cn, ws_site_leave(&env->trace->locations[loc].events, &ls->sites[site]), T);
     else if (st->mpi_depth && st->En + T > st->M)
         st->M = st->En + T;
     return WS_OK;

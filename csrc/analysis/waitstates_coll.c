@@ -37,12 +37,12 @@ static int p1_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
     const ws_loc_sync *ls = &env->sync->locs[loc];
     coll_info c;
     memset(&c, 0, sizeof c);
-    c.enter = ls->sites[site].enter;
-    c.leave = ls->sites[site].leave;
+    const ws_events *e = &env->trace->locations[loc].events;
+    c.enter = ws_site_enter(e, &ls->sites[site]);
+    c.leave = ws_site_leave(e, &ls->sites[site]);
     c.op = ls->sites[site].op;
     c.location = loc;
     uint32_t ev = ls->sites[site].event;
-    const ws_events *e = &env->trace->locations[loc].events;
     if (e->kind[ev] == WS_EV_COLL_END) {
         c.sent = e->coll_sent[e->ref[ev]];
         c.received = e->coll_received[e->ref[ev]];
@@ -188,12 +188,12 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
         ws_error_set(err, WS_ERR_MATCH,
                      "location %u: the members of a collective operation at t=%.9f s recorded different operations; "
                      "the trace is inconsistent",
-                     (unsigned)loc, ls->sites[site].enter);
+                     (unsigned)loc, ws_site_enter(&env->trace->locations[loc].events, &ls->sites[site]));
         return ws_trace_error_at(env->trace, loc, err);
     }
     if (k->mismatch == 2) {
         ws_error_set(err, WS_ERR_MATCH, "location %u: collective at t=%.9f s has no valid root", (unsigned)loc,
-                     ls->sites[site].enter);
+                     ws_site_enter(&env->trace->locations[loc].events, &ls->sites[site]));
         return ws_trace_error_at(env->trace, loc, err);
     }
 

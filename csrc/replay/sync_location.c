@@ -275,7 +275,7 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
                     if (r->flags & WS_MSG_SEND)
                         r->done_leave = (uint32_t)i;
                 } else if (q->kind == 1) {
-                    s->sites[q->index].leave = time;
+                    s->sites[q->index].leave_event = (uint32_t)i;
                 } else {
                     s->msgs[q->index].done_leave = (uint32_t)i;
                 }
@@ -298,8 +298,8 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
                     .op = 0xff,
                     .root = WS_NONE32,
                     .callpath = cp,
-                    .enter = p.stack[depth - 1].enter,
-                    .leave = time,
+                    .enter_event = p.stack[depth - 1].enter_event,
+                    .leave_event = (uint32_t)i,
                 };
             }
             depth--;
@@ -436,8 +436,8 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
                 .op = e->coll_op[c],
                 .root = e->coll_root[c],
                 .callpath = top ? top->callpath : WS_NONE32,
-                .enter = top ? top->enter : time,
-                .leave = time,
+                .enter_event = top ? top->enter_event : (uint32_t)i,
+                .leave_event = (uint32_t)i,
             };
             if (depth && push_pending(&p, depth, 1, k) != 0) {
                 rc = ws_error_nomem(err, "pending records");
