@@ -52,7 +52,6 @@ typedef struct path_move {
 /* What the delay analysis keeps per site of a location. */
 typedef struct cause_site {
     uint32_t sp;      /* the site's point (WS_NONE32: none) */
-    uint32_t root;    /* location of its root (WS_NONE32: none) */
     uint32_t ind_off; /* delayer side: its pairs in coll_ind */
     /* what passes 4 and 5 read of the wait states found here (copied
      * from ws_site_wait, which is freed once the points are built) */

@@ -132,7 +132,6 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     for (size_t k = 0; k < ns; k++) {
         const ws_site_wait *sw = &d->site_waits[k];
         cl->sites[k] = (cause_site){.sp = WS_NONE32,
-                                    .root = WS_NONE32,
                                     .delayer = sw->delayer,
                                     .anywait = sw->anywait,
                                     .waited = sw->wait > 0.0};
@@ -264,7 +263,6 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         pev[n] = ls->sites[s].event;
         p->time = d->site_waits[s].sync_time;
         p->partner = d->site_waits[s].delayer;
-        cl->sites[s].root = root;
         p->wclass = d->site_waits[s].kind;
         p->call_ev = enter_of_call(e, ls->sites[s].event);
         p->call_cp = ls->sites[s].callpath;
@@ -439,7 +437,9 @@ static int involves(const ws_causes *c, uint32_t loc, const sync_point *p, uint3
     if (cls == WS_SITE_INIT || cls == WS_SITE_FINALIZE)
         return 1;
     uint32_t comm = (uint32_t)(ls->sites[p->index].instance >> 40);
-    uint32_t root = c->locs[loc].sites[p->index].root;
+    uint32_t root = ls->sites[p->index].root != WS_NONE32
+                        ? ws_comm_location(c->a->trace, comm, ls->sites[p->index].root, loc)
+                        : WS_NONE32;
     switch (cls) {
     case WS_SITE_1TON:
         return loc == root ? is_member(c, comm, q) : q == root;
