@@ -100,6 +100,10 @@ typedef struct ws_analysis {
 int ws_waitstates_prepare(ws_analysis *a, ws_error *err);
 void ws_waitstates_handlers(ws_analysis *a, int pass, ws_handler *h);
 int ws_waitstates_finish(ws_analysis *a, ws_error *err);
+/* frees what the wait-state passes annotated per message and per site of
+ * a location (once the replays, or the delay analysis's points, took it
+ * over); the per-call-path accumulators stay */
+void ws_waitstates_release(ws_loc_data *d);
 
 /* ws_delay_kernel: delay_kernel.h */
 

@@ -93,14 +93,7 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
         /* what the wait-state passes learnt of the messages and the sites
          * went into the points and the sites' records (cause_site): its
          * memory serves the next location's points */
-        ws_loc_data *d = &a->locs[a->local[i]];
-        free(d->msg);
-        free(d->leaves);
-        free(d->site_waits);
-        d->msg = NULL;
-        d->leaves = NULL;
-        d->n_leaves = d->cap_leaves = 0;
-        d->site_waits = NULL;
+        ws_waitstates_release(&a->locs[a->local[i]]);
     }
     if ((rc = choose_walk(c, err))) {
         ws_causes_free(c);

@@ -191,6 +191,22 @@ int ws_waitstates_prepare(ws_analysis *a, ws_error *err)
     return WS_OK;
 }
 
+void ws_waitstates_release(ws_loc_data *d)
+{
+    free(d->msg);
+    free(d->msg_bits);
+    free(d->leaves);
+    free(d->site_waits);
+    free(d->init_completions);
+    d->msg = NULL;
+    d->msg_bits = NULL;
+    d->leaves = NULL;
+    d->n_leaves = d->cap_leaves = 0;
+    d->site_waits = NULL;
+    d->init_completions = NULL;
+    d->n_init_completions = 0;
+}
+
 /* What pass 1 touches first of a location and at a collective site (see
  * ws_handler.prefetch). */
 static void p1_prefetch(void *state, const ws_replay_env *env, uint32_t loc, int64_t site)
