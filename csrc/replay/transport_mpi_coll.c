@@ -37,22 +37,23 @@ static MPI_Op op_of(int op)
     return op == WS_MAX ? MPI_MAX : op == WS_MIN ? MPI_MIN : MPI_SUM;
 }
 
-int ws_mpi_allreduce_u64(ws_transport *t, uint64_t *values, size_t n, int op, ws_error *err)
+static int allreduce(ws_transport *t, void *values, size_t n, MPI_Datatype type, int op, ws_error *err)
 {
     mpi_transport *m = self_of(t);
     if (n == 0)
         return WS_OK;
-    int rc = MPI_Allreduce(MPI_IN_PLACE, values, (int)n, MPI_UINT64_T, op_of(op), m->comm);
+    int rc = MPI_Allreduce(MPI_IN_PLACE, values, (int)n, type, op_of(op), m->comm);
     return rc == MPI_SUCCESS ? WS_OK : mpi_error(err, rc, "MPI_Allreduce");
+}
+
+int ws_mpi_allreduce_u64(ws_transport *t, uint64_t *values, size_t n, int op, ws_error *err)
+{
+    return allreduce(t, values, n, MPI_UINT64_T, op, err);
 }
 
 int ws_mpi_allreduce_f64(ws_transport *t, double *values, size_t n, int op, ws_error *err)
 {
-    mpi_transport *m = self_of(t);
-    if (n == 0)
-        return WS_OK;
-    int rc = MPI_Allreduce(MPI_IN_PLACE, values, (int)n, MPI_DOUBLE, op_of(op), m->comm);
-    return rc == MPI_SUCCESS ? WS_OK : mpi_error(err, rc, "MPI_Allreduce");
+    return allreduce(t, values, n, MPI_DOUBLE, op, err);
 }
 
 int ws_mpi_exchange(ws_transport *t, const void *records, size_t record_size, const uint32_t *dest, size_t n,
