@@ -150,6 +150,26 @@ int ws_otf2_check_buffer_file(const char *path, const char *what, ws_error *err)
     return ws_otf2_check_buffer_file_size(path, what, &size, err);
 }
 
+/* The head (first two bytes) and tail (last two) of a buffer file of
+ * `size` bytes against OTF2's chunk header and end-of-file mark. */
+static int check_head_tail(const char *path, const char *what, long long size, const unsigned char head[2],
+                           const unsigned char tail[2], ws_error *err)
+{
+    if (size < 4)
+        return ws_error_set(err, WS_ERR_FORMAT, "%s: %s is truncated (%lld bytes)", path, what, size);
+    if (head[0] != CHUNK_HEADER || (head[1] != LITTLE_ENDIAN_MARK && head[1] != BIG_ENDIAN_MARK))
+        return ws_error_set(err, WS_ERR_FORMAT,
+                            "%s: %s is damaged: it does not start with an OTF2 chunk header (found bytes %02x %02x; "
+                            "overwritten or not an OTF2 file)",
+                            path, what, head[0], head[1]);
+    if (tail[0] != END_OF_FILE || tail[1] != END_OF_BUFFER)
+        return ws_error_set(err, WS_ERR_FORMAT,
+                            "%s: %s is truncated: it does not end with OTF2's end-of-file mark (%lld bytes; the "
+                            "measurement or a copy was cut short)",
+                            path, what, size);
+    return WS_OK;
+}
+
 int ws_otf2_check_buffer_file_size(const char *path, const char *what, uint64_t *size_out, ws_error *err)
 {
     /* plain descriptors and pread: no stdio buffer, five system calls */
@@ -166,20 +186,10 @@ int ws_otf2_check_buffer_file_size(const char *path, const char *what, uint64_t 
     close(fd);
     if (!ok)
         return ws_error_set(err, WS_ERR_IO, "%s: %s: %s", path, what, strerror(e));
-    if (size < 4)
-        return ws_error_set(err, WS_ERR_FORMAT, "%s: %s is truncated (%lld bytes)", path, what, size);
-    if (head[0] != CHUNK_HEADER || (head[1] != LITTLE_ENDIAN_MARK && head[1] != BIG_ENDIAN_MARK))
-        return ws_error_set(err, WS_ERR_FORMAT,
-                            "%s: %s is damaged: it does not start with an OTF2 chunk header (found bytes %02x %02x; "
-                            "overwritten or not an OTF2 file)",
-                            path, what, head[0], head[1]);
-    if (tail[0] != END_OF_FILE || tail[1] != END_OF_BUFFER)
-        return ws_error_set(err, WS_ERR_FORMAT,
-                            "%s: %s is truncated: it does not end with OTF2's end-of-file mark (%lld bytes; the "
-                            "measurement or a copy was cut short)",
-                            path, what, size);
-    *size_out = (uint64_t)size;
-    return WS_OK;
+    int rc = check_head_tail(path, what, size, head, tail, err);
+    if (rc == WS_OK)
+        *size_out = (uint64_t)size;
+    return rc;
 }
 
 /* Reads `n` bytes at `offset` of fd into buf: 0, or errno. */
@@ -206,41 +216,18 @@ static uint64_t read_u64(const unsigned char *p, int big_endian)
     return v;
 }
 
-int ws_otf2_check_event_records(const char *path, const char *what, uint64_t chunk_size, ws_error *err)
+/* The records of an event file's last chunk, data[0, n) (from byte
+ * `start` of a file of `size` bytes, ending with the end-of-file mark):
+ * that each one ends before that mark and the last one exactly at it. */
+static int walk_last_chunk(const char *path, const char *what, const unsigned char *data, size_t n, uint64_t start,
+                           uint64_t size, ws_error *err)
 {
-    if (chunk_size < CHUNK_HEADER_BYTES)
-        return WS_OK; /* nothing known to check against */
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return ws_error_set(err, WS_ERR_IO, "%s: %s: %s", path, what, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_size < 4) {
-        close(fd);
-        return WS_OK; /* the size check reports these */
-    }
-    uint64_t size = (uint64_t)st.st_size;
-    uint64_t start = (size - 1) / chunk_size * chunk_size; /* the last chunk */
-    size_t n = (size_t)(size - start);
-    unsigned char *data = ws_malloc(n);
-    if (!data) {
-        close(fd);
-        return ws_error_nomem(err, "event file check");
-    }
-    int e = pread_all(fd, data, n, start);
-    close(fd);
-    if (e) {
-        free(data);
-        return ws_error_set(err, WS_ERR_IO, "%s: %s: %s", path, what, strerror(e));
-    }
-    int rc = WS_OK;
     if (n < CHUNK_HEADER_BYTES + 2 || data[0] != CHUNK_HEADER ||
-        (data[1] != LITTLE_ENDIAN_MARK && data[1] != BIG_ENDIAN_MARK)) {
-        rc = ws_error_set(err, WS_ERR_FORMAT,
-                          "%s: %s is damaged: its last chunk (from byte %llu) does not start with an OTF2 chunk "
-                          "header",
-                          path, what, (unsigned long long)start);
-        goto done;
-    }
+        (data[1] != LITTLE_ENDIAN_MARK && data[1] != BIG_ENDIAN_MARK))
+        return ws_error_set(err, WS_ERR_FORMAT,
+                            "%s: %s is damaged: its last chunk (from byte %llu) does not start with an OTF2 chunk "
+                            "header",
+                            path, what, (unsigned long long)start);
     const int big = data[1] == BIG_ENDIAN_MARK;
     const size_t end = n - 2; /* where the end-of-file mark lies */
     size_t pos = CHUNK_HEADER_BYTES;
@@ -262,21 +249,69 @@ int ws_otf2_check_event_records(const char *path, const char *what, uint64_t chu
                 pos += 9;
             }
         } else {
-            rc = ws_error_set(err, WS_ERR_FORMAT,
-                              "%s: %s is damaged: byte %llu holds no OTF2 event record (type %u)", path, what,
-                              (unsigned long long)(start + at), (unsigned)type);
-            goto done;
+            return ws_error_set(err, WS_ERR_FORMAT,
+                                "%s: %s is damaged: byte %llu holds no OTF2 event record (type %u)", path, what,
+                                (unsigned long long)(start + at), (unsigned)type);
         }
-        if (length > end - pos) {
-            rc = ws_error_set(err, WS_ERR_FORMAT,
-                              "%s: %s is truncated: its record at byte %llu runs past the end of the data (%llu "
-                              "bytes; the measurement or a copy was cut short)",
-                              path, what, (unsigned long long)(start + at), (unsigned long long)size);
-            goto done;
-        }
+        if (length > end - pos)
+            return ws_error_set(err, WS_ERR_FORMAT,
+                                "%s: %s is truncated: its record at byte %llu runs past the end of the data (%llu "
+                                "bytes; the measurement or a copy was cut short)",
+                                path, what, (unsigned long long)(start + at), (unsigned long long)size);
         pos += (size_t)length;
     }
-done:
-    free(data);
+    return WS_OK;
+}
+
+int ws_otf2_check_event_file(const char *path, const char *what, uint64_t chunk_size, ws_otf2_check_buffer *buf,
+                             ws_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return ws_error_set(err, WS_ERR_IO, "%s: %s: %s", path, what, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return ws_error_set(err, WS_ERR_IO, "%s: %s: %s", path, what, strerror(e));
+    }
+    long long ssize = (long long)st.st_size;
+    unsigned char none[2] = {0, 0};
+    if (ssize < 4) {
+        close(fd);
+        return check_head_tail(path, what, ssize, none, none, err);
+    }
+    uint64_t size = (uint64_t)ssize;
+    /* the last chunk; without a known chunk size, the last two bytes */
+    uint64_t start = chunk_size >= CHUNK_HEADER_BYTES ? (size - 1) / chunk_size * chunk_size : size - 2;
+    size_t n = (size_t)(size - start);
+    if (buf->cap < n) {
+        unsigned char *p = ws_realloc(buf->data, n);
+        if (!p) {
+            close(fd);
+            return ws_error_nomem(err, "event file check");
+        }
+        buf->data = p;
+        buf->cap = n;
+    }
+    unsigned char head[2];
+    int e = pread_all(fd, buf->data, n, start);
+    if (!e && start == 0)
+        memcpy(head, buf->data, 2);
+    else if (!e)
+        e = pread_all(fd, head, 2, 0);
+    close(fd);
+    if (e)
+        return ws_error_set(err, WS_ERR_IO, "%s: %s: %s", path, what, strerror(e));
+    int rc = check_head_tail(path, what, ssize, head, buf->data + n - 2, err);
+    if (rc == WS_OK && chunk_size >= CHUNK_HEADER_BYTES)
+        rc = walk_last_chunk(path, what, buf->data, n, start, size, err);
     return rc;
+}
+
+void ws_otf2_check_buffer_free(ws_otf2_check_buffer *buf)
+{
+    free(buf->data);
+    buf->data = NULL;
+    buf->cap = 0;
 }

@@ -42,6 +42,8 @@ typedef struct load_scratch {
     OTF2_RegionRef *stack_id; /* and their OTF2 region ids */
     size_t stack_cap;
     cp_memo_entry memo[CP_MEMO_SIZE];
+    ws_otf2_check_buffer check; /* an event file's last chunk, checked */
+    uint64_t event_chunk;       /* the archive's event chunk size; 0: unknown */
 } load_scratch;
 
 static load_scratch *scratch_new(void)
@@ -61,6 +63,7 @@ static void scratch_free(load_scratch *s)
     ws_rows_free(&s->direct);
     free(s->stack);
     free(s->stack_id);
+    ws_otf2_check_buffer_free(&s->check);
     free(s);
 }
 
@@ -481,25 +484,6 @@ static int read_local_definitions(OTF2_Reader *reader, uint64_t location, const 
     return WS_OK;
 }
 
-/* For an event file that failed to decode: the truncation that made it
- * fail, found from the file alone (ws_otf2_check_event_records), or WS_OK
- * (err untouched) when its records are whole and the decoding error
- * stands.  What libotf2 decodes past a cut depends on the memory its chunk
- * buffer held before: one thread reading the file after another location
- * and several threads reading it first would report different errors. */
-static int truncated_records(OTF2_Reader *reader, const char *evt_path, const char *what, ws_error *err)
-{
-    uint64_t event_chunk = 0, def_chunk = 0;
-    if (OTF2_Reader_GetChunkSize(reader, &event_chunk, &def_chunk) != OTF2_SUCCESS)
-        return WS_OK;
-    ws_error found;
-    ws_error_clear(&found);
-    int rc = ws_otf2_check_event_records(evt_path, what, event_chunk, &found);
-    if (rc == WS_ERR_FORMAT)
-        *err = found;
-    return rc == WS_ERR_FORMAT ? rc : WS_OK;
-}
-
 static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbacks *cbs, load_scratch *scratch,
                          ws_callpaths *callpaths, uint32_t index, const ws_progress *progress, uint64_t *done,
                          uint64_t total, ws_error *err)
@@ -530,7 +514,7 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
 
     char evt_what[64];
     snprintf(evt_what, sizeof evt_what, "event file of location %llu", (unsigned long long)loc->otf2_id);
-    if ((rc = ws_otf2_check_buffer_file(evt_path, evt_what, err)))
+    if ((rc = ws_otf2_check_event_file(evt_path, evt_what, scratch->event_chunk, &scratch->check, err)))
         goto done;
     er = OTF2_Reader_GetEvtReader(reader, loc->otf2_id);
     if (!er) {
@@ -582,9 +566,6 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
             goto done;
         }
     }
-    if ((c.failed || s != OTF2_SUCCESS || records != loc->n_events_defined || c.depth != 0) &&
-        (rc = truncated_records(reader, evt_path, evt_what, err)))
-        goto done;
     if (c.failed) {
         rc = ws_error_prefix(err, "%s: location %llu", evt_path, (unsigned long long)loc->otf2_id);
         goto done;
@@ -662,6 +643,9 @@ int ws_otf2_load_block(ws_trace *t, const uint32_t *locations, uint32_t n, ws_ca
     }
     OTF2_EvtReaderCallbacks *cbs = new_event_callbacks();
     load_scratch *scratch = scratch_new();
+    uint64_t def_chunk = 0;
+    if (scratch && OTF2_Reader_GetChunkSize(reader, &scratch->event_chunk, &def_chunk) != OTF2_SUCCESS)
+        scratch->event_chunk = 0;
     if (!cbs || !scratch) {
         rc = ws_error_nomem(err, "event callbacks");
     } else {
