@@ -10,6 +10,7 @@ once per MPI found too: waitscope/lib/libwaitscope-pmpi-<mpi>.so.  Set
 WAITSCOPE_SANITIZE=1 to build with AddressSanitizer
 and UBSan (and the allocation-failure switch of csrc/common/alloc.h), WAITSCOPE_NO_MPI=1 to skip the MPI part.
 """
+import copy
 import glob
 import os
 import shlex
@@ -120,6 +121,15 @@ class build_ext_with_pmpi(build_ext):
     (csrc/pmpi) once per MPI found, with that MPI's compiler wrapper:
     waitscope/lib/libwaitscope-pmpi-<mpi>.so.  The library is a plain
     shared object: it links OTF2 and the MPI, never Python."""
+
+    def build_extension(self, ext):
+        # a build folder per extension: the MPI modules compile the same
+        # sources with different MPI headers, and with --parallel they are
+        # built at once, in threads sharing this command (hence a copy of
+        # it, not a changed build_temp)
+        worker = copy.copy(self)
+        worker.build_temp = os.path.join(self.build_temp, ext.name)
+        super(build_ext_with_pmpi, worker).build_extension(ext)
 
     def run(self):
         super().run()
