@@ -98,17 +98,28 @@ static int push_pending(loc_pass *p, uint32_t depth, uint32_t kind, uint64_t ind
     return 0;
 }
 
-static int add_site(ws_loc_sync *s, loc_pass *p)
+/* room for one more site: the location's collectives and its MPI_Init
+ * and MPI_Finalize are reserved at once (reserve_sites), so that growing
+ * by doubling, which copies the sites into fresh pages each time, happens
+ * only for further initialization calls */
+static int grow_sites(ws_loc_sync *s, loc_pass *p, size_t cap)
 {
-    if (s->n_sites < p->site_cap)
-        return 0;
-    size_t cap = p->site_cap ? p->site_cap * 2 : 16;
     ws_site *a = ws_realloc(s->sites, cap * sizeof *s->sites);
     if (!a)
         return -1;
     s->sites = a;
     p->site_cap = cap;
     return 0;
+}
+
+static int add_site(ws_loc_sync *s, loc_pass *p)
+{
+    return s->n_sites < p->site_cap ? 0 : grow_sites(s, p, p->site_cap ? p->site_cap * 2 : 16);
+}
+
+static int reserve_sites(ws_loc_sync *s, loc_pass *p, uint64_t n)
+{
+    return n > SIZE_MAX / sizeof *s->sites ? -1 : grow_sites(s, p, (size_t)n);
 }
 
 static int add_ch1(ws_loc_sync *s, loc_pass *p, uint32_t event, uint32_t row)
@@ -213,6 +224,10 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
 
     if (alloc_messages(s, e->n_messages) != 0) {
         rc = ws_error_nomem(err, "message annotations");
+        goto done;
+    }
+    if (reserve_sites(s, &p, e->n_collectives + 2) != 0) {
+        rc = ws_error_nomem(err, "collective sites");
         goto done;
     }
     for (uint64_t m = 0; m < e->n_messages; m++) {
