@@ -43,6 +43,7 @@ typedef struct channel_maps {
  * pointers stay valid.  A join keeps every instance of a replay alive at
  * once: one allocation each, no more. */
 typedef struct instance {
+    uint64_t seq; /* the instance's sequence number (its key's low 40 bits) */
     uint32_t n_members;
     uint32_t expected_local; /* members that take and release it here */
     uint32_t count;
@@ -61,9 +62,14 @@ typedef struct instance {
     ws_coll_view view;
 } instance;
 
+/* The live instances of one communicator (key >> 40), a ring indexed by
+ * sequence number modulo its capacity (a power of two): it grows only
+ * when two live instances would share a slot, so it holds about as many
+ * slots as instances are alive at once (a handful in a scheduled replay,
+ * every instance in a join), not one per instance of the trace. */
 typedef struct inst_table {
     uint64_t hi;     /* key >> 40 */
-    instance **slot; /* by sequence number; NULL: no live instance */
+    instance **slot; /* slot[seq & (cap - 1)]; NULL: no live instance */
     size_t cap;
 } inst_table;
 
@@ -411,8 +417,40 @@ static int instance_store(instance *in, uint32_t member, const void *data, size_
     return 0;
 }
 
-/* The slot of instance `key` (grown to hold it with `create`), or NULL:
- * with `create`, out of memory; else no such instance. */
+/* Rebuilds tb's ring with at least twice its slots (more while two live
+ * instances, or one and `seq`, would share a slot): 0, or -1 out of
+ * memory (tb unchanged). */
+static int ring_grow(inst_table *tb, uint64_t seq)
+{
+    for (size_t cap = tb->cap ? tb->cap * 2 : 64; cap && cap <= SIZE_MAX / sizeof(instance *); cap *= 2) {
+        instance **slot = ws_calloc(cap, sizeof *slot);
+        if (!slot)
+            return -1;
+        int clash = 0;
+        for (size_t k = 0; k < tb->cap && !clash; k++) {
+            instance *in = tb->slot[k];
+            if (!in)
+                continue;
+            instance **to = &slot[in->seq & (cap - 1)];
+            clash = *to != NULL || (in->seq & (cap - 1)) == (seq & (cap - 1));
+            *to = in;
+        }
+        if (clash) {
+            free(slot);
+            continue;
+        }
+        free(tb->slot);
+        tb->slot = slot;
+        tb->cap = cap;
+        return 0;
+    }
+    return -1;
+}
+
+/* The slot of instance `key`: with `create`, its slot in the ring (empty,
+ * or holding the live instance), grown to make room, or NULL out of
+ * memory; else the slot of the live instance, or NULL if it is not
+ * alive. */
 static instance **instance_slot(local_transport *lt, uint64_t key, int create)
 {
     uint64_t hi = key >> 40, seq = key & ((1ULL << 40) - 1);
@@ -435,20 +473,14 @@ static instance **instance_slot(local_transport *lt, uint64_t key, int create)
         }
         lt->last_table = (size_t)(tb - lt->tables) + 1;
     }
-    if (seq >= tb->cap) {
-        if (!create)
-            return NULL;
-        size_t cap = tb->cap ? tb->cap : 64;
-        while (cap <= seq)
-            cap *= 2;
-        instance **slot = ws_realloc(tb->slot, cap * sizeof *slot);
-        if (!slot)
-            return NULL;
-        memset(slot + tb->cap, 0, (cap - tb->cap) * sizeof *slot);
-        tb->slot = slot;
-        tb->cap = cap;
+    if (tb->cap) {
+        instance **slot = &tb->slot[seq & (tb->cap - 1)];
+        if (*slot ? (*slot)->seq == seq : create)
+            return slot;
     }
-    return &tb->slot[seq];
+    if (!create || ring_grow(tb, seq) != 0)
+        return NULL;
+    return &tb->slot[seq & (tb->cap - 1)];
 }
 
 static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, uint32_t expected_local,
@@ -465,6 +497,7 @@ static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, ui
         in = instance_get(lt, n_members, cache_size, size);
         if (!in)
             return ws_error_nomem(err, "collective instance");
+        in->seq = key & ((1ULL << 40) - 1);
         *slot = in;
     }
     /* contributions forwarded from other processes carry no local count */
