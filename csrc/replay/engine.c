@@ -223,6 +223,7 @@ static int produce_ahead(scheduler *s, uint32_t loc, loc_state *st, uint32_t sit
     int64_t pos = (int64_t)lo;
     const uint64_t comm = ls->sites[site].instance >> 40;
     const int64_t step = backward ? -1 : 1;
+    s->tr->burst = 1;
     for (uint32_t k = 0; k < s->lookahead; k++, i += step, pos += step) {
         if (i < 0 || i >= (int64_t)ls->n_sites || pos < 0 || pos >= (int64_t)ls->n_sync_events ||
             ls->sync_what[pos] != (WS_SYNC_SITE | (uint32_t)i) || ls->sync_events[pos] != ls->sites[i].event ||
@@ -230,9 +231,19 @@ static int produce_ahead(scheduler *s, uint32_t loc, loc_state *st, uint32_t sit
             break;
         for (uint32_t h = 0; h < s->n_handlers; h++) {
             int rc = produce_site(s, loc, (uint32_t)i, h, err);
-            if (rc)
+            if (rc) {
+                s->tr->burst = 0;
                 return rc;
+            }
         }
+    }
+    s->tr->burst = 0;
+    if (i != (int64_t)site + step && i != (int64_t)site) {
+        /* several sites at once: what the transport held back goes now */
+        int woken = 0;
+        int rc = s->tr->ops->progress(s->tr, 0, &woken, err);
+        if (rc)
+            return rc;
     }
     if (i == (int64_t)site) /* not found among the synchronization events: produce it alone */
         for (uint32_t h = 0; h < s->n_handlers; h++) {

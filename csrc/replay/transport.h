@@ -156,6 +156,11 @@ struct ws_transport {
      * until the engine calls progress, so they may travel in large
      * batches */
     int bulk;
+    /* set while the engine produces one location's contributions to
+     * several consecutive sites at once (its lookahead): a transport may
+     * hold them back to send them together; when the burst ends the
+     * engine clears it and calls progress (wait 0), which sends them */
+    int burst;
     /* asked (its `interrupted`) while the transport waits for other
      * processes; may be NULL */
     const struct ws_progress *progress;

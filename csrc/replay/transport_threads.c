@@ -146,7 +146,10 @@ static int send_record(thread_transport *m, uint32_t to, const void *head, size_
     }
     if (!before)
         m->n_pending++;
-    if (out->size >= OUTBOX_BYTES || atomic_load_explicit(&m->h->box[to].waiting, memory_order_acquire))
+    /* a waiting thread gets a record at once, unless more follow in the
+     * same burst (they go together when it ends: t_progress) */
+    if (out->size >= OUTBOX_BYTES ||
+        (!m->base.burst && atomic_load_explicit(&m->h->box[to].waiting, memory_order_acquire)))
         return deliver(m, to, err);
     return WS_OK;
 }
