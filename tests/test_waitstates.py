@@ -875,6 +875,29 @@ def test_scorep_pingpong_late_sender_and_receiver(pingpong_dir):
     assert not np.any(r.clock_violations)
 
 
+def test_barrier_chain_longer_than_the_instance_ring():
+    """300 barriers in a row on 3 ranks: a location produces its
+    contributions to up to 64 of them ahead (256 between threads), more
+    than the in-process transport's ring of live instances starts with
+    (64 slots; it grows when two live instances would share one).  In each
+    iteration one rank computes 3 ms, the others 1 ms, and all leave the
+    barrier together, so each of the others waits 2 ms: rank 0 is late in
+    104 iterations (blocks of 7, the last one of 6), ranks 1 and 2 in 98."""
+    p = synth.Program(3)
+    for it in range(300):
+        late = (it // 7) % 3
+        for r in range(3):
+            p.rank(r).compute("work", 0.001 * (3 if r == late else 1)).barrier()
+    trace = p.run()
+    full = {"delay_model": "proportional", "critical_path": True}
+    r = trace.analyze(**full)
+    expected = 0.002 * np.array([300 - 104, 300 - 98, 300 - 98])
+    assert np.allclose(r.get("mpi_barrier_wait").sum(axis=0), expected, rtol=0, atol=1e-9)
+    compare_with_reference(trace.analyze(), trace)
+    for threads in (2, 3):
+        assert trace.analyze(threads=threads, **full).cube.tobytes() == r.cube.tobytes(), threads
+
+
 # ---- random programs against the reference (tests/reference_oracle.py) -------
 
 
