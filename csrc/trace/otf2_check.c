@@ -4,8 +4,8 @@
  * definition file makes it deliver garbage records ("string 0 is defined
  * twice"), a damaged anchor announcing billions of properties makes it
  * reserve tens of gigabytes and spend seconds before it fails.  These
- * checks read only the file's size and a few bytes and say plainly what
- * is wrong.
+ * checks read the file's size and a few bytes (of an event file, its last
+ * chunk, whose records they walk) and say plainly what is wrong.
  *
  * The layout they rely on (uncompressed POSIX substrate, as Score-P and
  * libotf2 2.x/3.x write it):
