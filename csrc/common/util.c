@@ -13,7 +13,7 @@ void ws_release_memory(void)
 #endif
 }
 
-int ws_grow(void **array, size_t *capacity, size_t needed, size_t size)
+int ws_grow_slow(void **array, size_t *capacity, size_t needed, size_t size)
 {
     if (needed <= *capacity)
         return 0;
@@ -185,7 +185,7 @@ void ws_buffer_free(ws_buffer *b)
     ws_buffer_init(b);
 }
 
-void *ws_buffer_extend(ws_buffer *b, size_t n)
+void *ws_buffer_extend_slow(ws_buffer *b, size_t n)
 {
     if (n > SIZE_MAX - b->size)
         return NULL;
@@ -196,12 +196,3 @@ void *ws_buffer_extend(ws_buffer *b, size_t n)
     return p;
 }
 
-int ws_buffer_append(ws_buffer *b, const void *data, size_t n)
-{
-    void *p = ws_buffer_extend(b, n);
-    if (!p)
-        return -1;
-    if (n)
-        memcpy(p, data, n);
-    return 0;
-}

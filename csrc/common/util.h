@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "alloc.h"
 
@@ -12,8 +13,14 @@
 
 /* Grows *array (of elements of `size` bytes) so that it holds at least
  * `needed` elements; *capacity is updated.  Returns 0 or -1 on overflow
- * or allocation failure (the old array stays valid). */
-int ws_grow(void **array, size_t *capacity, size_t needed, size_t size);
+ * or allocation failure (the old array stays valid).  Inline, since most
+ * calls find room (one per record appended in the replays); the growth
+ * itself is ws_grow_slow. */
+int ws_grow_slow(void **array, size_t *capacity, size_t needed, size_t size);
+static inline int ws_grow(void **array, size_t *capacity, size_t needed, size_t size)
+{
+    return needed <= *capacity ? 0 : ws_grow_slow(array, capacity, needed, size);
+}
 /* Returns freed heap memory to the system where the C library can
  * (glibc's malloc_trim); called after an analysis, whose many small
  * blocks would otherwise stay resident. */
@@ -74,9 +81,28 @@ typedef struct ws_buffer {
 
 void ws_buffer_init(ws_buffer *b);
 void ws_buffer_free(ws_buffer *b);
+/* Reserves n bytes at the end and returns a pointer to them (or NULL).
+ * Inline when they fit (every payload of a replay goes through here);
+ * else ws_buffer_extend_slow grows the buffer. */
+void *ws_buffer_extend_slow(ws_buffer *b, size_t n);
+static inline void *ws_buffer_extend(ws_buffer *b, size_t n)
+{
+    if (b->data && n <= b->capacity - b->size) {
+        void *p = b->data + b->size;
+        b->size += n;
+        return p;
+    }
+    return ws_buffer_extend_slow(b, n);
+}
 /* Appends bytes; returns 0 or -1 on allocation failure. */
-int ws_buffer_append(ws_buffer *b, const void *data, size_t n);
-/* Reserves n bytes at the end and returns a pointer to them (or NULL). */
-void *ws_buffer_extend(ws_buffer *b, size_t n);
+static inline int ws_buffer_append(ws_buffer *b, const void *data, size_t n)
+{
+    void *p = ws_buffer_extend(b, n);
+    if (!p)
+        return -1;
+    if (n)
+        memcpy(p, data, n);
+    return 0;
+}
 
 #endif

@@ -92,7 +92,7 @@ static int message_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t row
     if (s->messages_posted && st->stage < H)
         st->stage = H;
     while (st->stage < 2 * H) {
-        uint32_t h = st->stage % H;
+        uint32_t h = st->stage < H ? st->stage : st->stage - H;
         const ws_handler *hd = &s->handlers[h];
         int mask = hd->msg_channels ? hd->msg_channels(hd->state, env, loc, row) : 1;
         if (!at_record)
@@ -267,7 +267,7 @@ static int site_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t site, 
         st->stage = H;
     }
     while (st->stage < 2 * H) {
-        uint32_t h = st->stage % H;
+        uint32_t h = st->stage < H ? st->stage : st->stage - H;
         const ws_handler *hd = &s->handlers[h];
         if (ws_replay_site_takes_part(env, hd, loc, site)) {
             int rc;

@@ -451,7 +451,7 @@ static int ring_grow(inst_table *tb, uint64_t seq)
  * or holding the live instance), grown to make room, or NULL out of
  * memory; else the slot of the live instance, or NULL if it is not
  * alive. */
-static instance **instance_slot(local_transport *lt, uint64_t key, int create)
+static instance **instance_slot_slow(local_transport *lt, uint64_t key, int create)
 {
     uint64_t hi = key >> 40, seq = key & ((1ULL << 40) - 1);
     inst_table *tb = NULL;
@@ -481,6 +481,22 @@ static instance **instance_slot(local_transport *lt, uint64_t key, int create)
     if (!create || ring_grow(tb, seq) != 0)
         return NULL;
     return &tb->slot[seq & (tb->cap - 1)];
+}
+
+/* instance_slot_slow's common case inline: the communicator used last,
+ * the slot holding the instance (or empty, to create it). */
+static inline instance **instance_slot(local_transport *lt, uint64_t key, int create)
+{
+    if (lt->last_table) {
+        inst_table *tb = &lt->tables[lt->last_table - 1];
+        uint64_t seq = key & ((1ULL << 40) - 1);
+        if (tb->hi == key >> 40 && tb->cap) {
+            instance **slot = &tb->slot[seq & (tb->cap - 1)];
+            if (*slot ? (*slot)->seq == seq : create)
+                return slot;
+        }
+    }
+    return instance_slot_slow(lt, key, create);
 }
 
 static int local_coll_post(ws_transport *t, uint64_t key, uint32_t n_members, uint32_t expected_local,
