@@ -125,7 +125,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     cause_loc *cl = &c->locs[loc];
     size_t n = 0;
     size_t nm = ls->n_messages ? ls->n_messages : 1, ns = ls->n_sites ? ls->n_sites : 1;
-    cl->msg_pts = ws_calloc(nm, sizeof *cl->msg_pts);
+    cl->msg_pts = ws_calloc_dense(nm, sizeof *cl->msg_pts);
     cl->sites = ws_malloc_array(ns, sizeof *cl->sites);
     if (!cl->msg_pts || !cl->sites)
         return ws_error_nomem(err, "synchronization points");
@@ -309,7 +309,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     /* the part of the waiting inside the window is the waiting itself
      * without one (ws_window_part): then it is not kept */
     cl->gl_block = a->options.has_window ? GL_BLOCK : NGL;
-    cl->gl = ws_calloc((n_waiting ? n_waiting : 1) * (size_t)cl->gl_block, sizeof *cl->gl);
+    cl->gl = ws_calloc_dense((n_waiting ? n_waiting : 1) * (size_t)cl->gl_block, sizeof *cl->gl);
     if (!cl->gl) {
         rc = ws_error_nomem(err, "synchronization points");
         goto done;
@@ -334,7 +334,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     cl->sp = pt;
     pt = NULL;
     cl->n_sp = (uint32_t)n;
-    cl->share = ws_calloc(n ? n : 1, sizeof *cl->share);
+    cl->share = ws_calloc_dense(n ? n : 1, sizeof *cl->share);
     if (!cl->share)
         rc = ws_error_nomem(err, "synchronization points");
     /* the sites where the location waited that are no point keep their

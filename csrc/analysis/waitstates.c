@@ -177,9 +177,9 @@ int ws_waitstates_prepare(ws_analysis *a, ws_error *err)
         const ws_loc_sync *ls = &a->sync->locs[loc];
         ws_loc_data *d = data_of(a, loc);
         size_t nm = ls->n_messages ? (size_t)ls->n_messages : 1, ns = ls->n_sites ? ls->n_sites : 1;
-        d->msg = ws_calloc(nm, sizeof *d->msg);
-        d->msg_bits = ws_calloc(nm, sizeof *d->msg_bits);
-        d->site_waits = ws_calloc(ns, sizeof *d->site_waits);
+        d->msg = ws_calloc_dense(nm, sizeof *d->msg);
+        d->msg_bits = ws_calloc_dense(nm, sizeof *d->msg_bits);
+        d->site_waits = ws_calloc_dense(ns, sizeof *d->site_waits);
         d->init_wait = ws_calloc(C, sizeof *d->init_wait);
         d->time = ws_calloc(C, sizeof *d->time);
         d->visits = ws_calloc(C, sizeof *d->visits);

@@ -45,10 +45,11 @@ static int should_fail(void)
 #endif
 
 /* Blocks from this size on are advised huge pages (ws_advise_huge): the
- * kernel's arrays that are written whole.  Not the zeroed ones, which are
- * often written sparsely (the result cube): huge pages would make every
- * 2 MiB they touch resident. */
-#define HUGE_FROM ((size_t)8 << 20)
+ * kernel's arrays that are written whole.  Zeroed ones only when their
+ * caller says they are dense (ws_calloc_dense): others are often written
+ * sparsely (the result cube), and huge pages would make every 2 MiB they
+ * touch resident. */
+#define HUGE_FROM ((size_t)4 << 20)
 
 static void *advised(void *p, size_t size)
 {
@@ -74,6 +75,14 @@ void *ws_calloc(size_t count, size_t size)
     if (count > SIZE_MAX / size)
         return NULL;
     return FAIL_HERE() ? NULL : calloc(count, size);
+}
+
+void *ws_calloc_dense(size_t count, size_t size)
+{
+    void *p = ws_calloc(count, size);
+    /* a fresh mapping is not touched by calloc: its pages are still to
+     * be faulted in, now 2 MiB at a time */
+    return p ? advised(p, count * size) : NULL;
 }
 
 void ws_advise_huge(void *p, size_t size)

@@ -13,13 +13,18 @@
 
 #include <stddef.h>
 
-/* Blocks of 8 MiB and more from these two are advised huge pages
+/* Blocks of 4 MiB and more from these two are advised huge pages
  * (ws_advise_huge): written whole, they then cost a page fault per 2 MiB. */
 void *ws_malloc(size_t size);
 void *ws_realloc(void *p, size_t size);
 /* calloc with an overflow check on count * size; never NULL for 0 bytes
  * unless allocation fails. */
 void *ws_calloc(size_t count, size_t size);
+/* ws_calloc for an array that will be written (or read) whole, such as a
+ * record per site or per message: from 4 MiB on it is advised huge pages
+ * like ws_malloc's blocks.  Not for sparse ones (the result cube), which
+ * huge pages would make resident 2 MiB at a time. */
+void *ws_calloc_dense(size_t count, size_t size);
 
 /* Asks the kernel to back the block p of `size` bytes (from the helpers
  * above) with transparent huge pages where it can: a large column that is

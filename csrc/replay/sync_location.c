@@ -140,7 +140,7 @@ static int add_ch1(ws_loc_sync *s, loc_pass *p, uint32_t event, uint32_t row)
 static int alloc_messages(ws_loc_sync *s, uint64_t n)
 {
     s->n_messages = n;
-    s->msgs = ws_calloc(n ? (size_t)n : 1, sizeof *s->msgs);
+    s->msgs = ws_calloc_dense(n ? (size_t)n : 1, sizeof *s->msgs);
     return s->msgs ? 0 : -1;
 }
 
