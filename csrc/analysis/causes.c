@@ -34,6 +34,9 @@ static void catch_up(cause_loc *cl, const ws_events *e, uint64_t upto)
     cl->last = upto;
 }
 
+/* from this many moves' room on, a location's moves are reserved at once (p4_begin) */
+#define MOVES_RESERVED_FROM ((size_t)1 << 16)
+
 static int add_move(cause_loc *cl, uint32_t ev, int take, double time, ws_error *err)
 {
     if (ws_grow((void **)&cl->moves, &cl->cap_moves, cl->n_moves + 1, sizeof *cl->moves) != 0)
@@ -54,7 +57,6 @@ static int take_at(ws_causes *c, uint32_t loc, uint32_t ev, double time, ws_erro
 
 static int p4_begin(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err)
 {
-    (void)err;
     ws_causes *c = state;
     cause_loc *cl = &c->locs[loc];
     const ws_events *e = &env->trace->locations[loc].events;
@@ -65,6 +67,17 @@ static int p4_begin(void *state, const ws_replay_env *env, uint32_t loc, ws_erro
     cl->walk_hi = e->n;
     cl->floor = -INFINITY;
     const ws_loc_sync *ls = &env->sync->locs[loc];
+    size_t room = 2 * ((size_t)cl->n_sp + ls->n_sites);
+    if (c->cp && !c->walk && cl->cap_moves == 0 && room >= MOVES_RESERVED_FROM) {
+        /* a long location: room for the path given away and taken at
+         * every point and site, reserved at once, so that the array is
+         * not copied as it grows (more moves would still grow it); its
+         * pages are touched only as moves come.  (Not for short ones:
+         * thousands of small reservations side by side on the heap do
+         * touch their pages, and copying a short array costs nothing.) */
+        if (ws_grow((void **)&cl->moves, &cl->cap_moves, room, sizeof *cl->moves) != 0)
+            return ws_error_nomem(err, "critical path");
+    }
     for (uint32_t s = 0; s < ls->n_sites; s++)
         if (ls->sites[s].cls == WS_SITE_INIT) {
             cl->floor = ws_site_enter(e, &ls->sites[s]);
