@@ -43,12 +43,18 @@ static int choose_walk(ws_causes *c, ws_error *err)
                 count[0]++;
         }
     }
+    uint64_t local_items = count[1];
     int rc = a->transport->ops->allreduce_u64(a->transport, count, 2, WS_SUM, err);
     /* process 0 receives every item (between processes in one MPI
      * message, which holds less than 2 GiB): beyond 1 GiB of them the
      * path stays in the notes */
     if (rc == WS_OK)
         c->walk = count[0] > 0 && count[0] * 10 >= count[1] && count[1] <= ((uint64_t)1 << 30) / sizeof(walk_item);
+    /* the local items, bounded by the local exchanges, reserved at once
+     * (not copied as they double; ws_walk_item would still grow them) */
+    if (rc == WS_OK && c->walk &&
+        ws_grow((void **)&c->walk_items, &c->cap_walk, local_items ? (size_t)local_items : 1, sizeof *c->walk_items) != 0)
+        rc = ws_error_nomem(err, "critical path");
     return rc;
 }
 
