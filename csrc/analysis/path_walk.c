@@ -173,7 +173,7 @@ static int lay_out(walker *w, ws_error *err)
         w->coll_base[m] = total;
         total += extent;
     }
-    w->slots = ws_calloc(total ? total : 1, sizeof *w->slots);
+    w->slots = ws_calloc_dense(total ? total : 1, sizeof *w->slots);
     return w->slots ? WS_OK : ws_error_nomem(err, "critical path");
 }
 
@@ -374,6 +374,11 @@ static int walk_all(walker *w, const void *const *pieces, const size_t *sizes, u
     int rc = lay_out(w, err);
     if (rc)
         return rc;
+    /* an item hands the path over at most once and takes it at most once:
+     * the moves reserved at once, not copied as they double */
+    if (ws_grow((void **)&w->moves, &w->cap_moves, 2 * n_items + 1, sizeof *w->moves) != 0 ||
+        ws_grow((void **)&w->dest, &w->cap_dest, 2 * n_items + 1, sizeof *w->dest) != 0)
+        return ws_error_nomem(err, "critical path");
     for (uint32_t loc = 0; loc < w->n_locs; loc++) {
         w->locs[loc].bottom = -INFINITY;
         if (w->locs[loc].n)
