@@ -109,10 +109,64 @@ static void permute_points(sync_point *pt, sp_sort *order, size_t n)
     }
 }
 
+/* The event where point p is exchanged (ws_point_event, before the
+ * points are the location's). */
+static uint32_t event_of(const ws_events *e, const ws_loc_sync *ls, const sync_point *p)
+{
+    switch (p->type) {
+    case SP_LS:
+        return e->msg_event[p->index];
+    case SP_LR:
+        return ls->msgs[p->index].ch1_event;
+    default:
+        return ls->sites[p->index].event;
+    }
+}
+
 static int cmp_leaves(const void *x, const void *y)
 {
     const ws_partner_leaves *a = x, *b = y;
     return (a->row > b->row) - (a->row < b->row);
+}
+
+/* The sites' records (cause_site, 16 bytes) take the place of the wait
+ * states' (ws_site_wait, 24 bytes), which they are made from and which
+ * nothing reads after the points: converted in order, each read whole
+ * before its place is written (record k is written below where record k
+ * + 1 begins), and the block then cut to size.  So they reuse pages
+ * already touched instead of fresh ones.  The sites where the location
+ * waited that are no point (the points pt[0..n) tell which are) keep
+ * their synchronization time apart (site_sync_time). */
+_Static_assert(sizeof(cause_site) <= sizeof(ws_site_wait), "cause_site must fit in the place of ws_site_wait");
+
+static int sites_in_place(cause_loc *cl, ws_loc_data *d, uint32_t n_sites, const sync_point *pt, size_t n,
+                          ws_error *err)
+{
+    ws_site_wait *sw = d->site_waits;
+    /* the pad byte marks the sites that are a point */
+    for (uint32_t s = 0; s < n_sites; s++)
+        sw[s].pad = 0;
+    for (size_t k = 0; k < n; k++)
+        if (pt[k].type == SP_SITE)
+            sw[pt[k].index].pad = 1;
+    uint32_t n_pointless = 0;
+    for (uint32_t s = 0; s < n_sites; s++)
+        n_pointless += sw[s].wait > 0.0 && !sw[s].pad;
+    if (n_pointless && !(cl->pointless = ws_malloc_array(n_pointless, sizeof *cl->pointless)))
+        return ws_error_nomem(err, "synchronization points");
+    unsigned char *bytes = (unsigned char *)sw;
+    for (uint32_t s = 0; s < n_sites; s++) {
+        ws_site_wait w;
+        memcpy(&w, bytes + (size_t)s * sizeof w, sizeof w);
+        if (w.wait > 0.0 && !w.pad)
+            cl->pointless[cl->n_pointless++] = (pointless_wait){s, 0, w.sync_time};
+        cause_site cs = {.sp = WS_NONE32, .delayer = w.delayer, .anywait = w.anywait, .waited = w.wait > 0.0};
+        memcpy(bytes + (size_t)s * sizeof cs, &cs, sizeof cs);
+    }
+    d->site_waits = NULL;
+    cause_site *fit = ws_realloc(sw, (n_sites ? n_sites : 1) * sizeof *fit);
+    cl->sites = fit ? fit : (cause_site *)(void *)sw; /* else the larger block stays */
+    return WS_OK;
 }
 
 int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
@@ -124,32 +178,24 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     const ws_events *e = &t->locations[loc].events;
     cause_loc *cl = &c->locs[loc];
     size_t n = 0;
-    size_t nm = ls->n_messages ? ls->n_messages : 1, ns = ls->n_sites ? ls->n_sites : 1;
+    size_t nm = ls->n_messages ? ls->n_messages : 1;
     cl->msg_pts = ws_calloc_dense(nm, sizeof *cl->msg_pts);
-    cl->sites = ws_malloc_array(ns, sizeof *cl->sites);
-    if (!cl->msg_pts || !cl->sites)
+    if (!cl->msg_pts)
         return ws_error_nomem(err, "synchronization points");
-    for (size_t k = 0; k < ns; k++) {
-        const ws_site_wait *sw = &d->site_waits[k];
-        cl->sites[k] = (cause_site){.sp = WS_NONE32,
-                                    .delayer = sw->delayer,
-                                    .anywait = sw->anywait,
-                                    .waited = sw->wait > 0.0};
-    }
     /* at most this many points (N-to-1 sites may drop out) */
     size_t cap = 0;
     for (uint64_t row = 0; row < ls->n_messages; row++)
         cap += (d->msg[row].ls > 0.0) + (d->msg[row].lr > 0.0);
     for (uint32_t s = 0; s < ls->n_sites; s++)
         cap += d->site_waits[s].sync != 0;
-    /* the points, and per point its event (the sort's second key) and the
-     * part of its waiting inside the window */
+    /* the points, and (with a window) per point the part of its waiting
+     * inside the window */
+    const int windowed = a->options.has_window;
     sync_point *pt = ws_malloc_array(cap ? cap : 1, sizeof *pt);
-    uint32_t *pev = ws_malloc_array(cap ? cap : 1, sizeof *pev);
-    double *pwin = ws_malloc_array(cap ? cap : 1, sizeof *pwin);
+    double *pwin = windowed ? ws_malloc_array(cap ? cap : 1, sizeof *pwin) : NULL;
     sp_sort *order = NULL;
     int rc = WS_OK;
-    if (!pt || !pev || !pwin) {
+    if (!pt || (windowed && !pwin)) {
         rc = ws_error_nomem(err, "synchronization points");
         goto done;
     }
@@ -158,7 +204,8 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     do {                                                                              \
         memset(&pt[n], 0, sizeof pt[n]);                                              \
         pt[n].gl_slot = WS_NONE32;                                                    \
-        pwin[n] = 0.0;                                                                \
+        if (windowed)                                                                 \
+            pwin[n] = 0.0;                                                            \
     } while (0)
 
     /* the partners' leaves, by row */
@@ -189,7 +236,6 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             p->type = SP_LS;
             p->index = (uint32_t)row;
             p->partner = m->partner;
-            pev[n] = e->msg_event[row];
             /* its call: the one holding the record; as the start of the
              * next interval only the time after the partner's call ended
              * counts */
@@ -202,8 +248,9 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             } else {
                 p->time = md->partner_time;
                 p->wait = md->ls;
-                pwin[n] = ws_window_part(&a->options, ws_msg_enter(e, m),
-                                               md->partner_time < leave ? md->partner_time : leave, p->wait);
+                if (windowed)
+                    pwin[n] = ws_window_part(&a->options, ws_msg_enter(e, m),
+                                             md->partner_time < leave ? md->partner_time : leave, p->wait);
                 p->wclass = WS_WAIT_LATESENDER;
             }
             n++;
@@ -214,7 +261,6 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             p->type = SP_LR;
             p->index = (uint32_t)row;
             p->partner = m->partner;
-            pev[n] = m->ch1_event;
             if (is_send) {
                 p->call_ev = m->other_call;
                 p->call_cp = ws_msg_done_callpath(e, m);
@@ -229,7 +275,8 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             if (is_send) {
                 p->time = md->partner_time;
                 p->wait = md->lr;
-                pwin[n] = ws_window_part(&a->options, ws_msg_done_enter(e, m), md->partner_time, p->wait);
+                if (windowed)
+                    pwin[n] = ws_window_part(&a->options, ws_msg_done_enter(e, m), md->partner_time, p->wait);
                 p->wclass = WS_WAIT_LATERECEIVER;
             } else {
                 p->time = ws_msg_post(e, m);
@@ -260,7 +307,6 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         sync_point *p = &pt[n];
         p->type = SP_SITE;
         p->index = s;
-        pev[n] = ls->sites[s].event;
         p->time = d->site_waits[s].sync_time;
         p->partner = d->site_waits[s].delayer;
         p->wclass = d->site_waits[s].kind;
@@ -271,8 +317,9 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         p->completion = cls == WS_SITE_INIT ? init_completion : 0.0;
         if (handled(p->wclass) && d->site_waits[s].wait > 0.0) {
             p->wait = d->site_waits[s].wait;
-            pwin[n] = ws_window_part(&a->options, ws_site_enter(e, &ls->sites[s]),
-                                     ws_site_enter(e, &ls->sites[s]) + p->wait, p->wait);
+            if (windowed)
+                pwin[n] = ws_window_part(&a->options, ws_site_enter(e, &ls->sites[s]),
+                                         ws_site_enter(e, &ls->sites[s]) + p->wait, p->wait);
         } else {
             p->wclass = WS_WAIT_NONE;
         }
@@ -283,7 +330,8 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
      * order): mostly they come in that order already */
     int in_order = 1;
     for (size_t k = 1; k < n && in_order; k++)
-        in_order = pt[k - 1].call_ev < pt[k].call_ev || (pt[k - 1].call_ev == pt[k].call_ev && pev[k - 1] <= pev[k]);
+        in_order = pt[k - 1].call_ev < pt[k].call_ev ||
+                   (pt[k - 1].call_ev == pt[k].call_ev && event_of(e, ls, &pt[k - 1]) <= event_of(e, ls, &pt[k]));
     if (!in_order) {
         order = ws_malloc_array(n, sizeof *order);
         if (!order) {
@@ -292,7 +340,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         }
         for (size_t k = 0; k < n; k++) {
             order[k].call = pt[k].call_ev;
-            order[k].event = pev[k];
+            order[k].event = event_of(e, ls, &pt[k]);
             order[k].k = (uint32_t)k;
         }
         if (sort_points(order, n) != 0) {
@@ -301,8 +349,8 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         }
         permute_points(pt, order, n);
     }
-    free(pev);
-    pev = NULL;
+    if ((rc = sites_in_place(cl, d, ls->n_sites, pt, n, err)))
+        goto done;
     uint32_t n_waiting = 0;
     for (size_t k = 0; k < n; k++)
         n_waiting += pt[k].wait > 0.0;
@@ -337,23 +385,9 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     cl->share = ws_calloc_dense(n ? n : 1, sizeof *cl->share);
     if (!cl->share)
         rc = ws_error_nomem(err, "synchronization points");
-    /* the sites where the location waited that are no point keep their
-     * synchronization time apart (site_sync_time) */
-    uint32_t n_pointless = 0;
-    for (uint32_t s = 0; s < ls->n_sites && rc == WS_OK; s++)
-        n_pointless += cl->sites[s].waited && cl->sites[s].sp == WS_NONE32;
-    if (rc == WS_OK && n_pointless) {
-        cl->pointless = ws_malloc_array(n_pointless, sizeof *cl->pointless);
-        if (!cl->pointless)
-            rc = ws_error_nomem(err, "synchronization points");
-        for (uint32_t s = 0; s < ls->n_sites && cl->pointless; s++)
-            if (cl->sites[s].waited && cl->sites[s].sp == WS_NONE32)
-                cl->pointless[cl->n_pointless++] = (pointless_wait){s, 0, d->site_waits[s].sync_time};
-    }
 done:
     free(order);
     free(pt);
-    free(pev);
     free(pwin);
     return rc;
 }
