@@ -107,7 +107,8 @@ typedef struct ws_loc_sync {
     /* every event where something is exchanged (message records, channel-1
      * points, sites), ascending: a sparse replay visits only these.
      * sync_what tells what happens there without touching the event
-     * arrays: WS_SYNC_* in the top 2 bits, the message row or site below. */
+     * arrays: WS_SYNC_* in the top 2 bits, the message row or site below.
+     * sync_what lies in the block of sync_events (freed with it). */
     uint64_t n_sync_events;
     uint32_t *sync_events;
     uint32_t *sync_what;

@@ -473,13 +473,15 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
                           (unsigned)loc);
         goto done;
     }
-    /* merge the three ascending lists of exchange events */
-    s->sync_events = ws_malloc_array(e->n_messages + s->n_ch1 + s->n_sites + 1, sizeof *s->sync_events);
-    s->sync_what = ws_malloc_array(e->n_messages + s->n_ch1 + s->n_sites + 1, sizeof *s->sync_what);
-    if (!s->sync_events || !s->sync_what) {
+    /* merge the three ascending lists of exchange events (both arrays in
+     * one block: one allocation, large enough for huge pages sooner) */
+    size_t n_exchanges = e->n_messages + s->n_ch1 + s->n_sites + 1;
+    s->sync_events = ws_malloc_array(2 * n_exchanges, sizeof *s->sync_events);
+    if (!s->sync_events) {
         rc = ws_error_nomem(err, "synchronization events");
         goto done;
     }
+    s->sync_what = s->sync_events + n_exchanges;
     {
         uint64_t i = 0, j = 0, k = 0, n = 0;
         while (i < e->n_messages || j < s->n_ch1 || k < s->n_sites) {
