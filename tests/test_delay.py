@@ -437,3 +437,30 @@ def test_collective_classification_in_the_tree_and_the_cube_report(tmp_path):
         anchor = t.extractfile("anchor.xml").read().decode()
     for kind in names:
         assert f"<uniq_name>mpi_wait_{kind}_collective</uniq_name>" in anchor
+
+
+def test_long_barrier_chain():
+    """70,007 barriers on 2 ranks: more sites per location than the size
+    from which the delay analysis builds its site records in the place of
+    the wait states' (points.c, SITES_IN_PLACE_FROM = 65,536).  In each
+    iteration the late rank computes 3 ms and the other 1 ms, the late rank
+    alternating in blocks of 7 iterations starting with rank 0 (rank 0 late
+    in 35,007 iterations, rank 1 in 35,000).  Worked out by hand: the other
+    rank waits 2 ms at each barrier, all of it caused by the late rank's
+    excess work in the same interval (short-term, nothing propagates), and
+    the critical path runs through the late rank's work, 3 ms an iteration."""
+    iterations, late = 70_007, np.array([35_007, 35_000])
+    prog = synth.Program(2)
+    for it in range(iterations):
+        for rank in (0, 1):
+            prog.rank(rank).compute("work", 0.003 if (it // 7) % 2 == rank else 0.001).barrier()
+    trace = prog.run()
+    r = trace.analyze(delay_model="proportional", critical_path=True)
+    work = r.callpath_index("main/work")
+    np.testing.assert_allclose(r.by_location("mpi_barrier_wait"), 0.002 * late[::-1], rtol=1e-9)
+    np.testing.assert_allclose(r.get("delay_barrier")[work], 0.002 * late, rtol=1e-9)
+    assert r.total("delay_barrier_longterm") == 0.0 and r.undistributed == 0.0
+    assert r.total("delay") == pytest.approx(r.handled_waiting(), rel=1e-12)
+    assert r.critical_path.length == pytest.approx(0.003 * iterations, rel=1e-9)
+    np.testing.assert_allclose(r.get("critical_path")[work], 0.003 * late, rtol=1e-9)
+    assert trace.analyze(delay_model="proportional", critical_path=True, threads=2).cube.tobytes() == r.cube.tobytes()

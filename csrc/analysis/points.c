@@ -129,20 +129,29 @@ static int cmp_leaves(const void *x, const void *y)
     return (a->row > b->row) - (a->row < b->row);
 }
 
-/* The sites' records (cause_site, 16 bytes) take the place of the wait
- * states' (ws_site_wait, 24 bytes), which they are made from and which
- * nothing reads after the points: converted in order, each read whole
- * before its place is written (record k is written below where record k
- * + 1 begins), and the block then cut to size.  So they reuse pages
- * already touched instead of fresh ones.  The sites where the location
- * waited that are no point (the points pt[0..n) tell which are) keep
- * their synchronization time apart (site_sync_time). */
+/* The sites' records (cause_site, 16 bytes), made from the wait states'
+ * records (ws_site_wait, 24 bytes), which nothing reads after the
+ * points.  On a long location they take the wait states' place: converted
+ * in order, each read whole before its place is written (record k is
+ * written below where record k + 1 begins), and the block then cut to
+ * size, so that they reuse pages already touched instead of fresh ones.
+ * A short location's go to a block of their own and the wait states'
+ * block is freed as before, to serve the next location's points (in
+ * place, thousands of cut blocks would scatter the heap).  The sites
+ * where the location waited that are no point (the points pt[0..n) tell
+ * which are) keep their synchronization time apart (site_sync_time). */
 _Static_assert(sizeof(cause_site) <= sizeof(ws_site_wait), "cause_site must fit in the place of ws_site_wait");
 
-static int sites_in_place(cause_loc *cl, ws_loc_data *d, uint32_t n_sites, const sync_point *pt, size_t n,
-                          ws_error *err)
+#define SITES_IN_PLACE_FROM ((uint32_t)1 << 16)
+
+static int site_records(cause_loc *cl, ws_loc_data *d, uint32_t n_sites, const sync_point *pt, size_t n,
+                        ws_error *err)
 {
     ws_site_wait *sw = d->site_waits;
+    const int in_place = n_sites >= SITES_IN_PLACE_FROM;
+    unsigned char *to = in_place ? (unsigned char *)sw : ws_malloc_array(n_sites ? n_sites : 1, sizeof(cause_site));
+    if (!to)
+        return ws_error_nomem(err, "synchronization points");
     /* the pad byte marks the sites that are a point */
     for (uint32_t s = 0; s < n_sites; s++)
         sw[s].pad = 0;
@@ -152,16 +161,23 @@ static int sites_in_place(cause_loc *cl, ws_loc_data *d, uint32_t n_sites, const
     uint32_t n_pointless = 0;
     for (uint32_t s = 0; s < n_sites; s++)
         n_pointless += sw[s].wait > 0.0 && !sw[s].pad;
-    if (n_pointless && !(cl->pointless = ws_malloc_array(n_pointless, sizeof *cl->pointless)))
+    if (n_pointless && !(cl->pointless = ws_malloc_array(n_pointless, sizeof *cl->pointless))) {
+        if (!in_place)
+            free(to);
         return ws_error_nomem(err, "synchronization points");
-    unsigned char *bytes = (unsigned char *)sw;
+    }
+    const unsigned char *from = (const unsigned char *)sw;
     for (uint32_t s = 0; s < n_sites; s++) {
         ws_site_wait w;
-        memcpy(&w, bytes + (size_t)s * sizeof w, sizeof w);
+        memcpy(&w, from + (size_t)s * sizeof w, sizeof w);
         if (w.wait > 0.0 && !w.pad)
             cl->pointless[cl->n_pointless++] = (pointless_wait){s, 0, w.sync_time};
         cause_site cs = {.sp = WS_NONE32, .delayer = w.delayer, .anywait = w.anywait, .waited = w.wait > 0.0};
-        memcpy(bytes + (size_t)s * sizeof cs, &cs, sizeof cs);
+        memcpy(to + (size_t)s * sizeof cs, &cs, sizeof cs);
+    }
+    if (!in_place) {
+        cl->sites = (cause_site *)(void *)to;
+        return WS_OK;
     }
     d->site_waits = NULL;
     cause_site *fit = ws_realloc(sw, (n_sites ? n_sites : 1) * sizeof *fit);
@@ -349,7 +365,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         }
         permute_points(pt, order, n);
     }
-    if ((rc = sites_in_place(cl, d, ls->n_sites, pt, n, err)))
+    if ((rc = site_records(cl, d, ls->n_sites, pt, n, err)))
         goto done;
     uint32_t n_waiting = 0;
     for (size_t k = 0; k < n; k++)
