@@ -80,8 +80,9 @@ void *ws_calloc(size_t count, size_t size)
 void *ws_calloc_dense(size_t count, size_t size)
 {
     void *p = ws_calloc(count, size);
-    /* a fresh mapping is not touched by calloc: its pages are still to
-     * be faulted in, now 2 MiB at a time */
+    /* calloc leaves a fresh mapping untouched: its pages are still to be
+     * faulted in, now 2 MiB at a time (a reused block, which calloc
+     * zeroes, is resident already) */
     return p ? advised(p, count * size) : NULL;
 }
 
