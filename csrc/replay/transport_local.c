@@ -370,11 +370,11 @@ static instance *instance_get(local_transport *lt, uint32_t n_members, size_t ca
     }
     if (cache_size)
         memset(in->cache, 0, cache_size);
-    for (uint32_t k = 0; k < n_members; k++) {
+    /* no contribution yet; a member's size and data are written when it
+     * contributes and when the last one does (complete: every member has
+     * contributed once), before anybody reads them */
+    for (uint32_t k = 0; k < n_members; k++)
         in->offset[k] = SIZE_MAX;
-        in->size[k] = 0;
-        in->data[k] = NULL;
-    }
     in->n_members = n_members;
     in->expected_local = 0;
     in->count = 0;
