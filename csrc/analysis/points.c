@@ -109,8 +109,8 @@ static void permute_points(sync_point *pt, sp_sort *order, size_t n)
     }
 }
 
-/* The event where point p is exchanged (ws_point_event, before the
- * points are the location's). */
+/* The event where point p is exchanged (also before the points are the
+ * location's; ws_point_event once they are). */
 static uint32_t event_of(const ws_events *e, const ws_loc_sync *ls, const sync_point *p)
 {
     switch (p->type) {
@@ -435,16 +435,7 @@ double ws_point_completion_full(const ws_causes *c, uint32_t loc, uint32_t k)
 
 uint32_t ws_point_event(const ws_causes *c, uint32_t loc, uint32_t k)
 {
-    const sync_point *p = &c->locs[loc].sp[k];
-    const ws_loc_sync *ls = &c->a->sync->locs[loc];
-    switch (p->type) {
-    case SP_LS:
-        return c->a->trace->locations[loc].events.msg_event[p->index];
-    case SP_LR:
-        return ls->msgs[p->index].ch1_event;
-    default:
-        return ls->sites[p->index].event;
-    }
+    return event_of(&c->a->trace->locations[loc].events, &c->a->sync->locs[loc], &c->locs[loc].sp[k]);
 }
 
 /* Point of message `row` of the given kind at `loc`.  The points are
