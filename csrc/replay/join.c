@@ -333,62 +333,62 @@ static int consume_location(join *j, uint32_t loc, ws_error *err)
     for (uint32_t h = 0; h < H; h++)
         if (j->handlers[h].begin && (rc = j->handlers[h].begin(j->handlers[h].state, env, loc, err)))
             return rc;
-    const int64_t limit = j->sparse ? (int64_t)ls->n_sync_events : (int64_t)e->n;
+    int64_t limit = j->sparse ? (int64_t)ls->n_sync_events : (int64_t)e->n;
     if (j->sparse && j->sites_idle && ls->n_messages == 0 && ls->n_ch1 == 0) {
         /* only sites, where nothing happens (passes 2 and 3 on the 2-rank
-         * barrier trace: 1.6 M sites each): counted at once */
+         * barrier trace: 1.6 M sites each): counted at once, not walked */
         if ((rc = count_steps(j, (uint64_t)limit, err)))
             return rc;
-    } else {
-        int64_t site = backward ? (int64_t)ls->n_sites - 1 : 0;
-        int64_t ch1 = backward ? (int64_t)ls->n_ch1 - 1 : 0;
-        for (int64_t cursor = backward ? limit - 1 : 0; cursor >= 0 && cursor < limit; cursor += step) {
-            uint64_t ev;
-            rc = WS_OK;
-            if (j->sparse) {
-                uint32_t what = ls->sync_what[cursor], index = what & WS_SYNC_INDEX;
-                if (j->sites_idle && (what & ~(uint32_t)WS_SYNC_INDEX) == WS_SYNC_SITE) {
-                    /* nothing to do here */
-                    if ((rc = count_step(j, err)))
-                        return rc;
-                    continue;
-                }
-                if (j->local) {
-                    prefetch_pull(j, ls, cursor + step * PULL_AHEAD, 0);
-                    prefetch_pull(j, ls, cursor + step * (PULL_AHEAD / 2), 1);
-                }
-                ev = ls->sync_events[cursor];
-                switch (what & ~(uint32_t)WS_SYNC_INDEX) {
-                case WS_SYNC_RECORD:
-                    rc = consume_message(j, loc, index, 1, ev, err);
-                    break;
-                case WS_SYNC_CH1:
-                    rc = consume_message(j, loc, index, 0, ev, err);
-                    break;
-                default:
-                    rc = consume_site(j, loc, index, ev, err);
-                    break;
-                }
-            } else {
-                ev = (uint64_t)cursor;
-                if (ws_is_message_kind(e->kind[ev])) {
-                    rc = consume_message(j, loc, e->ref[ev], 1, ev, err);
-                } else if (ch1 >= 0 && ch1 < (int64_t)ls->n_ch1 && ls->ch1_event[ch1] == ev) {
-                    rc = consume_message(j, loc, ls->ch1_row[ch1], 0, ev, err);
-                    ch1 += step;
-                } else if (site >= 0 && site < (int64_t)ls->n_sites && ls->sites[site].event == ev) {
-                    rc = consume_site(j, loc, (uint32_t)site, ev, err);
-                    site += step;
-                }
-            }
-            if (rc)
-                return rc;
-            for (uint32_t h = 0; h < H; h++)
-                if (j->handlers[h].event && (rc = j->handlers[h].event(j->handlers[h].state, env, loc, ev, err)))
+        limit = 0;
+    }
+    int64_t site = backward ? (int64_t)ls->n_sites - 1 : 0;
+    int64_t ch1 = backward ? (int64_t)ls->n_ch1 - 1 : 0;
+    for (int64_t cursor = backward ? limit - 1 : 0; cursor >= 0 && cursor < limit; cursor += step) {
+        uint64_t ev;
+        rc = WS_OK;
+        if (j->sparse) {
+            uint32_t what = ls->sync_what[cursor], index = what & WS_SYNC_INDEX;
+            if (j->sites_idle && (what & ~(uint32_t)WS_SYNC_INDEX) == WS_SYNC_SITE) {
+                /* nothing to do here */
+                if ((rc = count_step(j, err)))
                     return rc;
-            if ((rc = count_step(j, err)))
-                return rc;
+                continue;
+            }
+            if (j->local) {
+                prefetch_pull(j, ls, cursor + step * PULL_AHEAD, 0);
+                prefetch_pull(j, ls, cursor + step * (PULL_AHEAD / 2), 1);
+            }
+            ev = ls->sync_events[cursor];
+            switch (what & ~(uint32_t)WS_SYNC_INDEX) {
+            case WS_SYNC_RECORD:
+                rc = consume_message(j, loc, index, 1, ev, err);
+                break;
+            case WS_SYNC_CH1:
+                rc = consume_message(j, loc, index, 0, ev, err);
+                break;
+            default:
+                rc = consume_site(j, loc, index, ev, err);
+                break;
+            }
+        } else {
+            ev = (uint64_t)cursor;
+            if (ws_is_message_kind(e->kind[ev])) {
+                rc = consume_message(j, loc, e->ref[ev], 1, ev, err);
+            } else if (ch1 >= 0 && ch1 < (int64_t)ls->n_ch1 && ls->ch1_event[ch1] == ev) {
+                rc = consume_message(j, loc, ls->ch1_row[ch1], 0, ev, err);
+                ch1 += step;
+            } else if (site >= 0 && site < (int64_t)ls->n_sites && ls->sites[site].event == ev) {
+                rc = consume_site(j, loc, (uint32_t)site, ev, err);
+                site += step;
+            }
         }
+        if (rc)
+            return rc;
+        for (uint32_t h = 0; h < H; h++)
+            if (j->handlers[h].event && (rc = j->handlers[h].event(j->handlers[h].state, env, loc, ev, err)))
+                return rc;
+        if ((rc = count_step(j, err)))
+            return rc;
     }
     for (uint32_t h = 0; h < H; h++)
         if (j->handlers[h].end && (rc = j->handlers[h].end(j->handlers[h].state, env, loc, err)))
@@ -431,13 +431,13 @@ int ws_replay_join(const ws_replay_env *env, ws_transport *tr, const ws_handler 
     j.next_report = 1u << 20;
     j.sparse = 1;
     j.coll_none = 1;
+    int no_events = 1;
     for (uint32_t h = 0; h < n_handlers; h++) {
         j.sparse &= handlers[h].sparse != 0;
         j.coll_none &= !(handlers[h].coll_produce && handlers[h].coll_consume);
+        no_events &= !handlers[h].event;
     }
-    j.sites_idle = j.coll_none;
-    for (uint32_t h = 0; h < n_handlers; h++)
-        j.sites_idle &= !handlers[h].event;
+    j.sites_idle = j.coll_none && no_events;
     ws_buffer_init(&j.out);
     const uint32_t n = env->n_locations;
     for (uint32_t i = 0; i < n; i++) {
