@@ -128,39 +128,37 @@ static const walk_item *item_at(const walker_loc *l, size_t k)
     return l->ptrs ? l->ptrs[k] : &l->items[k];
 }
 
-/* Where each exchange's slot lies (see walker): 0 or an error. */
-static int lay_out(walker *w, ws_error *err)
+/* Notes the exchange of `it` for the slots' layout (lay_out): the extent
+ * of its sender's rows or of its communicator's instances, in
+ * w->msg_base and w->coll_base (*n_comms of them so far).  0 or an
+ * error. */
+static int note_extent(walker *w, const walk_item *it, size_t *n_comms, size_t *cap_comms, ws_error *err)
 {
-    uint64_t top_comm = 0;
-    for (uint32_t l = 0; l < w->n_locs; l++)
-        for (size_t k = 0; k < w->locs[l].n; k++) {
-            const walk_item *it = item_at(&w->locs[l], k);
-            if (it->kind == WALK_COLL && it->n_members > 1 && (it->key >> 40) + 1 > top_comm)
-                top_comm = (it->key >> 40) + 1;
-            if (it->kind != WALK_COLL && (it->key >> 32) >= w->n_locs)
-                return ws_error_set(err, WS_ERR_INTERNAL, "critical path: message of unknown location %llu",
-                                    (unsigned long long)(it->key >> 32));
+    if (it->kind != WALK_COLL) {
+        if ((it->key >> 32) >= w->n_locs)
+            return ws_error_set(err, WS_ERR_INTERNAL, "critical path: message of unknown location %llu",
+                                (unsigned long long)(it->key >> 32));
+        size_t *b = &w->msg_base[it->key >> 32];
+        if ((uint32_t)it->key + (size_t)1 > *b)
+            *b = (uint32_t)it->key + (size_t)1;
+    } else if (it->n_members > 1) {
+        uint64_t comm = it->key >> 40, seq = it->key & ((1ULL << 40) - 1);
+        if (comm >= *n_comms) {
+            if (ws_grow((void **)&w->coll_base, cap_comms, (size_t)comm + 1, sizeof *w->coll_base) != 0)
+                return ws_error_nomem(err, "critical path");
+            memset(w->coll_base + *n_comms, 0, ((size_t)comm + 1 - *n_comms) * sizeof *w->coll_base);
+            *n_comms = (size_t)comm + 1;
         }
-    w->msg_base = ws_calloc((size_t)w->n_locs + 1, sizeof *w->msg_base);
-    w->coll_base = ws_calloc((size_t)top_comm + 1, sizeof *w->coll_base);
-    if (!w->msg_base || !w->coll_base)
-        return ws_error_nomem(err, "critical path");
-    /* first the extent of each sender's rows and each communicator's
-     * instances, then their offsets */
-    for (uint32_t l = 0; l < w->n_locs; l++)
-        for (size_t k = 0; k < w->locs[l].n; k++) {
-            const walk_item *it = item_at(&w->locs[l], k);
-            if (it->kind != WALK_COLL) {
-                size_t *b = &w->msg_base[it->key >> 32];
-                if ((uint32_t)it->key + (size_t)1 > *b)
-                    *b = (uint32_t)it->key + (size_t)1;
-            } else if (it->n_members > 1) {
-                size_t *b = &w->coll_base[it->key >> 40];
-                uint64_t seq = it->key & ((1ULL << 40) - 1);
-                if (seq + 1 > *b)
-                    *b = (size_t)seq + 1;
-            }
-        }
+        if (seq + 1 > w->coll_base[comm])
+            w->coll_base[comm] = (size_t)seq + 1;
+    }
+    return WS_OK;
+}
+
+/* Where each exchange's slot lies (see walker), from the extents
+ * note_extent found: 0 or an error. */
+static int lay_out(walker *w, size_t n_comms, ws_error *err)
+{
     size_t total = 0;
     for (uint32_t l = 0; l < w->n_locs; l++) {
         size_t extent = w->msg_base[l];
@@ -168,7 +166,7 @@ static int lay_out(walker *w, ws_error *err)
         total += extent;
     }
     total *= 2;
-    for (uint64_t m = 0; m < top_comm; m++) {
+    for (size_t m = 0; m < n_comms; m++) {
         size_t extent = w->coll_base[m];
         w->coll_base[m] = total;
         total += extent;
@@ -326,27 +324,39 @@ static int walk_all(walker *w, const void *const *pieces, const size_t *sizes, u
     w->queue = ws_malloc_array(w->q_cap, sizeof *w->queue);
     if (!w->queue)
         return ws_error_nomem(err, "critical path");
-    size_t n_items = 0;
+    /* one scan over the items: their locations (in a row?) and the
+     * extents of the exchanges */
+    size_t n_items = 0, n_comms = 0, cap_comms = 0;
     int together = 1;
+    w->msg_base = ws_calloc((size_t)w->n_locs + 1, sizeof *w->msg_base);
+    if (!w->msg_base)
+        return ws_error_nomem(err, "critical path");
     for (uint32_t p = 0; p < n_pieces; p++) {
         const walk_item *items = pieces[p];
         size_t n = sizes[p] / sizeof *items;
         n_items += n;
-        for (size_t i = 0; i < n; i++)
-            if (items[i].loc >= w->n_locs)
+        walker_loc *run_of = NULL; /* the location of the run items[i] is in, while together */
+        for (size_t i = 0; i < n; i++) {
+            const walk_item *it = &items[i];
+            if (it->loc >= w->n_locs)
                 return ws_error_set(err, WS_ERR_INTERNAL, "critical path: item of unknown location %u",
-                                    (unsigned)items[i].loc);
-        for (size_t i = 0; i < n && together;) {
-            walker_loc *l = &w->locs[items[i].loc];
-            if (l->items) {
-                together = 0;
-                break;
+                                    (unsigned)it->loc);
+            if (together && (!run_of || it->loc != run_of->items->loc)) {
+                run_of = &w->locs[it->loc];
+                if (run_of->items)
+                    together = 0;
+                else
+                    run_of->items = it;
             }
-            l->items = &items[i];
-            for (; i < n && items[i].loc == l->items->loc; i++)
-                l->n++;
+            if (together)
+                run_of->n++;
+            int rc = note_extent(w, it, &n_comms, &cap_comms, err);
+            if (rc)
+                return rc;
         }
     }
+    if (!w->coll_base && !(w->coll_base = ws_calloc(1, sizeof *w->coll_base)))
+        return ws_error_nomem(err, "critical path");
     if (!together) {
         size_t *count = ws_calloc((size_t)w->n_locs + 1, sizeof *count);
         w->order = ws_malloc_array(n_items ? n_items : 1, sizeof *w->order);
@@ -371,7 +381,7 @@ static int walk_all(walker *w, const void *const *pieces, const size_t *sizes, u
         }
         free(count);
     }
-    int rc = lay_out(w, err);
+    int rc = lay_out(w, n_comms, err);
     if (rc)
         return rc;
     /* an item hands the path over at most once and takes it at most once:
@@ -415,13 +425,32 @@ static void walker_free(walker *w)
     free(w->dest);
 }
 
-/* The moves received for the local locations, appended in order. */
+/* The moves received for the local locations, in order: their only ones
+ * (with `walk`, pass 4 records none). */
 static int keep_moves(ws_causes *c, const move_record *m, size_t n, ws_error *err)
 {
+    /* each location's room reserved at once (counted in n_moves first),
+     * not copied as it doubles */
+    const ws_analysis *a = c->a;
+    for (uint32_t i = 0; i < a->n_local; i++)
+        c->locs[a->local[i]].n_moves = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m[i].loc >= a->trace->n_locations)
+            return ws_error_set(err, WS_ERR_INTERNAL, "critical path: move of unknown location %u",
+                                (unsigned)m[i].loc);
+        c->locs[m[i].loc].n_moves++;
+    }
+    for (uint32_t i = 0; i < a->n_local; i++) {
+        cause_loc *cl = &c->locs[a->local[i]];
+        if (ws_grow((void **)&cl->moves, &cl->cap_moves, cl->n_moves, sizeof *cl->moves) != 0)
+            return ws_error_nomem(err, "critical path");
+        cl->n_moves = 0;
+    }
     for (size_t i = 0; i < n; i++) {
         cause_loc *cl = &c->locs[m[i].loc];
-        if (ws_grow((void **)&cl->moves, &cl->cap_moves, cl->n_moves + 1, sizeof *cl->moves) != 0)
-            return ws_error_nomem(err, "critical path");
+        if (cl->n_moves >= cl->cap_moves) /* a location not of this process */
+            return ws_error_set(err, WS_ERR_INTERNAL, "critical path: move for location %u, not analysed here",
+                                (unsigned)m[i].loc);
         path_move mv = {m[i].ev, m[i].take, m[i].time};
         cl->moves[cl->n_moves++] = mv;
     }
