@@ -99,8 +99,9 @@ static int deliver(thread_transport *m, uint32_t to, ws_error *err)
     }
     ws_buffer *b = &h->inbox[to];
     int bad;
-    if (!b->size && b->capacity <= out->capacity) {
-        /* hand the whole block over */
+    if (!b->size) {
+        /* hand the whole block over (the outbox goes on with the
+         * inbox's empty one) */
         ws_buffer tmp = *b;
         *b = *out;
         *out = tmp;
