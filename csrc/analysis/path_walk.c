@@ -116,14 +116,14 @@ typedef struct walker {
     size_t n_moves, cap_moves, cap_dest;
 } walker;
 
-static slot *slot_of(walker *w, const walk_item *it)
+static inline slot *slot_of(walker *w, const walk_item *it)
 {
     if (it->kind != WALK_COLL)
         return &w->slots[2 * (w->msg_base[it->key >> 32] + (uint32_t)it->key) + it->member];
     return &w->slots[w->coll_base[it->key >> 40] + (it->key & ((1ULL << 40) - 1))];
 }
 
-static const walk_item *item_at(const walker_loc *l, size_t k)
+static inline const walk_item *item_at(const walker_loc *l, size_t k)
 {
     return l->ptrs ? l->ptrs[k] : &l->items[k];
 }
@@ -197,11 +197,19 @@ static int add_move(walker *w, uint32_t loc, uint32_t ev, int take, double time)
 
 /* The holder hands the path over at `it` (causes.c: note_for and
  * handover_time): no later than where it is on the location. */
-static int hand_over(walker *w, uint32_t loc, const walk_item *it, slot *s)
+static int hand_over_held(walker *w, uint32_t loc, const walk_item *it, slot *s);
+
+static inline int hand_over(walker *w, uint32_t loc, const walk_item *it, slot *s)
+{
+    /* mostly the location does not hold the path */
+    if (!w->locs[loc].owner || it->target == WS_NONE32)
+        return WS_OK;
+    return hand_over_held(w, loc, it, s);
+}
+
+static int hand_over_held(walker *w, uint32_t loc, const walk_item *it, slot *s)
 {
     walker_loc *l = &w->locs[loc];
-    if (!l->owner || it->target == WS_NONE32)
-        return WS_OK;
     double t = it->hand;
     if (l->top < t)
         t = l->top;
@@ -222,7 +230,18 @@ static int hand_over(walker *w, uint32_t loc, const walk_item *it, slot *s)
 
 /* The path comes to `loc` at `it` if a token of the exchange names it:
  * the last such one in member order (p4_coll_consume). */
-static int take(walker *w, uint32_t loc, const walk_item *it, slot *s, uint32_t consumers)
+static int take_token_of(walker *w, uint32_t loc, const walk_item *it, slot *s, uint32_t consumers);
+
+static inline int take(walker *w, uint32_t loc, const walk_item *it, slot *s, uint32_t consumers)
+{
+    if (!s->tokens) { /* mostly nobody handed the path over here */
+        s->consumed++;
+        return WS_OK;
+    }
+    return take_token_of(w, loc, it, s, consumers);
+}
+
+static int take_token_of(walker *w, uint32_t loc, const walk_item *it, slot *s, uint32_t consumers)
 {
     const token *best = NULL;
     for (uint32_t i = s->tokens; i; i = w->tokens[i - 1].next)
@@ -246,7 +265,7 @@ static int take(walker *w, uint32_t loc, const walk_item *it, slot *s, uint32_t 
     return add_move(w, loc, it->ev, 1, time);
 }
 
-static void wake_all(walker *w, slot *s)
+static inline void wake_all(walker *w, slot *s)
 {
     while (s->waiters) {
         uint32_t loc = s->waiters - 1;
