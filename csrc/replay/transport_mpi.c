@@ -86,13 +86,33 @@ static int flush_to(mpi_transport *m, int proc, ws_error *err)
         return ws_error_nomem(err, "MPI send queue");
     pending_send *p = &m->sends[m->n_sends];
     p->data = b->data;
+    p->capacity = b->capacity;
     int rc = MPI_Isend(p->data, (int)b->size, MPI_BYTE, proc, TAG_DATA, m->comm, &p->request);
     if (rc != MPI_SUCCESS)
         return mpi_error(err, rc, "MPI_Isend");
     m->n_sends++;
     m->sent[0]++;
-    ws_buffer_init(b); /* the data now belongs to the pending send */
+    /* the data now belong to the pending send; the next records go to a
+     * block of a completed one, which has the room such a batch needed
+     * (a burst's 64 KiB grown by doubling cost 9 copies) */
+    if (m->n_spare)
+        *b = m->spare[--m->n_spare];
+    else
+        ws_buffer_init(b);
     return WS_OK;
+}
+
+/* A completed send's block: kept for the next batch, or freed. */
+static void retire_send(mpi_transport *m, const pending_send *p)
+{
+    if (m->n_spare < SPARE_SENDS) {
+        ws_buffer *b = &m->spare[m->n_spare++];
+        b->data = p->data;
+        b->size = 0;
+        b->capacity = p->capacity;
+    } else {
+        free(p->data);
+    }
 }
 
 static int flush_all(mpi_transport *m, ws_error *err)
@@ -108,7 +128,7 @@ static int flush_all(mpi_transport *m, ws_error *err)
         int done = 0;
         MPI_Test(&m->sends[i].request, &done, MPI_STATUS_IGNORE);
         if (done)
-            free(m->sends[i].data);
+            retire_send(m, &m->sends[i]);
         else
             m->sends[k++] = m->sends[i];
     }
@@ -121,9 +141,14 @@ static int put_record(mpi_transport *m, int proc, uint8_t type, const unsigned c
                       const void *data, size_t size, ws_error *err)
 {
     ws_buffer *b = &m->out[proc];
-    if (ws_buffer_append(b, &type, 1) || ws_buffer_append(b, &m->epoch, 8) || ws_buffer_append(b, head, head_size) ||
-        ws_buffer_append(b, data, size))
+    unsigned char *r = head_size + size <= SIZE_MAX - 9 ? ws_buffer_extend(b, 9 + head_size + size) : NULL;
+    if (!r)
         return ws_error_nomem(err, "MPI send buffer");
+    r[0] = type;
+    memcpy(r + 1, &m->epoch, 8);
+    memcpy(r + 9, head, head_size);
+    if (size)
+        memcpy(r + 9 + head_size, data, size);
     if (b->size >= flush_bytes(&m->base))
         return flush_to(m, proc, err);
     return WS_OK;
@@ -490,6 +515,8 @@ static void t_destroy(ws_transport *t)
         free(m->sends[i].data);
     }
     free(m->sends);
+    for (size_t i = 0; i < m->n_spare; i++)
+        ws_buffer_free(&m->spare[i]);
     if (m->out)
         for (int p = 0; p < m->size; p++)
             ws_buffer_free(&m->out[p]);

@@ -14,7 +14,11 @@
 typedef struct pending_send {
     MPI_Request request;
     unsigned char *data;
+    size_t capacity;
 } pending_send;
+
+/* send blocks kept for the next ones once their sends completed */
+enum { SPARE_SENDS = 8 };
 
 typedef struct mpi_transport {
     ws_transport base;
@@ -32,6 +36,8 @@ typedef struct mpi_transport {
     ws_buffer *out;      /* per destination process */
     pending_send *sends;
     size_t n_sends, cap_sends;
+    ws_buffer spare[SPARE_SENDS]; /* empty, with their capacity */
+    size_t n_spare;
     /* counters of the current epoch (replay) and the next one */
     uint64_t epoch;
     uint64_t sent[2], received[2];
