@@ -112,10 +112,12 @@ done:
     return rc;
 }
 
-int ws_mpi_gather(ws_transport *t, const void *data, size_t size, int to_all, void **out, size_t *sizes,
-                    ws_error *err)
+/* ws_mpi_gather, and with `own_apart` (not to_all) the root's own bytes
+ * left out of *out (they are at hand: ws_mpi_gather_apply). */
+static int gather(mpi_transport *m, const void *data, size_t size, int to_all, int own_apart, void **out,
+                  size_t *sizes, ws_error *err)
 {
-    mpi_transport *m = self_of(t);
+    ws_transport *t = &m->base;
     *out = NULL;
     int receiver = to_all || m->rank == 0;
     int *counts = receiver ? ws_calloc((size_t)m->size, sizeof *counts) : NULL;
@@ -138,9 +140,11 @@ int ws_mpi_gather(ws_transport *t, const void *data, size_t size, int to_all, vo
     if (receiver) {
         size_t total = 0;
         for (int p = 0; p < m->size; p++) {
+            sizes[p] = (size_t)counts[p];
+            if (own_apart && p == m->rank)
+                counts[p] = 0;
             displs[p] = (int)total;
             total += (size_t)counts[p];
-            sizes[p] = (size_t)counts[p];
         }
         failed = total > INT_MAX || !(*out = ws_malloc(total ? total : 1));
         if (failed)
@@ -149,6 +153,8 @@ int ws_mpi_gather(ws_transport *t, const void *data, size_t size, int to_all, vo
     }
     if (ws_mpi_agree(t, failed, err))
         goto fail;
+    if (own_apart && m->rank == 0)
+        bytes = 0;
     rc = to_all ? MPI_Allgatherv(data, bytes, MPI_BYTE, *out, counts, displs, MPI_BYTE, m->comm)
                 : MPI_Gatherv(data, bytes, MPI_BYTE, *out, counts, displs, MPI_BYTE, 0, m->comm);
     if (rc != MPI_SUCCESS) {
@@ -164,6 +170,42 @@ fail:
     free(counts);
     free(displs);
     return err->code ? err->code : WS_ERR_INTERNAL;
+}
+
+int ws_mpi_gather(ws_transport *t, const void *data, size_t size, int to_all, void **out, size_t *sizes,
+                  ws_error *err)
+{
+    return gather(self_of(t), data, size, to_all, 0, out, sizes, err);
+}
+
+/* Process 0 reads its own piece in place and receives only the others'
+ * (the path walk's items on the 2-rank barrier trace: 19 of 38 MB not
+ * copied, nor their fresh pages touched). */
+int ws_mpi_gather_apply(ws_transport *t, const void *data, size_t size, ws_gather_fn fn, void *ctx, ws_error *err)
+{
+    mpi_transport *m = self_of(t);
+    size_t *sizes = ws_calloc((size_t)m->size, sizeof *sizes);
+    const void **pieces = ws_calloc((size_t)m->size, sizeof *pieces);
+    void *others = NULL;
+    int failed = !sizes || !pieces;
+    if (failed)
+        ws_error_nomem(err, "gathered data");
+    int rc = ws_mpi_agree(t, failed, err) ? (err->code ? err->code : WS_ERR_INTERNAL) : WS_OK;
+    if (rc == WS_OK)
+        rc = gather(m, data, size, 0, 1, &others, sizes, err);
+    if (rc == WS_OK && m->rank == 0) {
+        size_t off = 0;
+        for (int p = 0; p < m->size; p++) {
+            pieces[p] = p == 0 ? data : (const unsigned char *)others + off;
+            if (p)
+                off += sizes[p];
+        }
+        rc = fn(ctx, pieces, sizes, err);
+    }
+    free(others);
+    free(sizes);
+    free(pieces);
+    return rc;
 }
 
 int ws_mpi_reduce_f64(ws_transport *t, double *values, size_t n, int op, ws_error *err)

@@ -85,6 +85,7 @@ int ws_mpi_exchange(ws_transport *t, const void *records, size_t record_size, co
                     void **out, size_t *n_out, ws_error *err);
 int ws_mpi_gather(ws_transport *t, const void *data, size_t size, int to_all, void **out, size_t *sizes,
                   ws_error *err);
+int ws_mpi_gather_apply(ws_transport *t, const void *data, size_t size, ws_gather_fn fn, void *ctx, ws_error *err);
 int ws_mpi_reduce_f64(ws_transport *t, double *values, size_t n, int op, ws_error *err);
 
 #endif
