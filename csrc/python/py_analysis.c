@@ -45,11 +45,13 @@ static PyObject *view_of(PyObject *owner, void *data, int nd, npy_intp *shape, i
     return arr;
 }
 
-/* Adds a zeroed 1-D column `name` of n values (NPY_INT64 or NPY_FLOAT64)
- * to dict d; returns its data, or NULL with a Python error set. */
+/* Adds a 1-D column `name` of n values (NPY_INT64 or NPY_FLOAT64) to
+ * dict d; returns its data, or NULL with a Python error set.  Not zeroed:
+ * every caller writes each element (the critical path's 1.6 million
+ * pieces on the barrier trace: 51 MB not cleared first). */
 static void *column(PyObject *d, const char *name, npy_intp n, int type)
 {
-    PyObject *a = PyArray_ZEROS(1, &n, type, 0);
+    PyObject *a = PyArray_EMPTY(1, &n, type, 0);
     if (!a)
         return NULL;
     int rc = PyDict_SetItemString(d, name, a);
