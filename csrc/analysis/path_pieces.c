@@ -177,8 +177,13 @@ int ws_causes_path_pieces(ws_causes *c, ws_error *err)
     size_t bound = 0;
     for (uint32_t i = 0; i < n; i++)
         bound += (size_t)a->trace->locations[a->local[i]].events.n;
-    if (bound > r->cap_path)
-        (void)ws_grow((void **)&r->path, &r->cap_path, r->n_path + bound, sizeof *r->path);
+    if (bound > r->cap_path - r->n_path && bound < (SIZE_MAX / sizeof *r->path) - r->n_path) {
+        void *room = ws_realloc(r->path, (r->n_path + bound) * sizeof *r->path);
+        if (room) {
+            r->path = room;
+            r->cap_path = r->n_path + bound;
+        }
+    }
     size_t h = 0;
     for (uint32_t i = 0; i < n; i++) {
         cutter *k = &cut[i];
