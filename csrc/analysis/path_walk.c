@@ -490,33 +490,6 @@ static int walk_pieces(void *ctx, const void *const *pieces, const size_t *sizes
     return walk_all(x->w, pieces, sizes, x->n_pieces, x->end_loc, x->t_end, err);
 }
 
-/* The transport's gather_apply, or (a transport without one) its gather
- * and fn on the copy. */
-static int gather_apply(ws_transport *tr, const void *data, size_t size, ws_gather_fn fn, void *ctx, ws_error *err)
-{
-    if (tr->ops->gather_apply)
-        return tr->ops->gather_apply(tr, data, size, fn, ctx, err);
-    size_t *sizes = ws_calloc(tr->n_processes ? tr->n_processes : 1, sizeof *sizes);
-    const void **pieces = ws_calloc(tr->n_processes ? tr->n_processes : 1, sizeof *pieces);
-    void *all = NULL;
-    int rc = sizes && pieces ? WS_OK : ws_error_nomem(err, "gathered data");
-    rc = ws_agree_status(tr, rc, err);
-    if (rc == WS_OK)
-        rc = tr->ops->gather(tr, data, size, 0, &all, sizes, err);
-    if (rc == WS_OK && tr->process == 0) {
-        size_t off = 0;
-        for (uint32_t p = 0; p < tr->n_processes; p++) {
-            pieces[p] = (const unsigned char *)all + off;
-            off += sizes[p];
-        }
-        rc = fn(ctx, pieces, sizes, err);
-    }
-    free(all);
-    free(sizes);
-    free(pieces);
-    return rc;
-}
-
 int ws_causes_path_walk(ws_causes *c, ws_error *err)
 {
     if (!c->walk)
@@ -533,7 +506,7 @@ int ws_causes_path_walk(ws_causes *c, ws_error *err)
     rc = ws_agree_status(tr, rc, err);
     if (rc == WS_OK) {
         walk_ctx x = {&w, tr->n_processes, c->end_loc, c->t_end};
-        rc = gather_apply(tr, c->walk_items, c->n_walk * sizeof *c->walk_items, walk_pieces, &x, err);
+        rc = tr->ops->gather_apply(tr, c->walk_items, c->n_walk * sizeof *c->walk_items, walk_pieces, &x, err);
     }
     free(c->walk_items);
     c->walk_items = NULL;

@@ -127,9 +127,7 @@ typedef struct ws_transport_ops {
      * sizes, err) with every process's `size` bytes (pieces[p], sizes[p],
      * in process order; where the transport can, in place: no copy), and
      * the others return once it has.  Returns fn's status on process 0;
-     * elsewhere only the transport's own (tell them with agree).
-     * Optional (may be NULL): then gather's copy serves
-     * (the MPI transport: the data travel anyway). */
+     * elsewhere only the transport's own (tell them with agree). */
     int (*gather_apply)(ws_transport *t, const void *data, size_t size, ws_gather_fn fn, void *ctx, ws_error *err);
     /* Element-wise WS_SUM, WS_MAX or WS_MIN of doubles over all processes,
      * result on process 0 (elsewhere `values` is left unspecified). */
