@@ -49,6 +49,7 @@ typedef struct join {
     uint64_t processed, next_report, total;
     const ws_progress *progress;
     uint8_t *local; /* per trace location: one of the join's (NULL: every payload goes through the transport) */
+    int pure_all;   /* with local: every handler that produces on messages is msg_pure */
 } join;
 
 static void join_wake(void *scheduler, uint32_t location)
@@ -82,36 +83,34 @@ static int wait_for_data(join *j, ws_error *err)
     return woken ? WS_OK : WS_BLOCKED;
 }
 
-/* The channels handler `hd` uses for message `row` at this event, as the
- * scheduled replay computes them. */
-static int channels_here(const join *j, const ws_handler *hd, uint32_t loc, uint32_t row, int at_record,
-                         int ch1_here)
+/* The channels that meet at this event (`at_record`: the message record
+ * itself, else the channel-1 point of a non-blocking call), as the
+ * scheduled replay filters them. */
+static int channels_at(const ws_msg *msg, int at_record, uint64_t ev)
 {
-    int mask = hd->msg_channels ? hd->msg_channels(hd->state, j->env, loc, row) : 1;
     if (!at_record)
-        mask &= 2;
-    else if (!ch1_here)
-        mask &= 1;
-    return mask;
+        return 2;
+    return msg->ch1_event == (uint32_t)ev ? 3 : 1;
 }
 
-/* What message `row` of `loc` exchanges at event `ev`: 0 if nothing; else
- * its id, partner and which side produces on each channel. */
-static int message_at(const join *j, uint32_t loc, uint32_t row, int at_record, uint64_t ev, uint64_t *id,
-                      uint32_t *partner, int produces[2], int *ch1_here)
+/* The channel this side of message `msg` produces on (the other side
+ * produces on the other one): channel 0 flows from sender to receiver in
+ * a forward replay, channel 1 back; a backward replay turns both round.
+ * -1 if the message exchanges nothing (cancelled, or a receive without
+ * its send). */
+static int produced_channel(const join *j, const ws_msg *msg)
 {
-    const ws_replay_env *env = j->env;
-    const ws_msg *msg = &env->sync->locs[loc].msgs[row];
     uint8_t flags = msg->flags;
     if ((flags & WS_MSG_CANCELLED) || (msg->match_row == WS_NONE32 && !(flags & WS_MSG_SEND)))
-        return 0;
+        return -1;
     int is_send = (flags & WS_MSG_SEND) != 0;
-    *ch1_here = at_record ? (msg->ch1_event == (uint32_t)ev) : 1;
-    produces[0] = env->backward ? !is_send : is_send;
-    produces[1] = !produces[0];
-    *id = is_send ? ws_message_id(loc, row) : ws_msg_match(msg);
-    *partner = msg->partner;
-    return 1;
+    return (j->env->backward ? !is_send : is_send) ? 0 : 1;
+}
+
+/* The message's id in the transport (the send's location and row). */
+static uint64_t message_id(uint32_t loc, uint32_t row, const ws_msg *msg)
+{
+    return (msg->flags & WS_MSG_SEND) ? ws_message_id(loc, row) : ws_msg_match(msg);
 }
 
 /* Whether the consuming side of message `msg` calls the producer for
@@ -126,72 +125,72 @@ static int pulled(const join *j, const ws_handler *hd, const ws_msg *msg)
 
 static int produce_message(join *j, uint32_t loc, uint32_t row, int at_record, uint64_t ev, ws_error *err)
 {
-    uint64_t id;
-    uint32_t partner;
-    int produces[2], ch1_here;
-    if (!message_at(j, loc, row, at_record, ev, &id, &partner, produces, &ch1_here))
-        return WS_OK;
     const ws_msg *msg = &j->env->sync->locs[loc].msgs[row];
+    /* every handler's payloads pulled by the consuming side: nothing to do
+     * (passes 2 and 3 in one process: most messages) */
+    if (j->pure_all && msg->match_row != WS_NONE32 && j->local[msg->partner])
+        return WS_OK;
+    int channel = produced_channel(j, msg);
+    if (channel < 0 || !(channels_at(msg, at_record, ev) & (1 << channel)))
+        return WS_OK;
+    uint64_t id = message_id(loc, row, msg);
     for (uint32_t h = 0; h < j->n_handlers; h++) {
         const ws_handler *hd = &j->handlers[h];
         if (!hd->msg_produce || pulled(j, hd, msg))
             continue;
-        int mask = channels_here(j, hd, loc, row, at_record, ch1_here);
-        for (int channel = 0; channel < 2; channel++) {
-            if (!(mask & (1 << channel)) || !produces[channel])
-                continue;
-            j->out.size = 0;
-            int rc = hd->msg_produce(hd->state, j->env, loc, row, channel, &j->out, err);
-            if (rc == WS_OK)
-                rc = j->tr->ops->post(j->tr, partner, id, (int)(2 * h) + channel, j->out.data, j->out.size, err);
-            if (rc)
-                return rc;
-        }
+        int mask = hd->msg_channels ? hd->msg_channels(hd->state, j->env, loc, row) : 1;
+        if (!(mask & (1 << channel)))
+            continue;
+        j->out.size = 0;
+        int rc = hd->msg_produce(hd->state, j->env, loc, row, channel, &j->out, err);
+        if (rc == WS_OK)
+            rc = j->tr->ops->post(j->tr, msg->partner, id, (int)(2 * h) + channel, j->out.data, j->out.size, err);
+        if (rc)
+            return rc;
     }
     return WS_OK;
 }
 
 static int consume_message(join *j, uint32_t loc, uint32_t row, int at_record, uint64_t ev, ws_error *err)
 {
-    uint64_t id;
-    uint32_t partner;
-    int produces[2], ch1_here;
-    if (!message_at(j, loc, row, at_record, ev, &id, &partner, produces, &ch1_here))
+    const ws_msg *msg = &j->env->sync->locs[loc].msgs[row];
+    int channel = produced_channel(j, msg);
+    if (channel < 0)
+        return WS_OK;
+    channel = !channel; /* the one the partner produces on */
+    if (!(channels_at(msg, at_record, ev) & (1 << channel)))
         return WS_OK;
     ws_transport *tr = j->tr;
-    const ws_msg *msg = &j->env->sync->locs[loc].msgs[row];
     for (uint32_t h = 0; h < j->n_handlers; h++) {
         const ws_handler *hd = &j->handlers[h];
         if (!hd->msg_consume)
             continue;
-        int mask = channels_here(j, hd, loc, row, at_record, ch1_here);
-        int pull = pulled(j, hd, msg);
-        for (int channel = 0; channel < 2; channel++) {
-            if (!(mask & (1 << channel)) || produces[channel])
-                continue;
-            int rc;
-            if (pull) {
-                j->out.size = 0;
-                rc = hd->msg_produce(hd->state, j->env, partner, msg->match_row, channel, &j->out, err);
-                if (rc == WS_OK)
-                    rc = hd->msg_consume(hd->state, j->env, loc, row, channel, j->out.data, j->out.size, err);
-                if (rc)
-                    return rc;
-                continue;
-            }
-            int key = (int)(2 * h) + channel;
-            const void *data;
-            size_t size;
-            while ((rc = tr->ops->take(tr, loc, id, key, &data, &size, err)) == WS_BLOCKED)
-                if ((rc = wait_for_data(j, err)) != WS_OK)
-                    return rc == WS_BLOCKED ? stalled(j, loc, ev, 1, err) : rc;
+        int mask = hd->msg_channels ? hd->msg_channels(hd->state, j->env, loc, row) : 1;
+        if (!(mask & (1 << channel)))
+            continue;
+        int rc;
+        if (pulled(j, hd, msg)) {
+            j->out.size = 0;
+            rc = hd->msg_produce(hd->state, j->env, msg->partner, msg->match_row, channel, &j->out, err);
+            if (rc == WS_OK)
+                rc = hd->msg_consume(hd->state, j->env, loc, row, channel, j->out.data, j->out.size, err);
             if (rc)
                 return rc;
-            rc = hd->msg_consume(hd->state, j->env, loc, row, channel, data, size, err);
-            tr->ops->release(tr, loc, id, key);
-            if (rc)
-                return rc;
+            continue;
         }
+        uint64_t id = message_id(loc, row, msg);
+        int key = (int)(2 * h) + channel;
+        const void *data;
+        size_t size;
+        while ((rc = tr->ops->take(tr, loc, id, key, &data, &size, err)) == WS_BLOCKED)
+            if ((rc = wait_for_data(j, err)) != WS_OK)
+                return rc == WS_BLOCKED ? stalled(j, loc, ev, 1, err) : rc;
+        if (rc)
+            return rc;
+        rc = hd->msg_consume(hd->state, j->env, loc, row, channel, data, size, err);
+        tr->ops->release(tr, loc, id, key);
+        if (rc)
+            return rc;
     }
     return WS_OK;
 }
@@ -451,6 +450,10 @@ int ws_replay_join(const ws_replay_env *env, ws_transport *tr, const ws_handler 
     if (order && pure && (j.local = ws_calloc(env->trace->n_locations ? env->trace->n_locations : 1, 1)))
         for (uint32_t i = 0; i < n; i++)
             j.local[env->locations[i]] = 1;
+    j.pure_all = j.local != NULL;
+    for (uint32_t h = 0; h < n_handlers; h++)
+        if (handlers[h].msg_produce && !handlers[h].msg_pure)
+            j.pure_all = 0;
     if (!order || (pure && !j.local)) {
         free(order);
         return ws_error_nomem(err, "replay order");
