@@ -156,20 +156,41 @@ static int cmp_ch1(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Sorts the channel-1 exchange points by event. */
+/* Sorts the channel-1 exchange points by (event, row).  They are added
+ * as their calls are met, so they mostly come in order (a point is out
+ * of place when a later call completes an earlier request): an insertion
+ * sort puts the few out of place right in O(n); only when that takes more
+ * than a few moves per point is the order left to qsort. */
 static int sort_ch1(ws_loc_sync *s)
 {
-    if (s->n_ch1 < 2)
+    const uint64_t n = s->n_ch1;
+    if (n < 2)
         return 0;
-    uint64_t *pairs = ws_malloc_array(s->n_ch1, sizeof *pairs);
+    uint32_t *ev = s->ch1_event, *row = s->ch1_row;
+    uint64_t moves = 0, budget = 4 * n;
+    for (uint64_t k = 1; k < n && moves <= budget; k++) {
+        uint32_t e = ev[k], r = row[k];
+        uint64_t i = k;
+        while (i > 0 && (ev[i - 1] > e || (ev[i - 1] == e && row[i - 1] > r)) && moves <= budget) {
+            ev[i] = ev[i - 1];
+            row[i] = row[i - 1];
+            i--;
+            moves++;
+        }
+        ev[i] = e;
+        row[i] = r;
+    }
+    if (moves <= budget)
+        return 0;
+    uint64_t *pairs = ws_malloc_array(n, sizeof *pairs);
     if (!pairs)
         return -1;
-    for (uint64_t k = 0; k < s->n_ch1; k++)
-        pairs[k] = ((uint64_t)s->ch1_event[k] << 32) | s->ch1_row[k];
-    qsort(pairs, s->n_ch1, sizeof *pairs, cmp_ch1);
-    for (uint64_t k = 0; k < s->n_ch1; k++) {
-        s->ch1_event[k] = (uint32_t)(pairs[k] >> 32);
-        s->ch1_row[k] = (uint32_t)pairs[k];
+    for (uint64_t k = 0; k < n; k++)
+        pairs[k] = ((uint64_t)ev[k] << 32) | row[k];
+    qsort(pairs, n, sizeof *pairs, cmp_ch1);
+    for (uint64_t k = 0; k < n; k++) {
+        ev[k] = (uint32_t)(pairs[k] >> 32);
+        row[k] = (uint32_t)pairs[k];
     }
     free(pairs);
     return 0;
