@@ -129,6 +129,29 @@ static int cmp_leaves(const void *x, const void *y)
     return (a->row > b->row) - (a->row < b->row);
 }
 
+/* Puts the partners' leaves in row order.  They come in the order the
+ * waits were met, mostly the rows' order (a row is out of place when a
+ * later call completes an earlier request): an insertion sort puts the
+ * few out of place right in O(n) (stable, as the C library's merge sort);
+ * only when that takes more than a few moves per entry is the order left
+ * to qsort. */
+static void sort_leaves(ws_partner_leaves *v, size_t n)
+{
+    size_t moves = 0, budget = 4 * n;
+    for (size_t k = 1; k < n && moves <= budget; k++) {
+        ws_partner_leaves x = v[k];
+        size_t i = k;
+        while (i > 0 && v[i - 1].row > x.row && moves <= budget) {
+            v[i] = v[i - 1];
+            i--;
+            moves++;
+        }
+        v[i] = x;
+    }
+    if (moves > budget)
+        qsort(v, n, sizeof *v, cmp_leaves);
+}
+
 /* The sites' records (cause_site, 16 bytes), made from the wait states'
  * records (ws_site_wait, 24 bytes), which nothing reads after the
  * points.  On a long location they take the wait states' place: converted
@@ -225,11 +248,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     } while (0)
 
     /* the partners' leaves, by row */
-    int sorted_leaves = 1;
-    for (size_t j = 1; j < d->n_leaves && sorted_leaves; j++)
-        sorted_leaves = d->leaves[j - 1].row < d->leaves[j].row;
-    if (!sorted_leaves)
-        qsort(d->leaves, d->n_leaves, sizeof *d->leaves, cmp_leaves);
+    sort_leaves(d->leaves, d->n_leaves);
     size_t next_leaves = 0;
     for (uint64_t row = 0; row < ls->n_messages; row++) {
         const ws_msg *m = &ls->msgs[row];
