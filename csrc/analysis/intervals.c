@@ -18,7 +18,7 @@ static const int long_metric[NCLS] = {
 
 /* ---- mini-profiles ----------------------------------------------------- */
 
-static void acc_add(ws_causes *c, uint32_t cp, double v)
+static inline void acc_add(ws_causes *c, uint32_t cp, double v)
 {
     if (cp == WS_NONE32)
         return;
@@ -97,12 +97,29 @@ void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k, int
         }
         /* the loop below continues with the Leave of j's call */
     }
-    for (; i < end; i++) {
-        if (e->kind[i] == WS_EV_ENTER)
-            cp = e->ref[i];
-        else if (e->kind[i] == WS_EV_LEAVE)
-            cp = t->callpaths.parent[e->ref[i]];
-        acc_add(c, cp, e->time[i + 1] - e->time[i]);
+    /* acc_add with the accumulator's arrays held in locals: the loop visits
+     * about half of all events */
+    {
+        const uint8_t *kind = e->kind;
+        const uint32_t *ref = e->ref, *parent = t->callpaths.parent;
+        const double *time = e->time;
+        uint8_t *in_acc = c->in_acc;
+        uint32_t *touched = c->touched, n_touched = c->n_touched;
+        double *acc = c->acc;
+        for (; i < end; i++) {
+            if (kind[i] == WS_EV_ENTER)
+                cp = ref[i];
+            else if (kind[i] == WS_EV_LEAVE)
+                cp = parent[ref[i]];
+            if (cp == WS_NONE32)
+                continue;
+            if (!in_acc[cp]) {
+                in_acc[cp] = 1;
+                touched[n_touched++] = cp;
+            }
+            acc[cp] += time[i + 1] - time[i];
+        }
+        c->n_touched = n_touched;
     }
     uint32_t lo, hi;
     intermediate_points(cl, j, k, &lo, &hi);
