@@ -50,6 +50,7 @@ typedef struct join {
     const ws_progress *progress;
     uint8_t *local; /* per trace location: one of the join's (NULL: every payload goes through the transport) */
     int pure_all;   /* with local: every handler that produces on messages is msg_pure */
+    int any_event;  /* some handler sees events */
 } join;
 
 static void join_wake(void *scheduler, uint32_t location)
@@ -126,10 +127,6 @@ static int pulled(const join *j, const ws_handler *hd, const ws_msg *msg)
 static int produce_message(join *j, uint32_t loc, uint32_t row, int at_record, uint64_t ev, ws_error *err)
 {
     const ws_msg *msg = &j->env->sync->locs[loc].msgs[row];
-    /* every handler's payloads pulled by the consuming side: nothing to do
-     * (passes 2 and 3 in one process: most messages) */
-    if (j->pure_all && msg->match_row != WS_NONE32 && j->local[msg->partner])
-        return WS_OK;
     int channel = produced_channel(j, msg);
     if (channel < 0 || !(channels_at(msg, at_record, ev) & (1 << channel)))
         return WS_OK;
@@ -244,7 +241,15 @@ static int produce_location(join *j, uint32_t loc, int with_sites, ws_error *err
         uint64_t ev = ls->sync_events[k];
         uint32_t what = ls->sync_what[k], index = what & WS_SYNC_INDEX;
         int rc = WS_OK;
-        switch (what & ~(uint32_t)WS_SYNC_INDEX) {
+        uint32_t kind = what & ~(uint32_t)WS_SYNC_INDEX;
+        if (kind != WS_SYNC_SITE && j->pure_all) {
+            /* every handler's payloads pulled by the consuming side:
+             * nothing to do (passes 2 and 3 in one process: every message) */
+            const ws_msg *msg = &ls->msgs[index];
+            if (msg->match_row != WS_NONE32 && j->local[msg->partner])
+                continue;
+        }
+        switch (kind) {
         case WS_SYNC_RECORD:
             rc = produce_message(j, loc, index, 1, ev, err);
             break;
@@ -289,30 +294,54 @@ static int count_step(join *j, ws_error *err)
 
 enum { PULL_AHEAD = 8 };
 
-/* The walk is about to pull the payloads of the message at synchronization
- * event k (if it is one): ask the cache for the partner's row now, in two
- * steps (PULL_AHEAD events ahead the row itself and the handlers' data of
- * it, half as far the times of its events, whose indices the row holds). */
-static void prefetch_pull(const join *j, const ws_loc_sync *ls, int64_t k, int near)
+/* What the walk asked the cache for, per synchronization event ahead
+ * (indexed by the event's position modulo PULL_AHEAD): the partner's row
+ * of a pulled message, so that the second step needs no second lookup. */
+typedef struct pull_ring {
+    int64_t k[PULL_AHEAD];
+    const ws_msg *other[PULL_AHEAD];
+    uint32_t partner[PULL_AHEAD];
+} pull_ring;
+
+static void pull_ring_clear(pull_ring *r)
 {
-    if (k < 0 || (uint64_t)k >= ls->n_sync_events)
-        return;
-    uint32_t what = ls->sync_what[k];
-    if ((what & ~(uint32_t)WS_SYNC_INDEX) == WS_SYNC_SITE)
-        return;
-    const ws_msg *msg = &ls->msgs[what & WS_SYNC_INDEX];
-    if (msg->match_row == WS_NONE32 || !j->local[msg->partner])
-        return;
+    for (int i = 0; i < PULL_AHEAD; i++)
+        r->k[i] = -1;
+}
+
+/* The walk is about to pull the payloads of the messages at the
+ * synchronization events ahead: ask the cache for the partner's row now,
+ * in two steps (PULL_AHEAD events ahead the row itself and the handlers'
+ * data of it, half as far the times of its events, whose indices the row
+ * holds). */
+static void prefetch_pull(const join *j, const ws_loc_sync *ls, int64_t cursor, int64_t step, pull_ring *r)
+{
     const ws_replay_env *env = j->env;
-    const ws_msg *other = &env->sync->locs[msg->partner].msgs[msg->match_row];
-    if (!near) {
-        WS_PREFETCH(other);
-        for (uint32_t h = 0; h < j->n_handlers; h++)
-            if (j->handlers[h].msg_prefetch)
-                j->handlers[h].msg_prefetch(j->handlers[h].state, env, msg->partner, msg->match_row);
-        return;
+    int64_t k = cursor + step * PULL_AHEAD;
+    if (k >= 0 && (uint64_t)k < ls->n_sync_events) {
+        uint32_t what = ls->sync_what[k];
+        const ws_msg *msg = (what & ~(uint32_t)WS_SYNC_INDEX) != WS_SYNC_SITE ? &ls->msgs[what & WS_SYNC_INDEX] : NULL;
+        int slot = (int)((uint64_t)k % PULL_AHEAD);
+        r->k[slot] = -1;
+        if (msg && msg->match_row != WS_NONE32 && j->local[msg->partner]) {
+            const ws_msg *other = &env->sync->locs[msg->partner].msgs[msg->match_row];
+            WS_PREFETCH(other);
+            for (uint32_t h = 0; h < j->n_handlers; h++)
+                if (j->handlers[h].msg_prefetch)
+                    j->handlers[h].msg_prefetch(j->handlers[h].state, env, msg->partner, msg->match_row);
+            r->k[slot] = k;
+            r->other[slot] = other;
+            r->partner[slot] = msg->partner;
+        }
     }
-    const double *time = env->trace->locations[msg->partner].events.time;
+    k = cursor + step * (PULL_AHEAD / 2);
+    if (k < 0)
+        return;
+    int slot = (int)((uint64_t)k % PULL_AHEAD);
+    if (r->k[slot] != k)
+        return;
+    const ws_msg *other = r->other[slot];
+    const double *time = env->trace->locations[r->partner[slot]].events.time;
     WS_PREFETCH(&time[other->leave]);
     WS_PREFETCH(&time[other->other_call]);
     WS_PREFETCH(&time[other->done_leave]);
@@ -342,6 +371,8 @@ static int consume_location(join *j, uint32_t loc, ws_error *err)
     }
     int64_t site = backward ? (int64_t)ls->n_sites - 1 : 0;
     int64_t ch1 = backward ? (int64_t)ls->n_ch1 - 1 : 0;
+    pull_ring ring;
+    pull_ring_clear(&ring);
     for (int64_t cursor = backward ? limit - 1 : 0; cursor >= 0 && cursor < limit; cursor += step) {
         uint64_t ev;
         rc = WS_OK;
@@ -353,10 +384,8 @@ static int consume_location(join *j, uint32_t loc, ws_error *err)
                     return rc;
                 continue;
             }
-            if (j->local) {
-                prefetch_pull(j, ls, cursor + step * PULL_AHEAD, 0);
-                prefetch_pull(j, ls, cursor + step * (PULL_AHEAD / 2), 1);
-            }
+            if (j->local)
+                prefetch_pull(j, ls, cursor, step, &ring);
             ev = ls->sync_events[cursor];
             switch (what & ~(uint32_t)WS_SYNC_INDEX) {
             case WS_SYNC_RECORD:
@@ -383,7 +412,7 @@ static int consume_location(join *j, uint32_t loc, ws_error *err)
         }
         if (rc)
             return rc;
-        for (uint32_t h = 0; h < H; h++)
+        for (uint32_t h = 0; h < H && j->any_event; h++)
             if (j->handlers[h].event && (rc = j->handlers[h].event(j->handlers[h].state, env, loc, ev, err)))
                 return rc;
         if ((rc = count_step(j, err)))
@@ -437,6 +466,7 @@ int ws_replay_join(const ws_replay_env *env, ws_transport *tr, const ws_handler 
         no_events &= !handlers[h].event;
     }
     j.sites_idle = j.coll_none && no_events;
+    j.any_event = !no_events;
     ws_buffer_init(&j.out);
     const uint32_t n = env->n_locations;
     for (uint32_t i = 0; i < n; i++) {
