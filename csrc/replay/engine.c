@@ -81,59 +81,49 @@ static int message_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t row
     if ((flags & WS_MSG_CANCELLED) || (msg->match_row == WS_NONE32 && !(flags & WS_MSG_SEND)))
         return WS_OK;
     int is_send = (flags & WS_MSG_SEND) != 0;
-    int ch1_here = at_record ? (msg->ch1_event == (uint32_t)ev) : 1;
-    /* which side produces on each channel */
-    int produces[2];
-    produces[0] = env->backward ? !is_send : is_send;
-    produces[1] = !produces[0];
+    /* the channels that meet here; this side produces on one of them and
+     * consumes on the other (channel 0 flows from sender to receiver in a
+     * forward replay, back in a backward one) */
+    int here = at_record ? (msg->ch1_event == (uint32_t)ev ? 3 : 1) : 2;
+    int produced = (env->backward ? !is_send : is_send) ? 0 : 1;
     uint64_t id = is_send ? ws_message_id(loc, row) : ws_msg_match(msg);
     uint32_t partner = msg->partner;
     uint32_t H = s->n_handlers;
     if (s->messages_posted && st->stage < H)
         st->stage = H;
-    while (st->stage < 2 * H) {
-        uint32_t h = st->stage < H ? st->stage : st->stage - H;
+    for (; st->stage < 2 * H; st->stage++, st->consumed = 0) {
+        int producing = st->stage < H;
+        uint32_t h = producing ? st->stage : st->stage - H;
+        int channel = producing ? produced : !produced;
+        if (!(here & (1 << channel)))
+            continue;
         const ws_handler *hd = &s->handlers[h];
+        if (producing ? !hd->msg_produce : (!hd->msg_consume || (st->consumed & (1u << channel))))
+            continue;
         int mask = hd->msg_channels ? hd->msg_channels(hd->state, env, loc, row) : 1;
-        if (!at_record)
-            mask &= 2;
-        else if (!ch1_here)
-            mask &= 1;
-        for (int channel = 0; channel < 2; channel++) {
-            if (!(mask & (1 << channel)))
-                continue;
-            int key = (int)(2 * h) + channel;
-            if (st->stage < H) {
-                if (!produces[channel] || !hd->msg_produce)
-                    continue;
-                s->out.size = 0;
-                int rc = hd->msg_produce(hd->state, env, loc, row, channel, &s->out, err);
-                if (rc)
-                    return rc;
+        if (!(mask & (1 << channel)))
+            continue;
+        int key = (int)(2 * h) + channel;
+        int rc;
+        if (producing) {
+            s->out.size = 0;
+            rc = hd->msg_produce(hd->state, env, loc, row, channel, &s->out, err);
+            if (rc == WS_OK)
                 rc = s->tr->ops->post(s->tr, partner, id, key, s->out.data, s->out.size, err);
-                if (rc)
-                    return rc;
-            } else {
-                if (produces[channel] || !hd->msg_consume)
-                    continue;
-                if (st->consumed & (1u << channel))
-                    continue;
-                const void *data;
-                size_t size;
-                int rc = s->tr->ops->take(s->tr, loc, id, key, &data, &size, err);
-                if (rc == WS_BLOCKED)
-                    return WS_BLOCKED;
-                if (rc)
-                    return rc;
-                rc = hd->msg_consume(hd->state, env, loc, row, channel, data, size, err);
-                s->tr->ops->release(s->tr, loc, id, key);
-                if (rc)
-                    return rc;
-                st->consumed |= (uint8_t)(1u << channel);
-            }
+            if (rc)
+                return rc;
+            continue;
         }
-        st->stage++;
-        st->consumed = 0;
+        const void *data;
+        size_t size;
+        rc = s->tr->ops->take(s->tr, loc, id, key, &data, &size, err);
+        if (rc)
+            return rc; /* WS_BLOCKED: resumed at this stage */
+        rc = hd->msg_consume(hd->state, env, loc, row, channel, data, size, err);
+        s->tr->ops->release(s->tr, loc, id, key);
+        if (rc)
+            return rc;
+        st->consumed |= (uint8_t)(1u << channel);
     }
     return WS_OK;
 }
