@@ -51,6 +51,7 @@ typedef struct join {
     uint8_t *local; /* per trace location: one of the join's (NULL: every payload goes through the transport) */
     int pure_all;   /* with local: every handler that produces on messages is msg_pure */
     int any_event;  /* some handler sees events */
+    int produced_channels, consumed_channels; /* bit c: some handler may produce (consume) on channel c */
 } join;
 
 static void join_wake(void *scheduler, uint32_t location)
@@ -124,12 +125,10 @@ static int pulled(const join *j, const ws_handler *hd, const ws_msg *msg)
     return j->local && hd->msg_pure && msg->match_row != WS_NONE32 && j->local[msg->partner];
 }
 
-static int produce_message(join *j, uint32_t loc, uint32_t row, int at_record, uint64_t ev, ws_error *err)
+/* The handlers' payloads of message `row` on `channel`, which this side
+ * produces on. */
+static int produce_on(join *j, uint32_t loc, uint32_t row, const ws_msg *msg, int channel, ws_error *err)
 {
-    const ws_msg *msg = &j->env->sync->locs[loc].msgs[row];
-    int channel = produced_channel(j, msg);
-    if (channel < 0 || !(channels_at(msg, at_record, ev) & (1 << channel)))
-        return WS_OK;
     uint64_t id = message_id(loc, row, msg);
     for (uint32_t h = 0; h < j->n_handlers; h++) {
         const ws_handler *hd = &j->handlers[h];
@@ -148,15 +147,10 @@ static int produce_message(join *j, uint32_t loc, uint32_t row, int at_record, u
     return WS_OK;
 }
 
-static int consume_message(join *j, uint32_t loc, uint32_t row, int at_record, uint64_t ev, ws_error *err)
+/* The payloads of message `row` on `channel`, which the partner produces
+ * on, taken or pulled and consumed by each handler. */
+static int consume_on(join *j, uint32_t loc, uint32_t row, const ws_msg *msg, int channel, uint64_t ev, ws_error *err)
 {
-    const ws_msg *msg = &j->env->sync->locs[loc].msgs[row];
-    int channel = produced_channel(j, msg);
-    if (channel < 0)
-        return WS_OK;
-    channel = !channel; /* the one the partner produces on */
-    if (!(channels_at(msg, at_record, ev) & (1 << channel)))
-        return WS_OK;
     ws_transport *tr = j->tr;
     for (uint32_t h = 0; h < j->n_handlers; h++) {
         const ws_handler *hd = &j->handlers[h];
@@ -190,6 +184,29 @@ static int consume_message(join *j, uint32_t loc, uint32_t row, int at_record, u
             return rc;
     }
     return WS_OK;
+}
+
+/* Message `row` of `loc` at event `ev`: the checks that most often find
+ * nothing to do, made where the walks call them. */
+static inline int produce_message(join *j, uint32_t loc, uint32_t row, int at_record, uint64_t ev, ws_error *err)
+{
+    const ws_msg *msg = &j->env->sync->locs[loc].msgs[row];
+    int channel = produced_channel(j, msg);
+    if (channel < 0 || !(channels_at(msg, at_record, ev) & j->produced_channels & (1 << channel)))
+        return WS_OK;
+    return produce_on(j, loc, row, msg, channel, err);
+}
+
+static inline int consume_message(join *j, uint32_t loc, uint32_t row, int at_record, uint64_t ev, ws_error *err)
+{
+    const ws_msg *msg = &j->env->sync->locs[loc].msgs[row];
+    int channel = produced_channel(j, msg);
+    if (channel < 0)
+        return WS_OK;
+    channel = !channel; /* the one the partner produces on */
+    if (!(channels_at(msg, at_record, ev) & j->consumed_channels & (1 << channel)))
+        return WS_OK;
+    return consume_on(j, loc, row, msg, channel, ev, err);
 }
 
 static int produce_site(join *j, uint32_t loc, uint32_t site, uint32_t h, ws_error *err)
@@ -446,6 +463,19 @@ static uint32_t *visiting_order(const ws_replay_env *env)
     return order;
 }
 
+/* The channels any handler may produce or consume on (msg_channels may
+ * answer both; without it a handler uses channel 0 only). */
+static void set_channels(join *j)
+{
+    for (uint32_t h = 0; h < j->n_handlers; h++) {
+        int used = j->handlers[h].msg_channels ? 3 : 1;
+        if (j->handlers[h].msg_produce)
+            j->produced_channels |= used;
+        if (j->handlers[h].msg_consume)
+            j->consumed_channels |= used;
+    }
+}
+
 int ws_replay_join(const ws_replay_env *env, ws_transport *tr, const ws_handler *handlers, uint32_t n_handlers,
                    const ws_progress *progress, ws_error *err)
 {
@@ -467,6 +497,7 @@ int ws_replay_join(const ws_replay_env *env, ws_transport *tr, const ws_handler 
     }
     j.sites_idle = j.coll_none && no_events;
     j.any_event = !no_events;
+    set_channels(&j);
     ws_buffer_init(&j.out);
     const uint32_t n = env->n_locations;
     for (uint32_t i = 0; i < n; i++) {
@@ -529,6 +560,7 @@ int ws_replay_produce_messages(const ws_replay_env *env, ws_transport *tr, const
     j.tr = tr;
     j.handlers = handlers;
     j.n_handlers = n_handlers;
+    set_channels(&j);
     ws_buffer_init(&j.out);
     int rc = WS_OK;
     tr->bulk = 1;
