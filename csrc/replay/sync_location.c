@@ -225,6 +225,16 @@ uint32_t ws_sync_comm_rank(const ws_trace *t, const ws_map64 *ranks, uint32_t co
     return ws_map64_get(ranks, ((uint64_t)comm << 32) | loc, &r) ? (uint32_t)r : WS_NONE32;
 }
 
+/* The request id of event i (WS_NONE64: none), asked for in event order
+ * (the request table is sorted by event; *cursor only moves forward), and
+ * only at the events that can have one. */
+static inline uint64_t request_at(const ws_events *e, uint64_t *cursor, uint64_t i)
+{
+    while (*cursor < e->n_requests && e->req_event[*cursor] < i)
+        (*cursor)++;
+    return *cursor < e->n_requests && e->req_event[*cursor] == i ? e->req_id[*cursor] : WS_NONE64;
+}
+
 int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, ws_loc_sync *s, uint64_t *init_count,
                            uint64_t *finalize_count, comm_counter *comms, const ws_map64 *ranks, ws_error *err)
 {
@@ -269,12 +279,6 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
     for (uint64_t i = 0; i < e->n; i++) {
         uint8_t kind = e->kind[i];
         double time = e->time[i];
-        /* request id of this event, if it has one */
-        uint64_t req = WS_NONE64;
-        while (req_cursor < e->n_requests && e->req_event[req_cursor] < i)
-            req_cursor++;
-        if (req_cursor < e->n_requests && e->req_event[req_cursor] == i)
-            req = e->req_id[req_cursor];
         const frame *top = depth ? &p.stack[depth - 1] : NULL;
         /* the MPI function around a message or request event (looked up
          * only there: regions and synchronizations are most events) */
@@ -348,6 +352,7 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
             uint32_t m = e->ref[i];
             int is_send = kind == WS_EV_SEND || kind == WS_EV_ISEND;
             int nonblocking = kind == WS_EV_ISEND || kind == WS_EV_IRECV;
+            uint64_t req = nonblocking ? request_at(e, &req_cursor, i) : WS_NONE64;
             uint8_t flags = (uint8_t)((is_send ? WS_MSG_SEND : 0) | (nonblocking ? WS_MSG_NONBLOCKING : 0));
             ws_msg *r = &s->msgs[m];
             if (!top)
@@ -390,7 +395,8 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
             }
             break;
         }
-        case WS_EV_IRECV_REQUEST:
+        case WS_EV_IRECV_REQUEST: {
+            uint64_t req = request_at(e, &req_cursor, i);
             if (req != WS_NONE64) {
                 if (ws_grow((void **)&posts, &cap_posts, n_posts + 1, sizeof *posts) != 0 ||
                     ws_map64_put(&irecv_posts, req, n_posts) != 0) {
@@ -402,7 +408,9 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
                 n_posts++;
             }
             break;
-        case WS_EV_ISEND_COMPLETE:
+        }
+        case WS_EV_ISEND_COMPLETE: {
+            uint64_t req = request_at(e, &req_cursor, i);
             if (req != WS_NONE64) {
                 uint64_t row;
                 if (ws_map64_get(&isend_row, req, &row)) {
@@ -427,7 +435,9 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
                 }
             }
             break;
-        case WS_EV_REQUEST_CANCELLED:
+        }
+        case WS_EV_REQUEST_CANCELLED: {
+            uint64_t req = request_at(e, &req_cursor, i);
             if (req != WS_NONE64) {
                 uint64_t row;
                 if (ws_map64_get(&isend_row, req, &row)) {
@@ -437,6 +447,7 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
                 ws_map64_remove(&irecv_posts, req);
             }
             break;
+        }
         case WS_EV_COLL_END: {
             uint32_t c = e->ref[i];
             uint32_t comm = e->coll_comm[c];
