@@ -191,7 +191,7 @@ static int walk_message(ws_causes *c, const ws_replay_env *env, uint32_t loc, ui
     if (!it)
         return ws_error_nomem(err, "critical path");
     const ws_msg *m = &env->sync->locs[loc].msgs[row];
-    it->key = (m->flags & WS_MSG_SEND) ? ws_message_id(loc, row) : ws_msg_match(m);
+    it->key = ws_msg_id(loc, row, m);
     it->member = (uint32_t)channel;
     it->kind = produce ? WALK_PRODUCE : WALK_CONSUME;
     if (produce)

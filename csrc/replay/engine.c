@@ -77,16 +77,12 @@ static int message_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t row
     const ws_replay_env *env = s->env;
     const ws_loc_sync *ls = &env->sync->locs[loc];
     const ws_msg *msg = &ls->msgs[row];
-    uint8_t flags = msg->flags;
-    if ((flags & WS_MSG_CANCELLED) || (msg->match_row == WS_NONE32 && !(flags & WS_MSG_SEND)))
+    /* this side produces on one channel and consumes on the other */
+    int produced = ws_msg_produced_channel(msg, env->backward);
+    if (produced < 0)
         return WS_OK;
-    int is_send = (flags & WS_MSG_SEND) != 0;
-    /* the channels that meet here; this side produces on one of them and
-     * consumes on the other (channel 0 flows from sender to receiver in a
-     * forward replay, back in a backward one) */
-    int here = at_record ? (msg->ch1_event == (uint32_t)ev ? 3 : 1) : 2;
-    int produced = (env->backward ? !is_send : is_send) ? 0 : 1;
-    uint64_t id = is_send ? ws_message_id(loc, row) : ws_msg_match(msg);
+    int here = ws_msg_channels_at(msg, at_record, ev);
+    uint64_t id = ws_msg_id(loc, row, msg);
     uint32_t partner = msg->partner;
     uint32_t H = s->n_handlers;
     if (s->messages_posted && st->stage < H)

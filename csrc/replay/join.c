@@ -85,36 +85,6 @@ static int wait_for_data(join *j, ws_error *err)
     return woken ? WS_OK : WS_BLOCKED;
 }
 
-/* The channels that meet at this event (`at_record`: the message record
- * itself, else the channel-1 point of a non-blocking call), as the
- * scheduled replay filters them. */
-static int channels_at(const ws_msg *msg, int at_record, uint64_t ev)
-{
-    if (!at_record)
-        return 2;
-    return msg->ch1_event == (uint32_t)ev ? 3 : 1;
-}
-
-/* The channel this side of message `msg` produces on (the other side
- * produces on the other one): channel 0 flows from sender to receiver in
- * a forward replay, channel 1 back; a backward replay turns both round.
- * -1 if the message exchanges nothing (cancelled, or a receive without
- * its send). */
-static int produced_channel(const join *j, const ws_msg *msg)
-{
-    uint8_t flags = msg->flags;
-    if ((flags & WS_MSG_CANCELLED) || (msg->match_row == WS_NONE32 && !(flags & WS_MSG_SEND)))
-        return -1;
-    int is_send = (flags & WS_MSG_SEND) != 0;
-    return (j->env->backward ? !is_send : is_send) ? 0 : 1;
-}
-
-/* The message's id in the transport (the send's location and row). */
-static uint64_t message_id(uint32_t loc, uint32_t row, const ws_msg *msg)
-{
-    return (msg->flags & WS_MSG_SEND) ? ws_message_id(loc, row) : ws_msg_match(msg);
-}
-
 /* Whether the consuming side of message `msg` calls the producer for
  * handler hd's payloads instead of taking them from the transport: both
  * ends are locations of this join and know each other's rows.  Both ends
@@ -129,7 +99,7 @@ static int pulled(const join *j, const ws_handler *hd, const ws_msg *msg)
  * produces on. */
 static int produce_on(join *j, uint32_t loc, uint32_t row, const ws_msg *msg, int channel, ws_error *err)
 {
-    uint64_t id = message_id(loc, row, msg);
+    uint64_t id = ws_msg_id(loc, row, msg);
     for (uint32_t h = 0; h < j->n_handlers; h++) {
         const ws_handler *hd = &j->handlers[h];
         if (!hd->msg_produce || pulled(j, hd, msg))
@@ -169,7 +139,7 @@ static int consume_on(join *j, uint32_t loc, uint32_t row, const ws_msg *msg, in
                 return rc;
             continue;
         }
-        uint64_t id = message_id(loc, row, msg);
+        uint64_t id = ws_msg_id(loc, row, msg);
         int key = (int)(2 * h) + channel;
         const void *data;
         size_t size;
@@ -191,8 +161,8 @@ static int consume_on(join *j, uint32_t loc, uint32_t row, const ws_msg *msg, in
 static inline int produce_message(join *j, uint32_t loc, uint32_t row, int at_record, uint64_t ev, ws_error *err)
 {
     const ws_msg *msg = &j->env->sync->locs[loc].msgs[row];
-    int channel = produced_channel(j, msg);
-    if (channel < 0 || !(channels_at(msg, at_record, ev) & j->produced_channels & (1 << channel)))
+    int channel = ws_msg_produced_channel(msg, j->env->backward);
+    if (channel < 0 || !(ws_msg_channels_at(msg, at_record, ev) & j->produced_channels & (1 << channel)))
         return WS_OK;
     return produce_on(j, loc, row, msg, channel, err);
 }
@@ -200,11 +170,11 @@ static inline int produce_message(join *j, uint32_t loc, uint32_t row, int at_re
 static inline int consume_message(join *j, uint32_t loc, uint32_t row, int at_record, uint64_t ev, ws_error *err)
 {
     const ws_msg *msg = &j->env->sync->locs[loc].msgs[row];
-    int channel = produced_channel(j, msg);
+    int channel = ws_msg_produced_channel(msg, j->env->backward);
     if (channel < 0)
         return WS_OK;
     channel = !channel; /* the one the partner produces on */
-    if (!(channels_at(msg, at_record, ev) & j->consumed_channels & (1 << channel)))
+    if (!(ws_msg_channels_at(msg, at_record, ev) & j->consumed_channels & (1 << channel)))
         return WS_OK;
     return consume_on(j, loc, row, msg, channel, ev, err);
 }

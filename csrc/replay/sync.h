@@ -172,6 +172,34 @@ static inline uint64_t ws_msg_match(const ws_msg *m)
 {
     return m->match_row == WS_NONE32 ? WS_NONE64 : ws_message_id(m->partner, m->match_row);
 }
+/* The message's id in the transports, on both sides: the send's location
+ * and row. */
+static inline uint64_t ws_msg_id(uint32_t loc, uint32_t row, const ws_msg *m)
+{
+    return (m->flags & WS_MSG_SEND) ? ws_message_id(loc, row) : ws_msg_match(m);
+}
+/* The channel this side of a replay's message produces on; the other
+ * side produces on the other one (channel 0 flows from sender to
+ * receiver in a forward replay, channel 1 back; a backward replay turns
+ * both round).  -1 if the message exchanges nothing (cancelled, or a
+ * receive without its send). */
+static inline int ws_msg_produced_channel(const ws_msg *m, int backward)
+{
+    if ((m->flags & WS_MSG_CANCELLED) || (m->match_row == WS_NONE32 && !(m->flags & WS_MSG_SEND)))
+        return -1;
+    int is_send = (m->flags & WS_MSG_SEND) != 0;
+    return (backward ? !is_send : is_send) ? 0 : 1;
+}
+/* The channels (bit c: channel c) that meet at event ev of the message's
+ * location: at the record itself (at_record) channel 0, and channel 1 too
+ * when the record is also its channel-1 point; at a separate channel-1
+ * point (a non-blocking call's completion or post) channel 1. */
+static inline int ws_msg_channels_at(const ws_msg *m, int at_record, uint64_t ev)
+{
+    if (!at_record)
+        return 2;
+    return m->ch1_event == (uint32_t)ev ? 3 : 1;
+}
 /* enter and leave time, call path of the call holding the record */
 static inline double ws_msg_enter(const ws_events *e, const ws_msg *m)
 {
