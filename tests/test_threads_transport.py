@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -323,8 +325,6 @@ while True:  # the analysis takes most of the time: Ctrl-C lands in one
 @pytest.mark.parametrize("threads", [2, 3])  # 2 threads on 2 cores spin before they sleep, 3 never spin
 def test_ctrl_c_stops_a_threaded_analysis(threads, tmp_path):
     import signal
-    import subprocess
-    import sys
     import time
 
     proc = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT, str(tmp_path / "trace"), str(threads)],
@@ -352,8 +352,6 @@ def test_spin_policy(tmp_path):
     core away (csrc/replay/spin.h), fed with made-up waits by
     tests/c/spin_policy.c: twice the longest short wait while at least 3/4
     of the waits are short, the minimum otherwise."""
-    import subprocess
-
     from test_alloc_failures import CSRC, ROOT
 
     cc = shutil.which("gcc") or shutil.which("cc")
@@ -375,7 +373,6 @@ def test_no_data_race_under_threadsanitizer(tmp_path):
     import os
     import re
     import shlex
-    import subprocess
 
     from test_alloc_failures import CSRC, ROOT, kernel_sources
 
@@ -407,15 +404,40 @@ def test_no_data_race_under_threadsanitizer(tmp_path):
 
 def test_auto_threads_leave_each_thread_many_locations(monkeypatch):
     # "auto": one thread per core, but at least 16 locations per thread
+    from waitscope import trace as trace_module
     from waitscope.trace import AUTO_LOCATIONS_PER_THREAD, _check_threads
 
-    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(trace_module, "_usable_cores", lambda: 8)
     assert AUTO_LOCATIONS_PER_THREAD == 16
     assert [_check_threads("auto", n, None, 16) for n in (1, 2, 31, 32, 47, 48, 1024)] == [1, 1, 1, 2, 2, 3, 8]
     # loading has no hand-offs: one thread per core, at most one per location
     assert [_check_threads("auto", n, None) for n in (1, 2, 1024)] == [1, 2, 8]
     # explicit counts are taken as asked (up to one per location)
     assert _check_threads(4, 2, None, 16) == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="the platform has no CPU affinity")
+def test_auto_threads_follow_the_cpu_affinity():
+    """A process bound to one core (taskset, or an mpiexec that binds) gets
+    one thread from "auto", however many cores the machine has; bound to
+    every core it may use, one per core.  Run in a fresh interpreter, whose
+    affinity the test may change."""
+    code = (
+        "import os, sys\n"
+        "from waitscope.trace import _check_threads, _usable_cores\n"
+        "allowed = sorted(os.sched_getaffinity(0))\n"
+        "wide = [_usable_cores(), _check_threads('auto', 10**6, None, 16), _check_threads('auto', 10**6, None)]\n"
+        "os.sched_setaffinity(0, {allowed[0]})\n"
+        "narrow = [_usable_cores(), _check_threads('auto', 10**6, None, 16), _check_threads('auto', 10**6, None)]\n"
+        "print(len(allowed), *wide, *narrow)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    allowed, *counts = map(int, out.stdout.split())
+    assert counts == [allowed] * 3 + [1, 1, 1]
+    # an explicit count is not bound by the affinity
+    from waitscope.trace import _check_threads
+    assert _check_threads(3, 100, None, 16) == 3
 
 
 def _delay_cube(trace: waitscope.Trace, threads: int, critical_path: bool) -> dict[str, bytes]:

@@ -302,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--window", type=_window, metavar="START:END", default=None,
                          help="report only the part of the run between START and END seconds (trace time)")
     analyze.add_argument("--threads", type=_threads, default=1, metavar="N|auto",
-                         help="read and replay with N threads (auto: one per core, at least 16 locations per replaying thread); the same result as one thread")
+                         help="read and replay with N threads (auto: one per core this process may run on, at least 16 locations per replaying thread); the same result as one thread")
     analyze.add_argument("--json", action="store_true", help="machine-readable output")
     analyze.add_argument("--top", type=_positive_int, default=5, help="how many call paths and locations to list")
     analyze.add_argument("--quiet", action="store_true", help="no progress output")

@@ -340,7 +340,9 @@ class Trace:
         Only those locations' event files are opened.  `progress`: see
         :mod:`waitscope.progress`.  ``threads=N`` reads with N threads of
         this process, each with its own OTF2 reader over a contiguous block
-        of the locations; ``"auto"`` uses ``os.cpu_count()``.  The store is
+        of the locations; ``"auto"`` uses one per core this process may run
+        on (its CPU affinity: one under ``taskset -c 0`` or an ``mpiexec``
+        that binds each process to a core).  The store is
         the same as with one thread, column for column, and so is an error
         (the first failing location in order).
         """
@@ -582,11 +584,12 @@ class Trace:
         contiguous block of locations (as the parallel mode distributes
         them over processes), connected by an in-memory transport; the
         result is the same, bit for bit, as with one thread.
-        ``threads="auto"`` uses ``os.cpu_count()`` threads, but leaves each
-        at least 16 locations: with fewer, almost every synchronization is
-        a hand-off between threads, which costs about what it gains (a
-        2-rank trace gains little from a second thread).  Not with the
-        parallel mode (there, use more processes).
+        ``threads="auto"`` uses one thread per core this process may run on
+        (its CPU affinity), but leaves each at least 16 locations: with
+        fewer, almost every synchronization is a hand-off between threads,
+        which costs about what it gains (a 2-rank trace gains nothing from
+        a second thread).  Not with the parallel mode (there, use more
+        processes).
         """
         from .result import AnalysisResult
 
@@ -758,20 +761,32 @@ def _check_clock_correction(method: str, comm: Any) -> None:
 # threads="auto" in the analysis gives each thread at least this many
 # locations: with fewer, nearly every synchronization is a hand-off between
 # threads, and two threads replay the 2-location barrier trace of
-# bench/bench_decode.py no faster than one (wait states: 0.44 against
-# 0.42 s; the full analysis, whose critical path is walked in one place
-# there, gains 1.2 x; 1024 locations: 1.5 x faster).
+# bench/bench_decode.py no faster than one (the full analysis: 1.00-1.24 s
+# against 0.79-1.07 s; 1024 locations: 1.6-1.75 x faster).
 AUTO_LOCATIONS_PER_THREAD = 16
+
+
+def _usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity where the system
+    has one (a process that ``taskset`` or ``mpiexec`` bound to one core
+    gets one thread), else ``os.cpu_count()``."""
+    count = getattr(os, "process_cpu_count", None)  # Python 3.13 on: the affinity
+    if count is not None:
+        return count() or 1
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _check_threads(threads: Any, n_locations: int, comm: Any, auto_per_thread: int = 1) -> int:
     """The number of threads ``threads`` asks for (see Trace.analyze and
-    Trace.load); ``"auto"`` means one per core and at least
+    Trace.load); ``"auto"`` means one per usable core and at least
     ``auto_per_thread`` locations per thread."""
     if isinstance(threads, str):
         if threads != "auto":
             raise ValueError(f"threads must be a positive integer or 'auto', got {threads!r}")
-        n = min(os.cpu_count() or 1, max(1, n_locations // auto_per_thread))
+        n = min(_usable_cores(), max(1, n_locations // auto_per_thread))
     elif isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)):
         raise TypeError(f"threads must be a positive integer or 'auto', got {threads!r}")
     else:
@@ -849,7 +864,8 @@ def open(path: str | os.PathLike[str], locations: Iterable[int] | None = None, c
 
     ``threads=N`` reads the events with N threads of this process, each
     with its own OTF2 reader over a contiguous block of the locations
-    (``"auto"``: ``os.cpu_count()``; with ``comm``, threads per process);
+    (``"auto"``: one per core this process may run on, its CPU affinity;
+    with ``comm``, threads per process);
     the store is the same as with one thread, column for column.
 
     `progress` reports the loading (see :mod:`waitscope.progress`).
