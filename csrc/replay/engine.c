@@ -96,8 +96,7 @@ static int message_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t row
         const ws_handler *hd = &s->handlers[h];
         if (producing ? !hd->msg_produce : (!hd->msg_consume || (st->consumed & (1u << channel))))
             continue;
-        int mask = hd->msg_channels ? hd->msg_channels(hd->state, env, loc, row) : 1;
-        if (!(mask & (1 << channel)))
+        if (!ws_replay_msg_uses(env, hd, loc, row, channel))
             continue;
         int key = (int)(2 * h) + channel;
         int rc;

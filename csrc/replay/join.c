@@ -85,14 +85,20 @@ static int wait_for_data(join *j, ws_error *err)
     return woken ? WS_OK : WS_BLOCKED;
 }
 
+/* With j->local: whether both ends of message `msg` are locations of
+ * this join and know each other's rows.  Both ends answer alike (a send
+ * knows the receive's row exactly when the receive's location was built
+ * with it, see ws_msg.match_row). */
+static inline int both_ends_here(const join *j, const ws_msg *msg)
+{
+    return msg->match_row != WS_NONE32 && j->local[msg->partner];
+}
+
 /* Whether the consuming side of message `msg` calls the producer for
- * handler hd's payloads instead of taking them from the transport: both
- * ends are locations of this join and know each other's rows.  Both ends
- * answer alike (a send knows the receive's row exactly when the receive's
- * location was built with it, see ws_msg.match_row). */
+ * handler hd's payloads instead of taking them from the transport. */
 static int pulled(const join *j, const ws_handler *hd, const ws_msg *msg)
 {
-    return j->local && hd->msg_pure && msg->match_row != WS_NONE32 && j->local[msg->partner];
+    return j->local && hd->msg_pure && both_ends_here(j, msg);
 }
 
 /* The handlers' payloads of message `row` on `channel`, which this side
@@ -104,8 +110,7 @@ static int produce_on(join *j, uint32_t loc, uint32_t row, const ws_msg *msg, in
         const ws_handler *hd = &j->handlers[h];
         if (!hd->msg_produce || pulled(j, hd, msg))
             continue;
-        int mask = hd->msg_channels ? hd->msg_channels(hd->state, j->env, loc, row) : 1;
-        if (!(mask & (1 << channel)))
+        if (!ws_replay_msg_uses(j->env, hd, loc, row, channel))
             continue;
         j->out.size = 0;
         int rc = hd->msg_produce(hd->state, j->env, loc, row, channel, &j->out, err);
@@ -126,8 +131,7 @@ static int consume_on(join *j, uint32_t loc, uint32_t row, const ws_msg *msg, in
         const ws_handler *hd = &j->handlers[h];
         if (!hd->msg_consume)
             continue;
-        int mask = hd->msg_channels ? hd->msg_channels(hd->state, j->env, loc, row) : 1;
-        if (!(mask & (1 << channel)))
+        if (!ws_replay_msg_uses(j->env, hd, loc, row, channel))
             continue;
         int rc;
         if (pulled(j, hd, msg)) {
@@ -232,8 +236,7 @@ static int produce_location(join *j, uint32_t loc, int with_sites, ws_error *err
         if (kind != WS_SYNC_SITE && j->pure_all) {
             /* every handler's payloads pulled by the consuming side:
              * nothing to do (passes 2 and 3 in one process: every message) */
-            const ws_msg *msg = &ls->msgs[index];
-            if (msg->match_row != WS_NONE32 && j->local[msg->partner])
+            if (both_ends_here(j, &ls->msgs[index]))
                 continue;
         }
         switch (kind) {
@@ -310,7 +313,7 @@ static void prefetch_pull(const join *j, const ws_loc_sync *ls, int64_t cursor, 
         const ws_msg *msg = (what & ~(uint32_t)WS_SYNC_INDEX) != WS_SYNC_SITE ? &ls->msgs[what & WS_SYNC_INDEX] : NULL;
         int slot = (int)((uint64_t)k % PULL_AHEAD);
         r->k[slot] = -1;
-        if (msg && msg->match_row != WS_NONE32 && j->local[msg->partner]) {
+        if (msg && both_ends_here(j, msg)) {
             const ws_msg *other = &env->sync->locs[msg->partner].msgs[msg->match_row];
             WS_PREFETCH(other);
             for (uint32_t h = 0; h < j->n_handlers; h++)

@@ -155,6 +155,15 @@ static inline const char *ws_replay_stage_name(const ws_replay_env *env)
     return env->name ? env->name : env->backward ? "backward replay" : "forward replay";
 }
 
+/* Whether handler hd exchanges message `row` of loc on `channel`
+ * (without msg_channels: on channel 0 only). */
+static inline int ws_replay_msg_uses(const ws_replay_env *env, const ws_handler *hd, uint32_t loc, uint32_t row,
+                                     int channel)
+{
+    int mask = hd->msg_channels ? hd->msg_channels(hd->state, env, loc, row) : 1;
+    return (mask >> channel) & 1;
+}
+
 /* Whether handler hd exchanges at collective site `site` of loc. */
 static inline int ws_replay_site_takes_part(const ws_replay_env *env, const ws_handler *hd, uint32_t loc,
                                             uint32_t site)
