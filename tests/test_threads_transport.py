@@ -88,6 +88,8 @@ def record_rows(records: dict[str, np.ndarray]) -> list[tuple]:
 
 def assert_same_result(expected: dict[str, Any], got: dict[str, Any], what: str) -> None:
     expected, got = dict(expected), dict(got)
+    # the same steps ran; their seconds are measurements, not results
+    assert list(got.pop("timings")) == list(expected.pop("timings")), f"{what}: the steps"
     if "records" in expected:
         assert "records" in got, what
         assert record_rows(got.pop("records")) == record_rows(expected.pop("records")), f"{what}: delay records"

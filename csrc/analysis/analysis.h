@@ -127,6 +127,24 @@ enum ws_wait_class {
     WS_WAIT_CLASS_COUNT = 9
 };
 
+/* The steps of an analysis (analyze.c), in the order they run; the result
+ * keeps the seconds each took. */
+enum ws_analysis_step {
+    WS_STEP_MATCHING,    /* the synchronization structure: matching, sites */
+    WS_STEP_WAIT_STATES, /* passes 1 and 2, the time profile */
+    WS_STEP_SYNC_POINTS, /* pass 3 */
+    WS_STEP_POINTS,      /* the delay analysis's synchronization points */
+    WS_STEP_BACKWARD,    /* pass 4: delay costs and the critical path */
+    WS_STEP_PATH_WALK,   /* the critical path walked in one place */
+    WS_STEP_FORWARD,     /* pass 5: the indirect waiting back to the waiters */
+    WS_STEP_PATH_PIECES, /* the critical path's pieces cut from the events */
+    WS_STEP_DERIVED,     /* derived metrics: delay trees, critical-path indicators */
+    WS_STEP_COUNT
+};
+
+/* The name of a step (Python's AnalysisResult.timings). */
+const char *ws_analysis_step_name(int step);
+
 typedef struct ws_result {
     uint32_t n_metrics;
     int metric[WS_M_COUNT];   /* cube metric k -> ws_metric_table index */
@@ -160,6 +178,9 @@ typedef struct ws_result {
     int32_t *partition;
     /* waiting time whose cost could not be charged to any activity */
     double undistributed;
+    /* wall-clock seconds of each step here (this process, or thread 0 of
+     * a threaded analysis); NaN for a step that did not run */
+    double step_seconds[WS_STEP_COUNT];
 } ws_result;
 
 static inline double *ws_cube_cell(ws_result *r, int metric, uint32_t callpath, uint32_t loc)

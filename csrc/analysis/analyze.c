@@ -1,8 +1,39 @@
 /* Runs the replays of the requested analyses and assembles the result. */
 #include "analysis_int.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+const char *ws_analysis_step_name(int step)
+{
+    static const char *const names[WS_STEP_COUNT] = {
+        [WS_STEP_MATCHING] = "matching",       [WS_STEP_WAIT_STATES] = "wait states",
+        [WS_STEP_SYNC_POINTS] = "sync points", [WS_STEP_POINTS] = "delay points",
+        [WS_STEP_BACKWARD] = "backward replay", [WS_STEP_PATH_WALK] = "path walk",
+        [WS_STEP_FORWARD] = "delay forward",   [WS_STEP_PATH_PIECES] = "path pieces",
+        [WS_STEP_DERIVED] = "derived metrics",
+    };
+    return step >= 0 && step < WS_STEP_COUNT ? names[step] : NULL;
+}
+
+static double monotonic_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Ends a step of the analysis: its seconds since *mark go to the result
+ * (added, as a step may end in two places), and *mark moves on. */
+static void step_done(ws_result *r, int step, double *mark)
+{
+    double now = monotonic_seconds();
+    double *s = &r->step_seconds[step];
+    *s = (isnan(*s) ? 0.0 : *s) + (now - *mark);
+    *mark = now;
+}
 
 void ws_result_free(ws_result *r)
 {
@@ -46,6 +77,8 @@ static ws_result *result_new(const ws_trace *t, unsigned groups, ws_error *err)
     r->clock_violations = ws_calloc(r->n_locations ? r->n_locations : 1, sizeof *r->clock_violations);
     r->path_start = 0.0;
     r->path_end = 0.0;
+    for (int k = 0; k < WS_STEP_COUNT; k++)
+        r->step_seconds[k] = NAN;
     if (!r->cube || !r->clock_violations) {
         ws_error_nomem(err, "result cube");
         ws_result_free(r);
@@ -96,6 +129,7 @@ static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n,
 {
     *out = NULL;
     int rc;
+    double mark = monotonic_seconds();
     ws_sync *sync = NULL;
     if ((rc = ws_sync_build(t, locations, n, tr, &sync, err)))
         return rc;
@@ -129,6 +163,7 @@ static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n,
         goto fail;
     if ((rc = ws_replay_share_layout(tr, t, locations, n, err)))
         goto fail;
+    step_done(r, WS_STEP_MATCHING, &mark);
     ws_handler h;
     ws_waitstates_handlers(&a, 1, &h);
     if ((rc = replay(&a, "wait states 1/2", 0, 0, &h, 1, progress, err)))
@@ -147,6 +182,7 @@ static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n,
             r->cap_wait_records = r->n_wait_records;
         }
     }
+    step_done(r, WS_STEP_WAIT_STATES, &mark);
     if (options->delay_model != WS_DELAY_NONE || options->critical_path) {
         /* the receivers learn which Late Receivers count */
         ws_waitstates_handlers(&a, 3, &h);
@@ -159,18 +195,23 @@ static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n,
             free(d->msg_bits);
             d->msg_bits = NULL;
         }
+        step_done(r, WS_STEP_SYNC_POINTS, &mark);
         ws_causes *causes = NULL;
         if ((rc = ws_causes_prepare(&a, &causes, err)))
             goto fail;
+        step_done(r, WS_STEP_POINTS, &mark);
         ws_causes_handlers(causes, 4, &h);
         /* one backward replay serves both analyses; its stage says which ran */
         const char *backward = options->delay_model == WS_DELAY_NONE ? "critical path (backward)"
                                : options->critical_path             ? "delay causes + critical path (backward)"
                                                                     : "delay causes (backward)";
         rc = replay(&a, backward, 1, 0, &h, 1, progress, err);
+        step_done(r, WS_STEP_BACKWARD, &mark);
         int indirect = 0;
         if (rc == WS_OK)
             rc = ws_causes_path_walk(causes, err);
+        if (options->critical_path)
+            step_done(r, WS_STEP_PATH_WALK, &mark);
         if (rc == WS_OK && options->delay_model != WS_DELAY_NONE)
             rc = ws_causes_indirect_found(causes, &indirect, err);
         if (rc == WS_OK && indirect) {
@@ -179,6 +220,8 @@ static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n,
         }
         if (rc == WS_OK)
             rc = ws_causes_finish(causes, err);
+        if (options->delay_model != WS_DELAY_NONE)
+            step_done(r, WS_STEP_FORWARD, &mark);
         /* The replays are over: what only they read (the points and their
          * costs, the synchronization structure; the wait states' records
          * went when the points were built) goes before the path's pieces
@@ -196,6 +239,8 @@ static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n,
             if (options->delay_model != WS_DELAY_NONE)
                 rc = ws_agree_status(tr, rc, err);
         }
+        if (options->critical_path)
+            step_done(r, WS_STEP_PATH_PIECES, &mark);
         double path_first = ws_causes_path_first(causes);
         double *undistributed = ws_calloc(t->n_locations ? t->n_locations : 1, sizeof *undistributed);
         if (undistributed)
@@ -212,6 +257,7 @@ static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n,
             goto fail;
         if (options->critical_path && (rc = ws_derive_critical_path(&a, path_first, err)))
             goto fail;
+        step_done(r, WS_STEP_DERIVED, &mark);
     }
     free_analysis(&a);
     ws_sync_free(sync);

@@ -1,6 +1,7 @@
 /* waitscope._core.analyze: runs the analyses of the C core. */
 #include "py_common.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "../analysis/analysis.h"
@@ -202,6 +203,26 @@ fail:
     return NULL;
 }
 
+/* The seconds of the steps that ran, by name, in the order they ran. */
+static PyObject *step_timings(const ws_result *r)
+{
+    PyObject *d = PyDict_New();
+    if (!d)
+        return NULL;
+    for (int k = 0; k < WS_STEP_COUNT; k++) {
+        if (isnan(r->step_seconds[k]))
+            continue;
+        PyObject *v = PyFloat_FromDouble(r->step_seconds[k]);
+        if (!v || PyDict_SetItemString(d, ws_analysis_step_name(k), v) != 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    return d;
+}
+
 /* Converts a finished result into the dict the Python layer wraps. */
 PyObject *ws_py_result_to_python(ws_result *r);
 PyObject *ws_py_result_to_python(ws_result *r)
@@ -225,11 +246,12 @@ PyObject *ws_py_result_to_python(ws_result *r)
     if (partition)
         for (npy_intp i = 0; i < nl; i++)
             ((int64_t *)PyArray_DATA((PyArrayObject *)partition))[i] = r->partition ? r->partition[i] : -1;
-    PyObject *out = Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:d,s:d,s:N,s:d}", "cube", cube, "metrics",
+    PyObject *out = Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:d,s:d,s:N,s:d,s:N}", "cube", cube, "metrics",
                                   metric_list(r), "clock_violations", violations, "delay_model", delay_model,
                                   "path", path_arrays(r), "records", record_arrays(r), "wait_records",
                                   wait_record_arrays(r), "path_start", r->path_start, "path_end", r->path_end,
-                                  "partition", partition, "undistributed", r->undistributed);
+                                  "partition", partition, "undistributed", r->undistributed, "timings",
+                                  step_timings(r));
     Py_DECREF(capsule);
     return out;
 }

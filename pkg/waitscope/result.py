@@ -116,6 +116,15 @@ class AnalysisResult:
         self.delay_model: str | None = raw["delay_model"]
         self.undistributed: float = float(raw.get("undistributed", 0.0))
         """Waiting time whose cost could not be charged to any activity."""
+        self.timings: dict[str, float] = dict(raw.get("timings") or {})
+        """Wall-clock seconds of each step of the analysis that ran, in the
+        order they ran: ``matching``, ``wait states``, and with a delay model
+        or the critical path ``sync points``, ``delay points``, ``backward
+        replay``, ``path walk``, ``delay forward``, ``path pieces``,
+        ``derived metrics`` (docs/performance.md).  In a threaded analysis
+        those of thread 0, in the parallel mode those of the process that
+        holds this result; loading the trace and building the Python result
+        are not included."""
         window = raw.get("window")
         self.window: tuple[float, float] | None = None if window is None else (float(window[0]), float(window[1]))
         """The analysis window (start, end) in seconds, or None for the whole run."""
