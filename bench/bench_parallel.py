@@ -18,7 +18,8 @@ used by other processes, measured over 0.5 s; busy-polling MPI processes
 slow down a lot when they share cores).  Memory per process:
 VmRSS before opening (interpreter, NumPy, mpi4py), VmRSS and VmHWM after
 loading and after the analysis, and the share of the trace's events each
-process holds.
+process holds.  The seconds of each step of the analysis on process 0
+(``AnalysisResult.timings``), per configuration side by side.
 
 Aims (printed, not asserted): a speed-up >= 1.6 of the analysis with 2
 processes over 1, and per-process memory (above the interpreter's)
@@ -115,7 +116,7 @@ def _measure(anchor: str, comm: Any) -> dict[str, Any]:
     barrier()
     t1 = time.perf_counter()
     loaded = _status_bytes()
-    trace.analyze(**ANALYSIS)
+    result = trace.analyze(**ANALYSIS)  # None on the processes other than 0
     barrier()
     t2 = time.perf_counter()
     analysed = _status_bytes()
@@ -128,6 +129,7 @@ def _measure(anchor: str, comm: Any) -> dict[str, Any]:
         "hwm_loaded": loaded["VmHWM"],
         "rss_analysed": analysed["VmRSS"],
         "hwm_analysed": analysed["VmHWM"],
+        "steps": result.timings if result is not None else {},
     }
 
 
@@ -273,6 +275,16 @@ def main() -> None:
                   f"{f['rss_before'] / MIB:6.0f} {f['rss_loaded'] / MIB:7.0f} {f['rss_analysed'] / MIB:7.0f}   "
                   f"{f['hwm_loaded'] / MIB:7.0f} {f['hwm_analysed'] / MIB:7.0f}   peak above interpreter "
                   f"{above / MIB:6.0f} = {rel} of 1 process; event share {f['events'] / n:.3f}")
+
+    print("\nseconds per step of the analysis on process 0 (AnalysisResult.timings; the processes meet at the end"
+          "\n  of each replay, so a replay's seconds are its wall time; the rest of the analysis time is the results"
+          "\n  gathered on process 0)")
+    shown = [(("embedded" if m == "embedded" else f"-n {p}"), f[0]["steps"]) for m, p, f, _, _ in results
+             if f and f[0].get("steps")]
+    if shown:
+        print(f"  {'step':20s}" + "".join(f"{label:>10s}" for label, _ in shown))
+        for step in shown[0][1]:
+            print(f"  {step:20s}" + "".join(f"{steps.get(step, float('nan')):10.3f}" for _, steps in shown))
 
     print("\naims (not asserted):")
     two = next((f for m, p, f, _, _ in results if m == "mpi" and p == 2 and f), None)
