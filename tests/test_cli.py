@@ -74,6 +74,26 @@ def _long_trace(tmp: Path) -> Path:
     return Path(p.write(tmp / "long"))
 
 
+def test_analyze_timings_on_stderr(pingpong_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # --timings adds the steps on stderr and changes nothing on stdout
+    _, plain, _ = run_cli(capsys, "analyze", str(pingpong_dir), "--delay", "proportional", "--critical-path")
+    code, out, err = run_cli(capsys, "analyze", str(pingpong_dir), "--delay", "proportional", "--critical-path",
+                             "--timings")
+    assert code == 0 and out == plain
+    lines = err.splitlines()
+    assert lines[0] == "analysis steps (seconds):"
+    steps = [line[:20].strip() for line in lines[1:]]
+    assert steps == ["matching", "wait states", "sync points", "delay points", "backward replay", "path walk",
+                     "delay forward", "path pieces", "derived metrics", "all steps"]
+    seconds = [float(line[20:]) for line in lines[1:]]
+    assert all(s >= 0.0 for s in seconds)
+    assert seconds[-1] == pytest.approx(sum(seconds[:-1]), abs=0.005)  # each rounded to the millisecond
+    # with --json the document stays alone on stdout
+    code, out, err = run_cli(capsys, "analyze", str(pingpong_dir), "--json", "--timings")
+    assert code == 0 and json.loads(out)["metrics"]
+    assert [line[:20].strip() for line in err.splitlines()[1:]] == ["matching", "wait states", "all steps"]
+
+
 def test_progress_on_a_terminal_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     trace = str(_long_trace(tmp_path))

@@ -148,6 +148,14 @@ def _check_output(args: argparse.Namespace) -> bool:
     return True
 
 
+def format_timings(timings: dict[str, float]) -> str:
+    """The steps of an analysis and their seconds (AnalysisResult.timings), a line each."""
+    lines = ["analysis steps (seconds):"]
+    lines += [f"  {step:<18s}{seconds:9.3f}" for step, seconds in timings.items()]
+    lines.append(f"  {'all steps':<18s}{sum(timings.values()):9.3f}")
+    return "\n".join(lines)
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     if not _check_output(args):
         return 2
@@ -167,6 +175,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     _close(progress)
     if result is None:  # parallel mode: rank 0 has the result and reports
         return 0
+    if getattr(args, "timings", False):
+        print(format_timings(result.timings), file=sys.stderr)
     if args.json:
         print(json.dumps(analysis_document(result, counts), indent=1))
     else:
@@ -306,6 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--json", action="store_true", help="machine-readable output")
     analyze.add_argument("--top", type=_positive_int, default=5, help="how many call paths and locations to list")
     analyze.add_argument("--quiet", action="store_true", help="no progress output")
+    analyze.add_argument("--timings", action="store_true",
+                         help="print the seconds of each step of the analysis on stderr")
     analyze.add_argument("-o", "--output", metavar="REPORT.cubex",
                          help="also write the result as a Cube4 report (for CubeGUI, pycubexr)")
     analyze.add_argument("--perfetto", metavar="OUT.json",
