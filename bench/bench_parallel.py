@@ -276,9 +276,9 @@ def main() -> None:
                   f"{f['hwm_loaded'] / MIB:7.0f} {f['hwm_analysed'] / MIB:7.0f}   peak above interpreter "
                   f"{above / MIB:6.0f} = {rel} of 1 process; event share {f['events'] / n:.3f}")
 
-    print("\nseconds per step of the analysis on process 0 (AnalysisResult.timings; the processes meet at the end"
-          "\n  of each replay, so a replay's seconds are its wall time; the rest of the analysis time is the results"
-          "\n  gathered on process 0)")
+    print("\nseconds per step of the analysis on process 0 (AnalysisResult.timings; the processes end each replay"
+          "\n  together, so process 0's waiting for the others counts to the replay; the rest of the analysis time"
+          "\n  is mostly the results gathered on process 0)")
     shown = [(("embedded" if m == "embedded" else f"-n {p}"), f[0]["steps"]) for m, p, f, _, _ in results
              if f and f[0].get("steps")]
     if shown:

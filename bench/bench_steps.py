@@ -8,8 +8,9 @@ with --threads threads, interleaved over --repeat rounds in one process,
 each round on a freshly opened trace (the first analysis, as
 bench_decode.py measures it), and prints ``AnalysisResult.timings`` side by
 side: per step the least seconds over the rounds, and the whole analysis.
-With threads, a step's seconds are those of thread 0; the threads meet at
-the end of each replay, so they are the step's wall time.
+With threads, a step's seconds are those of thread 0; the threads end each
+replay together, so the time thread 0 waits there for the other counts to
+that replay.
 
     python bench/bench_steps.py [--dir DIR] [--repeat R] [--threads N] [--only barrier|stencil]
 """
