@@ -25,13 +25,12 @@ static double monotonic_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Ends a step of the analysis: its seconds since *mark go to the result
- * (added, as a step may end in two places), and *mark moves on. */
+/* Ends a step of the analysis: its seconds since *mark go to the result,
+ * and *mark moves on to the next step's start. */
 static void step_done(ws_result *r, int step, double *mark)
 {
     double now = monotonic_seconds();
-    double *s = &r->step_seconds[step];
-    *s = (isnan(*s) ? 0.0 : *s) + (now - *mark);
+    r->step_seconds[step] = now - *mark;
     *mark = now;
 }
 
