@@ -533,16 +533,20 @@ progress.Parallel.__call__ = slow_progress
 # rank 0's progress shows nothing: stderr holds only what the interruption prints
 cli._progress = lambda args: progress.FromCallable(lambda *line: None)
 rank = os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+size = int(os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", "1")))
 end = os._exit
 
 def recorded_exit(status):  # the status this process ends with, for the test to read
-    with open(os.path.join(ready, "status-" + rank), "w") as f:
+    mine = os.path.join(ready, "status-" + rank)
+    with open(mine + ".part", "w") as f:
         f.write(str(status))
+    os.replace(mine + ".part", mine)  # the file appears with its content
     # hydra kills the other processes as soon as one ends with a failure: on a
-    # loaded machine rank 0 could be killed before it has handled its own
-    # SIGINT, so the others give it a moment to record its status first
+    # loaded machine a process could be killed before it has handled its own
+    # SIGINT and recorded its status, so each waits a moment for the others'
     deadline = time.monotonic() + 10
-    while rank != "0" and not os.path.exists(os.path.join(ready, "status-0")) and time.monotonic() < deadline:
+    while (not all(os.path.exists(os.path.join(ready, f"status-{r}")) for r in range(size))
+           and time.monotonic() < deadline):
         time.sleep(0.01)
     end(status)
 
@@ -581,7 +585,7 @@ def test_ctrl_c_under_mpiexec_ends_every_process(tmp_path):
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
         pytest.fail(f"the processes did not end after Ctrl-C\nstdout:\n{out}\nstderr:\n{err}")
-    statuses = {f.name: f.read_text() for f in ready.glob("status-*")}
+    statuses = {f.name: f.read_text() for f in ready.glob("status-*") if not f.name.endswith(".part")}
     assert statuses == {"status-0": "130", "status-1": "130"}, (statuses, out, err)
     assert proc.returncode in (130, 0), (proc.returncode, out, err)
     assert err == "waitscope: interrupted\n", err
