@@ -25,8 +25,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_load import DEFAULT_DIR, ensure_trace, warm_page_cache  # noqa: E402
-from bench_parallel import ensure_barrier_trace  # noqa: E402
+from bench_load import DEFAULT_DIR, warm_page_cache  # noqa: E402
+from bench_parallel import barrier_and_stencil  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 THIS_BUILD = os.path.join(os.path.dirname(HERE), "pkg")
@@ -61,11 +61,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="threads of the threaded configurations")
     ap.add_argument("--only", choices=("barrier", "stencil"), help="one trace only")
     args = ap.parse_args()
-    traces = []
-    if args.only in (None, "barrier"):
-        traces.append(("barrier, 2 ranks", ensure_barrier_trace(args.dir, 800_000)))
-    if args.only in (None, "stencil"):
-        traces.append(("stencil, 1024 ranks", ensure_trace(args.dir, 32, 200)))
+    traces = barrier_and_stencil(args.dir, args.only)
     configs = [
         ("delay + critical path", {"delay_model": "proportional", "critical_path": True}),
         ("delay only", {"delay_model": "proportional"}),

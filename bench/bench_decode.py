@@ -34,10 +34,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import waitscope  # noqa: E402
 from waitscope import _core  # noqa: E402
-from bench_load import DEFAULT_DIR, ensure_trace, warm_page_cache  # noqa: E402
-from bench_parallel import ensure_barrier_trace  # noqa: E402
+from bench_load import DEFAULT_DIR, warm_page_cache  # noqa: E402
+from bench_parallel import ANALYSIS as FULL, barrier_and_stencil  # noqa: E402
 
-FULL = {"delay_model": "proportional", "critical_path": True}
 
 
 def timed(fn) -> tuple[float, object]:
@@ -100,12 +99,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="threads of the threaded analysis")
     ap.add_argument("--only", choices=("barrier", "stencil"), help="one archive only")
     args = ap.parse_args()
-    traces = []
-    if args.only in (None, "barrier"):
-        traces.append(("barrier, 2 ranks", ensure_barrier_trace(args.dir, 800_000)))
-    if args.only in (None, "stencil"):
-        traces.append(("stencil, 1024 ranks", ensure_trace(args.dir, 32, 200)))
-    for name, anchor in traces:
+    for name, anchor in barrier_and_stencil(args.dir, args.only):
         report(name, measure(anchor, args.repeat, args.threads), args.threads)
 
 

@@ -34,10 +34,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 import waitscope  # noqa: E402
 from waitscope import _core  # noqa: E402
-from bench_load import DEFAULT_DIR, ensure_trace, warm_page_cache  # noqa: E402
-from bench_parallel import ensure_barrier_trace  # noqa: E402
-
-FULL = {"delay_model": "proportional", "critical_path": True}
+from bench_load import DEFAULT_DIR, warm_page_cache  # noqa: E402
+from bench_parallel import ANALYSIS as FULL, barrier_and_stencil  # noqa: E402
 MODES = ("scheduled", "auto", "joins")
 
 
@@ -95,10 +93,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds (the best CPU time is shown)")
     ap.add_argument("--only", choices=["barrier", "stencil"])
     args = ap.parse_args()
-    if args.only in (None, "barrier"):
-        measure("barrier, 2 ranks", ensure_barrier_trace(args.dir, 800_000), args.repeat)
-    if args.only in (None, "stencil"):
-        measure("stencil, 1024 ranks", ensure_trace(args.dir, 32, 200), args.repeat)
+    for name, anchor in barrier_and_stencil(args.dir, args.only):
+        measure(name, anchor, args.repeat)
 
 
 if __name__ == "__main__":

@@ -83,6 +83,19 @@ def ensure_barrier_trace(directory: str, iters: int) -> str:
         raise
     return anchor
 
+
+def barrier_and_stencil(directory: str, only: str | None = None) -> list[tuple[str, str]]:
+    """(name, anchor) of the 2-rank barrier trace (800,000 iterations) and the
+    1024-rank stencil (200 iterations), or of the one `only` names ("barrier",
+    "stencil"); each generated once into `directory`."""
+    traces = []
+    if only in (None, "barrier"):
+        traces.append(("barrier, 2 ranks", ensure_barrier_trace(directory, 800_000)))
+    if only in (None, "stencil"):
+        traces.append(("stencil, 1024 ranks", ensure_trace(directory, 32, 200)))
+    return traces
+
+
 ANALYSIS = {"delay_model": "proportional", "critical_path": True}
 MIB = 1024 * 1024
 
