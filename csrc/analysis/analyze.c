@@ -4,7 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "../common/clock.h"
 
 const char *ws_analysis_step_name(int step)
 {
@@ -18,18 +19,11 @@ const char *ws_analysis_step_name(int step)
     return step >= 0 && step < WS_STEP_COUNT ? names[step] : NULL;
 }
 
-static double monotonic_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Ends a step of the analysis: its seconds since *mark go to the result,
  * and *mark moves on to the next step's start. */
 static void step_done(ws_result *r, int step, double *mark)
 {
-    double now = monotonic_seconds();
+    double now = ws_monotonic_seconds();
     r->step_seconds[step] = now - *mark;
     *mark = now;
 }
@@ -128,7 +122,7 @@ static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n,
 {
     *out = NULL;
     int rc;
-    double mark = monotonic_seconds();
+    double mark = ws_monotonic_seconds();
     ws_sync *sync = NULL;
     if ((rc = ws_sync_build(t, locations, n, tr, &sync, err)))
         return rc;

@@ -2,7 +2,7 @@
 #define WS_PY_MODULE_MAIN
 #include "py_common.h"
 
-#include <time.h>
+#include "../common/clock.h"
 
 typedef struct module_state {
     PyObject *trace_error;
@@ -44,13 +44,6 @@ PyObject *ws_py_raise(const ws_error *err)
     return NULL;
 }
 
-static double monotonic_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Runs without the GIL held by the caller: takes it briefly. */
 static int progress_check(void *context, const char *stage, uint64_t done, uint64_t total)
 {
@@ -60,7 +53,7 @@ static int progress_check(void *context, const char *stage, uint64_t done, uint6
     if (PyErr_CheckSignals() != 0) {
         stop = 1;
     } else if (p->callback && p->callback != Py_None) {
-        double now = monotonic_seconds();
+        double now = ws_monotonic_seconds();
         if (now - p->last_report >= 0.2 || done == total) {
             p->last_report = now;
             PyObject *r = PyObject_CallFunction(p->callback, "sKK", stage, (unsigned long long)done,

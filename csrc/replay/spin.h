@@ -17,7 +17,8 @@
 #define WS_REPLAY_SPIN_H
 
 #include <stdint.h>
-#include <time.h>
+
+#include "../common/clock.h"
 
 enum { WS_SPIN_MAX_NS = 10 * 1000, WS_SPIN_MIN_NS = 1000, WS_SPIN_WINDOW = 32 };
 
@@ -56,13 +57,6 @@ static inline void ws_spin_after_wait(ws_spin_policy *p, int64_t waited)
     }
     p->longest = 0;
     p->waits = p->short_waits = 0;
-}
-
-static inline int64_t ws_spin_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static inline void ws_spin_pause(void)

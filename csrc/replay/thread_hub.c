@@ -37,7 +37,7 @@ int ws_hub_spin_for_news(ws_thread_hub *h, uint32_t me, uint64_t records, uint64
             atomic_load_explicit(&h->notice, memory_order_acquire) != notice)
             return 1;
         if ((round & 15u) == 0) {
-            int64_t t = ws_spin_now_ns();
+            int64_t t = ws_monotonic_ns();
             if (round == 0)
                 start = t;
             else if (t - start > budget || t < start)

@@ -18,7 +18,7 @@
  * two threads' counters never share a cache line. */
 typedef struct mailbox {
     atomic_uint_least64_t records;
-    atomic_int_least64_t posted_at; /* when the last record came (ws_spin_now_ns) */
+    atomic_int_least64_t posted_at; /* when the last record came (ws_monotonic_ns) */
     atomic_int waiting; /* the thread ran out of work: senders deliver at once */
     unsigned char pad1[64 - sizeof(atomic_uint_least64_t) - sizeof(atomic_int_least64_t) - sizeof(atomic_int)];
     pthread_cond_t wake; /* the thread sleeps here (wait_once) */

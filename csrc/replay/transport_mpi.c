@@ -389,7 +389,7 @@ static int t_progress(ws_transport *t, int wait, int *woken, ws_error *err)
     *woken = 0;
     sync_wake(m);
     int spinning = wait && m->spin;
-    int64_t start = spinning ? ws_spin_now_ns() : 0;
+    int64_t start = spinning ? ws_monotonic_ns() : 0;
     for (;;) {
         int rc = flush_all(m, err);
         if (rc)
@@ -402,14 +402,14 @@ static int t_progress(ws_transport *t, int wait, int *woken, ws_error *err)
         m->progressed = before || got;
         if (got) {
             if (wait && m->spin)
-                ws_spin_after_wait(&m->spin_policy, ws_spin_now_ns() - start);
+                ws_spin_after_wait(&m->spin_policy, ws_monotonic_ns() - start);
             *woken = 1;
             return WS_OK;
         }
         if (!wait)
             return WS_OK;
         if (spinning) {
-            int64_t now = ws_spin_now_ns();
+            int64_t now = ws_monotonic_ns();
             if (now >= start && now - start <= m->spin_policy.budget)
                 continue;
             spinning = 0;

@@ -118,7 +118,7 @@ static int deliver(thread_transport *m, uint32_t to, ws_error *err)
     m->n_pending--;
     /* a spinning thread sees this; counted after the unlock, so that it
      * finds the lock free when it comes for the record */
-    atomic_store_explicit(&h->box[to].posted_at, ws_spin_now_ns(), memory_order_relaxed);
+    atomic_store_explicit(&h->box[to].posted_at, ws_monotonic_ns(), memory_order_relaxed);
     atomic_fetch_add_explicit(&h->box[to].records, 1, memory_order_release);
     return WS_OK;
 }
@@ -272,7 +272,7 @@ static int spin_unlocked(thread_transport *m)
     uint64_t records = atomic_load_explicit(&h->box[me].records, memory_order_relaxed);
     uint64_t notice = atomic_load_explicit(&h->notice, memory_order_relaxed);
     pthread_mutex_unlock(&h->lock);
-    m->wait_start = ws_spin_now_ns();
+    m->wait_start = ws_monotonic_ns();
     ws_hub_spin_for_news(h, me, records, notice, m->spin.budget);
     pthread_mutex_lock(&h->lock);
     return 1;
