@@ -257,6 +257,24 @@ typedef struct ws_analysis_options {
      * place after it, which AUTO does between processes or threads when
      * their collectives would otherwise wait for it) */
     int path_walk;
+    /* for comparisons with Scalasca 2.6 only (the tests): reproduce the
+     * defects of Scalasca 2.6 that docs/metrics.md documents ("Where
+     * waitscope differs from Scalasca 2.6"), so that the remaining results
+     * can be compared with its reports exactly:
+     * - where a receive ends before its send begins (clocks violating the
+     *   clock condition), the critical path continues on the partner from
+     *   the synchronization time, so that the stretch in between is on the
+     *   path twice (and the path is longer than the run);
+     * - the long-term cost a collective's waiting member passes on reaches
+     *   the delayer's wait states only from the next later point at which
+     *   the delayer synchronized with another member;
+     * - the Late Senders in wrong order that one receive reveals are all
+     *   classified (same or different source) and charged to the call
+     *   path of the first of them;
+     * - a send that waited for a Late Receiver counts, as the start of the
+     *   next interval, the negative difference of its leave and the
+     *   receive's (when it left first) */
+    int scalasca_compat;
 } ws_analysis_options;
 
 /* The in-process transport for n_locations locations, all replayed in

@@ -29,27 +29,24 @@ typedef struct ws_partner_leaves {
     uint32_t pad;
     double leave;
     double done_leave;
+    double post_leave; /* sends, reproducing Scalasca 2.6 only: leave of the call that posted the receive */
 } ws_partner_leaves;
 
 /* ws_loc_data.msg_bits, per message row (only the wait-state passes) */
 enum {
-    WS_MD_LS_CANCELLED = 1, /* receive rows: a larger Late Receiver of the same Waitall replaces the Late Sender */
+    WS_MD_LR_CANDIDATE = 1, /* the wait-state passes found a Late Receiver before the Waitall selection */
     WS_MD_EMPTY_SEND = 2    /* receive rows: the matched send carried no bytes */
 };
 
 /* What the wait-state passes found at a site (one record: the later
  * passes read several of its fields at once). */
-typedef struct ws_init_completion {
-    uint32_t site;
-    uint32_t pad;
-    double completion;
-} ws_init_completion;
-
 typedef struct ws_site_wait {
     double wait;
     double sync_time;
+    double completion; /* the time in the call after the operation completed (as the previous point of an
+                          interval, its call counts only this) */
     uint32_t delayer;  /* location of the process that everybody waited for */
-    uint8_t sync;      /* the site is a synchronization point (someone waited) */
+    uint8_t sync;      /* the site is a synchronization point (Scalasca 2.6's rules) */
     uint8_t kind;      /* ws_wait_class of the site's waiting */
     uint8_t anywait;   /* some member of the instance waited */
     uint8_t pad;
@@ -66,13 +63,6 @@ typedef struct ws_loc_data {
     /* accumulators per call path */
     double *time;
     double *visits;
-    double *init_wait;   /* per call path: waiting in MPI_Init for the last entrant (no metric) */
-    /* MPI_Init's completion (the time in it after the waiting and the
-     * first leave; only MPI_Init's point counts it), per MPI_Init site in
-     * site order: a location has one or none, so this is not kept per
-     * site (800,000 barriers would carry 8 bytes each for nothing) */
-    ws_init_completion *init_completions;
-    uint32_t n_init_completions;
     /* pass-1 bookkeeping of Waitall/Waitsome completions */
     uint32_t multi_call;
     uint32_t multi_row;

@@ -86,7 +86,6 @@ static void free_analysis(ws_analysis *a)
         for (uint32_t i = 0; i < a->trace->n_locations; i++) {
             ws_loc_data *d = &a->locs[i];
             ws_waitstates_release(d);
-            free(d->init_wait);
             free(d->time);
             free(d->visits);
         }

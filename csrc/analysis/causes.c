@@ -111,9 +111,11 @@ static int p4_channels(void *state, const ws_replay_env *env, uint32_t loc, uint
  * reached), so that no stretch of time is on the path twice even when the
  * clocks violate the clock condition (a receive ending before its send
  * began).  Without violations this is sync_time itself. */
-static double handover_time(const cause_loc *cl, const ws_events *e, double sync_time)
+static double handover_time(const ws_causes *c, const cause_loc *cl, const ws_events *e, double sync_time)
 {
     double t = sync_time;
+    if (c->a->options.scalasca_compat)
+        return t;
     if (cl->last < e->n && e->time[cl->last] < t)
         t = e->time[cl->last];
     if (cl->top < t)
@@ -160,7 +162,7 @@ static int note_for(ws_causes *c, uint32_t loc, uint32_t k, uint32_t delayer, ui
         catch_up(cl, &c->a->trace->locations[loc].events, (uint64_t)ev + 1);
         if (cl->owner) {
             note.token_target = token_target;
-            note.token_time = handover_time(cl, &c->a->trace->locations[loc].events, p->time);
+            note.token_time = handover_time(c, cl, &c->a->trace->locations[loc].events, p->time);
             cl->bottom = note.token_time;
             if (add_move(cl, ev, 0, note.token_time, err) != WS_OK)
                 return err->code;
@@ -170,7 +172,7 @@ static int note_for(ws_causes *c, uint32_t loc, uint32_t k, uint32_t delayer, ui
     if (append_note(out, &note) != 0)
         return ws_error_nomem(err, "payload");
     if (note.wait > 0.0) {
-        ws_interval_profile(c, loc, ws_previous_point(c, loc, k, delayer), k, 0);
+        ws_interval_profile(c, loc, ws_previous_point(c, loc, k, delayer), k);
         uint32_t n = ws_profile_entries(c, out);
         ws_profile_reset(c);
         if (n == WS_NONE32)
@@ -195,7 +197,7 @@ static int walk_message(ws_causes *c, const ws_replay_env *env, uint32_t loc, ui
     it->member = (uint32_t)channel;
     it->kind = produce ? WALK_PRODUCE : WALK_CONSUME;
     if (produce)
-        ws_walk_hand(it, cl->sp[k].partner, cl->sp[k].time);
+        ws_walk_hand(it, cl->sp[k].partner, cl->sp[k].time, c->a->options.scalasca_compat);
     return WS_OK;
 }
 
@@ -264,7 +266,7 @@ static int p4_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
         if (note.n_entries && !copy)
             return err->code;
         double indirect;
-        rc = ws_charge(c, &c->scratch, loc, k, &note, copy, &indirect, err);
+        rc = ws_charge(c, &c->scratch, loc, k, &note, copy, 0, &indirect, err);
         cl->share[k] = indirect;
     }
     if (rc)
@@ -311,7 +313,7 @@ static int p4_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
             catch_up(cl, &env->trace->locations[loc].events, (uint64_t)ev + 1);
             if (cl->owner) {
                 note.token_target = delayer;
-                note.token_time = handover_time(cl, &env->trace->locations[loc].events, site_sync_time(cl, site));
+                note.token_time = handover_time(c, cl, &env->trace->locations[loc].events, site_sync_time(cl, site));
                 cl->bottom = note.token_time;
                 if (add_move(cl, ev, 0, note.token_time, err) != WS_OK)
                     return err->code;
@@ -411,7 +413,23 @@ static int p4_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
             token = tk->time;
     }
     /* the delayer charges every waiting member: O(members) once per instance */
-    if (c->delay && cl->sites[site].delayer == loc && cl->sites[site].sp != WS_NONE32)
+    uint32_t *floor = NULL;
+    if (c->delay && cl->sites[site].delayer == loc && cl->sites[site].sp != WS_NONE32 &&
+        c->a->options.scalasca_compat) {
+        floor = ws_malloc_array(2 * (size_t)v->n_members, sizeof *floor);
+        if (!floor)
+            return ws_error_nomem(err, "delay analysis");
+        uint32_t *waiter = floor + v->n_members;
+        for (uint32_t m = 0; m < v->n_members && rc == WS_OK; m++) {
+            wait_note note;
+            const entry *entries;
+            rc = parse_note(v->data[m], v->size[m], &note, &entries, err);
+            waiter[m] = note.waiter;
+        }
+        if (rc == WS_OK)
+            rc = ws_compat_propagation_floors(c, loc, cl->sites[site].sp, waiter, v->n_members, floor, err);
+    }
+    if (rc == WS_OK && c->delay && cl->sites[site].delayer == loc && cl->sites[site].sp != WS_NONE32)
         for (uint32_t m = 0; m < v->n_members && rc == WS_OK; m++) {
             wait_note note;
             const entry *entries;
@@ -420,16 +438,23 @@ static int p4_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
             if (note.wait <= 0.0)
                 continue;
             const entry *copy = aligned_entries(c, &note, entries, err);
-            if (note.n_entries && !copy)
-                return err->code;
+            if (note.n_entries && !copy) {
+                rc = err->code;
+                break;
+            }
             double indirect;
-            rc = ws_charge(c, &c->scratch, loc, cl->sites[site].sp, &note, copy, &indirect, err);
+            rc = ws_charge(c, &c->scratch, loc, cl->sites[site].sp, &note, copy, floor ? floor[m] : 0, &indirect,
+                           err);
             if (rc == WS_OK && indirect > 0.0) {
-                if (ws_grow((void **)&cl->coll_ind, &cl->cap_coll_ind, cl->n_coll_ind + 1, sizeof *cl->coll_ind) != 0)
-                    return ws_error_nomem(err, "delay analysis");
-                if (cl->sites[site].ind_n == (1u << 30) - 1)
-                    return ws_error_set(err, WS_ERR_INTERNAL, "location %u: a collective with more than 2^30 waiting "
-                                        "members", (unsigned)loc);
+                if (ws_grow((void **)&cl->coll_ind, &cl->cap_coll_ind, cl->n_coll_ind + 1, sizeof *cl->coll_ind) != 0) {
+                    rc = ws_error_nomem(err, "delay analysis");
+                    break;
+                }
+                if (cl->sites[site].ind_n == (1u << 30) - 1) {
+                    rc = ws_error_set(err, WS_ERR_INTERNAL, "location %u: a collective with more than 2^30 waiting "
+                                      "members", (unsigned)loc);
+                    break;
+                }
                 if (cl->sites[site].ind_n == 0)
                     cl->sites[site].ind_off = (uint32_t)cl->n_coll_ind;
                 coll_indirect ci = {note.waiter, 0, indirect};
@@ -437,6 +462,7 @@ static int p4_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
                 cl->sites[site].ind_n++;
             }
         }
+    free(floor);
     if (rc == WS_OK && c->walk) {
         /* for the walk: the path would come from the members that waited
          * (to their delayer), and go from here if this one waited */
@@ -449,7 +475,7 @@ static int p4_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
         it->n_members = st->n_members;
         it->kind = WALK_COLL;
         if (cl->sites[site].waited)
-            ws_walk_hand(it, cl->sites[site].delayer, site_sync_time(cl, site));
+            ws_walk_hand(it, cl->sites[site].delayer, site_sync_time(cl, site), c->a->options.scalasca_compat);
     }
     if (rc == WS_OK && !isnan(token))
         rc = take_at(c, loc, env->sync->locs[loc].sites[site].event, token, err);

@@ -265,9 +265,6 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err);
 /* marks the waiting points of `loc` whose long-term costs no later charge
  * can change (sync_point.final) */
 void ws_points_mark_final(ws_causes *c, uint32_t loc);
-/* the time of point k's call after its synchronization: what the interval
- * it opens counts of it when its completion part leaves nothing to charge */
-double ws_point_completion_full(const ws_causes *c, uint32_t loc, uint32_t k);
 /* event where point k of `loc` is exchanged */
 uint32_t ws_point_event(const ws_causes *c, uint32_t loc, uint32_t k);
 /* point of message `row` of `loc` of the given kind (SP_LS, SP_LR) or WS_NONE32 */
@@ -277,19 +274,24 @@ uint32_t ws_previous_point(const ws_causes *c, uint32_t loc, uint32_t k, uint32_
 /* call path active right after event i */
 uint32_t ws_callpath_after(const ws_trace *t, const ws_events *e, int64_t i);
 /* mini-profile of `loc` in the interval of point k opened at point j */
-void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k, int full);
+void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k);
 /* appends the accumulated profile (positive entries) to out */
 uint32_t ws_profile_entries(ws_causes *c, ws_buffer *out);
 void ws_profile_reset(ws_causes *c);
-/* the delayer `loc` pays for the waiting in `note` at its point k */
+/* the delayer `loc` pays for the waiting in `note` at its point k; its
+ * points below `floor` receive no share of it (0: all may) */
 int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const wait_note *note,
-              const entry *entries, double *indirect, ws_error *err);
+              const entry *entries, uint32_t floor, double *indirect, ws_error *err);
+/* scalasca_compat.c: per waiting member of a collective, the floor of its
+ * share as Scalasca 2.6 passes it on */
+int ws_compat_propagation_floors(const ws_causes *c, uint32_t loc, uint32_t k, const uint32_t *waiter, uint32_t n,
+                                 uint32_t *floor, ws_error *err);
 
 /* pass 4 with `walk`: the location's next item (its `above`, and `hand`
  * bounded by the next event, are filled in here); NULL when out of
  * memory */
 walk_item *ws_walk_item(ws_causes *c, uint32_t loc, uint32_t ev);
 /* the item's location would hand the path over to `target` at `sync` */
-void ws_walk_hand(walk_item *it, uint32_t target, double sync);
+void ws_walk_hand(walk_item *it, uint32_t target, double sync, int overlap);
 
 #endif

@@ -15,6 +15,12 @@
  *   prop[w]  = (gamma_wait + gamma_l * gamma_wait / gamma_s) / wait_t * wait[w]
  *
  * Both distribute exactly gamma_s + gamma_l (seed 004, Theorem 5).
+ *
+ * With `cap` (point-to-point wait states in the proportional model, as
+ * Scalasca 2.6 computes them): the short-term scale s * gamma_s is capped
+ * at 1, so that no call path is charged more than its excess and no wait
+ * state of the delayer more than its length; the rest of gamma_s stays
+ * uncharged (the caller counts it as undistributed).
  */
 #include "analysis_int.h"
 
@@ -26,8 +32,9 @@ static double sum(const double *v, size_t n)
     return s;
 }
 
-int ws_delay_kernel(int model, double gamma_s, double gamma_l, const double *delta, size_t n, const double *waits,
-                    size_t m, double *short_cost, double *long_cost, double *prop_short, double *prop_long)
+int ws_delay_kernel(int model, int cap, double gamma_s, double gamma_l, const double *delta, size_t n,
+                    const double *waits, size_t m, double *short_cost, double *long_cost, double *prop_short,
+                    double *prop_long)
 {
     double comp = sum(delta, n), wait_t = sum(waits, m);
     for (size_t i = 0; i < n; i++)
@@ -68,12 +75,15 @@ int ws_delay_kernel(int model, double gamma_s, double gamma_l, const double *del
         return 0;
     }
     double s = 1.0 / (comp + wait_t);
+    double s_short = s * gamma_s;
+    if (cap && s_short > 1.0)
+        s_short = 1.0;
     for (size_t i = 0; i < n; i++) {
-        short_cost[i] = s * gamma_s * delta[i];
+        short_cost[i] = s_short * delta[i];
         long_cost[i] = s * gamma_l * delta[i];
     }
     for (size_t w = 0; w < m; w++) {
-        prop_short[w] = s * gamma_s * waits[w];
+        prop_short[w] = s_short * waits[w];
         prop_long[w] = s * gamma_l * waits[w];
     }
     return 0;

@@ -10,8 +10,12 @@
  * the incoming short-term (gamma_s) and long-term (gamma_l) costs over
  * the difference profile `delta` (n entries) and the delayer's wait
  * states `waits` (m entries).  Writes short[n], longc[n] and prop[m].
- * Returns 0, or -1 if nothing can carry the cost. */
-int ws_delay_kernel(int model, double gamma_s, double gamma_l, const double *delta, size_t n, const double *waits,
-                    size_t m, double *short_cost, double *long_cost, double *prop_short, double *prop_long);
+ * `cap` (proportional model only): the short-term scale is capped at 1,
+ * as Scalasca 2.6 does for point-to-point wait states; what exceeds the
+ * delayer's excess and waiting is then not distributed.  Returns 0, or -1
+ * if nothing can carry the cost. */
+int ws_delay_kernel(int model, int cap, double gamma_s, double gamma_l, const double *delta, size_t n,
+                    const double *waits, size_t m, double *short_cost, double *long_cost, double *prop_short,
+                    double *prop_long);
 
 #endif

@@ -142,8 +142,10 @@ void ws_derive_delay(ws_analysis *a)
 }
 
 /* Time of call path cp on loc that is activity, i.e. not waiting
- * (d_p(i) of seed 001 section II-C).  Waiting at a scan is activity here:
- * scans never move the critical path (as in Scalasca 2.6). */
+ * (d_p(i) of seed 001 section II-C), as Scalasca 2.6 counts it: the time
+ * minus the waiting of its synchronization points.  Waiting at a scan is
+ * activity here (scans never move the critical path), and so is all of
+ * MPI_Init (no wait state is charged there). */
 static double activity(const ws_analysis *a, uint32_t cp, uint32_t loc)
 {
     static const int waits[] = {WS_M_MPI_LATESENDER,  WS_M_MPI_LATERECEIVER,  WS_M_MPI_BARRIER_WAIT, WS_M_MPI_WAIT_NXN,
@@ -152,7 +154,6 @@ static double activity(const ws_analysis *a, uint32_t cp, uint32_t loc)
     double v = cell(r, WS_M_TIME, cp, loc);
     for (size_t k = 0; k < sizeof waits / sizeof waits[0]; k++)
         v -= cell(r, waits[k], cp, loc);
-    v -= a->locs[loc].init_wait[cp];
     return v > 0.0 ? v : 0.0;
 }
 
@@ -374,6 +375,13 @@ int ws_derive_critical_path(ws_analysis *a, double path_first, ws_error *err)
      * spread over the critical activities p runs shorter than the path,
      * in proportion to the excess delta(i) (seed 001 section II-D.3) */
     double length = r->path_end - r->path_start;
+    if (a->options.scalasca_compat) {
+        /* Scalasca 2.6's length: the profile's sum, with the stretches
+         * counted twice (waitscope.h) */
+        length = 0.0;
+        for (uint32_t cp = 0; cp < C; cp++)
+            length += gcp[cp];
+    }
     memset(rows, 0, (size_t)L * W * sizeof *rows);
     for (uint32_t i = 0; i < a->n_local; i++) {
         uint32_t loc = a->local[i];

@@ -72,7 +72,7 @@ static void intermediate_points(const cause_loc *cl, uint32_t j, uint32_t k, uin
  * only its completion part; the waiting of every point in between is
  * subtracted from its call path, and call paths left non-positive are
  * dropped. */
-void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k, int full)
+void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k)
 {
     const ws_trace *t = c->a->trace;
     const ws_events *e = &t->locations[loc].events;
@@ -87,7 +87,7 @@ void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k, int
     uint32_t cp = WS_NONE32;
     if (j != WS_NONE32) {
         /* skip j's call, count its completion part */
-        acc_add(c, cl->sp[j].call_cp, full ? ws_point_completion_full(c, loc, j) : cl->sp[j].completion);
+        acc_add(c, cl->sp[j].call_cp, cl->sp[j].completion);
         int depth = 0;
         for (; i < end; i++) {
             if (e->kind[i] == WS_EV_ENTER)
@@ -267,11 +267,11 @@ static int add_record(ws_causes *c, const wait_note *note, uint32_t delayer, uin
  * With delay records kept, the signed vector goes to the records from
  * `vector_offset` on, *vector_length entries. */
 static int difference(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t from, uint32_t k,
-                      const wait_note *note, const entry *entries, int full, size_t *n, uint64_t vector_offset,
+                      const wait_note *note, const entry *entries, size_t *n, uint64_t vector_offset,
                       uint32_t *vector_length)
 {
     *n = 0;
-    ws_interval_profile(c, loc, from, k, full);
+    ws_interval_profile(c, loc, from, k);
     for (uint32_t i = 0; i < note->n_entries; i++)
         acc_add(c, entries[i].callpath, -entries[i].value);
     if (reserve(s, c->n_touched + 1, c->locs[loc].n_sp + 1) != 0 ||
@@ -295,7 +295,7 @@ static int difference(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t fr
  * in *indirect the part of the waiting explained by the delayer's own
  * waiting. */
 int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const wait_note *note,
-                  const entry *entries, double *indirect, ws_error *err)
+                  const entry *entries, uint32_t floor, double *indirect, ws_error *err)
 {
     *indirect = 0.0;
     if (!(note->wait > 0.0))
@@ -306,7 +306,7 @@ int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const w
     size_t n;
     uint64_t vector_offset = c->a->result->n_entries;
     uint32_t vector_length = 0;
-    if (difference(c, s, loc, from, k, note, entries, 0, &n, vector_offset, &vector_length) != 0)
+    if (difference(c, s, loc, from, k, note, entries, &n, vector_offset, &vector_length) != 0)
         return ws_error_nomem(err, "delay analysis");
     /* the delayer's own handled waiting within the interval */
     size_t m = 0;
@@ -322,21 +322,30 @@ int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const w
     double gl = 0.0;
     for (int x = 0; x < NCLS; x++)
         gl += note->gl[x];
-    /* the kernel distributes the whole waiting (as on the whole run) */
-    if (ws_delay_kernel(c->model, note->wait, gl, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
+    /* the kernel distributes the whole waiting (as on the whole run);
+     * point-to-point waiting with the short-term scale capped at 1 in the
+     * proportional model (Scalasca 2.6): what the delayer's excess and
+     * waiting in the interval cannot explain stays undistributed */
+    int cap = note->wclass == WS_WAIT_LATESENDER || note->wclass == WS_WAIT_LATERECEIVER;
+    if (ws_delay_kernel(c->model, cap, note->wait, gl, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
                         s->prop_l) != 0) {
-        /* nothing in the interval explains the waiting: it arose in the
-         * call that opened it (a collective, or clocks that disagree);
-         * count that call's whole time after its synchronization (Scalasca
-         * 2.6 leaves such waiting uncharged) */
-        if (difference(c, s, loc, from, k, note, entries, 1, &n, vector_offset, &vector_length) != 0)
-            return ws_error_nomem(err, "delay analysis");
-        if (ws_delay_kernel(c->model, note->wait, gl, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
-                            s->prop_l) != 0) {
-            cl->undistributed += note->gamma + gl;
-            c->a->result->n_entries = vector_offset; /* no record keeps the vector */
-            return WS_OK;
-        }
+        /* nothing in the interval explains the waiting (it arose in the
+         * call that opened it: a collective, or clocks that disagree): it
+         * stays undistributed, as in Scalasca 2.6 */
+        cl->undistributed += note->gamma + gl;
+        c->a->result->n_entries = vector_offset; /* no record keeps the vector */
+        return WS_OK;
+    }
+    if (cap && c->model == WS_DELAY_PROPORTIONAL) {
+        /* the capped part of the waiting: beyond the delayer's excess and waiting */
+        double carried = 0.0;
+        for (size_t i = 0; i < n; i++)
+            carried += s->delta[i];
+        for (size_t j = 0; j < m; j++)
+            carried += s->waits[j];
+        /* (the kernel capped the scale; not for a rounding difference) */
+        if (note->wait > carried * (1.0 + 1e-12))
+            cl->undistributed += (note->wait - carried) * (note->gamma / note->wait);
     }
     uint32_t w = note->wclass;
     /* In a window only the part `gamma` of the waiting inside it is
@@ -367,6 +376,10 @@ int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const w
     }
     for (size_t j = 0; j < m; j++) {
         uint32_t q = s->wait_points[j];
+        if (q < floor) { /* (only when reproducing Scalasca 2.6: scalasca_compat.c) */
+            cl->undistributed += s->prop_s[j] + s->prop_l[j];
+            continue;
+        }
         double *target = point_gl(cl, q); /* q waits: it has a block */
         target[w - 1] += s->prop_s[j];
         if (gl > 0.0)

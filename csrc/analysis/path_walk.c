@@ -49,14 +49,14 @@ walk_item *ws_walk_item(ws_causes *c, uint32_t loc, uint32_t ev)
     return it;
 }
 
-void ws_walk_hand(walk_item *it, uint32_t target, double sync)
+void ws_walk_hand(walk_item *it, uint32_t target, double sync, int overlap)
 {
     it->target = target;
     /* handover_time: the synchronization time, unless the next event is
-     * earlier (clocks violating the clock condition) */
+     * earlier (clocks violating the clock condition; not with `overlap`) */
     double bound = it->hand;
     it->hand = sync;
-    if (bound < it->hand)
+    if (!overlap && bound < it->hand)
         it->hand = bound;
 }
 

@@ -66,19 +66,6 @@ static uint32_t enter_of_call(const ws_events *e, uint32_t ev)
     return ev;
 }
 
-/* Leave time of the call whose Enter is event `enter` */
-static double leave_of_enter(const ws_events *e, uint32_t enter)
-{
-    int depth = 0;
-    for (uint64_t i = (uint64_t)enter + 1; i < e->n; i++) {
-        if (e->kind[i] == WS_EV_ENTER)
-            depth++;
-        else if (e->kind[i] == WS_EV_LEAVE && depth-- == 0)
-            return e->time[i];
-    }
-    return e->time[enter];
-}
-
 static double positive(double v)
 {
     return v > 0.0 ? v : 0.0;
@@ -255,7 +242,8 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         const ws_msg_data *md = &d->msg[row];
         int is_send = (m->flags & WS_MSG_SEND) != 0;
         const ws_partner_leaves *pl = NULL;
-        if (md->ls > 0.0 || (md->lr > 0.0 && !is_send)) {
+        const int compat = a->options.scalasca_compat != 0;
+        if (md->ls > 0.0 || (md->lr > 0.0 && (!is_send || compat))) {
             while (next_leaves < d->n_leaves && d->leaves[next_leaves].row < row)
                 next_leaves++;
             if (next_leaves == d->n_leaves || d->leaves[next_leaves].row != row) {
@@ -300,12 +288,17 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
                 p->call_ev = m->other_call;
                 p->call_cp = ws_msg_done_callpath(e, m);
                 /* a send that waited for a late receiver leaves its call out
-                 * of the next interval entirely (Scalasca 2.6) */
+                 * of the next interval entirely (Scalasca 2.6); when
+                 * reproducing Scalasca 2.6, with the negative difference of
+                 * its leave and the posting call's, where it left first */
                 p->completion = 0.0;
+                double done = ws_msg_done(e, m);
+                if (compat && done <= pl->post_leave)
+                    p->completion = done - pl->post_leave;
             } else {
                 p->call_ev = enter_of_call(e, m->ch1_event);
                 p->call_cp = e->kind[p->call_ev] == WS_EV_ENTER ? e->ref[p->call_ev] : WS_NONE32;
-                p->completion = positive(leave_of_enter(e, p->call_ev) - pl->done_leave);
+                p->completion = positive(ws_leave_of_enter(e, p->call_ev) - pl->done_leave);
             }
             if (is_send) {
                 p->time = md->partner_time;
@@ -319,16 +312,10 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             n++;
         }
     }
-    uint32_t next_init = 0; /* in d->init_completions, which are in site order */
     for (uint32_t s = 0; s < ls->n_sites; s++) {
         if (!d->site_waits[s].sync)
             continue;
         uint8_t cls = ls->sites[s].cls;
-        double init_completion = 0.0;
-        while (next_init < d->n_init_completions && d->init_completions[next_init].site < s)
-            next_init++;
-        if (next_init < d->n_init_completions && d->init_completions[next_init].site == s)
-            init_completion = d->init_completions[next_init].completion;
         uint32_t comm = WS_NONE32, root = WS_NONE32;
         if (cls != WS_SITE_INIT && cls != WS_SITE_FINALIZE) {
             comm = (uint32_t)(ls->sites[s].instance >> 40);
@@ -347,9 +334,9 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         p->wclass = d->site_waits[s].kind;
         p->call_ev = enter_of_call(e, ls->sites[s].event);
         p->call_cp = ls->sites[s].callpath;
-        /* MPI_Init: its completion only; other collectives: the time after
-         * the last member arrived */
-        p->completion = cls == WS_SITE_INIT ? init_completion : 0.0;
+        /* as the start of the next interval, its call counts only its
+         * completion (Scalasca 2.6) */
+        p->completion = d->site_waits[s].completion;
         if (handled(p->wclass) && d->site_waits[s].wait > 0.0) {
             p->wait = d->site_waits[s].wait;
             if (windowed)
@@ -430,26 +417,6 @@ done:
 static int is_point_of(const sync_point *p, uint32_t row, uint8_t type)
 {
     return p->type == type && p->index == row;
-}
-
-/* The time of point k's call after its synchronization: what the interval
- * it opens counts of it when its completion part leaves nothing to charge. */
-double ws_point_completion_full(const ws_causes *c, uint32_t loc, uint32_t k)
-{
-    const sync_point *p = &c->locs[loc].sp[k];
-    const ws_loc_sync *ls = &c->a->sync->locs[loc];
-    const ws_events *e = &c->a->trace->locations[loc].events;
-    double leave;
-    if (p->type == SP_SITE)
-        return positive(ws_site_leave(e, &ls->sites[p->index]) - p->time);
-    const ws_msg *m = &ls->msgs[p->index];
-    if (p->type == SP_LS)
-        leave = ws_msg_leave(e, m);
-    else if (m->flags & WS_MSG_SEND)
-        leave = ws_msg_done(e, m);
-    else
-        leave = leave_of_enter(e, p->call_ev);
-    return positive(leave - p->time);
 }
 
 uint32_t ws_point_event(const ws_causes *c, uint32_t loc, uint32_t k)

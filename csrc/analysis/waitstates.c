@@ -180,10 +180,9 @@ int ws_waitstates_prepare(ws_analysis *a, ws_error *err)
         d->msg = ws_calloc_dense(nm, sizeof *d->msg);
         d->msg_bits = ws_calloc_dense(nm, sizeof *d->msg_bits);
         d->site_waits = ws_calloc_dense(ns, sizeof *d->site_waits);
-        d->init_wait = ws_calloc(C, sizeof *d->init_wait);
         d->time = ws_calloc(C, sizeof *d->time);
         d->visits = ws_calloc(C, sizeof *d->visits);
-        if (!d->msg || !d->msg_bits || !d->site_waits || !d->init_wait || !d->time || !d->visits)
+        if (!d->msg || !d->msg_bits || !d->site_waits || !d->time || !d->visits)
             return ws_error_nomem(err, "wait-state annotations");
         for (size_t k = 0; k < ns; k++)
             d->site_waits[k].delayer = WS_NONE32;
@@ -197,14 +196,11 @@ void ws_waitstates_release(ws_loc_data *d)
     free(d->msg_bits);
     free(d->leaves);
     free(d->site_waits);
-    free(d->init_completions);
     d->msg = NULL;
     d->msg_bits = NULL;
     d->leaves = NULL;
     d->n_leaves = d->cap_leaves = 0;
     d->site_waits = NULL;
-    d->init_completions = NULL;
-    d->n_init_completions = 0;
 }
 
 /* What pass 1 touches first of a location and at a collective site (see

@@ -5,47 +5,71 @@
  * passes.  Definitions: docs/metrics.md. */
 #include "waitstates_int.h"
 
+#include <otf2/otf2.h>
+
 typedef struct coll_info {
-    double enter;
-    double leave;
+    double begin; /* MpiCollectiveBegin (the call's Enter without one) */
+    double end;   /* MpiCollectiveEnd (the call's Leave without one) */
     uint64_t sent;
     uint64_t received;
     uint32_t op;
     uint32_t location;
+    uint32_t root; /* the root this member recorded (member index; WS_NONE32: none) */
+    uint32_t pad;
 } coll_info;
 
+/* What the members of an instance make of it together (Scalasca 2.6's
+ * rules): who synchronizes, whom the others wait for, from when on the
+ * operation completes. */
 typedef struct coll_cache {
     int ready;
     int mismatch;
-    double latest;       /* latest enter (max) */
+    int ignored;          /* no wait states here (see p1_coll_combine) */
+    double latest;        /* the begin everybody that synchronizes waits for */
     uint32_t latest_member;
-    double first_leave;  /* earliest leave (min) */
-    double root_enter;
+    double first_end;     /* the earliest end among the members that synchronize */
+    int full;             /* N x N: every member synchronizes */
     int any_wait;
 } coll_cache;
-/* Scans: the latest enter among the members up to each member (ties: the
- * earliest), indexed by member; attached to the instance as view->shared. */
+/* Scans: the latest begin among the sending members up to each member
+ * (ties: the earliest), indexed by member; attached to the instance as
+ * view->shared. */
 typedef struct scan_prefix {
     double latest;
-    uint32_t member; /* WS_NONE32: no enter above -inf */
+    uint32_t member; /* WS_NONE32: no begin above -inf */
 } scan_prefix;
+
+/* The collective's own Begin record within the call (Score-P writes it
+ * right after the Enter), or the Enter. */
+static double site_begin(const ws_events *e, const ws_site *st)
+{
+    for (uint64_t i = (uint64_t)st->enter_event + 1; i < st->event && i < e->n; i++)
+        if (e->kind[i] == WS_EV_COLL_BEGIN)
+            return e->time[i];
+    return ws_site_enter(e, st);
+}
 
 static int p1_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site, ws_buffer *out,
                            ws_error *err)
 {
     (void)state;
     const ws_loc_sync *ls = &env->sync->locs[loc];
+    const ws_site *st = &ls->sites[site];
     coll_info c;
     memset(&c, 0, sizeof c);
     const ws_events *e = &env->trace->locations[loc].events;
-    c.enter = ws_site_enter(e, &ls->sites[site]);
-    c.leave = ws_site_leave(e, &ls->sites[site]);
-    c.op = ls->sites[site].op;
+    c.op = st->op;
     c.location = loc;
-    uint32_t ev = ls->sites[site].event;
+    c.root = st->root;
+    uint32_t ev = st->event;
     if (e->kind[ev] == WS_EV_COLL_END) {
+        c.begin = site_begin(e, st);
+        c.end = e->time[ev];
         c.sent = e->coll_sent[e->ref[ev]];
         c.received = e->coll_received[e->ref[ev]];
+    } else { /* MPI_Init, MPI_Finalize */
+        c.begin = ws_site_enter(e, st);
+        c.end = ws_site_leave(e, st);
     }
     if (ws_buffer_append(out, &c, sizeof c) != 0)
         return ws_error_nomem(err, "payload");
@@ -59,61 +83,93 @@ static coll_info member_info(const ws_coll_view *v, uint32_t member)
     return c;
 }
 
-/* The wait of one member, given the instance's reductions; *until (if
- * given) receives the end of the waiting interval when there is one. */
+/* Whether a member synchronizes at the instance (Scalasca 2.6): every
+ * member of a barrier, of MPI_Init and MPI_Finalize and of an N x N
+ * operation that all members overlap; otherwise in an N x N operation
+ * the members that receive and began before the latest sender, and that
+ * sender; in a 1-to-N operation the members that receive and began before
+ * the root, and the root if there are any; in an N-to-1 operation the
+ * root and the latest sender if the root began first.  Scans never. */
+static int member_syncs(uint8_t cls, const coll_cache *k, uint32_t member, uint32_t root, const coll_info *c)
+{
+    if (k->ignored)
+        return 0;
+    switch (cls) {
+    case WS_SITE_BARRIER:
+    case WS_SITE_INIT:
+    case WS_SITE_FINALIZE:
+        return 1;
+    case WS_SITE_NXN:
+        return k->full || (c->received > 0 && c->begin < k->latest) || (c->sent > 0 && member == k->latest_member);
+    case WS_SITE_1TON:
+        if (member == root)
+            return k->first_end < INFINITY;
+        return c->received > 0 && c->begin < k->latest;
+    case WS_SITE_NTO1:
+        return k->latest_member != WS_NONE32 && (member == root || member == k->latest_member);
+    default:
+        return 0;
+    }
+}
+
+/* The wait of one member, given the instance's reductions: from its begin
+ * to the latest begin it waits for (the root's for 1-to-N operations),
+ * within its call; *until (if given) receives the end of the waiting
+ * interval. */
 static double member_wait(uint8_t cls, const coll_cache *k, uint32_t member, uint32_t root, const coll_info *c,
                           double *until_out)
 {
-    double ref;
-    switch (cls) {
-    case WS_SITE_BARRIER:
-    case WS_SITE_NXN:
-    case WS_SITE_FINALIZE:
-    case WS_SITE_INIT:
-        ref = k->latest;
-        break;
-    case WS_SITE_1TON:
-        if (member == root)
-            return 0.0;
-        ref = k->root_enter;
-        break;
-    case WS_SITE_NTO1:
-        if (member != root)
-            return 0.0;
-        ref = k->latest;
-        break;
-    default:
+    if (cls == WS_SITE_SCAN || !member_syncs(cls, k, member, root, c))
         return 0.0;
-    }
-    double until = ref < c->leave ? ref : c->leave;
-    double w = until - c->enter;
+    double until = k->latest < c->end ? k->latest : c->end;
+    double w = until - c->begin;
     if (until_out)
         *until_out = until;
     return w > 0.0 ? w : 0.0;
 }
 
+/* The completion of a member that synchronizes: the time from the
+ * earliest end of the members that synchronize (not before the latest
+ * begin) to its own end. */
+static double member_completion(uint8_t cls, const coll_cache *k, uint32_t member, uint32_t root,
+                                const coll_info *c, double *from_out)
+{
+    double latest = k->latest < c->end ? k->latest : c->end;
+    double from = k->first_end > latest ? k->first_end : latest;
+    if (from_out)
+        *from_out = from;
+    if (!member_syncs(cls, k, member, root, c))
+        return 0.0;
+    return c->end > from ? c->end - from : 0.0;
+}
+
 /* The clock condition of a collective (see replay/clock_correction.h): a
- * member cannot leave before the members whose data it needs have entered:
+ * member cannot end before the members whose data it needs have begun:
  * every member of a barrier or N x N operation needs all (MPI_Init and
  * MPI_Finalize included, which the analysis treats as N x N over all
  * ranks), the non-roots of a 1-to-N operation the root, the root of an
  * N-to-1 operation all, a scan member those up to itself. */
 static int coll_clock_violation(uint8_t cls, const coll_cache *k, const ws_coll_view *v, uint32_t me, uint32_t root,
-                                double leave)
+                                double end)
 {
+    if (k->ignored)
+        return 0;
     double needed = -INFINITY;
     if (cls == WS_SITE_BARRIER || cls == WS_SITE_NXN || cls == WS_SITE_INIT || cls == WS_SITE_FINALIZE ||
-        (cls == WS_SITE_NTO1 && me == root))
+        (cls == WS_SITE_NTO1 && me == root) || (cls == WS_SITE_1TON && me != root))
         needed = k->latest;
-    else if (cls == WS_SITE_1TON && me != root)
-        needed = k->root_enter;
     else if (cls == WS_SITE_SCAN)
         needed = ((const scan_prefix *)v->shared)[me].latest;
-    return leave < needed;
+    return end < needed;
 }
 
 /* Everything of an instance that needs all contributions, once per
- * instance and process, in O(members). */
+ * instance and process, in O(members).  As in Scalasca 2.6, an operation
+ * on a communicator of one process, MPI_Alltoallv and MPI_Alltoallw (whose
+ * pattern the trace does not tell) and an operation that moves no data
+ * (a 1-to-N operation whose root sends nothing, an N-to-1 operation whose
+ * root receives nothing, an N x N operation or scan without bytes) have no
+ * wait states. */
 static int p1_coll_combine(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site, ws_coll_view *v,
                            ws_error *err)
 {
@@ -127,29 +183,77 @@ static int p1_coll_combine(void *state, const ws_replay_env *env, uint32_t loc, 
             return ws_error_set(err, WS_ERR_INTERNAL, "unexpected collective payload size");
     k->ready = 1;
     k->latest = -INFINITY;
-    k->first_leave = INFINITY;
+    k->first_end = INFINITY;
     k->latest_member = WS_NONE32;
-    k->root_enter = NAN;
+    k->full = 0;
     uint32_t op0 = member_info(v, 0).op;
+    double root_begin = NAN;
+    uint64_t root_sent = 0, root_received = 0, bytes = 0;
     for (uint32_t m = 0; m < v->n_members; m++) {
         coll_info c = member_info(v, m);
         if (c.op != op0)
             k->mismatch = 1;
-        if (c.enter > k->latest) {
-            k->latest = c.enter;
+        else if (c.root != root)
+            k->mismatch = 3;
+        if (m == root) {
+            root_begin = c.begin;
+            root_sent = c.sent;
+            root_received = c.received;
+        }
+        bytes += c.sent + c.received;
+    }
+    if ((cls == WS_SITE_1TON || cls == WS_SITE_NTO1) && (root == WS_NONE32 || isnan(root_begin)))
+        k->mismatch = 2;
+    if (k->mismatch)
+        return WS_OK;
+    if (cls != WS_SITE_INIT && cls != WS_SITE_FINALIZE &&
+        (v->n_members < 2 || op0 == OTF2_COLLECTIVE_OP_ALLTOALLV || op0 == OTF2_COLLECTIVE_OP_ALLTOALLW ||
+         (cls == WS_SITE_1TON && root_sent == 0) || (cls == WS_SITE_NTO1 && root_received == 0) ||
+         ((cls == WS_SITE_NXN || cls == WS_SITE_SCAN) && bytes == 0))) {
+        k->ignored = 1;
+        return WS_OK;
+    }
+    /* the begin that the members wait for */
+    double first_end_all = INFINITY;
+    for (uint32_t m = 0; m < v->n_members; m++) {
+        coll_info c = member_info(v, m);
+        if (c.end < first_end_all)
+            first_end_all = c.end;
+        int candidate = cls == WS_SITE_NTO1 ? c.sent > 0 : 1;
+        if (candidate && c.begin > k->latest) {
+            k->latest = c.begin;
             k->latest_member = m;
         }
-        if (c.leave < k->first_leave)
-            k->first_leave = c.leave;
-        if (m == root)
-            k->root_enter = c.enter;
     }
-    if (cls == WS_SITE_1TON && isnan(k->root_enter))
-        k->mismatch = 2;
-    for (uint32_t m = 0; m < v->n_members && !k->mismatch; m++) {
-        coll_info c = member_info(v, m);
-        if (member_wait(cls, k, m, root, &c, NULL) > 0.0)
-            k->any_wait = 1;
+    switch (cls) {
+    case WS_SITE_NXN:
+        k->full = first_end_all > k->latest;
+        if (!k->full) {
+            /* members that left before the last one began (clocks that
+             * disagree): only the latest sender and those receiving
+             * before it synchronize */
+            k->latest = -INFINITY;
+            k->latest_member = WS_NONE32;
+            for (uint32_t m = 0; m < v->n_members; m++) {
+                coll_info c = member_info(v, m);
+                if (c.sent > 0 && c.begin > k->latest) {
+                    k->latest = c.begin;
+                    k->latest_member = m;
+                }
+            }
+        }
+        break;
+    case WS_SITE_1TON:
+        k->latest = root_begin;
+        k->latest_member = root;
+        break;
+    case WS_SITE_NTO1:
+        /* only the root and the latest sender synchronize, if the root began first */
+        if (!(root_begin < k->latest))
+            k->latest_member = WS_NONE32;
+        break;
+    default:
+        break;
     }
     if (cls == WS_SITE_SCAN) {
         scan_prefix *pre = ws_malloc_array(v->n_members ? v->n_members : 1, sizeof *pre);
@@ -160,15 +264,35 @@ static int p1_coll_combine(void *state, const ws_replay_env *env, uint32_t loc, 
         uint32_t prefix_member = WS_NONE32;
         for (uint32_t m = 0; m < v->n_members; m++) {
             coll_info c = member_info(v, m);
-            if (c.enter > prefix) {
-                prefix = c.enter;
+            if (c.sent > 0 && c.begin > prefix) {
+                prefix = c.begin;
                 prefix_member = m;
             }
             pre[m].latest = prefix;
             pre[m].member = prefix_member;
-            if ((prefix < c.leave ? prefix : c.leave) > c.enter)
+            if ((prefix < c.end ? prefix : c.end) > c.begin)
                 k->any_wait = 1;
         }
+        return WS_OK;
+    }
+    /* the earliest end among the members that synchronize */
+    if (cls == WS_SITE_BARRIER || cls == WS_SITE_INIT || cls == WS_SITE_FINALIZE || (cls == WS_SITE_NXN && k->full)) {
+        k->first_end = first_end_all;
+    } else {
+        double first = INFINITY;
+        for (uint32_t m = 0; m < v->n_members; m++) {
+            coll_info c = member_info(v, m);
+            int syncs = cls == WS_SITE_1TON ? (m != root && c.received > 0 && c.begin < k->latest)
+                                            : member_syncs(cls, k, m, root, &c);
+            if (syncs && c.end < first)
+                first = c.end;
+        }
+        k->first_end = first;
+    }
+    for (uint32_t m = 0; m < v->n_members; m++) {
+        coll_info c = member_info(v, m);
+        if (member_wait(cls, k, m, root, &c, NULL) > 0.0)
+            k->any_wait = 1;
     }
     return WS_OK;
 }
@@ -191,6 +315,13 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
                      (unsigned)loc, ws_site_enter(&env->trace->locations[loc].events, &ls->sites[site]));
         return ws_trace_error_at(env->trace, loc, err);
     }
+    if (k->mismatch == 3) {
+        ws_error_set(err, WS_ERR_MATCH,
+                     "location %u: the members of a collective operation at t=%.9f s recorded different roots; the "
+                     "trace is inconsistent",
+                     (unsigned)loc, ws_site_enter(&env->trace->locations[loc].events, &ls->sites[site]));
+        return ws_trace_error_at(env->trace, loc, err);
+    }
     if (k->mismatch == 2) {
         ws_error_set(err, WS_ERR_MATCH, "location %u: collective at t=%.9f s has no valid root", (unsigned)loc,
                      ws_site_enter(&env->trace->locations[loc].events, &ls->sites[site]));
@@ -199,19 +330,16 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
 
     uint32_t me = ls->sites[site].member;
     coll_info own = member_info(v, me);
-    if (coll_clock_violation(cls, k, v, me, root, own.leave))
+    if (coll_clock_violation(cls, k, v, me, root, own.end))
         a->result->clock_violations[loc]++;
     uint32_t cp = ls->sites[site].callpath;
-    double until = own.enter;
+    double until = own.begin;
     double wait = member_wait(cls, k, me, root, &own, &until);
-    double b = own.enter, e = own.leave;
-    double latest_clamped = k->latest < e ? k->latest : e;
-    double completion_from = k->first_leave > latest_clamped ? k->first_leave : latest_clamped;
-    double completion = e - completion_from;
-    if (completion < 0.0)
-        completion = 0.0;
-    /* the instances: waiting [enter, until] for the last to enter (or the
-     * root), completion [completion_from, leave] */
+    double completion_from;
+    double completion = member_completion(cls, k, me, root, &own, &completion_from);
+    double b = own.begin, e = own.end;
+    /* the instances: waiting [begin, until] for the member waited for,
+     * completion [completion_from, end] */
     uint32_t ev = ls->sites[site].event;
     uint32_t last = k->latest_member != WS_NONE32 ? member_info(v, k->latest_member).location : WS_NONE32;
     wait_instance wi = {b, until, ev, last, WS_WO_NONE};
@@ -233,7 +361,6 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
         kind = WS_WAIT_NXN;
         break;
     case WS_SITE_1TON:
-        wi.partner = member_info(v, root).location;
         if ((rc = ws_add_wait(a, WS_WP_LATEBROADCAST, cp, loc, wait, &wi, err)))
             return rc;
         kind = WS_WAIT_12N;
@@ -244,7 +371,11 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
         kind = WS_WAIT_N21;
         break;
     case WS_SITE_SCAN: {
-        /* the latest enter among the members up to and including me */
+        if (k->ignored) {
+            wait = 0.0;
+            break;
+        }
+        /* the latest begin among the sending members up to and including me */
         const scan_prefix *pre = &((const scan_prefix *)v->shared)[me];
         double latest = pre->latest;
         uint32_t latest_member = pre->member != WS_NONE32 ? pre->member : me;
@@ -260,12 +391,12 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
         break;
     }
     case WS_SITE_INIT:
+        /* waiting for the last process to enter MPI_Init is no metric (no
+         * delay cost may land on MPI_Init) and, as in Scalasca 2.6, the
+         * imbalance indicators count it as activity */
         if ((rc = ws_add_wait(a, WS_WP_INIT_COMPLETION, cp, loc, completion, &ci, err)))
             return rc;
-        /* waiting for the last process to enter MPI_Init is no metric (no
-         * delay cost may land on MPI_Init), but the critical path and the
-         * imbalance indicators must not count it as activity */
-        d->init_wait[cp] += ws_window_part(&a->options, b, b + wait, wait);
+        wait = 0.0;
         break;
     case WS_SITE_FINALIZE:
         if ((rc = ws_add_wait(a, WS_WP_FINALIZE, cp, loc, wait, &wi, err)))
@@ -294,40 +425,15 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
     /* annotations for the later passes */
     d->site_waits[site].wait = wait;
     d->site_waits[site].kind = kind;
-    if (cls == WS_SITE_INIT) {
-        ws_init_completion *ic = ws_realloc(d->init_completions, ((size_t)d->n_init_completions + 1) * sizeof *ic);
-        if (!ic)
-            return ws_error_nomem(err, "wait states");
-        ic[d->n_init_completions++] = (ws_init_completion){site, 0, completion};
-        d->init_completions = ic;
-    }
-    uint32_t delayer_member = WS_NONE32;
-    switch (cls) {
-    case WS_SITE_BARRIER:
-    case WS_SITE_NXN:
-    case WS_SITE_NTO1:
-    case WS_SITE_FINALIZE:
-    case WS_SITE_INIT:
-        delayer_member = k->latest_member;
+    d->site_waits[site].completion = completion;
+    if (cls != WS_SITE_SCAN) {
         d->site_waits[site].sync_time = k->latest;
-        break;
-    case WS_SITE_1TON:
-        delayer_member = root;
-        d->site_waits[site].sync_time = k->root_enter;
-        break;
-    case WS_SITE_SCAN:
-        break;
-    default:
-        d->site_waits[site].sync_time = b;
-        break;
+        if (k->latest_member != WS_NONE32)
+            d->site_waits[site].delayer = member_info(v, k->latest_member).location;
     }
-    if (delayer_member != WS_NONE32)
-        d->site_waits[site].delayer = member_info(v, delayer_member).location;
     d->site_waits[site].anywait = (uint8_t)(k->any_wait != 0 || (cls == WS_SITE_SCAN && wait > 0.0));
-    /* synchronization points: barriers, Init and Finalize always; the
-     * other classes when somebody waited.  Scans never (as in Scalasca). */
-    d->site_waits[site].sync = (cls == WS_SITE_BARRIER || cls == WS_SITE_INIT || cls == WS_SITE_FINALIZE ||
-                          ((cls == WS_SITE_NXN || cls == WS_SITE_1TON || cls == WS_SITE_NTO1) && k->any_wait));
+    /* synchronization points (Scalasca 2.6): member_syncs; scans never */
+    d->site_waits[site].sync = (uint8_t)member_syncs(cls, k, me, root, &own);
     return WS_OK;
 }
 

@@ -6,7 +6,8 @@
 
 /* Keeps the leaves of the partner's calls for message `row`, which
  * waits or is waited for (analysis_int.h). */
-static int keep_partner_leaves(ws_loc_data *d, uint32_t row, double leave, double done_leave, ws_error *err)
+static int keep_partner_leaves(ws_loc_data *d, uint32_t row, double leave, double done_leave, double post_leave,
+                               ws_error *err)
 {
     if (d->n_leaves == d->cap_leaves) {
         /* grown by a quarter: all locations grow theirs at once (pass 3) */
@@ -22,6 +23,7 @@ static int keep_partner_leaves(ws_loc_data *d, uint32_t row, double leave, doubl
     pl->pad = 0;
     pl->leave = leave;
     pl->done_leave = done_leave;
+    pl->post_leave = post_leave;
     return WS_OK;
 }
 
@@ -137,8 +139,10 @@ static int p1_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     double post = ws_msg_post(e, m);
     if ((p.flags & WS_MSG_MAY_BLOCK) && p.done_leave >= post) {
         double lr = post - p.done_enter;
-        if (lr > 0.0)
+        if (lr > 0.0) {
             md->lr = lr;
+            d->msg_bits[row] |= WS_MD_LR_CANDIDATE;
+        }
     }
 
     /* Late Sender: the receive (or the wait completing it) was entered
@@ -185,11 +189,21 @@ static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
      * them) */
     uint32_t *stack = ws_malloc_array(n ? n : 1, sizeof *stack);
     uint32_t *group = ws_malloc_array(n ? n : 1, sizeof *group);
-    if (!stack || !group) {
+    /* reproducing Scalasca 2.6 (scalasca_compat): the Late Senders that one
+     * receive reveals are classified and charged as the first of them
+     * (reveal[k]: the receive revealing k; first[j]: the first k revealed by j) */
+    const int compat = a->options.scalasca_compat != 0;
+    uint32_t *reveal = compat ? ws_malloc_array(n ? n : 1, sizeof *reveal) : NULL;
+    uint32_t *first = compat ? ws_malloc_array(n ? n : 1, sizeof *first) : NULL;
+    if (!stack || !group || (compat && (!reveal || !first))) {
         free(stack);
         free(group);
+        free(reveal);
+        free(first);
         return ws_error_nomem(err, "wrong-order analysis");
     }
+    for (uint64_t k = 0; compat && k < n; k++)
+        reveal[k] = first[k] = WS_NONE32;
     uint64_t depth = 0, n_group = 0;
     for (uint64_t k = n + 1; k-- > 0;) {
         int is_recv = k < n && !(msgs[k].flags & WS_MSG_SEND) && msgs[k].match_row != WS_NONE32;
@@ -207,7 +221,7 @@ static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
         if (k == n)
             continue;
         group[n_group++] = (uint32_t)k;
-        if (!(md[k].ls > 0.0) || (d->msg_bits[k] & WS_MD_LS_CANCELLED))
+        if (!(md[k].ls > 0.0))
             continue;
         /* the nearest later receive whose send started earlier: the
          * topmost stack entry with a send enter below ts */
@@ -224,17 +238,36 @@ static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
             continue;
         uint32_t j = stack[lo - 1];
         uint32_t cp = ws_msg_callpath(e, &msgs[k]);
-        int same = msgs[j].partner == msgs[k].partner;
         double part = late_sender_part(a, e, &msgs[k], &md[k]);
         add(a, WS_M_MPI_LATESENDER_WO, cp, loc, part);
+        if (compat) {
+            reveal[k] = j;
+            first[j] = (uint32_t)k; /* k descends: the last one set is the first */
+            continue;
+        }
+        int same = msgs[j].partner == msgs[k].partner;
         add(a, same ? WS_M_MPI_LSWO_SAME : WS_M_MPI_LSWO_DIFFERENT, cp, loc, part);
         if (wo)
             wo[k] = same ? WS_WO_SAME : WS_WO_DIFFERENT;
         if (ws_window_has(&a->options, ws_msg_enter(e, &msgs[k])))
             add(a, (d->msg_bits[k] & WS_MD_EMPTY_SEND) ? WS_M_MPI_SLSWO_COUNT : WS_M_MPI_CLSWO_COUNT, cp, loc, 1.0);
     }
+    for (uint64_t k = 0; compat && k < n; k++) {
+        if (reveal[k] == WS_NONE32)
+            continue;
+        uint32_t j = reveal[k], f = first[j];
+        uint32_t cp = ws_msg_callpath(e, &msgs[f]);
+        int same = msgs[j].partner == msgs[f].partner;
+        add(a, same ? WS_M_MPI_LSWO_SAME : WS_M_MPI_LSWO_DIFFERENT, cp, loc, late_sender_part(a, e, &msgs[k], &md[k]));
+        if (wo)
+            wo[k] = same ? WS_WO_SAME : WS_WO_DIFFERENT;
+        if (ws_window_has(&a->options, ws_msg_enter(e, &msgs[k])))
+            add(a, (d->msg_bits[f] & WS_MD_EMPTY_SEND) ? WS_M_MPI_SLSWO_COUNT : WS_M_MPI_CLSWO_COUNT, cp, loc, 1.0);
+    }
     free(stack);
     free(group);
+    free(reveal);
+    free(first);
     return WS_OK;
 }
 
@@ -274,19 +307,24 @@ static int p2_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     (void)channel;
     if (size != sizeof(recv_info))
         return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
-    ws_msg_data *md = &data_of(state, loc)->msg[row];
+    ws_loc_data *d = data_of(state, loc);
+    ws_msg_data *md = &d->msg[row];
     recv_info p;
     memcpy(&p, data, sizeof p);
     md->ls = p.ls;
     md->lr = p.lr;
     md->partner_time = p.post;
+    if (p.lr > 0.0)
+        d->msg_bits[row] |= WS_MD_LR_CANDIDATE;
     return WS_OK;
 }
 
-/* A Waitall/Waitsome waits once: only the largest Late Receiver of the
- * sends it completes counts, and when it also completes a late-sent
- * receive, only the larger of the two waits counts.  Then the Late Sender
- * and Late Receiver metrics of the location are added. */
+/* A Waitall/Waitsome waits once.  As in Scalasca 2.6: when one of the
+ * receives it completes waited for a Late Sender, that Late Sender (the
+ * largest, pass 1) is its wait state and none of the sends it completes
+ * counts as Late Receiver; otherwise only the largest Late Receiver of its
+ * sends counts.  Then the Late Sender and Late Receiver metrics of the
+ * location are added. */
 static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err)
 {
     ws_analysis *a = state;
@@ -306,7 +344,9 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
         if (!(msgs[k].flags & WS_MSG_SEND) || !(msgs[k].flags & WS_MSG_MULTI) || md[k].lr <= 0.0)
             continue;
         uint64_t other;
-        if (ws_map64_get(&best_lr, msgs[k].other_call, &other)) {
+        if (ws_map64_get(&late_sender, msgs[k].other_call, &other)) {
+            md[k].lr = 0.0;
+        } else if (ws_map64_get(&best_lr, msgs[k].other_call, &other)) {
             if (md[k].lr > md[other].lr) {
                 md[other].lr = 0.0;
                 if (ws_map64_put(&best_lr, msgs[k].other_call, k) != 0)
@@ -317,17 +357,6 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
         } else if (ws_map64_put(&best_lr, msgs[k].other_call, k) != 0) {
             goto nomem;
         }
-    }
-    for (size_t i = 0; i < best_lr.capacity; i++) {
-        if (best_lr.keys[i] == UINT64_MAX)
-            continue;
-        uint64_t send = best_lr.values[i], recv;
-        if (!ws_map64_get(&late_sender, best_lr.keys[i], &recv))
-            continue;
-        if (md[send].lr > md[recv].ls)
-            d->msg_bits[recv] |= WS_MD_LS_CANCELLED;
-        else
-            md[send].lr = 0.0;
     }
     ws_map64_free(&best_lr);
     ws_map64_free(&late_sender);
@@ -347,7 +376,7 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
             rc = ws_add_wait(a, WS_WP_LATERECEIVER, cp, loc, md[k].lr, &w, err);
             if (ws_window_has(&a->options, w.start))
                 add(a, e->msg_bytes[k] == 0 ? WS_M_MPI_SLR_COUNT : WS_M_MPI_CLR_COUNT, cp, loc, 1.0);
-        } else if (md[k].ls > 0.0 && !(d->msg_bits[k] & WS_MD_LS_CANCELLED)) {
+        } else if (md[k].ls > 0.0) {
             /* from the enter of the receiving call to min(send's enter, leave) (as pass 1) */
             uint32_t cp = ws_msg_callpath(e, m);
             double leave = ws_msg_leave(e, m), until = md[k].partner_time < leave ? md[k].partner_time : leave;
@@ -371,7 +400,10 @@ nomem:
  * for messages that had a Late Sender, its final value to the sender.
  * With them go the leaves of the sender's calls (holding the record,
  * completing the send) and of the receiver's call holding the record:
- * where a wait remains, the delay analysis needs them (points.c). */
+ * where a wait remains, the delay analysis needs them (points.c).  When
+ * reproducing Scalasca 2.6 (scalasca_compat), channel 1 also carries the
+ * leave of the call that posted the receive to a sender that may have
+ * waited for a Late Receiver. */
 typedef struct final_lr {
     double lr;
     double leave;
@@ -381,17 +413,22 @@ typedef struct final_lr {
 typedef struct final_ls {
     double ls;
     double leave;
+    double post_leave;
 } final_ls;
 
 static int p3_channels(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row)
 {
     (void)env;
-    return 1 | (data_of(state, loc)->msg[row].ls > 0.0 ? 2 : 0);
+    const ws_analysis *a = state;
+    const ws_loc_data *d = data_of(state, loc);
+    int late_receiver = a->options.scalasca_compat && (d->msg_bits[row] & WS_MD_LR_CANDIDATE);
+    return 1 | (d->msg[row].ls > 0.0 || late_receiver ? 2 : 0);
 }
 
 static int p3_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel, ws_buffer *out,
                       ws_error *err)
 {
+    const ws_analysis *a = state;
     ws_loc_data *d = data_of(state, loc);
     const ws_msg *m = &env->sync->locs[loc].msgs[row];
     const ws_events *e = &env->trace->locations[loc].events;
@@ -400,7 +437,8 @@ static int p3_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
         final_lr p = {d->msg[row].lr, ws_msg_leave(e, m), ws_msg_done(e, m)};
         rc = ws_buffer_append(out, &p, sizeof p);
     } else {
-        final_ls p = {(d->msg_bits[row] & WS_MD_LS_CANCELLED) ? 0.0 : d->msg[row].ls, ws_msg_leave(e, m)};
+        double post_leave = a->options.scalasca_compat ? ws_leave_of_enter(e, m->other_call) : 0.0;
+        final_ls p = {d->msg[row].ls, ws_msg_leave(e, m), post_leave};
         rc = ws_buffer_append(out, &p, sizeof p);
     }
     return rc ? ws_error_nomem(err, "payload") : WS_OK;
@@ -410,6 +448,7 @@ static int p3_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
                       const void *data, size_t size, ws_error *err)
 {
     (void)env;
+    const ws_analysis *a = state;
     ws_loc_data *d = data_of(state, loc);
     ws_msg_data *md = &d->msg[row];
     if (channel == 0) {
@@ -418,9 +457,8 @@ static int p3_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
         final_lr p;
         memcpy(&p, data, sizeof p);
         md->lr = p.lr;
-        double ls = (d->msg_bits[row] & WS_MD_LS_CANCELLED) ? 0.0 : md->ls;
-        if (ls > 0.0 || p.lr > 0.0)
-            return keep_partner_leaves(d, row, p.leave, p.done_leave, err);
+        if (md->ls > 0.0 || p.lr > 0.0)
+            return keep_partner_leaves(d, row, p.leave, p.done_leave, 0.0, err);
         return WS_OK;
     }
     if (size != sizeof(final_ls))
@@ -428,20 +466,8 @@ static int p3_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     final_ls p;
     memcpy(&p, data, sizeof p);
     md->ls = p.ls;
-    if (p.ls > 0.0)
-        return keep_partner_leaves(d, row, p.leave, 0.0, err);
-    return WS_OK;
-}
-
-/* after pass 3: cancelled Late Senders are no synchronization points */
-static int p3_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err)
-{
-    (void)err;
-    const ws_loc_sync *ls = &env->sync->locs[loc];
-    ws_loc_data *d = data_of(state, loc);
-    for (uint64_t k = 0; k < ls->n_messages; k++)
-        if (d->msg_bits[k] & WS_MD_LS_CANCELLED)
-            d->msg[k].ls = 0.0;
+    if (p.ls > 0.0 || (a->options.scalasca_compat && md->lr > 0.0))
+        return keep_partner_leaves(d, row, p.leave, 0.0, p.post_leave, err);
     return WS_OK;
 }
 
@@ -475,7 +501,6 @@ void ws_waitstates_p2p_handlers(int pass, ws_handler *h)
         h->msg_produce = p3_produce;
         h->msg_prefetch = p23_prefetch;
         h->msg_consume = p3_consume;
-        h->end = p3_end;
         break;
     default:
         break;

@@ -305,15 +305,15 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
     PyObject *window_obj = Py_None;
     static char *kwlist[] = {"trace",     "delay_model", "critical_path", "records",
                              "partition", "progress",    "schedule_seed", "wait_records", "window", "threads",
-                             "replays", "path_walk", NULL};
+                             "replays", "path_walk", "scalasca_compat", NULL};
     PyObject *trace_obj, *model_obj = Py_None, *partition_obj = Py_None, *callback = Py_None;
-    int critical_path = 0, records = 0, wait_records = 0;
+    int critical_path = 0, records = 0, wait_records = 0, scalasca_compat = 0;
     const char *replays = "auto", *path_walk = "auto";
     unsigned long long seed = 0;
     unsigned int threads = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|OppOOKpOIss", kwlist, ws_py_trace_type(), &trace_obj,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|OppOOKpOIssp", kwlist, ws_py_trace_type(), &trace_obj,
                                      &model_obj, &critical_path, &records, &partition_obj, &callback, &seed,
-                                     &wait_records, &window_obj, &threads, &replays, &path_walk))
+                                     &wait_records, &window_obj, &threads, &replays, &path_walk, &scalasca_compat))
         return NULL;
     if (threads == 0)
         return PyErr_Format(PyExc_ValueError, "threads must be at least 1");
@@ -326,6 +326,8 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
     opt.keep_delay_records = records;
     opt.wait_records = wait_records;
     opt.schedule_seed = seed;
+    /* for the comparison with Scalasca 2.6 (waitscope.h): its defects reproduced */
+    opt.scalasca_compat = scalasca_compat;
     /* for the tests: "scheduled" (no replay as a join) or "joins" (every
      * replay that allows it as a join) */
     if (strcmp(replays, "auto") == 0)
@@ -403,10 +405,12 @@ static PyObject *py_metric_table(PyObject *module, PyObject *unused)
 static PyObject *py_delay_kernel(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     (void)module;
-    static char *kwlist[] = {"model", "gamma_short", "gamma_long", "delta", "waits", NULL};
+    static char *kwlist[] = {"model", "gamma_short", "gamma_long", "delta", "waits", "cap", NULL};
     PyObject *model_obj, *delta_obj, *waits_obj;
     double gs, gl;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OddOO", kwlist, &model_obj, &gs, &gl, &delta_obj, &waits_obj))
+    int cap = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OddOO|p", kwlist, &model_obj, &gs, &gl, &delta_obj, &waits_obj,
+                                     &cap))
         return NULL;
     int model;
     if (parse_model(model_obj, &model) != 0)
@@ -432,7 +436,7 @@ static PyObject *py_delay_kernel(PyObject *module, PyObject *args, PyObject *kwa
         Py_DECREF(waits);
         return NULL;
     }
-    int rc = ws_delay_kernel(model, gs, gl, PyArray_DATA(delta), (size_t)n, PyArray_DATA(waits), (size_t)m,
+    int rc = ws_delay_kernel(model, cap, gs, gl, PyArray_DATA(delta), (size_t)n, PyArray_DATA(waits), (size_t)m,
                              PyArray_DATA((PyArrayObject *)s), PyArray_DATA((PyArrayObject *)l),
                              PyArray_DATA((PyArrayObject *)p), PyArray_DATA((PyArrayObject *)q));
     Py_DECREF(delta);
@@ -450,11 +454,12 @@ static PyObject *py_delay_kernel(PyObject *module, PyObject *args, PyObject *kwa
 static PyMethodDef functions[] = {
     {"analyze", (PyCFunction)(void (*)(void))py_analyze, METH_VARARGS | METH_KEYWORDS,
      "analyze(trace, delay_model=None, critical_path=False, records=False, partition=None, progress=None, "
-     "schedule_seed=0, wait_records=False, window=None, threads=1, replays='auto', path_walk='auto')"},
+     "schedule_seed=0, wait_records=False, window=None, threads=1, replays='auto', path_walk='auto', "
+     "scalasca_compat=False)"},
     {"metric_table", (PyCFunction)py_metric_table, METH_NOARGS, "All metrics the core knows."},
     {"delay_kernel", (PyCFunction)(void (*)(void))py_delay_kernel, METH_VARARGS | METH_KEYWORDS,
-     "delay_kernel(model, gamma_short, gamma_long, delta, waits) -> (short, long, propagated short, propagated "
-     "long)"},
+     "delay_kernel(model, gamma_short, gamma_long, delta, waits, cap=False) -> (short, long, propagated short, "
+     "propagated long)"},
     {NULL, NULL, 0, NULL},
 };
 

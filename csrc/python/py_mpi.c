@@ -135,12 +135,12 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
     module_state *st = state_of(module);
     PyObject *window_obj = Py_None;
     static char *kwlist[] = {"trace",     "comm",     "owner",      "delay_model",  "critical_path", "records",
-                             "partition", "progress", "keep_share", "wait_records", "window", NULL};
+                             "partition", "progress", "keep_share", "wait_records", "window", "scalasca_compat", NULL};
     PyObject *trace_obj, *comm_obj, *owner_obj, *model_obj = Py_None, *partition_obj = Py_None, *callback = Py_None;
-    int critical_path = 0, records = 0, keep_share = 0, wait_records = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|OppOOppO", kwlist, &trace_obj, &comm_obj, &owner_obj,
+    int critical_path = 0, records = 0, keep_share = 0, wait_records = 0, scalasca_compat = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|OppOOppOp", kwlist, &trace_obj, &comm_obj, &owner_obj,
                                      &model_obj, &critical_path, &records, &partition_obj, &callback, &keep_share,
-                                     &wait_records, &window_obj))
+                                     &wait_records, &window_obj, &scalasca_compat))
         return NULL;
     ws_trace *t = get_trace(st, trace_obj);
     MPI_Comm comm;
@@ -155,6 +155,7 @@ static PyObject *py_analyze(PyObject *module, PyObject *args, PyObject *kwargs)
     opt.critical_path = critical_path;
     opt.keep_delay_records = records;
     opt.wait_records = wait_records;
+    opt.scalasca_compat = scalasca_compat;
     PyArrayObject *owner = owner_array(st, t, owner_obj);
     if (!owner)
         return NULL;

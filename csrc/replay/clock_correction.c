@@ -237,8 +237,16 @@ static int build(clc *c, ws_error *err)
                 en->leave = WS_NONE32;
                 uint32_t ev = ls->sites[k].event;
                 if (ev < e->n && e->kind[ev] == WS_EV_COLL_END && st->pair[ev] != WS_NONE32) {
+                    /* the operation's own begin and end records, as the
+                     * analysis times collectives (the call's Enter without a
+                     * begin record) */
                     en->enter = st->pair[ev];
-                    en->leave = st->pair[en->enter];
+                    for (uint32_t i = en->enter + 1; i < ev; i++)
+                        if (e->kind[i] == WS_EV_COLL_BEGIN) {
+                            en->enter = i;
+                            break;
+                        }
+                    en->leave = ev;
                 } else if (ev < e->n && e->kind[ev] == WS_EV_LEAVE) { /* MPI_Init, MPI_Finalize */
                     en->enter = st->pair[ev];
                     en->leave = en->enter != WS_NONE32 ? ev : WS_NONE32;

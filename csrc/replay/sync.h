@@ -218,6 +218,19 @@ static inline double ws_msg_post(const ws_events *e, const ws_msg *m)
 {
     return e->time[m->other_call];
 }
+/* Leave time of the call whose Enter is event `enter` (its own time when
+ * the call never leaves) */
+static inline double ws_leave_of_enter(const ws_events *e, uint32_t enter)
+{
+    int depth = 0;
+    for (uint64_t i = (uint64_t)enter + 1; i < e->n; i++) {
+        if (e->kind[i] == WS_EV_ENTER)
+            depth++;
+        else if (e->kind[i] == WS_EV_LEAVE && depth-- == 0)
+            return e->time[i];
+    }
+    return e->time[enter];
+}
 /* sends: enter, leave and call path of the call that completed the send */
 static inline double ws_msg_done_enter(const ws_events *e, const ws_msg *m)
 {

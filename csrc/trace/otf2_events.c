@@ -43,6 +43,10 @@ typedef struct load_scratch {
     size_t stack_cap;
     cp_memo_entry memo[CP_MEMO_SIZE];
     ws_otf2_check_buffer check; /* an event file's last chunk, checked */
+    /* the program region of the last ProgramBegin name looked up */
+    OTF2_StringRef program_name;
+    OTF2_RegionRef program_region;
+    int program_known;
     uint64_t event_chunk;       /* the archive's event chunk size; 0: unknown */
 } load_scratch;
 
@@ -75,6 +79,7 @@ typedef struct evt_ctx {
     side_rows *rows; /* where the side tables go: s->side or s->direct */
     uint64_t cap; /* capacity of ev->time, kind, ref */
     uint32_t depth;
+    int program_open; /* the program region is the outermost open region */
     double inv_resolution;
     uint64_t offset;
     uint64_t last_ticks;
@@ -392,26 +397,94 @@ static OTF2_CallbackCode on_coll_end(OTF2_LocationRef l, OTF2_TimeStamp time, ui
     return OTF2_CALLBACK_SUCCESS;
 }
 
+/* Whether string index `str` reads `name` followed by the program's
+ * arguments, each after a blank (Score-P's canonical name of the program
+ * region: the executable's path and its arguments). */
+static int is_program_text(const ws_trace *t, uint32_t str, const char *name, uint32_t n_args,
+                           const OTF2_StringRef *args)
+{
+    const char *text = ws_trace_string(t, str);
+    size_t len = strlen(name);
+    if (!text || strncmp(text, name, len) != 0)
+        return 0;
+    text += len;
+    for (uint32_t i = 0; i < n_args; i++) {
+        uint64_t index;
+        if (*text++ != ' ' || !ws_map64_get(&t->string_ids, args[i], &index))
+            return 0;
+        const char *arg = ws_trace_string(t, (uint32_t)index);
+        size_t n = arg ? strlen(arg) : 0;
+        if (strncmp(text, arg ? arg : "", n) != 0)
+            return 0;
+        text += n;
+    }
+    return *text == '\0';
+}
+
+/* The program region ProgramBegin names, as Scalasca's reader finds it: the
+ * artificial region of the measurement system whose canonical name is the
+ * program's name and arguments.  OTF2_UNDEFINED_REGION when the archive
+ * defines none (its ProgramBegin then stays an event of its own). */
+static OTF2_RegionRef program_region(evt_ctx *c, OTF2_StringRef name, uint32_t n_args, const OTF2_StringRef *args)
+{
+    load_scratch *s = c->s;
+    if (n_args == 0 && s->program_name == name && s->program_known)
+        return s->program_region;
+    const ws_trace *t = c->t;
+    OTF2_RegionRef found = OTF2_UNDEFINED_REGION;
+    uint64_t index;
+    if (name != OTF2_UNDEFINED_STRING && ws_map64_get(&t->string_ids, name, &index)) {
+        const char *text = ws_trace_string(t, (uint32_t)index);
+        for (uint32_t r = 0; text && r < t->n_regions; r++) {
+            const ws_region *g = &t->regions[r];
+            if (g->role == OTF2_REGION_ROLE_ARTIFICIAL && g->paradigm == OTF2_PARADIGM_MEASUREMENT_SYSTEM &&
+                is_program_text(t, g->canonical_name, text, n_args, args)) {
+                found = (OTF2_RegionRef)g->otf2_id;
+                break;
+            }
+        }
+    }
+    if (n_args == 0) {
+        s->program_name = name;
+        s->program_region = found;
+        s->program_known = 1;
+    }
+    return found;
+}
+
+/* ProgramBegin and ProgramEnd are the Enter and Leave of the program
+ * region, the root of every call path (as Scalasca and Cube show it),
+ * when the archive defines that region and nothing else is open. */
 static OTF2_CallbackCode on_program_begin(OTF2_LocationRef l, OTF2_TimeStamp time, uint64_t pos, void *user,
                                           OTF2_AttributeList *a, OTF2_StringRef name, uint32_t n_args,
                                           const OTF2_StringRef *args)
 {
-    (void)l;
-    (void)pos;
-    (void)a;
-    (void)name;
-    (void)n_args;
-    (void)args;
+    evt_ctx *c = user;
+    if (c->depth == 0) {
+        OTF2_RegionRef region = program_region(c, name, n_args, args);
+        if (region != OTF2_UNDEFINED_REGION) {
+            c->program_open = 1;
+            return on_enter(l, time, pos, user, a, region);
+        }
+    }
     return push_event(user, time, WS_EV_PROGRAM_BEGIN, 0) < 0 ? OTF2_CALLBACK_INTERRUPT : OTF2_CALLBACK_SUCCESS;
 }
 
 static OTF2_CallbackCode on_program_end(OTF2_LocationRef l, OTF2_TimeStamp time, uint64_t pos, void *user,
                                         OTF2_AttributeList *a, int64_t status)
 {
-    (void)l;
-    (void)pos;
-    (void)a;
     (void)status;
+    evt_ctx *c = user;
+    if (c->program_open && c->depth > 0) {
+        if (c->depth != 1) {
+            const ws_trace *t = c->t;
+            uint32_t cp = c->s->stack[c->depth - 1];
+            EVT_FAIL(c, WS_ERR_FORMAT, "event %llu ends the program while region '%s' is still open",
+                     (unsigned long long)c->ev->n, ws_trace_string(t, t->regions[c->callpaths->region[cp]].name));
+        }
+        c->program_open = 0;
+        return on_leave(l, time, pos, user, a, c->s->stack_id[0]);
+    }
     return push_event(user, time, WS_EV_PROGRAM_END, 0) < 0 ? OTF2_CALLBACK_INTERRUPT : OTF2_CALLBACK_SUCCESS;
 }
 
@@ -582,6 +655,16 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
                           "(%llu): it is damaged or does not belong to this archive",
                           evt_path, (unsigned long long)loc->otf2_id, (unsigned long long)loc->n_events_defined);
         goto done;
+    }
+    if (c.program_open && c.depth == 1 && !c.failed) {
+        /* a run cut short (a crash, MPI_Abort) records no ProgramEnd: the
+         * program ends at the location's last event */
+        if (push_event(&c, c.last_ticks, WS_EV_LEAVE, scratch->stack[0]) < 0) {
+            rc = ws_error_prefix(err, "%s: location %llu", evt_path, (unsigned long long)loc->otf2_id);
+            goto done;
+        }
+        c.depth = 0;
+        c.program_open = 0;
     }
     if (c.depth != 0) {
         rc = ws_error_set(err, WS_ERR_FORMAT,

@@ -220,6 +220,7 @@ typedef struct writer {
     uint64_t *cart_dim_id; /* dense dimension index -> OTF2 id */
     uint64_t next_string;  /* first unused OTF2 string id */
     OTF2_StringRef program_name;
+    uint32_t program_region_index; /* the store's program region (WS_NONE32: none) */
     /* a program region the store lacks, added as Score-P defines it */
     int extra_program;
     const char *program_stem;       /* its name: the archive's name */
@@ -300,8 +301,14 @@ static int write_location_events(writer *w, uint32_t index, const ws_progress *p
                 if (r >= t->n_regions)
                     BAD_REF("region");
                 OTF2_RegionRef region = (OTF2_RegionRef)t->regions[r].otf2_id;
-                s = ev->kind[e] == WS_EV_ENTER ? OTF2_EvtWriter_Enter(ew, NULL, ts, region)
-                                               : OTF2_EvtWriter_Leave(ew, NULL, ts, region);
+                if (r == w->program_region_index && t->callpaths.parent[ref] == WS_NONE32)
+                    /* the program region at the root: Score-P's ProgramBegin and ProgramEnd */
+                    s = ev->kind[e] == WS_EV_ENTER
+                            ? OTF2_EvtWriter_ProgramBegin(ew, NULL, ts, w->program_name, 0, NULL)
+                            : OTF2_EvtWriter_ProgramEnd(ew, NULL, ts, OTF2_UNDEFINED_INT64);
+                else
+                    s = ev->kind[e] == WS_EV_ENTER ? OTF2_EvtWriter_Enter(ew, NULL, ts, region)
+                                                   : OTF2_EvtWriter_Leave(ew, NULL, ts, region);
                 break;
             }
             case WS_EV_SEND:
@@ -553,17 +560,36 @@ static int write_definitions(writer *w, OTF2_GlobalDefWriter *gw, OTF2_StringRef
 
 /* Score-P names the program in ProgramBegin with the canonical name of its
  * artificial measurement-system region for the program (the executable's
- * path).  The store does not keep the ProgramBegin name, so it is
- * recovered from that region when present; without one, ws_otf2_write
- * adds it (Scalasca refuses archives without a program region). */
-static OTF2_StringRef program_name(const writer *w)
+ * path).  The reader stores ProgramBegin and ProgramEnd as the Enter and
+ * Leave of that region at the root of the call tree (or, when the archive
+ * had no such region, as events of their own), so the name is recovered
+ * from that region when present; without one, ws_otf2_write adds it
+ * (Scalasca refuses archives without a program region).  Sets
+ * w->program_region_index to its index (WS_NONE32: none). */
+static OTF2_StringRef program_name(writer *w)
 {
     const ws_trace *t = w->t;
+    w->program_region_index = WS_NONE32;
+    /* the region at the root of the call tree, when it is one */
+    for (uint32_t c = 0; c < t->callpaths.n; c++) {
+        uint32_t i = t->callpaths.region[c];
+        if (t->callpaths.parent[c] != WS_NONE32 || i >= t->n_regions)
+            continue;
+        const ws_region *r = &t->regions[i];
+        if (r->role == OTF2_REGION_ROLE_ARTIFICIAL && r->paradigm == OTF2_PARADIGM_MEASUREMENT_SYSTEM &&
+            r->canonical_name != WS_NONE32) {
+            w->program_region_index = i;
+            return str_ref(w, r->canonical_name);
+        }
+    }
+    /* else (ProgramBegin as an event of its own) Score-P's program region */
     for (uint32_t i = 0; i < t->n_regions; i++) {
         const ws_region *r = &t->regions[i];
         if (r->role == OTF2_REGION_ROLE_ARTIFICIAL && r->paradigm == OTF2_PARADIGM_MEASUREMENT_SYSTEM &&
-            strcmp(ws_trace_string(t, r->name), "TRACE BUFFER FLUSH") != 0 && r->canonical_name != WS_NONE32)
+            strcmp(ws_trace_string(t, r->name), "TRACE BUFFER FLUSH") != 0 && r->canonical_name != WS_NONE32) {
+            w->program_region_index = i;
             return str_ref(w, r->canonical_name);
+        }
     }
     return OTF2_UNDEFINED_STRING;
 }

@@ -145,8 +145,10 @@ int synth_build_definitions(synth *s)
         s->mpi_region[f] = t->n_regions;
         NOMEM_IF(new_region(s, str, synth_mpi_functions[f].role, OTF2_PARADIGM_MPI, s_mpi, s_empty));
     }
-    /* Score-P's program region: no event enters it, the OTF2 writer names
-     * ProgramBegin with its canonical name (which Scalasca requires) */
+    /* Score-P's program region: the root of every call path, entered and
+     * left where the program begins and ends; the OTF2 writer writes them as
+     * ProgramBegin (named with its canonical name, which Scalasca requires)
+     * and ProgramEnd */
     {
         const char *prog = p->name && *p->name ? p->name : "synthetic";
         size_t len = strlen(prog);
@@ -161,6 +163,7 @@ int synth_build_definitions(synth *s)
         NOMEM_IF(new_region(s, s_prog, OTF2_REGION_ROLE_ARTIFICIAL, OTF2_PARADIGM_MEASUREMENT_SYSTEM, WS_NONE32,
                             s_empty));
         t->regions[t->n_regions - 1].canonical_name = s_canon;
+        s->program_region = t->n_regions - 1;
     }
 
     /* system tree: machine -> node */

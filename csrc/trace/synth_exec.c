@@ -236,7 +236,7 @@ static int step(synth *s, uint32_t r, int *blocked)
                     }
             }
             if (init) {
-                emit(s, ev, st->t, WS_EV_PROGRAM_BEGIN, 0);
+                emit(s, ev, st->t, WS_EV_ENTER, s->program_region);
                 emit(s, ev, st->t, WS_EV_ENTER, 0); /* main */
             }
             emit(s, ev, st->t, WS_EV_ENTER, region);
@@ -261,7 +261,7 @@ static int step(synth *s, uint32_t r, int *blocked)
             st->pc++;
         } else {
             emit(s, ev, leave, WS_EV_LEAVE, 0); /* main */
-            emit(s, ev, leave, WS_EV_PROGRAM_END, 0);
+            emit(s, ev, leave, WS_EV_LEAVE, s->program_region);
             st->done = 1;
         }
         return WS_OK;

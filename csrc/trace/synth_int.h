@@ -189,6 +189,7 @@ typedef struct synth {
 
     uint32_t *user_region;       /* user region -> trace region */
     uint32_t mpi_region[F_COUNT];/* MPI function -> trace region or WS_NONE32 */
+    uint32_t program_region;     /* the program region, the root of every call path */
     uint32_t max_depth;
 
     uint64_t total_events, produced, next_report;

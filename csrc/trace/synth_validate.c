@@ -219,7 +219,7 @@ int synth_validate(synth *s)
     }
     free(stack);
     stack = NULL;
-    s->max_depth += 3; /* main, MPI function */
+    s->max_depth += 4; /* the program, main, MPI function */
 
     /* request slots: the k-th isend/irecv of a rank is its request k+1 */
     s->req_op = ws_malloc_array(n_requests ? n_requests : 1, sizeof *s->req_op);

@@ -1,14 +1,20 @@
 """Finding a call path by what a user types: a full path or a unique suffix.
 
 Call-path names are region names joined by ``/`` from the root, as Score-P
-names them, e.g. ``int main(int, char**)/MPI_Recv``.  A key given as text
+names them and Cube shows them: the program region (the executable's name)
+first, e.g. ``lu.W.x/int main(int, char**)/MPI_Recv``.  A key given as text
 is resolved in three steps; the first step with exactly one match wins, a
 step with several matches is ambiguous:
 
-1. the full name, exactly;
-2. the whole path, component by component from the root;
+1. the full name, exactly, or the name below the program region
+   (``int main(int, char**)/MPI_Recv``);
+2. the whole path, component by component from the root or from below the
+   program region;
 3. a suffix of the path: the key's components match the path's last ones
    (``MPI_Recv``, ``main/MPI_Recv``).
+
+The program region (Score-P's ProgramBegin) is the root of every call path
+of a trace that has one: an artificial region of the measurement system.
 
 A key component matches a region name when it equals the name, or the
 function name inside a C/C++ signature: the name without its parameter
@@ -83,20 +89,22 @@ def short_name(path: str) -> str:
     return "/".join(function_name(c) for c in _split(path))
 
 
-def resolve(names: Sequence[str], key: str) -> int:
-    """Index of the call path `key` names (see the module docstring).
+def resolve(names: Sequence[str], key: str, root: str | None = None) -> int:
+    """Index of the call path `key` names (see the module docstring); `root`:
+    the program region's name when it is the root of every call path.
 
     Raises KeyError naming the closest call paths when nothing matches, and
     ValueError naming the candidates when the key is ambiguous.
     """
     if not isinstance(key, str):
         raise TypeError(f"call path must be an index or a name (str), not {type(key).__name__}")
-    exact = [i for i, n in enumerate(names) if n == key]
+    exact = [i for i, n in enumerate(names) if n == key or (root is not None and n == root + "/" + key)]
     if len(exact) == 1:
         return exact[0]
     wanted = [k.strip() for k in _split(key.strip().strip("/"))]
     split = [_split(n) for n in names]
-    whole = [i for i, c in enumerate(split) if len(c) == len(wanted) and _matches(wanted, c)]
+    skip = 1 if root is not None and wanted[0] != root else 0
+    whole = [i for i, c in enumerate(split) if len(c) == len(wanted) + skip and _matches(wanted, c[skip:])]
     if len(whole) == 1:
         return whole[0]
     if len(whole) > 1:

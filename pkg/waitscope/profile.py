@@ -182,6 +182,9 @@ class _Definitions:
         self.locations = [Location(index=r, id=r, name="Master thread", rank=r, process=f"MPI Rank {r}", thread=0,
                                    type="cpu_thread", n_records=0) for r in range(ranks)]
         self.cart_topologies: list[Any] = []
+        #: the profile's call paths begin at the first function on the stack
+        #: (no program region)
+        self.program_region: str | None = None
 
 
 class ProfileEstimates(AnalysisResult):
@@ -343,7 +346,14 @@ class Profile:
             raise ValueError(f"the profile {self.path} has {self.ranks} ranks, the trace {n_ranks}: not the same run")
         est = self.estimates()
         mpi_paths = [n for n in self.callpath_names if n.rsplit("/", 1)[-1].startswith("MPI_")]
+        # the trace's call paths begin with the program region, the
+        # profile's below it: both spellings find a call path of the trace
         trace_index = {n: i for i, n in enumerate(result.callpath_names)}
+        root = getattr(result.trace, "program_region", None)
+        if root is not None:
+            for i, n in enumerate(result.callpath_names):
+                if n.startswith(root + "/"):
+                    trace_index.setdefault(n[len(root) + 1:], i)
         if mpi_paths and not any(n in trace_index for n in mpi_paths):
             raise ValueError(f"no MPI call path of the profile {self.path} (e.g. {mpi_paths[0]!r}) is in the trace: "
                              "not the same run, or call paths named differently")

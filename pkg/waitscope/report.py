@@ -179,8 +179,9 @@ def summary(result: "AnalysisResult", top: int = 5) -> str:
         lines.append("")
         short, long_ = result.delay_short, result.delay_long
         lines.append(f"delay costs ({result.delay_model} model): {short.sum():.6f} s short-term + "
-                     f"{long_.sum():.6f} s long-term = handled waiting {result.handled_waiting():.6f} s"
-                     + (f" ({result.undistributed:.6f} s not chargeable)" if result.undistributed else ""))
+                     f"{long_.sum():.6f} s long-term"
+                     + (f" + {result.undistributed:.6f} s undistributed" if result.undistributed else "")
+                     + f" = handled waiting {result.handled_waiting():.6f} s")
         lines += _tree_lines(result, "delay", total)[1:]
         lines.append("  call paths whose delays caused the most waiting (short + long term):")
         lines.append(TABLE_HEADER)

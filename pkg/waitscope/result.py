@@ -166,7 +166,10 @@ class AnalysisResult:
                 raise IndexError(f"call path {callpath} out of range ({len(self.callpath_names)} call paths)")
             return int(callpath)
         found = self._callpath_index.get(callpath) if isinstance(callpath, str) else None
-        return found if found is not None else _callpaths.resolve(self.callpath_names, callpath)
+        root = self._trace.program_region
+        if root is not None and self.callpath_names[:1] != [root]:
+            root = None
+        return found if found is not None else _callpaths.resolve(self.callpath_names, callpath, root)
 
     def metric_children(self, metric_id: str) -> list[str]:
         return [m.id for m in self.metrics if m.parent == metric_id]

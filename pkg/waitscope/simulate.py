@@ -37,7 +37,7 @@ def callpaths_of(trace: "Trace", key: Any, argument: str) -> list[int]:
     if found:
         return found
     try:
-        return [_callpaths.resolve(trace.callpath_names, key)]
+        return [_callpaths.resolve(trace.callpath_names, key, trace.program_region)]
     except KeyError as exc:
         raise ValueError(f"{argument}: unknown region or call path {key!r}: {exc.args[0]}") from None
 

@@ -304,6 +304,22 @@ class Trace:
             own = names[int(region[i])]
             full.append(own if p < 0 else f"{full[p]}/{own}")
         self._cp_names = full
+        # the program region, when it is the root of every call path
+        roots = {int(region[i]) for i in range(len(parent)) if int(parent[i]) < 0}
+        regions = self._defs["regions"]
+        self._program_root = None
+        if len(roots) == 1:
+            r = roots.pop()
+            if (name_of(REGION_ROLES, int(regions["role"][r])) == "artificial"
+                    and name_of(PARADIGMS, int(regions["paradigm"][r])) == "measurement_system"):
+                self._program_root = names[r]
+
+    @property
+    def program_region(self) -> str | None:
+        """The name of the program region, the root of every call path as
+        Score-P records it (its ProgramBegin) and Cube shows it; None when
+        the trace has no program region."""
+        return self._program_root
 
     @property
     def callpath_parent(self) -> np.ndarray:
@@ -317,7 +333,8 @@ class Trace:
 
     @property
     def callpath_names(self) -> list[str]:
-        """Region names joined by '/' from the root, e.g. 'main/MPI_Recv'."""
+        """Region names joined by '/' from the root, e.g. 'app.x/main/MPI_Recv'
+        (the root is the program region, :attr:`program_region`)."""
         return self._cp_names
 
     def callpath_index(self, callpath: int | str) -> int:
@@ -329,7 +346,7 @@ class Trace:
             if not 0 <= int(callpath) < len(self._cp_names):
                 raise IndexError(f"call path {callpath} out of range ({len(self._cp_names)} call paths)")
             return int(callpath)
-        return _callpaths.resolve(self._cp_names, callpath)
+        return _callpaths.resolve(self._cp_names, callpath, self._program_root)
 
     # ---- events ----------------------------------------------------------
 
@@ -547,6 +564,7 @@ class Trace:
         clock_correction: str | None = None,
         window: tuple[float, float] | None = None,
         threads: int | str = 1,
+        reproduce_scalasca: bool = False,
     ) -> "AnalysisResult | None":
         """Replays the trace and returns the wait-state analysis.
 
@@ -590,11 +608,19 @@ class Trace:
         which costs about what it gains (a 2-rank trace gains nothing from
         a second thread).  Not with the parallel mode (there, use more
         processes).
+
+        ``reproduce_scalasca=True`` gives the values the Scalasca 2.6 trace
+        analyzer reports, the four defects of its analysis that
+        docs/metrics.md documents included (a critical path longer than the
+        run where clocks disagree, lost long-term delay costs at
+        collectives, wrong-order Late Senders charged to another call path,
+        a negative completion time after a Late Receiver): for comparing
+        with Scalasca's reports, not for analysing a program.
         """
         from .result import AnalysisResult
 
         _check_flags(critical_path=critical_path, delay_records=delay_records, keep_share=keep_share,
-                     wait_records=wait_records)
+                     wait_records=wait_records, reproduce_scalasca=reproduce_scalasca)
         _check_delay_model(delay_model)
         if isinstance(schedule_seed, (bool, np.bool_)) or not isinstance(schedule_seed, (int, np.integer)):
             raise TypeError(f"schedule_seed must be a non-negative integer, got {schedule_seed!r}")
@@ -610,7 +636,7 @@ class Trace:
                 return self.analyze(delay_model=delay_model, critical_path=critical_path,
                                     delay_records=delay_records, partition=partition, progress=progress,
                                     schedule_seed=schedule_seed, wait_records=wait_records, window=window,
-                                    threads=n_threads)
+                                    threads=n_threads, reproduce_scalasca=reproduce_scalasca)
             finally:
                 _core.set_times(self._core, kept)
         if self._comm is not None:
@@ -620,7 +646,7 @@ class Trace:
                 raw = mpi_module().analyze(self._core, self._comm, self._owner, delay_model=delay_model,
                                            critical_path=critical_path, records=delay_records, partition=part,
                                            progress=callback, keep_share=keep_share, wait_records=wait_records,
-                                           window=win)
+                                           window=win, scalasca_compat=reproduce_scalasca)
             if raw is not None:
                 raw["window"] = win
             return None if raw is None else AnalysisResult(self, raw)
@@ -628,7 +654,7 @@ class Trace:
             raw = _core.analyze(self._core, delay_model=delay_model, critical_path=critical_path,
                                 records=delay_records, partition=part, progress=callback,
                                 schedule_seed=int(schedule_seed), wait_records=wait_records, window=win,
-                                threads=n_threads)
+                                threads=n_threads, scalasca_compat=reproduce_scalasca)
         raw["window"] = win
         return AnalysisResult(self, raw)
 
