@@ -17,6 +17,19 @@ SHARED_DATA = Path(os.environ.get("WAITSCOPE_TEST_DATA", REPO.parent / "shared" 
 BUNDLED = REPO / "pkg" / "waitscope" / "data" / "scorep-ping-pong"
 
 
+def relative_names(obj) -> list[str]:
+    """The call-path names of a trace or result below the program region,
+    the root of every call path (Score-P's ProgramBegin):
+    'synthetic/main/MPI_Recv' -> 'main/MPI_Recv', the program region
+    itself -> ''.  Names stay whole when there is no program region."""
+    trace = getattr(obj, "trace", obj)
+    root = trace.program_region
+    names = obj.callpath_names
+    if root is None:
+        return list(names)
+    return ["" if n == root else n[len(root) + 1:] if n.startswith(root + "/") else n for n in names]
+
+
 def _data_dir(name: str) -> Path:
     for candidate in (SHARED_DATA / name, REPO / "pkg" / "waitscope" / "data" / name):
         if (candidate / "traces.otf2").exists():

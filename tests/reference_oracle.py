@@ -36,7 +36,10 @@ PATTERNS = (
 #
 # The rules again (those of the module docstring, plus: Late Sender and
 # Late Receiver count once per MPI_Waitall, with the largest value, and a
-# Waitall that waited for a Late Sender counts no Late Receiver; a Late
+# Waitall that waited for a Late Sender counts no Late Receiver (Scalasca
+# 2.6); collectives as Scalasca 2.6 times them, between their begin and
+# end records, without wait states on a one-process communicator, for
+# MPI_Alltoallv/w or without data; a Late
 # Sender is in wrong order when a later receive of the location (in another
 # MPI call) got a message sent earlier, the nearest such receive deciding between same and
 # different source; Init/Finalize are collectives over all locations),
@@ -154,13 +157,9 @@ def reference(trace: waitscope.Trace) -> dict:
                 late_lr[(done.id, id(s))] = (idle, s)
             elif done.id not in late_lr or idle > late_lr[done.id][0]:
                 late_lr[done.id] = (idle, s)
-    # a Waitall that waited for both a late sender and a late receiver
-    # waited once: the larger of the two counts
+    # a Waitall that waited for a late sender counts no late receiver
     for call_id in [k for k in late_ls if k in late_lr]:
-        if late_lr[call_id][0] > late_ls[call_id][0]:
-            del late_ls[call_id]
-        else:
-            del late_lr[call_id]
+        del late_lr[call_id]
 
     for idle, r in late_ls.values():
         out["mpi_latesender"][r["call"].cp, r["loc"]] += idle
@@ -188,17 +187,50 @@ def reference(trace: waitscope.Trace) -> dict:
         out["mpi_latereceiver"][s["done"].cp, s["loc"]] += idle
         out["mpi_slr_count" if s["bytes"] == 0 else "mpi_clr_count"][s["done"].cp, s["loc"]] += 1
 
-    # collectives
+    # collectives (synthetic traces: the begin and end records lie at the
+    # call's Enter and Leave)
     for (c, _), members in sites.items():
         members.sort(key=lambda x: x["member"])
-        latest = max(x["call"].enter for x in members)
-        first_leave = min(x["call"].leave for x in members)
+        op = members[0]["op"]
+        begin = [x["call"].enter for x in members]
+        end = [x["call"].leave for x in members]
+        root = members[0]["root"] if op is not None else None
+        n = len(members)
+        ignored = n < 2 or op in ("alltoallv", "alltoallw") or (
+            op in ("bcast", "scatter", "scatterv") and members[root]["sent"] == 0) or (
+            op in ("reduce", "gather", "gatherv") and members[root]["received"] == 0) or (
+            (op in _NXN_OPS or op in ("scan", "exscan")) and not any(x["sent"] or x["received"] for x in members))
+        if c in ("MPI_Init", "MPI_Finalize"):
+            ignored = False
+        # who synchronizes, and the begin they wait for
+        syncs, ref = [False] * n, -np.inf
+        if ignored or op in ("scan", "exscan"):
+            pass
+        elif c in ("MPI_Init", "MPI_Finalize") or op == "barrier" or (op in _NXN_OPS and min(end) > max(begin)):
+            syncs, ref = [True] * n, max(begin)
+        elif op in _NXN_OPS:
+            senders = [i for i in range(n) if members[i]["sent"]]
+            last = max(senders, key=lambda i: (begin[i], -i))
+            ref = begin[last]
+            syncs = [(members[i]["received"] > 0 and begin[i] < ref) or i == last for i in range(n)]
+        elif op in ("bcast", "scatter", "scatterv"):
+            ref = begin[root]
+            syncs = [i != root and members[i]["received"] > 0 and begin[i] < ref for i in range(n)]
+            syncs[root] = any(syncs)
+        elif op in ("reduce", "gather", "gatherv"):
+            senders = [i for i in range(n) if members[i]["sent"]]
+            last = max(senders, key=lambda i: (begin[i], -i))
+            ref = begin[last]
+            if begin[root] < ref:
+                syncs[root] = syncs[last] = True
+        first_end = min((end[i] for i in range(n) if syncs[i]), default=np.inf)
         prefix = -np.inf
-        for x in members:
-            b, e, cp, loc, op = x["call"].enter, x["call"].leave, x["call"].cp, x["loc"], x["op"]
-            prefix = max(prefix, b)
-            wait = max(0.0, min(latest, e) - b)
-            completion = max(0.0, e - max(first_leave, min(latest, e)))
+        for i, x in enumerate(members):
+            b, e, cp, loc = begin[i], end[i], x["call"].cp, x["loc"]
+            if x["sent"] and not ignored:
+                prefix = max(prefix, b)
+            wait = max(0.0, min(ref, e) - b) if syncs[i] else 0.0
+            completion = max(0.0, e - max(first_end, min(ref, e))) if syncs[i] else 0.0
             if c == "MPI_Init":
                 out["mpi_init_completion"][cp, loc] += completion
             elif c == "MPI_Finalize":
@@ -210,13 +242,11 @@ def reference(trace: waitscope.Trace) -> dict:
                 out["mpi_wait_nxn"][cp, loc] += wait
                 out["mpi_nxn_completion"][cp, loc] += completion
             elif op in ("bcast", "scatter", "scatterv"):
-                root_enter = next(y["call"].enter for y in members if y["member"] == x["root"])
-                if x["member"] != x["root"]:
-                    out["mpi_latebroadcast"][cp, loc] += max(0.0, min(root_enter, e) - b)
+                out["mpi_latebroadcast"][cp, loc] += wait
             elif op in ("reduce", "gather", "gatherv"):
-                if x["member"] == x["root"]:
+                if i == root:
                     out["mpi_earlyreduce"][cp, loc] += wait
-            elif op in ("scan", "exscan"):
+            elif op in ("scan", "exscan") and not ignored:
                 out["mpi_earlyscan"][cp, loc] += max(0.0, min(prefix, e) - b)
             if op is not None:
                 sent, received = x["sent"], x["received"]

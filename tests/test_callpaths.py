@@ -36,11 +36,11 @@ def test_function_name_inside_a_signature(region, function):
 
 def test_full_names_suffixes_and_function_names(result):
     names = result.callpath_names
-    step = names.index("main/void ns::Solver::step(double) const")
+    step = names.index("synthetic/main/void ns::Solver::step(double) const")
     assert result.callpath_index("main/void ns::Solver::step(double) const") == step
     for key in ("main/ns::Solver::step", "ns::Solver::step", "step", "main/step", "/main/step/"):
         assert result.callpath_index(key) == step, key
-    inner = names.index("main/solve/inner")
+    inner = names.index("synthetic/main/solve/inner")
     assert result.callpath_index("inner") == inner
     assert result.callpath_index("solve/inner") == inner
     # whole components only
@@ -52,16 +52,19 @@ def test_full_names_suffixes_and_function_names(result):
 
 def test_a_path_from_the_root_wins_over_suffixes(result):
     names = result.callpath_names
-    assert result.callpath_index("main/MPI_Recv") == names.index("main/MPI_Recv")
-    assert result.callpath_index("main") == names.index("main")
+    assert result.callpath_index("main/MPI_Recv") == names.index("synthetic/main/MPI_Recv")
+    assert result.callpath_index("main") == names.index("synthetic/main")
+    # the program region is the root of every call path
+    assert names[0] == "synthetic" and all(n.startswith("synthetic/") for n in names[1:])
+    assert result.callpath_index("synthetic/main/MPI_Recv") == names.index("synthetic/main/MPI_Recv")
 
 
 def test_ambiguous_keys_name_the_candidates(result):
     # MPI_Recv is called in main and in main/solve
     with pytest.raises(ValueError) as err:
         result.callpath_index("MPI_Recv")
-    assert "'main/MPI_Recv'" in str(err.value) and "'main/solve/MPI_Recv'" in str(err.value)
-    assert result.callpath_index("solve/MPI_Recv") == result.callpath_names.index("main/solve/MPI_Recv")
+    assert "'synthetic/main/MPI_Recv'" in str(err.value) and "'synthetic/main/solve/MPI_Recv'" in str(err.value)
+    assert result.callpath_index("solve/MPI_Recv") == result.callpath_names.index("synthetic/main/solve/MPI_Recv")
 
 
 def test_unknown_keys_name_the_closest(result):
@@ -69,7 +72,7 @@ def test_unknown_keys_name_the_closest(result):
         result.get("mpi_latesender", "solve/MPI_Recf")
     text = str(err.value)
     assert "unknown call path 'solve/MPI_Recf'" in text
-    assert "closest: 'main/solve/MPI_Recv'" in text
+    assert "closest: 'synthetic/main/solve/MPI_Recv'" in text
     with pytest.raises(KeyError, match="unknown call path 'zzz' .callpath_names lists all"):
         result.callpath_index("zzz")
     with pytest.raises(TypeError, match="call path must be an index or a name"):

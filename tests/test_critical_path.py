@@ -34,6 +34,7 @@ import pytest
 
 import waitscope
 from waitscope import synth
+from conftest import relative_names
 
 RES = 1000
 L = 0.25
@@ -51,7 +52,8 @@ def analyze(trace: waitscope.Trace, **kw) -> waitscope.AnalysisResult:
 
 def path(r: waitscope.AnalysisResult) -> list:
     """The segments as (location, call path name, start, end)."""
-    return [(int(s["location"]), r.callpath_names[int(s["callpath"])] if s["callpath"] >= 0 else None,
+    names = relative_names(r)
+    return [(int(s["location"]), names[int(s["callpath"])] if s["callpath"] >= 0 else None,
              float(s["start"]), float(s["end"])) for s in r.critical_path.segments]
 
 
@@ -440,7 +442,9 @@ def wait_intervals(trace: waitscope.Trace, eager: int) -> list:
     * Late Receiver at the sender of a rendezvous message (MPI_Ssend or
       size > eager limit): [enter of the call completing the send,
       min(receive's post, that call's leave)]; what = ("LR", call, [calls
-      of that call's Late Senders])
+      of that call's Late Senders]); none where an MPI_Waitall or
+      MPI_Waitsome also completes a receive that waited (Scalasca 2.6: the
+      Late Sender is the call's wait state)
     * collectives (and MPI_Init / MPI_Finalize): [enter, min(reference,
       leave)] with reference the last enter (barrier, N-to-N, the root of
       an N-to-1), the root's enter (the others of a 1-to-N), the last enter
@@ -494,7 +498,8 @@ def wait_intervals(trace: waitscope.Trace, eager: int) -> list:
                 late_senders[id(rcall)].append(min(t_send, rcall[2]))
     for key, ss in sends.items():
         for (_, done, rendezvous), (post, _) in zip(ss, recvs[key]):
-            if rendezvous and min(post, done[2]) > done[1]:
+            multi_with_ls = done[0] in ("MPI_Waitall", "MPI_Waitsome") and late_senders.get(id(done))
+            if rendezvous and min(post, done[2]) > done[1] and not multi_with_ls:
                 waits[key[0]].append((done[1], min(post, done[2]), ("LR", late_senders.get(id(done), []))))
     for ckey, items in colls.items():
         if isinstance(ckey, str):
@@ -636,8 +641,11 @@ def test_waitall_with_a_later_late_receiver():
     #   MPI_Irecv from 2, MPI_Waitall from 1.25.  Rank 2: work [0.25,3.25],
     #   MPI_Send to 0 at 3.25 (eager, arrives 3.5).  Rank 1: work [0.25,5.25],
     #   MPI_Irecv from 0 posted at 5.25, MPI_Wait: the rendezvous completes
-    #   at 5.5.  Rank 0's Waitall [1.25,5.5] waits for rank 2 until 3.25 and
-    #   for rank 1 until 5.25: the path must come from rank 1.
+    #   at 5.5.  Rank 0's Waitall [1.25,5.5] waits for rank 2 until 3.25 (a
+    #   Late Sender) and for rank 1 until 5.25; as in Scalasca 2.6 the Late
+    #   Sender is the Waitall's wait state (no Late Receiver where a receive of
+    #   the same call waited): the path comes from rank 2 and keeps the rest
+    #   of the Waitall.
     prog = synth.Program(3)
     b = prog.rank(0)
     b.compute("work", 1)
@@ -649,7 +657,9 @@ def test_waitall_with_a_later_late_receiver():
     b.wait(b.irecv(0, tag=1))
     prog.rank(2).compute("work", 3).send(0, tag=2, size=8)
     r = analyze(prog.run(latency=L, eager_limit=100, resolution=RES))
-    expect_path(r, [(1, "main/MPI_Init", 0, 0.25), (1, "main/work", 0.25, 5.25), (0, "main/MPI_Waitall", 5.25, 5.5)])
+    expect_path(r, [(2, "main/MPI_Init", 0, 0.25), (2, "main/work", 0.25, 3.25), (0, "main/MPI_Waitall", 3.25, 5.5)])
+    assert r.get("mpi_latesender", "MPI_Waitall") == pytest.approx([2.0, 0.0, 0.0])
+    assert r.total("mpi_latereceiver") == 0.0
 
 
 def test_random_programs_path_independent_of_schedule():

@@ -76,12 +76,14 @@ def test_mpiexec_examples(name: str, line: int, processes: int, code: str, tmp_p
 
 
 def test_examples_name_call_paths_as_users_type_them():
-    """README's first example names `main/MPI_Recv` of a trace whose root is `int main(int, char**)`."""
+    """README's first example names `main/MPI_Recv` of a trace whose call paths are
+    `ping-pong.otf2/int main(int, char**)/...` (the program region, then main)."""
     import waitscope
     from waitscope.examples import PING_PONG
 
     r = waitscope.open(PING_PONG).analyze()
-    full = r.callpath_names.index("int main(int, char**)/MPI_Recv")
-    for key in ("main/MPI_Recv", "MPI_Recv", "int main(int, char**)/MPI_Recv", full):
+    full = r.callpath_names.index("ping-pong.otf2/int main(int, char**)/MPI_Recv")
+    for key in ("main/MPI_Recv", "MPI_Recv", "int main(int, char**)/MPI_Recv",
+                "ping-pong.otf2/int main(int, char**)/MPI_Recv", full):
         assert r.callpath_index(key) == full, key
     assert list(r.get("mpi_latesender", "main/MPI_Recv")) == list(r.get("mpi_latesender")[full])

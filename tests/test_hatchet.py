@@ -29,7 +29,9 @@ def test_graph_is_the_call_path_tree(halo):
     # every node's path of frame names is a call path of the result
     paths = {"/".join(p.frame["name"] for p in n.path()) for n in nodes}
     assert paths == set(halo.callpath_names)
-    assert [r.frame["name"] for r in gf.graph.roots] == ["main"]
+    # the program region is the root, as in Cube
+    assert [r.frame["name"] for r in gf.graph.roots] == [halo.trace.program_region]
+    assert halo.trace.program_region.startswith("halo2d")
 
 
 def test_values_per_rank_match_the_cube(halo):

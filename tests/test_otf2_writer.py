@@ -10,6 +10,8 @@ import waitscope
 import waitscope._core as core
 from waitscope import synth
 
+from conftest import BUNDLED
+
 COLUMNS = ["time", "kind", "ref", "msg_event", "msg_peer", "msg_comm", "msg_tag", "msg_bytes", "req_event", "req_id",
            "coll_event", "coll_comm", "coll_root", "coll_op", "coll_sent", "coll_received"]
 
@@ -205,9 +207,10 @@ def test_synth_defines_the_program_region():
     assert [(r.name, r.canonical_name) for r in regions] == [("ring", "/synthetic/ring")]
     default = [r for r in small_program().run().regions if r.role == "artificial"]
     assert [(r.name, r.canonical_name) for r in default] == [("synthetic", "/synthetic/synthetic")]
-    # no event enters it: the call tree starts at main, as waitscope's call
-    # tree of a real Score-P trace starts at the first region entered
-    assert trace.callpath_names[0] == "main"
+    # it is the root of every call path, entered where the program begins,
+    # as Score-P's ProgramBegin enters it in Scalasca and Cube
+    assert trace.callpath_names[:2] == ["ring", "ring/main"]
+    assert all(n == "ring" or n.startswith("ring/") for n in trace.callpath_names)
     with pytest.raises(ValueError, match="non-empty string"):
         synth.Program(2, name="")
 
@@ -228,14 +231,13 @@ def test_program_region_and_program_begin_as_scorep_writes_them(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("otf2-print") is None, reason="otf2-print is not installed")
-def test_writer_adds_a_missing_program_region(tmp_path):
-    # Score-P's buffer-flush region is ARTIFICIAL / MEASUREMENT_SYSTEM too but
-    # not the program: a store whose only such region is that one has no
-    # program region, and the writer adds one named after the archive
-    path = small_program("TRACE BUFFER FLUSH").write(tmp_path / "flush")
-    assert path.endswith("traces.otf2")
+def test_program_region_of_a_scorep_archive_written_back(tmp_path):
+    # Score-P's buffer-flush region is ARTIFICIAL / MEASUREMENT_SYSTEM too
+    # but not the program: the region at the root of the call tree is
+    path = waitscope.open(BUNDLED / "traces.otf2").write(tmp_path / "again")
     defs = subprocess.run(["otf2-print", "-G", path], capture_output=True, text=True).stdout
-    lines = program_regions(defs)
-    assert len(lines) == 2
-    assert any('Name: "traces"' in line and 'Aka. "/synthetic/traces"' in line for line in lines)
-    assert program_begin_names(path) == ['"/synthetic/traces"'] * 2
+    assert len(program_regions(defs)) == 2  # the program and the buffer flush, as Score-P wrote them
+    original = program_begin_names(BUNDLED / "traces.otf2")
+    assert original == ['"/g/g92/bhatele1/umd/traces/score-p/ping-pong.otf2"'] * 2
+    assert program_begin_names(path) == original
+    assert waitscope.open(path).callpath_names == waitscope.open(BUNDLED / "traces.otf2").callpath_names

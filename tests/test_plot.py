@@ -440,7 +440,7 @@ def bar_widths(ax, gid):
 def test_delay_profile_two_models(chain, tmp_path):
     fig = plot.delay_profile(chain, top=5)
     ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["main/slow", "main/fast"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["synthetic/main/slow", "synthetic/main/fast"]
     for model in chain:
         assert bar_widths(ax, f"short:{model}") == pytest.approx([1.5, 0.5])
         assert bar_widths(ax, f"long:{model}") == pytest.approx([1.5, 0.0])
@@ -449,7 +449,7 @@ def test_delay_profile_two_models(chain, tmp_path):
     assert [p.get_x() for p in longs] == pytest.approx([1.5, 0.5])
     assert png_colours(fig, tmp_path / "delay.png") > 5
     one = plot.delay_profile(chain["wait-first"], top=1).axes[0]
-    assert [t.get_text() for t in one.get_yticklabels()] == ["main/slow"]
+    assert [t.get_text() for t in one.get_yticklabels()] == ["synthetic/main/slow"]
     with pytest.raises(ValueError, match="delay_model"):
         plot.delay_profile(chain["proportional"].trace.analyze())  # no delay analysis
 
@@ -468,7 +468,7 @@ def test_critical_path_profile(tmp_path):
     r = prog.run().analyze(critical_path=True)
     fig = plot.critical_path_profile(r, top=3)
     ax = fig.axes[0]
-    assert ax.get_yticklabels()[0].get_text() == "main/work"
+    assert ax.get_yticklabels()[0].get_text() == "synthetic/main/work"
     assert bar_widths(ax, "critical_path")[0] == pytest.approx(8.75)  # the part up to the average
     (imb, *_) = [p for p in ax.patches if p.get_gid() == "imbalance"]
     assert imb.get_width() == pytest.approx(3.75) and imb.get_x() == pytest.approx(8.75)

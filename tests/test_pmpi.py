@@ -23,6 +23,7 @@ import pytest
 
 import waitscope
 from waitscope import pmpi
+from conftest import relative_names
 
 ALL_MPIS = [m for m in pmpi.MPIS if shutil.which(f"mpicc.{m}") and shutil.which(f"mpiexec.{m}")]
 MPIS = [m for m in ALL_MPIS if m in pmpi.available()]
@@ -234,7 +235,7 @@ def check_late_sender(trace: Path, recv_path: str, sleeps: list[float]) -> None:
     t = waitscope.open(trace)
     assert t.cut_short_ranks == []
     r = t.analyze()
-    assert recv_path in r.callpath_names
+    assert recv_path in relative_names(r)
     # rank 0 sleeps before each of its 2 sends while rank 1 waits in MPI_Recv
     assert r.get("mpi_latesender", recv_path, 1) == pytest.approx(sum(sleeps), rel=0.05)
     assert r.get("mpi_latesender", recv_path, 0) == 0.0
@@ -279,7 +280,7 @@ def test_late_sender_messages_and_profile(mpi: str, tmp_path: Path) -> None:
     assert barrier["global_min"] == min(barrier["min"])
     assert "main/solver/exchange" in doc["callpaths"] and "main" in doc["callpaths"]
     # the profile's call paths are the trace's
-    names = waitscope.open(out).analyze().callpath_names
+    names = relative_names(waitscope.open(out).analyze())
     assert all(cp in names for cp in doc["callpaths"])
     assert all(0 < m <= e for m, e in zip(doc["mpi_time"], doc["execution_time"]))
 
@@ -312,7 +313,7 @@ def test_nonblocking_any_source_collectives_topology(mpi: str, tmp_path: Path) -
     assert sorted(map(tuple, topo.coords.tolist())) == [(0, 0), (0, 1), (1, 0), (1, 1)]
     r = t.analyze()
     for cp in ("main/halo/MPI_Waitall", "main/collect/MPI_Recv", "main/MPI_Bcast", "main/MPI_Allgather"):
-        assert cp in r.callpath_names
+        assert cp in relative_names(r)
 
     doc, entries = profile_entries(out)
     bcast_root = entries[("main/MPI_Bcast", "MPI_Bcast", 5, True)]
@@ -348,7 +349,7 @@ def test_instrumented_functions(tmp_path: Path) -> None:
     exe = compile_program(tmp_path, mpi, LATE_SENDER, flags=("-O0", "-g", "-finstrument-functions"))
     out = tmp_path / "out"
     sleeps = late_sender_truth(run(mpi, 2, [str(exe)], trace=out).stdout)
-    names = waitscope.open(out).analyze().callpath_names
+    names = relative_names(waitscope.open(out).analyze())
     assert "main/solver/compute" in names  # never on the stack at an MPI call
     check_late_sender(out, "main/solver/exchange/MPI_Recv", sleeps)
 
@@ -359,7 +360,7 @@ def test_stack_mode_forced(tmp_path: Path) -> None:
     exe = compile_program(tmp_path, mpi, LATE_SENDER, flags=("-O0", "-g", "-finstrument-functions"))
     out = tmp_path / "out"
     run(mpi, 2, [str(exe)], trace=out, callpath="stack")
-    names = waitscope.open(out).analyze().callpath_names
+    names = relative_names(waitscope.open(out).analyze())
     assert "main/solver/compute" not in names
     assert "main/solver/exchange/MPI_Recv" in names
 
@@ -379,7 +380,7 @@ def test_abort_leaves_a_trace_cut_short(mpi: str, how: str, tmp_path: Path) -> N
     t = waitscope.open(out, allow_partial=True)
     assert 1 in t.cut_short_ranks
     subprocess.run(["otf2-print", "--silent", str(out / "traces.otf2")], check=True, capture_output=True)
-    names = t.analyze().callpath_names
+    names = relative_names(t.analyze())
     assert "main/fail/MPI_Recv" in names
     if how == "abort":
         assert "main/fail/MPI_Abort" in names

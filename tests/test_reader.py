@@ -42,10 +42,16 @@ def test_event_counts_match_otf2_print(which, request):
     path = request.getfixturevalue(which)
     trace = waitscope.open(path)
     rows = otf2_print_events(path)
-    expected = Counter((name, loc) for name, loc, _, _ in rows)
+    # ProgramBegin and ProgramEnd name the program region: they are stored as
+    # its Enter and Leave, the root of every call path
+    as_stored = {"PROGRAM_BEGIN": "ENTER", "PROGRAM_END": "LEAVE"}
+    expected = Counter((as_stored.get(name, name), loc) for name, loc, _, _ in rows)
     stored_names = set(OTF2_RECORD_NAMES.values())
+    assert trace.program_region == "ping-pong.otf2"
     for loc in trace.locations:
         ev = trace.events(loc.index)
+        assert trace.callpath_names[ev.callpath[0]] == "ping-pong.otf2" and int(ev.kind[0]) == 1
+        assert trace.callpath_names[ev.callpath[-1]] == "ping-pong.otf2" and int(ev.kind[-1]) == 2
         got = Counter(OTF2_RECORD_NAMES[int(k)] for k in ev.kind)
         for name in stored_names:
             assert got.get(name, 0) == expected.get((name, loc.id), 0), (name, loc.index)
@@ -119,16 +125,19 @@ def test_definitions(pingpong_dir):
 
 def test_callpath_tree(pingpong_dir):
     trace = waitscope.open(pingpong_dir)
+    # the program region (ProgramBegin) is the root, as in Scalasca and Cube
     assert trace.callpath_names == [
-        "int main(int, char**)",
-        "int main(int, char**)/MPI_Init",
-        "int main(int, char**)/MPI_Comm_size",
-        "int main(int, char**)/MPI_Comm_rank",
-        "int main(int, char**)/MPI_Send",
-        "int main(int, char**)/MPI_Recv",
-        "int main(int, char**)/MPI_Finalize",
+        "ping-pong.otf2",
+        "ping-pong.otf2/int main(int, char**)",
+        "ping-pong.otf2/int main(int, char**)/MPI_Init",
+        "ping-pong.otf2/int main(int, char**)/MPI_Comm_size",
+        "ping-pong.otf2/int main(int, char**)/MPI_Comm_rank",
+        "ping-pong.otf2/int main(int, char**)/MPI_Send",
+        "ping-pong.otf2/int main(int, char**)/MPI_Recv",
+        "ping-pong.otf2/int main(int, char**)/MPI_Finalize",
     ]
-    assert list(trace.callpath_parent) == [-1, 0, 0, 0, 0, 0, 0]
+    assert list(trace.callpath_parent) == [-1, 0, 1, 1, 1, 1, 1, 1]
+    assert trace.callpath_index("main/MPI_Send") == 5
     ev = trace.events(0)
     cps = ev.callpath
     # the send record sits inside main/MPI_Send

@@ -84,7 +84,7 @@ def test_mpi_time_by_call_path_shows_mpi_init(pingpong):
     text = r.summary()
     section = text.split("MPI time by call path")[1].split("\n\n")[0].splitlines()[2:]
     mpi = r.cube[r.metric_ids.index("mpi")]
-    init = r.callpath_names.index("int main(int, char**)/MPI_Init")
+    init = r.callpath_index("int main(int, char**)/MPI_Init")
     first = section[0].split()
     assert first[-1] == "char**)/MPI_Init"
     assert float(first[0]) == pytest.approx(mpi[init].sum(), abs=6e-7)
@@ -104,7 +104,7 @@ def test_patterns_with_min_mean_max_over_ranks(pingpong):
         assert float(value) == pytest.approx(_cube_total(r, metric), abs=6e-7)
     # Late Receiver: on MPI_Send; per rank from the cube
     lr = r.cube[r.metric_ids.index("mpi_latereceiver")]
-    send = r.callpath_names.index("int main(int, char**)/MPI_Send")
+    send = r.callpath_index("int main(int, char**)/MPI_Send")
     line = section.split("mpi_latereceiver (Late Receiver)")[1].splitlines()[1].split()
     values = lr[send]  # one location per rank here
     assert r.location_ranks.tolist() == [0, 1]
@@ -125,7 +125,7 @@ def test_known_waiting_by_hand():
     head, line = section.split("mpi_latesender (Late Sender): ")[1].splitlines()[:2]
     assert head.startswith("3.000000 s")
     cols = line.split()
-    assert cols[-1] == "main/MPI_Recv"
+    assert cols[-1] == "synthetic/main/MPI_Recv"
     assert [float(c) for c in (cols[0], cols[4], cols[5], cols[6])] == pytest.approx([3.0, 0.0, 1.0, 2.0])
     assert cols[7] == "1"  # rank 1 waits longest
     time = _cube_total(r, "time")
@@ -187,7 +187,7 @@ def test_patterns_agree_with_scalasca(name: str):
         assert float(value) == pytest.approx(expected[metric]["total"], abs=6e-7)
         top = max(paths, key=lambda p: sum(paths[p]))
         line = section.split(f"  {metric} (")[1].splitlines()[1].split()
-        assert line[-1] == top.split("/", 1)[1], metric  # without the program region
+        assert line[-1] == top, metric  # with the program region, as in Scalasca
         per_location = paths[top]
         assert float(line[6]) == pytest.approx(max(per_location), abs=6e-7)
         assert int(line[7]) == ranks[int(np.argmax(per_location))]

@@ -52,6 +52,7 @@ from fractions import Fraction as F
 import pytest
 
 from waitscope import synth
+from conftest import relative_names
 
 MODELS = ("proportional", "wait-first")
 PATTERNS = ("latereceiver", "barrier", "n2n", "12n", "n21")
@@ -131,7 +132,8 @@ def minimal(pattern: str):
 
 def costs(r, metric, rank):
     values = r.get(metric)[:, rank]
-    return {r.callpath_names[i]: float(v) for i, v in enumerate(values) if v != 0}
+    names = relative_names(r)
+    return {names[i]: float(v) for i, v in enumerate(values) if v != 0}
 
 
 def assert_costs(got, expected, what):

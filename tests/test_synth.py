@@ -16,7 +16,7 @@ L = 0.5  # latency used by most tests
 O = 0.25  # MPI overhead used by most tests
 
 ENTER, LEAVE, SEND, ISEND, ISEND_COMPLETE, IRECV_REQUEST, RECV, IRECV = 1, 2, 3, 4, 5, 6, 7, 8
-COLL_BEGIN, COLL_END, PROGRAM_BEGIN, PROGRAM_END = 11, 12, 13, 14
+COLL_BEGIN, COLL_END = 11, 12
 
 
 def T(seconds):
@@ -35,11 +35,13 @@ class View:
         self.parent, self.region = trace.callpaths()
 
     def path(self, cp):
+        """The call path below the program region (the root of every call
+        path: "" for the program region itself)."""
         names = []
         while cp >= 0:
             names.append(self.region_names[self.region[cp]])
             cp = self.parent[cp]
-        return "/".join(reversed(names))
+        return "/".join(reversed(names[:-1]))
 
     def ticks(self, loc):
         return np.rint(self.trace.events(loc)["time"] * RES).astype(np.int64)
@@ -85,16 +87,18 @@ def run(prog, **params):
 
 def test_empty_program_is_wrapped_like_scorep():
     v = run(synth.Program(2))
+    # the program region (Score-P's ProgramBegin and ProgramEnd) encloses main
+    assert v.region_names[v.region[0]] == "synthetic" and v.parent[0] == -1
     for loc in range(2):
         assert v.records(loc) == [
-            (PROGRAM_BEGIN, 0, None),
+            (ENTER, 0, ""),
             (ENTER, 0, "main"),
             (ENTER, 0, "main/MPI_Init"),
             (LEAVE, T(L + O), "main/MPI_Init"),
             (ENTER, T(L + O), "main/MPI_Finalize"),
             (LEAVE, T(2 * (L + O)), "main/MPI_Finalize"),
             (LEAVE, T(2 * (L + O)), "main"),
-            (PROGRAM_END, T(2 * (L + O)), None),
+            (LEAVE, T(2 * (L + O)), ""),
         ]
 
 
@@ -185,6 +189,7 @@ def test_compute_and_nested_regions_give_call_paths():
     v = run(prog, latency=0.0, mpi_overhead=0.0)
     enters = [(t, p) for k, t, p in v.records(0) if k == ENTER]
     assert enters == [
+        (0, ""),
         (0, "main"),
         (0, "main/MPI_Init"),
         (0, "main/f"),
@@ -200,7 +205,7 @@ def test_compute_and_nested_regions_give_call_paths():
     assert v.spans(0, "g") == [(T(2.0), T(3.0)), (T(3.5), T(3.75)), (T(3.75), T(4.75))]
     # call paths are created in event order, like the OTF2 reader does
     paths = [v.path(cp) for cp in range(len(v.parent))]
-    assert paths == ["main", "main/MPI_Init", "main/f", "main/solver", "main/solver/g", "main/solver/inner",
+    assert paths == ["", "main", "main/MPI_Init", "main/f", "main/solver", "main/solver/g", "main/solver/inner",
                      "main/solver/inner/h", "main/solver/inner/g", "main/g", "main/MPI_Finalize"]
 
 
@@ -232,9 +237,9 @@ def test_blocking_recv_waits_for_late_sender():
     assert v.span(0, "MPI_Send") == (t_s, t_s + T(O))
     assert v.span(1, "MPI_Recv") == (init, t_s + T(L) + T(O))
     # record sequence and message columns
-    assert v.kinds(0) == [PROGRAM_BEGIN, ENTER, ENTER, LEAVE, ENTER, LEAVE, ENTER, SEND, LEAVE, ENTER, LEAVE, LEAVE,
-                          PROGRAM_END]
-    assert v.kinds(1) == [PROGRAM_BEGIN, ENTER, ENTER, LEAVE, ENTER, RECV, LEAVE, ENTER, LEAVE, LEAVE, PROGRAM_END]
+    assert v.kinds(0) == [ENTER, ENTER, ENTER, LEAVE, ENTER, LEAVE, ENTER, SEND, LEAVE, ENTER, LEAVE, LEAVE,
+                          LEAVE]
+    assert v.kinds(1) == [ENTER, ENTER, ENTER, LEAVE, ENTER, RECV, LEAVE, ENTER, LEAVE, LEAVE, LEAVE]
     e0, e1 = v.trace.events(0), v.trace.events(1)
     assert v.ticks(0)[7] == t_s and v.ticks(1)[5] == t_s + T(L) + T(O)
     assert list(e0["msg_event"]) == [7] and list(e1["msg_event"]) == [5]
@@ -321,12 +326,12 @@ def test_isend_irecv_waitall():
     assert v.span(0, "MPI_Waitall") == (t_w, leave)
     recs = v.records(0)
     assert [k for k, _, _ in recs] == [
-        PROGRAM_BEGIN, ENTER, ENTER, LEAVE,
+        ENTER, ENTER, ENTER, LEAVE,
         ENTER, ISEND, LEAVE,
         ENTER, IRECV_REQUEST, LEAVE,
         ENTER, LEAVE,
         ENTER, ISEND_COMPLETE, IRECV, LEAVE,
-        ENTER, LEAVE, LEAVE, PROGRAM_END,
+        ENTER, LEAVE, LEAVE, LEAVE,
     ]
     assert recs[13][1] == leave and recs[14][1] == leave
     e = v.trace.events(0)

@@ -25,6 +25,7 @@ import pytest
 import waitscope
 from waitscope import synth
 from random_programs import _Builder, _sync_program, random_run_params, random_spliced, spliced
+from conftest import relative_names
 
 RES = 1000
 L = 0.5
@@ -100,7 +101,8 @@ def records(trace: waitscope.Trace, **options) -> list[tuple]:
     """(location, call path, metric, wrong_order, start, end, wait, partner) of every record, in order."""
     r = trace.analyze(wait_records=True, **options)
     w = check_fields(trace, r)
-    return [(int(x["location"]), r.callpath_names[int(x["callpath"])], str(x["metric"]), str(x["wrong_order"]),
+    names = relative_names(r)
+    return [(int(x["location"]), names[int(x["callpath"])], str(x["metric"]), str(x["wrong_order"]),
              float(x["start"]), float(x["end"]), float(x["wait"]), int(x["partner"])) for x in w]
 
 

@@ -571,7 +571,8 @@ def test_collectives_on_subcommunicator(run):
     expect(r, "comms_cdst", {("main/MPI_Bcast", 3): 1, ("main/MPI_Bcast", 1): 1})
     expect(r, "comms_csrc", {("main/MPI_Reduce", 3): 1, ("main/MPI_Reduce", 4): 1})
     per_location(r, "bytes_cin", [0, 8 + 24 + 2, 0, 8 + 0 + 1, 8 + 0 + 3])  # bcast + reduce + scan (i+1)*1
-    per_location(r, "visits", [3, 3 + 4 + 2, 3, 3 + 4 + 3, 3 + 4 + 4])  # main, Init, Finalize + ops + computes
+    # the program, main, Init, Finalize + ops + computes
+    per_location(r, "visits", [4, 4 + 4 + 2, 4, 4 + 4 + 3, 4 + 4 + 4])
 
 
 def test_collectives_on_single_member_communicator(run):
@@ -654,11 +655,11 @@ def test_time_hierarchy_by_hand(run):
     per_location(r, "mpi_communication", [1.0, 3.5])
     per_location(r, "mpi_point2point", [0.25, 2.75])
     per_location(r, "mpi_collective", [0.75, 0.75])
-    # visits: main, MPI_Init, work, one MPI call per operation, MPI_Finalize
+    # visits: the program, main, MPI_Init, work, one MPI call per operation, MPI_Finalize
     expect(r, "visits", {(cp, loc): 1 for loc, cps in (
-        (0, ("main", "main/MPI_Init", "main/work", "main/MPI_Send", "main/MPI_Barrier", "main/MPI_Allreduce",
+        (0, ("synthetic", "main", "main/MPI_Init", "main/work", "main/MPI_Send", "main/MPI_Barrier", "main/MPI_Allreduce",
              "main/MPI_Finalize")),
-        (1, ("main", "main/MPI_Init", "main/MPI_Recv", "main/work", "main/MPI_Barrier", "main/MPI_Allreduce",
+        (1, ("synthetic", "main", "main/MPI_Init", "main/MPI_Recv", "main/work", "main/MPI_Barrier", "main/MPI_Allreduce",
              "main/MPI_Finalize"))) for cp in cps})
     # the waiting: Late Sender min(2.75, 3.5) - 0.75 = 2.0; barrier 4.5 - 3.0 = 1.5
     expect(r, "mpi_latesender", {("main/MPI_Recv", 1): 2.0})

@@ -56,15 +56,15 @@ def test_compare_static_and_balanced(static_and_balanced) -> None:
     # sorted by the size of the change (after the run-time row)
     changes = np.abs(table["change"].to_numpy()[1:])
     assert np.all(changes[:-1] >= changes[1:])
-    barrier = table[(table["metric"] == "mpi_barrier_wait") & (table["callpath"] == "main/MPI_Barrier")].iloc[0]
+    barrier = table[(table["metric"] == "mpi_barrier_wait") & (table["callpath"] == "synthetic/main/MPI_Barrier")].iloc[0]
     removed = R * (PEAK - WORK) * ITERS  # 0.4 s
     assert barrier["before"] == pytest.approx(removed, rel=1e-9)
     assert barrier["after"] == pytest.approx(0.0, abs=1e-9)
     assert barrier["change"] == pytest.approx(-removed, rel=1e-9)
     # the delay costs that went with it: all on the last rank, in work()
-    assert "Wait at Barrier in main/MPI_Barrier shrank 0.4 s" in barrier["explanation"]
-    assert f"delay costs in main/work on rank {R - 1} shrank 0.4 s" in barrier["explanation"]
-    delay = table[(table["metric"] == "delay_barrier_aggregate") & (table["callpath"] == "main/work")].iloc[0]
+    assert "Wait at Barrier in synthetic/main/MPI_Barrier shrank 0.4 s" in barrier["explanation"]
+    assert f"delay costs in synthetic/main/work on rank {R - 1} shrank 0.4 s" in barrier["explanation"]
+    delay = table[(table["metric"] == "delay_barrier_aggregate") & (table["callpath"] == "synthetic/main/work")].iloc[0]
     assert delay["change"] == pytest.approx(-removed, rel=1e-9)
 
 
@@ -90,10 +90,10 @@ def test_compare_aligns_call_paths_by_name() -> None:
     b.rank(1).recv(0)
     ra, rb = a.run(latency=0.0).analyze(), b.run(latency=0.0).analyze()
     rows = {(r.metric, r.callpath): r for r in compare_rows(ra, rb, metrics=["comp"])}
-    assert rows[("comp", "main/x")].before == pytest.approx(1.0)
-    assert rows[("comp", "main/x")].after == pytest.approx(0.5)
-    assert rows[("comp", "main/y")].before == 0.0
-    assert rows[("comp", "main/y")].after == pytest.approx(0.5)
+    assert rows[("comp", "synthetic/main/x")].before == pytest.approx(1.0)
+    assert rows[("comp", "synthetic/main/x")].after == pytest.approx(0.5)
+    assert rows[("comp", "synthetic/main/y")].before == 0.0
+    assert rows[("comp", "synthetic/main/y")].after == pytest.approx(0.5)
 
 
 def test_compare_refuses_what_it_cannot_align(static_and_balanced) -> None:
@@ -303,13 +303,13 @@ def test_diff_command(tmp_path, capsys) -> None:
     assert cli.main(["diff", *paths]) == 0
     out = capsys.readouterr().out
     assert f"before: {paths[0]}" in out
-    line = next(x for x in out.splitlines() if x.startswith("mpi_barrier_wait") and "main/MPI_Barrier" in x)
+    line = next(x for x in out.splitlines() if x.startswith("mpi_barrier_wait") and "synthetic/main/MPI_Barrier" in x)
     assert "0.400000" in line and "-0.400000" in line
-    assert f"delay costs in main/work on rank {R - 1} shrank 0.4 s" in out
+    assert f"delay costs in synthetic/main/work on rank {R - 1} shrank 0.4 s" in out
     assert cli.main(["diff", "--ranks", "--top", "60", *paths]) == 0
     out = capsys.readouterr().out
     w_0 = examples.imbalance_work_time("static", 0, 0, R, ITERS, WORK, PEAK)
-    assert f"{(PEAK - w_0) * ITERS:.6f}" in next(x for x in out.splitlines() if x.endswith("main/MPI_Barrier (rank 0)")
+    assert f"{(PEAK - w_0) * ITERS:.6f}" in next(x for x in out.splitlines() if x.endswith("synthetic/main/MPI_Barrier (rank 0)")
                                                  and x.startswith("mpi_barrier_wait"))
     other = examples.imbalance_benchmark("static", ranks=3, iterations=2).write(str(tmp_path / "three"))
     assert cli.main(["diff", "--ranks", paths[0], other]) == 2
@@ -399,9 +399,9 @@ def test_whatif_command_report(tmp_path, capsys, monkeypatch) -> None:
     assert f"{ITERS * PEAK:.6f}" in run and f"{ITERS * WORK:.6f}" in run and "-20.00 %" in run
     barrier = next(x for x in out.splitlines() if x.strip().startswith("mpi_barrier_wait"))
     assert "0.400000" in barrier and "-0.400000" in barrier and "-100.00 %" in barrier
-    delay = next(x for x in out.splitlines() if x.strip().startswith("main/work"))
+    delay = next(x for x in out.splitlines() if x.strip().startswith("synthetic/main/work"))
     assert "0.400000" in delay
-    assert f"delay costs in main/work on rank {R - 1} shrank 0.4 s" in out
+    assert f"delay costs in synthetic/main/work on rank {R - 1} shrank 0.4 s" in out
     # POP of the recorded run: LB = mean / max work = 50 / 62.5
     assert "80.00 %" in next(x for x in out.splitlines() if "load balance" in x)
     assert waitscope.open(str(tmp_path / "sim" / "traces.otf2")).run_length == pytest.approx(ITERS * WORK)
