@@ -303,7 +303,8 @@ def test_critical_path_never_overlaps_itself():
     # began.  The path goes back from rank 1's computation b (after the
     # receive) to rank 0, where the send started later than rank 1's receive
     # ended; handed over at the send, both ranks would hold [0.2, 1.0] on
-    # the path: 6.1 s of path for a run of 5.3 s.
+    # the path: 5.3 s of path for a run of 4.5 s (as Scalasca 2.6 counts
+    # it: test_scalasca_rules.test_defect_critical_path_longer_than_the_run).
     trace = shifted(exchange_program(), 1, -0.8)
     r = trace.analyze(critical_path=True)
     assert r.clock_violations.sum() > 0

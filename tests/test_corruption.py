@@ -379,3 +379,29 @@ def test_more_event_records_than_announced(tmp_path):
         with pytest.raises(waitscope.TraceError, match=r"0\.evt: location 0: the file holds more event records "
                                                        r"than the definitions announce \(38\)"):
             waitscope.open(short, progress=False, threads=threads)
+
+
+def test_collective_members_that_disagree_on_the_root_are_inconsistent(tmp_path):
+    """A broadcast whose members recorded different roots (a damaged record:
+    rank 1's MpiCollectiveEnd rewritten with root 1 instead of 0) is
+    reported as inconsistent, naming the file, instead of giving delay costs
+    that do not add up to the waiting."""
+    from waitscope import synth
+
+    prog = synth.Program(2)
+    prog.rank(0).compute("work", 1.0).bcast(0, size=8)
+    prog.rank(1).bcast(0, size=8)
+    path = Path(prog.run(latency=0.0, mpi_overhead=0.0, resolution=1000).write(tmp_path / "t"))
+    evt = path.parent / "traces" / "1.evt"
+    data = bytearray(evt.read_bytes())
+    # MpiCollectiveEnd (0x17), 6 bytes: BCAST (1), communicator 0, root 0, sent 0, received 8 (1 byte)
+    record = bytes([0x17, 0x06, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08])
+    i = data.index(record)
+    data[i + 1] = 0x07        # one byte longer
+    data[i + 4:i + 5] = b"\x01\x01"  # root 1 (1 byte)
+    evt.write_bytes(bytes(data))
+    trace = waitscope.open(path)
+    assert [int(trace.collectives(loc)["root"][0]) for loc in range(2)] == [0, 1]
+    with pytest.raises(waitscope.TraceError, match="recorded different roots; the trace is inconsistent") as info:
+        trace.analyze(delay_model="proportional")
+    assert str(path) in str(info.value)

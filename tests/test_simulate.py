@@ -136,6 +136,10 @@ def _real_traces() -> list[Path]:
     for name in ("scorep-ping-pong", "scorep-ping-pong-papi"):
         if (SHARED / name / "traces.otf2").exists():
             found.append(SHARED / name)
+    # the NAS Parallel Benchmarks (BT, CG, SP, LU)
+    real = SHARED / "real-programs"
+    if real.is_dir():
+        found += [real / d for d in sorted(p.name for p in real.iterdir() if (p / "traces.otf2").exists())]
     found.append(Path(examples.PING_PONG))
     found.append(Path(examples.HALO2D))
     return found

@@ -118,6 +118,16 @@ def test_scalasca_reference_traces(name):
     assert_threads_equal(trace, name, threads=(2, 3))
 
 
+@pytest.mark.parametrize("name", ["sp-scorep", "bt-scorep", "cg-scorep", "lu-waitscope", "cg-waitscope"])
+def test_real_programs(name):
+    """The NAS Parallel Benchmarks' traces (shared data): bit for bit the one-thread result."""
+    path = SHARED_DATA / "real-programs" / name
+    if not path.exists():
+        pytest.skip(f"{path} is not available")
+    trace = waitscope.open(path)
+    assert_threads_equal(trace, name, threads=(2, 4) if trace.n_locations >= 4 else (2,))
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_random_programs(seed, tmp_path):
     trace = random_trace(tmp_path / "trace", 9100 + seed)
