@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Sequence, Union
 
 import numpy as np
 
-from . import _callpaths
+from . import _callpaths, _metrics
 from ._names import WAIT_CLASSES
 from .report import WAIT_PATTERNS
 
@@ -141,13 +141,20 @@ class AnalysisResult:
         return self.cube.shape[2]
 
     def metric(self, metric_id: str) -> Metric:
+        """The :class:`Metric` a key names (see :meth:`metric_index`)."""
         return self.metrics[self.metric_index(metric_id)]
 
     def metric_index(self, metric_id: str) -> int:
-        try:
-            return self._metric_index[metric_id]
-        except KeyError:
-            raise KeyError(f"unknown metric {metric_id!r}; this result has: {', '.join(self.metric_ids)}") from None
+        """Index of a metric given by its id (``"mpi_latesender"``), display name
+        (``"Late Sender"``, case, spaces and ``_`` ignored: ``"late_sender"``) or a
+        unique prefix of either (``"mpi_latesend"``); see :mod:`waitscope._metrics`.
+
+        A display name several metric trees share names the metric of the
+        time hierarchy.  Raises KeyError naming the closest metrics for an
+        unknown key, ValueError naming the candidates for an ambiguous one.
+        """
+        found = self._metric_index.get(metric_id) if isinstance(metric_id, str) else None
+        return found if found is not None else _metrics.resolve(self.metrics, metric_id)
 
     def callpath_index(self, callpath: CallpathKey) -> int:
         """Index of a call path given by index, full name or a unique suffix.
@@ -498,6 +505,26 @@ class AnalysisResult:
         """Wall-clock seconds of the analysed run (from the trace)."""
         return float(self.trace.run_length)
 
+    @property
+    def analysed_span(self) -> tuple[float, float]:
+        """(start, end) in seconds of what the result describes: the run
+        (:attr:`Trace.time_span`), or the part of :attr:`window` inside it.
+        Raises ValueError for a window that does not overlap the run."""
+        start, end = self.trace.time_span
+        if self.window is None:
+            return start, end
+        lo, hi = max(start, self.window[0]), min(end, self.window[1])
+        if not lo < hi:
+            raise ValueError(f"the window {self.window[0]:.6g} s to {self.window[1]:.6g} s lies outside the run, "
+                             f"which spans {start:.6g} s to {end:.6g} s")
+        return lo, hi
+
+    @property
+    def analysed_length(self) -> float:
+        """Seconds of :attr:`analysed_span`: the run length, or the window's part of the run."""
+        start, end = self.analysed_span
+        return end - start
+
     def pop_metrics(self, ideal: Any = "simulate") -> "PopMetrics":
         """The POP efficiencies: parallel efficiency, load balance, communication,
         serialisation and transfer efficiency (see :mod:`waitscope.pop`).
@@ -514,10 +541,11 @@ class AnalysisResult:
     def summary(self, top: int = 5) -> str:
         """A readable report, as informative as ``cube_stat``: the metric tree
         (inclusive values, display names, % of total time adding up per
-        level), the MPI time by call path, every non-zero wait-state pattern
-        with its top `top` call paths (min / mean / max over ranks and the
-        rank of the maximum), and the delay costs and critical path when the
-        result has them.  See :mod:`waitscope.report`."""
+        level), the computation and the MPI time by call path, every non-zero
+        wait-state pattern with its top `top` call paths (min / mean / max over
+        ranks and the rank of the maximum), and the delay costs (with the
+        direct / indirect and propagating / terminal wait states apart) and
+        critical path when the result has them.  See :mod:`waitscope.report`."""
         from .report import summary
 
         return summary(self, top=top)
