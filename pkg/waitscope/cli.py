@@ -156,22 +156,93 @@ def format_timings(timings: dict[str, float]) -> str:
     return "\n".join(lines)
 
 
+def _error(args: argparse.Namespace, message: str) -> int:
+    """One line on stderr (by rank 0 under mpiexec); the exit status of bad input."""
+    if _rank(args) == 0:
+        print(f"waitscope: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _window_error(trace: Trace, window: tuple[float, float] | None) -> str | None:
+    """Why --window cannot be analysed (it lies outside the run), or None."""
+    if window is None:
+        return None
+    start, end = trace.time_span
+    if max(start, window[0]) < min(end, window[1]):
+        return None
+    return (f"--window {window[0]:g}:{window[1]:g} lies outside the run, which spans {start:.6g} s to {end:.6g} s "
+            "(seconds from the start of the trace)")
+
+
+def ideal_runtime(trace: Trace, window: tuple[float, float] | None) -> tuple[float | None, str]:
+    """The run time on an ideal network (of the window's piece of execution with `window`)
+    for the POP efficiencies: (seconds, "") or (None, why not).
+
+    Simulates ``trace.simulate(network="ideal")``; in the parallel mode every
+    process must call this (the simulation and the reductions are collective)."""
+    from . import TraceError
+    from .pop import ideal_span
+
+    comm = trace.comm
+    try:
+        ideal = trace.simulate(network="ideal", progress=False)
+    except (TraceError, ValueError, NotImplementedError) as exc:
+        return None, str(exc)
+    if window is None:
+        return float(ideal.run_length), ""
+    start, end = trace.time_span
+    span = (max(start, window[0]), min(end, window[1]))
+    try:
+        lo, hi = ideal_span(trace, ideal, span)
+    except ValueError:
+        lo, hi = float("inf"), float("-inf")  # no events here (parallel mode: maybe on other processes)
+    if comm is not None:
+        from mpi4py import MPI
+
+        lo = comm.allreduce(lo, op=MPI.MIN)
+        hi = comm.allreduce(hi, op=MPI.MAX)
+    if not lo < hi:
+        return None, "no events of the window in the ideal-network run"
+    return hi - lo, ""
+
+
+def _metric_ids(args: argparse.Namespace, result: Any) -> list[str] | None:
+    """The metrics --metric names, resolved (None: a name is unknown; the error is printed)."""
+    from . import _metrics
+
+    ids = []
+    for key in args.metric:
+        try:
+            ids.append(result.metrics[_metrics.resolve(result.metrics, key, "analyze --json lists")].id)
+        except (KeyError, ValueError) as exc:
+            _error(args, f"--metric: {exc.args[0] if exc.args else exc}")
+            return None
+    return ids
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     if not _check_output(args):
         return 2
     threads = getattr(args, "threads", 1)
     if threads != 1 and getattr(args, "comm", None) is not None:
-        if _rank(args) == 0:
-            print("waitscope: error: --threads: not under mpiexec (the processes divide the work)", file=sys.stderr)
-        return 2
+        return _error(args, "--threads: not under mpiexec (the processes divide the work)")
     progress = _progress(args)
     trace = open_trace(args.trace, comm=getattr(args, "comm", None), progress=progress, threads=threads)
+    window = getattr(args, "window", None)
+    problem = _window_error(trace, window)
+    if problem is not None:
+        _close(progress)
+        return _error(args, problem)
     perfetto = getattr(args, "perfetto", None)
     result = trace.analyze(delay_model=args.delay, critical_path=args.critical_path, progress=progress,
                            clock_correction=getattr(args, "clock_correction", None),
                            window=getattr(args, "window", None), threads=threads,
                            wait_records=bool(perfetto), delay_records=bool(perfetto and args.delay))
     counts = _event_counts(trace)
+    metrics = getattr(args, "metric", None)
+    # the POP efficiencies of the text report need the run on an ideal network
+    # (collective in the parallel mode: every process simulates its share)
+    ideal, why = (None, "") if args.json or metrics else ideal_runtime(trace, window)
     _close(progress)
     if result is None:  # parallel mode: rank 0 has the result and reports
         return 0
@@ -179,16 +250,29 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         print(format_timings(result.timings), file=sys.stderr)
     if args.json:
         print(json.dumps(analysis_document(result, counts), indent=1))
+    elif metrics:
+        from .report import metric_table
+
+        ids = _metric_ids(args, result)
+        if ids is None:
+            return 2
+        print(f"waitscope {__version__}: {trace.path}")
+        for line in _window_note(result):
+            print(line)
+        print()
+        for mid in ids:
+            if mid != ids[0]:
+                print()
+            print(metric_table(result, mid, top=args.top if args.top is not None else 10,
+                               inclusive=args.inclusive))
     else:
         print(f"waitscope {__version__}: {trace.path}")
         print(f"{trace.n_locations} locations, {int(counts.sum())} events, {len(trace.callpath_names)} call paths, "
               f"clock {trace.clock['resolution']} ticks/s")
-        print(result.summary(top=args.top))
+        print(result.summary(top=args.top if args.top is not None else 5))
         from .cli_whatif import pop_lines
 
-        # without the ideal-network simulation (waitscope whatif adds it), so that the
-        # report is the same in the parallel mode
-        print("\n".join(pop_lines(result, None)))
+        print("\n".join(pop_lines(result, ideal, why)))
     if getattr(args, "output", None) and result is not None:
         try:
             written = result.to_cube(args.output)
@@ -205,6 +289,12 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         print(f"Perfetto trace written to {written} (open it in https://ui.perfetto.dev)",
               file=sys.stderr if args.json else sys.stdout)
     return 0
+
+
+def _window_note(result: Any) -> list[str]:
+    from .report import _window_lines
+
+    return _window_lines(result)
 
 
 def cmd_comm(args: argparse.Namespace) -> int:
@@ -314,7 +404,14 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--threads", type=_threads, default=1, metavar="N|auto",
                          help="read and replay with N threads (auto: one per core this process may run on, at least 16 locations per replaying thread); the same result as one thread")
     analyze.add_argument("--json", action="store_true", help="machine-readable output")
-    analyze.add_argument("--top", type=_positive_int, default=5, help="how many call paths and locations to list")
+    analyze.add_argument("--top", type=_positive_int, default=None, metavar="N",
+                         help="how many call paths each table lists (default 5; with --metric 10)")
+    analyze.add_argument("--metric", action="append", metavar="M",
+                         help="print only the top call paths of metric M, as cube_stat -m M -t N does (repeatable; "
+                              "M: a metric id such as mpi_latesender, a display name such as 'Late Sender', "
+                              "or a unique prefix)")
+    analyze.add_argument("--inclusive", action="store_true",
+                         help="with --metric: values including the call paths below (default: exclusive)")
     analyze.add_argument("--quiet", action="store_true", help="no progress output")
     analyze.add_argument("--timings", action="store_true",
                          help="print the seconds of each step of the analysis on stderr")

@@ -21,11 +21,14 @@ from .compare import compare_rows, format_rows, side_by_side
 from .result import AnalysisResult
 
 
-def pop_lines(result: AnalysisResult, ideal: Any = "simulate") -> list[str]:
-    """The POP efficiencies as ``waitscope analyze`` prints them (after the summary)."""
+def pop_lines(result: AnalysisResult, ideal: Any = "simulate", why: str = "") -> list[str]:
+    """The POP efficiencies as ``waitscope analyze`` prints them (after the summary).
+
+    `ideal` as for :meth:`AnalysisResult.pop_metrics`; `why` says why there is
+    no ideal-network run time when `ideal` is None."""
     from . import TraceError
 
-    note = ""
+    note = f" (no serialisation and transfer efficiency: {why})" if why and ideal is None else ""
     try:
         pop = result.pop_metrics(ideal)
     except (TraceError, ValueError, NotImplementedError) as exc:
@@ -33,9 +36,8 @@ def pop_lines(result: AnalysisResult, ideal: Any = "simulate") -> list[str]:
             return ["", f"POP efficiencies: not available ({exc})"]
         # the ideal-network simulation failed: the efficiencies that need none
         pop, note = result.pop_metrics(None), f" (no ideal-network simulation: {exc})"
-    if pop.runtime_ideal is None and not note:
-        note = " (serialisation and transfer efficiency: waitscope whatif TRACE --network ideal)"
-    return ["", f"POP efficiencies (useful = time outside MPI per location){note}:"] + pop.lines()
+    over = "" if pop.window is None else f" over the window {pop.window[0]:.6f} s to {pop.window[1]:.6f} s"
+    return ["", f"POP efficiencies{over} (useful = time outside MPI per location){note}:"] + pop.lines()
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

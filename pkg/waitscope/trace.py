@@ -181,6 +181,19 @@ class Trace:
         return max(ends) - min(starts) if starts else 0.0
 
     @property
+    def time_span(self) -> tuple[float, float]:
+        """(start, end) of the run in seconds of the event times: from the clock's
+        offset (0) to its length, else the span of the loaded events."""
+        clock = self._defs["clock"]
+        if clock["resolution"] and clock["length"]:
+            return 0.0, float(clock["length"]) / float(clock["resolution"])
+        times = [self.events(loc).time for loc in self.loaded_locations]
+        times = [t for t in times if len(t)]
+        if not times:
+            return 0.0, 0.0
+        return min(float(t[0]) for t in times), max(float(t[-1]) for t in times)
+
+    @property
     def strings(self) -> list[str]:
         return self._defs["strings"]
 
