@@ -49,3 +49,37 @@ def test_ambiguous_and_unknown_metrics(result):
         result.total("xyzzy")
     with pytest.raises(TypeError, match="a metric is given by its id or name"):
         result.get(3)  # type: ignore[arg-type]
+
+
+# ---- optional dependencies -----------------------------------------------------------------------
+
+
+def _without(module: str, code: str) -> str:
+    """stdout of `code` run in a fresh Python in which `module` cannot be imported."""
+    import subprocess
+    import sys
+
+    prelude = f"import sys; sys.modules[{module!r}] = None\n"
+    out = subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_missing_pandas_says_what_to_install():
+    code = ("import waitscope\nfrom waitscope.examples import PING_PONG\n"
+            "t = waitscope.open(PING_PONG); r = t.analyze()\n"
+            "for f in (lambda: r.to_pandas(), lambda: t.to_pandas(0), lambda: waitscope.compare(r, r)):\n"
+            "    try:\n        f()\n    except ImportError as e:\n        print(type(e).__name__, e.name, e)\n")
+    lines = _without("pandas", code).splitlines()
+    hint = "which is not installed: python -m pip install pandas (or python -m pip install 'waitscope[pandas]')"
+    assert lines == [f"ImportError pandas AnalysisResult.to_pandas needs pandas, {hint}",
+                     f"ImportError pandas Trace.to_pandas needs pandas, {hint}",
+                     f"ImportError pandas waitscope.compare needs pandas, {hint}"]
+
+
+def test_missing_hatchet_says_what_to_install():
+    code = ("import waitscope\nfrom waitscope.examples import PING_PONG\n"
+            "try:\n    waitscope.open(PING_PONG).analyze().to_hatchet()\nexcept ImportError as e:\n    print(e)\n")
+    assert _without("hatchet", code) == ("AnalysisResult.to_hatchet needs Hatchet, which is not installed: "
+                                         "python -m pip install llnl-hatchet (or python -m pip install "
+                                         "'waitscope[hatchet]')")

@@ -61,8 +61,8 @@ def test_missing_matplotlib_names_a_command_that_installs_it():
     code = ("import sys; sys.modules['matplotlib'] = None\n"
             "try:\n    import waitscope.plot\nexcept ImportError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ("waitscope.plot needs matplotlib: python -m pip install matplotlib "
-                                  "(or .ci/setup plot in a checkout)")
+    assert out.stdout.strip() == ("waitscope.plot needs matplotlib, which is not installed: python -m pip install "
+                                  "matplotlib (or python -m pip install 'waitscope[plot]')")
 
 
 # ---- topology heatmaps ------------------------------------------------------------------

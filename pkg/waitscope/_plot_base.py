@@ -11,7 +11,10 @@ try:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
-    raise ImportError("waitscope.plot needs matplotlib: python -m pip install matplotlib (or .ci/setup plot in a checkout)") from exc
+    from ._optional import install_hint
+
+    raise ImportError(f"waitscope.plot needs matplotlib, which is not installed: {install_hint('matplotlib')}",
+                      name="matplotlib") from exc
 
 GRID_BAD_COLOR = "#d0d0d0"
 DEFAULT_CMAP = "YlOrRd"  # light = low, dark red = high (the seed's "darker is higher")

@@ -335,7 +335,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         from . import plot
     except ImportError:
-        print("\nThe pictures need matplotlib: python -m pip install matplotlib (or .ci/setup plot in a checkout)", file=sys.stderr)
+        from ._optional import install_hint
+
+        print(f"\nThe pictures need matplotlib: {install_hint('matplotlib')}", file=sys.stderr)
     else:
         fig = plot.heatmaps(result, ["mpi_latesender", "mpi_latereceiver", "delay_short", "delay_long"],
                             share=True)

@@ -234,10 +234,9 @@ def compare(a: "AnalysisResult", b: "AnalysisResult", metrics: Sequence[str] | N
     by name; ``locations=True`` splits the rows by MPI rank (both results
     need the same ranks).  Needs pandas (``pip install waitscope[pandas]``).
     """
-    try:
-        import pandas as pd
-    except ImportError as exc:  # pragma: no cover - pandas is in the test extra
-        raise ImportError("waitscope.compare needs pandas: pip install 'waitscope[pandas]'") from exc
+    from . import _optional
+
+    pd = _optional.require("pandas", "waitscope.compare")
     rows = compare_rows(a, b, metrics=metrics, locations=locations, explain=explain, tolerance=tolerance, top=top)
     data = {
         "metric": [r.metric for r in rows],

@@ -378,8 +378,9 @@ class Profile:
                 use_pandas = False
         if not use_pandas:
             return rows
-        import pandas as pd
+        from . import _optional
 
+        pd = _optional.require("pandas", "Profile.compare(as_pandas=True)")
         return pd.DataFrame(rows, columns=["metric", "callpath", "function", "profile_wait", "trace_wait",
                                            "profile_ratio", "trace_ratio", "difference", "unreliable"])
 

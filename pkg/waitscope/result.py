@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Sequence, Union
 
 import numpy as np
 
-from . import _callpaths, _metrics
+from . import _callpaths, _metrics, _optional
 from ._names import WAIT_CLASSES
 from .report import WAIT_PATTERNS
 
@@ -225,8 +225,8 @@ class AnalysisResult:
         return self.total(metric) / denominator if denominator else 0.0
 
     def to_pandas(self, metrics: Sequence[str] | None = None, nonzero: bool = True) -> "pandas.DataFrame":
-        """Long table: metric, callpath, location, rank, value."""
-        import pandas as pd
+        """Long table: metric, callpath, location, rank, value (needs pandas)."""
+        pd = _optional.require("pandas", "AnalysisResult.to_pandas")
 
         ids = list(metrics) if metrics is not None else self.metric_ids
         frames = []

@@ -464,8 +464,9 @@ class Trace:
         Columns: location, rank, time, event, callpath, region, partner,
         comm, tag, bytes, op, root (NaN/-1/None where not applicable).
         """
-        import pandas as pd
+        from . import _optional
 
+        pd = _optional.require("pandas", "Trace.to_pandas")
         if location is None:
             locs = [int(x) for x in self.loaded_locations]
         elif np.ndim(location) == 0:
