@@ -83,3 +83,47 @@ def test_missing_hatchet_says_what_to_install():
     assert _without("hatchet", code) == ("AnalysisResult.to_hatchet needs Hatchet, which is not installed: "
                                          "python -m pip install llnl-hatchet (or python -m pip install "
                                          "'waitscope[hatchet]')")
+
+
+# ---- labelled arrays: delay vectors and the critical-path profile ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def relay():
+    """Rank 0 works 2 s and sends, rank 1 works 0.5 s and receives: rank 1 waits 1.5 s
+    (Late Sender), all of it caused by rank 0's extra work (a short-term delay cost)."""
+    p = synth.Program(2)
+    p.rank(0).compute("work", 2.0).send(1)
+    p.rank(1).compute("work", 0.5).recv(0)
+    return p.run(latency=0.0).analyze(delay_model="proportional", critical_path=True)
+
+
+def test_delay_vectors_are_labelled(relay):
+    short, long_ = relay.delay_vectors()
+    assert short.column_name == "rank" and short.ranks.tolist() == [0, 1] and short.locations is None
+    assert short.callpaths == relay.callpath_names
+    assert short.row("work").tolist() == pytest.approx([1.5, 0.0])
+    assert long_.row("main/work").tolist() == [0.0, 0.0]
+    # still an array: sums, arithmetic, indexing as before
+    assert float(short.sum()) == pytest.approx(1.5)
+    assert (short * 2).callpaths == relay.callpath_names  # same shape: labels kept
+    assert type(short.sum(axis=0)) is np.ndarray and type(short[0]) is np.ndarray  # labels would not fit
+    frame = short.to_pandas(nonzero=True)
+    work = next(n for n in relay.callpath_names if n.endswith("main/work"))
+    assert list(frame.index) == [work] and frame.index.name == "callpath" and frame.columns.name == "rank"
+    assert frame.loc[work, 0] == pytest.approx(1.5)
+
+
+def test_critical_path_profile_is_labelled(relay):
+    import pickle
+
+    profile = relay.critical_path.profile
+    assert profile.column_name == "location" and profile.locations.tolist() == [0, 1]
+    # the path runs through rank 0's work (2 s), not rank 1's (0.5 s)
+    assert profile.row("work").tolist() == pytest.approx([2.0, 0.0])
+    assert np.array_equal(profile, relay.get("critical_path"))
+    assert relay.critical_path.by_callpath.tolist() == pytest.approx(np.asarray(profile).sum(axis=1).tolist())
+    copy = pickle.loads(pickle.dumps(profile))
+    assert copy.callpaths == profile.callpaths and copy.locations.tolist() == [0, 1]
+    with pytest.raises(KeyError, match="unknown call path 'wrok'; closest: .*work"):
+        profile.row("wrok")

@@ -39,6 +39,89 @@ HANDLED_WAITS = ("mpi_latesender", "mpi_latereceiver", "mpi_barrier_wait", "mpi_
 """The wait states whose cost the delay analysis accounts."""
 
 
+class LabelledArray(np.ndarray):
+    """A [call path, column] array that knows its labels: ``callpaths`` (the
+    call-path name of every row), ``columns`` (the location index or MPI
+    rank of every column) and ``column_name`` (``"location"`` or ``"rank"``).
+
+    It is an ndarray: arithmetic, ``sum``, indexing and comparisons work as
+    before.  Results of the same shape (``a * 2``, ``a - b``) keep the
+    labels; anything of another shape (a row, ``a.sum(axis=1)``, a number)
+    is a plain ndarray or scalar, whose labels would no longer fit.
+    :meth:`row` selects a call path by name, :meth:`to_pandas` gives a
+    pandas DataFrame with the call paths as index and the columns named.
+    """
+
+    callpaths: list[str] | None
+    columns: np.ndarray | None
+    column_name: str
+
+    def __new__(cls, values: Any, callpaths: Sequence[str], columns: Sequence[int],
+                column_name: str) -> "LabelledArray":
+        obj = np.asarray(values).view(cls)
+        if obj.ndim != 2 or obj.shape != (len(callpaths), len(columns)):
+            raise ValueError(f"labels for a {len(callpaths)} x {len(columns)} array, got shape {obj.shape}")
+        obj.callpaths = list(callpaths)
+        obj.columns = np.asarray(columns, dtype=np.int64)
+        obj.column_name = column_name
+        return obj
+
+    def __array_finalize__(self, obj: Any) -> None:
+        same = obj is not None and getattr(obj, "shape", None) == self.shape
+        self.callpaths = getattr(obj, "callpaths", None) if same else None
+        self.columns = getattr(obj, "columns", None) if same else None
+        self.column_name = getattr(obj, "column_name", "location")
+
+    def __array_wrap__(self, out: np.ndarray, context: Any = None, return_scalar: bool = False) -> Any:
+        if out.shape != self.shape or self.callpaths is None:
+            plain = out.view(np.ndarray)
+            return plain[()] if return_scalar else plain
+        return super().__array_wrap__(out, context, return_scalar)
+
+    def __getitem__(self, key: Any) -> Any:
+        got = super().__getitem__(key)
+        if isinstance(got, LabelledArray) and (got.shape != self.shape or got.callpaths is None):
+            return got.view(np.ndarray)
+        return got
+
+    def __reduce__(self) -> Any:  # pickling keeps the labels
+        function, arguments, state = super().__reduce__()  # type: ignore[misc]
+        return function, arguments, (state, (self.callpaths, self.columns, self.column_name))
+
+    def __setstate__(self, state: Any) -> None:
+        base, (self.callpaths, self.columns, self.column_name) = state
+        super().__setstate__(base)
+
+    @property
+    def locations(self) -> np.ndarray | None:
+        """The location index of every column (None when the columns are ranks)."""
+        return self.columns if self.column_name == "location" else None
+
+    @property
+    def ranks(self) -> np.ndarray | None:
+        """The MPI rank of every column (None when the columns are locations)."""
+        return self.columns if self.column_name == "rank" else None
+
+    def row(self, callpath: CallpathKey) -> np.ndarray:
+        """The values of one call path, given by index, full name or unique suffix (``"main/MPI_Recv"``)."""
+        if self.callpaths is None:
+            raise ValueError("this array has no call-path labels")
+        if isinstance(callpath, (int, np.integer)) and not isinstance(callpath, bool):
+            return np.asarray(self)[int(callpath)]
+        return np.asarray(self)[_callpaths.resolve(self.callpaths, callpath, ".callpaths lists")]
+
+    def to_pandas(self, nonzero: bool = False) -> "pandas.DataFrame":
+        """A DataFrame: call paths as the index, one column per location or rank
+        (``nonzero=True`` leaves out the call paths that are 0 everywhere).  Needs pandas."""
+        pd = _optional.require("pandas", "LabelledArray.to_pandas")
+        values = np.asarray(self)
+        callpaths = self.callpaths if self.callpaths is not None else list(range(values.shape[0]))
+        columns = self.columns if self.columns is not None else np.arange(values.shape[1])
+        frame = pd.DataFrame(values, index=pd.Index(callpaths, name="callpath"),
+                             columns=pd.Index(columns, name=self.column_name))
+        return frame.loc[np.any(values != 0, axis=1)] if nonzero else frame
+
+
 @dataclass(frozen=True)
 class CriticalPath:
     """The critical path (seed 001): segments, profile and indicators.
@@ -56,7 +139,8 @@ class CriticalPath:
     start: float
     end: float
     profile: np.ndarray
-    """Time on the path per [call path, location]."""
+    """Time on the path per [call path, location], a :class:`LabelledArray`
+    (``profile.callpaths``, ``profile.locations``, ``profile.to_pandas()``)."""
     imbalance: np.ndarray
     """Critical-path imbalance per call path (seconds)."""
     partitions: np.ndarray
@@ -266,10 +350,12 @@ class AnalysisResult:
         self._require("delay_latesender", 'delay_model="proportional" or "wait-first"')
         return sum(self.get(m) for m in DELAY_LONG)  # type: ignore[return-value]
 
-    def delay_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+    def delay_vectors(self) -> tuple[LabelledArray, LabelledArray]:
         """Per-rank delay vectors: (short, long) costs as [call path, rank] arrays.
 
-        Locations of the same rank (threads) are summed.
+        Locations of the same rank (threads) are summed.  Both are
+        :class:`LabelledArray`: ``short.callpaths`` names the rows,
+        ``short.ranks`` the columns, ``short.to_pandas()`` gives a table.
         """
         ranks = self.location_ranks
         n_ranks = int(ranks.max()) + 1 if len(ranks) else 0
@@ -279,7 +365,7 @@ class AnalysisResult:
             for loc, rank in enumerate(ranks):
                 if rank >= 0:
                     per_rank[:, rank] += values[:, loc]
-            out.append(per_rank)
+            out.append(LabelledArray(per_rank, self.callpath_names, np.arange(n_ranks), "rank"))
         return out[0], out[1]
 
     def handled_waiting(self) -> float:
@@ -449,7 +535,8 @@ class AnalysisResult:
             segments=seg,
             start=float(self._raw["path_start"]),
             end=float(self._raw["path_end"]),
-            profile=self.get("critical_path"),
+            profile=LabelledArray(self.get("critical_path"), self.callpath_names, np.arange(self.n_locations),
+                                  "location"),
             imbalance=self.by_callpath("critical_path_imbalance"),
             partitions=self._raw["partition"],
         )
