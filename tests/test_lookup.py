@@ -127,3 +127,41 @@ def test_critical_path_profile_is_labelled(relay):
     assert copy.callpaths == profile.callpaths and copy.locations.tolist() == [0, 1]
     with pytest.raises(KeyError, match="unknown call path 'wrok'; closest: .*work"):
         profile.row("wrok")
+
+
+# ---- messages in the words of the interface they come through ---------------------------------------
+
+
+def test_simulate_names_the_argument_meant(tmp_path):
+    p = synth.Program(2)
+    p.rank(0).compute("work", 1.0).send(1)
+    p.rank(1).recv(0)
+    trace = p.run(latency=0.0)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'balance_region' \(did you mean 'balance'\?\); "
+                                        r"it takes balance, scale, network, mode, progress"):
+        trace.simulate(balance_region="work")
+    with pytest.raises(TypeError, match="'output' is an argument of mode='realtime' only"):
+        trace.simulate(balance="work", output=str(tmp_path))
+    with pytest.raises(ValueError, match=r"^balance: unknown region or call path 'wrok'; closest: '[^']*main/work' "
+                                         r"\(trace.region_names and trace.callpath_names list them\)$"):
+        trace.simulate(balance="wrok")
+
+
+def test_whatif_errors_name_the_options(tmp_path, capsys):
+    from waitscope import cli
+
+    p = synth.Program(2)
+    p.rank(0).compute("work", 1.0).send(1)
+    p.rank(1).recv(0)
+    path = p.write(str(tmp_path / "t"), latency=0.0)
+    assert cli.main(["whatif", path, "--balance", "wrok"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"waitscope: error: {path}: --balance: unknown region or call path 'wrok'; closest: ")
+    assert err.endswith("main/work' (waitscope info TRACE lists the call paths)\n")
+    assert "callpath_names" not in err and "region_names" not in err
+    assert cli.main(["whatif", path, "--balance", "MPI_Recv"]) == 2
+    err = capsys.readouterr().err
+    assert "--balance: " in err and "is an MPI call" in err and "(--scale REGION=FACTOR changes MPI calls)" in err
+    assert "scale={" not in err
+    assert cli.main(["whatif", path, "--scale", "nothing=2"]) == 2
+    assert "--scale: unknown region or call path 'nothing'" in capsys.readouterr().err

@@ -40,6 +40,24 @@ def pop_lines(result: AnalysisResult, ideal: Any = "simulate", why: str = "") ->
     return ["", f"POP efficiencies{over} (useful = time outside MPI per location){note}:"] + pop.lines()
 
 
+OPTIONS = {"balance": "--balance", "scale": "--scale", "network": "--network"}
+"""The options of ``waitscope whatif`` for the arguments of Trace.simulate."""
+
+
+def cli_words(exc: Exception) -> str:
+    """The message of an error of Trace.simulate in the command line's words: its options
+    (``--balance``) instead of the Python arguments, ``waitscope info`` instead of attributes."""
+    from .simulate import UnknownRegion
+
+    if isinstance(exc, UnknownRegion):
+        return exc.message(OPTIONS.get(exc.argument, exc.argument), "waitscope info TRACE lists the call paths")
+    text = str(exc.args[0]) if exc.args else str(exc)
+    argument, sep, rest = text.partition(": ")
+    if sep and argument in OPTIONS:
+        text = f"{OPTIONS[argument]}: {rest}"
+    return text.replace("scale={...}", "--scale REGION=FACTOR")
+
+
 def cmd_diff(args: argparse.Namespace) -> int:
     results = []
     for path in (args.before, args.after):
@@ -95,7 +113,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     try:
         simulated = trace.simulate(balance=balance, scale=scale, network=args.network, progress=False)
     except (KeyError, ValueError) as exc:
-        print(f"waitscope: error: {args.trace}: {exc}", file=sys.stderr)
+        print(f"waitscope: error: {args.trace}: {cli_words(exc)}", file=sys.stderr)
         return 2
     after = simulated.analyze(delay_model=args.delay, progress=False)
     what = []
