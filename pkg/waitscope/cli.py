@@ -30,6 +30,7 @@ from typing import Any, Mapping, Sequence
 from . import __version__, open as open_trace
 from .examples import PING_PONG
 from .export import analysis_document, trace_document
+from .profile import ESTIMATED_METRICS as ESTIMATED
 from .progress import Reporter, TextLine
 from .trace import Trace
 
@@ -112,14 +113,72 @@ def _close(progress: Reporter | None) -> None:
         progress.close()
 
 
+def _profile_document(profile: Any) -> dict[str, Any]:
+    """``info --json`` of a wait-state profile (docs/json.md, "profile")."""
+    est = profile.estimates()
+    return {"profile": profile.path, "command": profile.command, "mpi": profile.mpi, "ranks": profile.ranks,
+            "mpi_calls": profile.n_calls, "run_length": profile.run_length,
+            "execution_time": [float(x) for x in profile.execution_time],
+            "mpi_time": [float(x) for x in profile.mpi_time],
+            "callpaths": list(profile.callpath_names),
+            "estimates": {m: est.total(m) for m in ("time", "comp", "mpi") + ESTIMATED}}
+
+
 def cmd_info(args: argparse.Namespace) -> int:
+    from .profile import Profile
+
     progress = _progress(args)
     trace = open_trace(args.trace, progress=progress)
     _close(progress)
+    if isinstance(trace, Profile):
+        if args.json:
+            print(json.dumps(_profile_document(trace), indent=1))
+        else:
+            print(trace.summary())
+            print(f"  a wait-state profile (no events); its estimates per call path: waitscope analyze {trace.path}")
+        return 0
     if args.json:
         print(json.dumps(trace_document(trace), indent=1))
     else:
         print(trace.summary())
+    return 0
+
+
+TRACE_OPTIONS = (("delay", "--delay"), ("critical_path", "--critical-path"), ("window", "--window"),
+                 ("clock_correction", "--clock-correction"), ("perfetto", "--perfetto"), ("json", "--json"))
+"""Options of ``analyze`` that need a trace's events (a profile refuses them)."""
+
+
+def analyze_profile(args: argparse.Namespace, path: str) -> int:
+    """``waitscope analyze`` of a wait-state profile: its estimates as a report."""
+    from .cli_whatif import pop_lines
+    from .profile import open_profile
+
+    if _rank(args) != 0:
+        return 0  # under mpiexec rank 0 reads the (small) profile alone
+    given = [option for attribute, option in TRACE_OPTIONS if getattr(args, attribute, None)]
+    if given:
+        return _error(args, f"{', '.join(given)}: {path} is a wait-state profile, which has no events; "
+                            "this needs a trace (waitscope trace instead of waitscope profile)")
+    profile = open_profile(path)
+    result = profile.estimates()
+    print(f"waitscope {__version__}: {path}")
+    print(f"wait-state profile of {profile.command or 'an MPI program'}: {profile.ranks} ranks, "
+          f"{len(profile.callpath_names)} call paths, {profile.n_calls:,} MPI calls ({profile.mpi.split(chr(10))[0]})")
+    if getattr(args, "metric", None):
+        from .report import metric_table
+
+        ids = _metric_ids(args, result)
+        if ids is None:
+            return 2
+        print()
+        print("\n\n".join(metric_table(result, mid, top=args.top or 10, inclusive=args.inclusive) for mid in ids))
+    else:
+        print(result.summary(top=args.top or 5))
+        print("\n".join(pop_lines(result, None, "a profile has no events to simulate on an ideal network")))
+    if getattr(args, "output", None):
+        written = result.to_cube(args.output)
+        print(f"Cube report written to {written}")
     return 0
 
 
@@ -221,8 +280,13 @@ def _metric_ids(args: argparse.Namespace, result: Any) -> list[str] | None:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
+    from .profile import profile_path
+
     if not _check_output(args):
         return 2
+    profile = profile_path(args.trace)
+    if profile is not None:
+        return analyze_profile(args, profile)
     threads = getattr(args, "threads", 1)
     if threads != 1 and getattr(args, "comm", None) is not None:
         return _error(args, "--threads: not under mpiexec (the processes divide the work)")
@@ -269,6 +333,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         print(f"waitscope {__version__}: {trace.path}")
         print(f"{trace.n_locations} locations, {int(counts.sum())} events, {len(trace.callpath_names)} call paths, "
               f"clock {trace.clock['resolution']} ticks/s")
+        beside = os.path.join(os.path.dirname(os.path.abspath(trace.path)), "profile.json")
+        if os.path.isfile(beside):
+            print(f"the wait-state profile of the same run is beside it: waitscope analyze {beside}")
         print(result.summary(top=args.top if args.top is not None else 5))
         from .cli_whatif import pop_lines
 
@@ -390,12 +457,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     info = sub.add_parser("info", help="summarise a trace: locations, regions, call paths, events")
-    info.add_argument("trace", help="OTF2 anchor file or experiment directory")
+    info.add_argument("trace", help="OTF2 anchor file or experiment directory (or a wait-state profile: profile.json)")
     info.add_argument("--json", action="store_true", help="machine-readable output")
     info.set_defaults(func=cmd_info)
 
     analyze = sub.add_parser("analyze", help="wait-state analysis of a trace")
-    analyze.add_argument("trace", help="OTF2 anchor file or experiment directory")
+    analyze.add_argument("trace", help="OTF2 anchor file or experiment directory; a wait-state profile "
+                                       "(profile.json, or the directory of waitscope profile) gives its estimates")
     analyze.add_argument("--delay", choices=["proportional", "wait-first"], default=None,
                          help="add the delay analysis with this cost model")
     analyze.add_argument("--critical-path", action="store_true", help="add the critical-path analysis")
