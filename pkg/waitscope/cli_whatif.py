@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from . import open as open_trace
-from .compare import compare_rows, format_rows, side_by_side
+from .compare import compare_rows, format_rows, program_difference, side_by_side
 from .result import AnalysisResult
 
 
@@ -69,6 +69,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
         print(f"waitscope: error: --ranks: {args.before} has {len(a.location_ranks)} locations, "
               f"{args.after} {len(b.location_ranks)}; they need the same MPI ranks", file=sys.stderr)
         return 2
+    different = program_difference(a, b)
+    if different is not None:
+        print(f"waitscope: warning: {different}", file=sys.stderr)
     print(f"before: {args.before}\nafter:  {args.after}")
     rows = compare_rows(a, b, locations=args.ranks)
     print(format_rows(rows, top=args.top))
