@@ -238,7 +238,8 @@ def add_parsers(sub: Any) -> None:
     profile = sub.add_parser(
         "profile", help="run an MPI program with the profiling library preloaded (wait-state profile)",
         description="Runs COMMAND with the waitscope interposition library preloaded and writes the wait-state "
-                    "profile (seed 003's estimates need no trace) to DIR/profile.json. The exit status is the "
+                    "profile (the estimates of Mao et al., EuroMPI/ASIA 2014, which need no trace) to DIR/profile.json. "
+                    "The exit status is the "
                     "command's.")
     profile.add_argument("-o", "--output-dir", metavar="DIR", help=f"where to write (default: ./{PROFILE_DEFAULT})")
     profile.add_argument("--force", action="store_true", help="replace an earlier measurement in DIR")

@@ -124,7 +124,7 @@ class LabelledArray(np.ndarray):
 
 @dataclass(frozen=True)
 class CriticalPath:
-    """The critical path (seed 001): segments, profile and indicators.
+    """The critical path (Böhme et al., IPDPS 2012): segments, profile and indicators.
 
     ``segments`` is a structured array (location, rank, callpath, start,
     end) ordered in time; callpath is -1 where the path runs outside any
@@ -379,7 +379,7 @@ class AnalysisResult:
         Fields: delayer, delayer_rank, waiter, waiter_rank, pattern, sync_event,
         sync_time, wait, longterm_in, short_cost, long_cost, propagated,
         vector_offset, vector_length.  :meth:`delay_vector` gives the non-zero
-        entries of a record's delay vector d = t_s - w_s - t_r (seed 000).
+        entries of a record's delay vector d = t_s - w_s - t_r (Böhme et al., ICPP 2010).
         """
         rec = self._raw["records"]
         n = len(rec["delayer"])
