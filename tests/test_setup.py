@@ -58,6 +58,18 @@ def test_ci_runs_readmes_commands():
     assert out == readme_commands.command("test", README)
 
 
+def test_ci_allows_no_skipped_test():
+    """.ci/run fails on any skipped test of README's test command (no reason is exempt)."""
+    run = (REPO / ".ci" / "run").read_text()
+    assert 'unexpected=$(grep -E "^SKIPPED" .ci-test-output.txt || true)' in run
+    assert "grep -v" not in run
+    # what makes that possible: the sanitizer build's tests are collected only in that build
+    from conftest import collect_ignore, sanitizer_build
+
+    assert collect_ignore == ([] if sanitizer_build() else ["test_sanitizer_build.py"])
+    assert (REPO / "tests" / "test_sanitizer_build.py").is_file()
+
+
 def test_readme_commands_reading_rejects_a_readme_without_them():
     with pytest.raises(SystemExit, match="no ```sh block"):
         readme_commands.readme_commands("# waitscope\n\nno commands\n")
