@@ -596,6 +596,7 @@ def test_heatmap_as_share_of_run_time(pingpong_result, tmp_path):
     (0.003, "sec", True, "0.3 %"), (0.00062, "sec", False, "620 \u00b5s"), (1.5, "sec", False, "1.5 s"),
     (0.0, "sec", False, "0"), (16711680.0, "bytes", False, "16.7 MB"), (42.0, "occ", False, "42"),
     (4.44e-16, "sec", False, "0"), (4e-18, "sec", True, "0"),  # rounding of sums, not "4.44e-07 ns"
+    (4.3, "sec", True, "430 %"), (0.39, "sec", True, "39 %"),  # not "4.3e+02 %"
 ])
 def test_format_value(value, unit, share, text):
     assert plot.format_value(value, unit, share) == text

@@ -275,3 +275,22 @@ def test_delay_trees_apart_and_headed(pingpong):
     # the classification trees add up to the handled waiting
     handled = pingpong.handled_waiting()
     assert float(direct[2].split()[-4]) == pytest.approx(handled, abs=6e-7)
+
+
+def test_culprit_is_the_largest_delay_cost():
+    """Rank 0 works 3 s in a, rank 1 0.5 s in c, then 0 sends to 1: Late Sender 2.5 s, all caused by a.
+    Ranks 2 and 3 the same with b 2 s: 1.5 s caused by b.  The culprit: a on rank 0, 2.5 of 4 s."""
+    p = synth.Program(4)
+    p.rank(0).compute("a", 3.0).send(1)
+    p.rank(1).compute("c", 0.5).recv(0)
+    p.rank(2).compute("b", 2.0).send(3)
+    p.rank(3).compute("c", 0.5).recv(2)
+    r = p.run(latency=0.0).analyze(delay_model="proportional")
+    found = report.culprit(r)
+    assert r.callpath_names[found.callpath].endswith("main/a") and found.rank == 0
+    assert (found.cost, found.callpath_cost, found.share) == pytest.approx((2.5, 2.5, 2.5 / 4.0))
+    line = report.culprit_line(r)
+    assert line.endswith("main/a, whose delays caused 2.500000 s of waiting (62.5 % of the delay costs), "
+                         "all of it on rank 0")
+    assert f"  the largest cause of waiting: {line}" in r.summary()
+    assert report.culprit(p.run(latency=0.0).analyze()) is None  # no delay analysis

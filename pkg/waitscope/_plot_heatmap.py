@@ -259,7 +259,10 @@ ANNOTATE_CELLS = 32
 def format_value(value: float, unit: str, share: bool = False) -> str:
     """A short label for a value: ``0.31 %`` (shares), ``620 µs``, ``1.2 s``, ``42``, ``16.7 MB``."""
     if share:
-        return f"{100 * value:.2g} %" if abs(value) >= 1e-12 else "0"
+        if abs(value) < 1e-12:
+            return "0"
+        percent = 100 * value
+        return f"{percent:.2g} %" if abs(percent) < 100 else f"{percent:.0f} %"
     if unit == "sec":
         magnitude = abs(value)
         if magnitude < 1e-12:  # rounding of sums, far below any clock's resolution

@@ -4,7 +4,7 @@
     waitscope analyze TRACE          wait-state report (add --delay, --critical-path, -o report.cubex,
                                      --perfetto out.json)
     waitscope comm TRACE             communication matrix and message sizes
-    waitscope demo                   the main job on the bundled Score-P trace
+    waitscope demo                   the main job on a halo exchange with one slow rank
     waitscope diff A B               what changed between two runs (cli_whatif.py)
     waitscope whatif TRACE --balance REGION   predicted effect of balancing a region (cli_whatif.py)
     waitscope trace -- COMMAND       run an MPI program and trace it (cli_measure.py)
@@ -387,18 +387,46 @@ def cmd_comm(args: argparse.Namespace) -> int:
     return 0
 
 
+DEMO_NETWORK = {"latency": 1e-5, "bandwidth": 1e9}
+"""The network of the demo's run: 10 µs latency, 1 GB/s."""
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
-    """The main job on the bundled trace: analysis, Cube report, heatmap and timeline images."""
+    """The main job on a program with a known imbalance: analysis, culprit, what-if, Cube report, pictures."""
+    from . import examples
+    from .cli_whatif import pop_lines
+    from .compare import side_by_side
+    from .report import culprit, culprit_line
+
     out = os.path.abspath(args.output_dir)
-    print(f"waitscope demo on the bundled Score-P trace {BUNDLED_TRACE}")
+    trace_dir = os.path.join(out, "trace")
+    print("waitscope demo: a 2D halo exchange on 4 x 4 ranks (waitscope.examples.halo_exchange). Every time step")
+    print("each rank computes fluxes and an update, exchanges halos with its neighbours (MPI_Irecv, MPI_Isend,")
+    print("MPI_Waitall) and joins an MPI_Allreduce. One rank has more work than the others: which one, what does")
+    print("its extra work cost, and what would balancing it gain?")
     print(f"writing into {out} (choose the directory with -o DIR)\n")
-    trace = open_trace(BUNDLED_TRACE)
-    print(trace.summary())
-    print()
-    result = trace.analyze(delay_model="proportional", critical_path=True)
-    print(result.summary())
     os.makedirs(out, exist_ok=True)
-    written = [("Cube report (CubeGUI, pycubexr)", result.to_cube(os.path.join(out, "report.cubex")))]
+    anchor = examples.halo_exchange().write(trace_dir, **DEMO_NETWORK)
+    trace = open_trace(anchor, progress=False)
+    result = trace.analyze(delay_model="proportional", critical_path=True, progress=False)
+    print(f"$ waitscope analyze {trace_dir} --delay proportional --critical-path --top 3")
+    print(result.summary(top=3))
+    print("\n".join(pop_lines(result)))
+
+    found = culprit(result)
+    written = [("the trace, OTF2", anchor)]
+    after = None
+    if found is not None:
+        region = trace.region_names[int(trace.callpath_region[found.callpath])]
+        print(f"\nthe culprit (from the delay costs): {culprit_line(result)}.")
+        print(f"\n$ waitscope whatif {trace_dir} --balance {region}")
+        simulated = trace.simulate(balance=region, progress=False)
+        after = simulated.analyze(delay_model="proportional", progress=False)
+        print(side_by_side(result, after, top=3, label_before="recorded", label_after="balanced"))
+        gain = result.run_length - after.run_length
+        print(f"\nbalancing {region} would make the run {gain:.6f} s shorter ({100 * gain / result.run_length:.1f} %): "
+              f"{result.run_length:.6f} s -> {after.run_length:.6f} s")
+    written.append(("Cube report (CubeGUI, pycubexr)", result.to_cube(os.path.join(out, "report.cubex"))))
     try:
         from . import plot
     except ImportError:
@@ -406,18 +434,25 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
         print(f"\nThe pictures need matplotlib: {install_hint('matplotlib')}", file=sys.stderr)
     else:
-        fig = plot.heatmaps(result, ["mpi_latesender", "mpi_latereceiver", "delay_short", "delay_long"],
-                            share=True)
-        fig.suptitle("waiting time and the delay costs that caused it, per process, as shares of the run time")
+        fig = plot.heatmaps(result, ["mpi_latesender", "mpi_wait_nxn", "delay_short", "delay_long"], share=True,
+                            shared_scale=False)
+        fig.suptitle("where ranks wait (Late Sender, Wait at N x N) and whose delays caused the waiting (short- and "
+                     "long-term delay costs), as shares of the run time")
         path = os.path.join(out, "heatmap.png")
         fig.savefig(path, dpi=100)
-        written.append(("heatmap of waiting time and delay costs", path))
+        written.append(("heatmap of waiting time and delay costs on the process grid", path))
         path = os.path.join(out, "timeline.png")
-        plot.timeline(trace, result).savefig(path, dpi=100)
-        written.append(("timeline with wait states and the critical path", path))
+        plot.timeline(trace, result, window=(0.0, result.run_length / 3)).savefig(path, dpi=100)
+        written.append(("timeline of the first steps with wait states and the critical path", path))
+        if after is not None:
+            path = os.path.join(out, "whatif.png")
+            plot.whatif(result, after, "mpi_wait_nxn", labels=("recorded", f"{region} balanced")).savefig(path, dpi=100)
+            written.append(("Wait at N x N per rank, recorded and balanced", path))
     print("\nwritten:")
     for what, path in written:
         print(f"  {path}  ({what})")
+    print(f"\nnext: the same on your own program: waitscope trace -- mpiexec -n 4 ./app, then "
+          f"waitscope analyze waitscope-trace --delay proportional --critical-path")
     return 0
 
 
@@ -500,11 +535,12 @@ def build_parser() -> argparse.ArgumentParser:
     comm.add_argument("--json", action="store_true", help="machine-readable output")
     comm.set_defaults(func=cmd_comm)
 
-    demo = sub.add_parser("demo", help="run the main job on the bundled Score-P trace; writes a report "
-                                       "and pictures into ./waitscope-demo (-o DIR)")
+    demo = sub.add_parser("demo", help="the main job on a halo exchange with one slow rank: the report, the "
+                                       "culprit, the what-if gain; writes the trace, a Cube report and pictures "
+                                       "into ./waitscope-demo (-o DIR)")
     demo.add_argument("-o", "-d", "--output-dir", metavar="DIR", default="waitscope-demo",
-                      help="directory for the Cube report and the pictures; created if missing "
-                           "(default: ./waitscope-demo in the current directory)")
+                      help="(default: ./waitscope-demo in the current directory) where the trace, the Cube "
+                           "report and the pictures go; created if missing")
     demo.set_defaults(func=cmd_demo)
 
     from .cli_measure import add_parsers as add_measure_parsers

@@ -19,7 +19,9 @@ with these functions.  They return a :class:`waitscope.synth.Program`
   every step;
 * :func:`zeusmp` -- Böhme et al. (ICPP 2010), sections V-B and VI: a Zeus-MP/2-like
   stencil code on a 3D process grid with an overloaded central block and
-  four non-blocking halo-exchange phases per time step.
+  four non-blocking halo-exchange phases per time step;
+* :func:`halo_exchange` -- the program of ``waitscope demo``: a 2D halo
+  exchange in which one rank computes more than the others.
 
 :data:`PING_PONG` is the path of the bundled Score-P trace, :data:`HALO2D`
 the directory of a measurement made with ``waitscope trace --profile`` (a
@@ -50,6 +52,8 @@ __all__ = [
     "zeusmp_layer",
     "ZEUSMP_REGIONS",
     "ZEUSMP_OVERLOAD",
+    "halo_exchange",
+    "HALO_REGIONS",
 ]
 
 
@@ -402,4 +406,60 @@ def zeusmp(grid: Tuple[int, int, int] = (6, 6, 6), steps: int = 4, work: float =
             with b.region("hsmoc"):
                 for k in (1, 2, 3):
                     phase(t, k)
+    return prog
+
+
+# ---- the demo's program: a halo exchange with one slow rank ---------------------------------
+
+HALO_REGIONS = ("compute_fluxes", "update")
+"""The computational regions of :func:`halo_exchange`, in program order."""
+
+
+def halo_exchange(grid: Tuple[int, int] = (4, 4), steps: int = 10, work: float = 10e-3, slow: int = 5,
+                  extra: float = 0.8, size: int = 8192, balanced: bool = False) -> synth.Program:
+    """A 2D halo exchange in which one rank computes more than the others
+    (``waitscope demo`` analyses it).
+
+    The ranks form the Cartesian grid `grid` (row-major, as MPI_Cart_create
+    numbers them: rank ``x * ny + y`` at ``(x, y)``).  Each of `steps` time
+    steps, inside the region ``timestep``, every rank computes
+    ``compute_fluxes`` for `work` seconds (rank `slow` for ``work * (1 +
+    extra)``) and ``update`` for ``work / 4``, exchanges halos of `size`
+    bytes with its (up to four) neighbours inside ``exchange_halos``
+    (MPI_Irecv, MPI_Isend, one MPI_Waitall) and joins an MPI_Allreduce of
+    8 bytes (the time step's residual).
+
+    The neighbours of the slow rank wait for its halos (Late Sender in
+    MPI_Waitall), their neighbours for theirs (the waiting propagates),
+    and everybody waits in the allreduce: each step takes ``work * extra``
+    longer than it would balanced.  ``balanced=True`` gives every rank
+    the mean work of ``compute_fluxes`` instead (the total work stays),
+    the program a what-if of balancing ``compute_fluxes`` predicts.
+    """
+    nx, ny = (int(g) for g in grid)
+    if min(nx, ny) < 1:
+        raise ValueError(f"grid must have two positive extents, not {grid!r}")
+    n = nx * ny
+    if not 0 <= slow < n:
+        raise ValueError(f"slow must be a rank of the grid (0 to {n - 1}), not {slow}")
+    if not extra >= 0:
+        raise ValueError(f"extra must be >= 0, not {extra}")
+    prog = synth.Program(n, name="halo_exchange")
+    prog.cart((nx, ny))
+    mean = work * (1 + extra / n)
+    for rank in range(n):
+        b = prog.rank(rank)
+        x, y = divmod(rank, ny)
+        neighbours = [(x + dx) * ny + (y + dy) for dx, dy in ((-1, 0), (1, 0), (0, -1), (0, 1))
+                      if 0 <= x + dx < nx and 0 <= y + dy < ny]
+        fluxes = mean if balanced else work * (1 + extra) if rank == slow else work
+        for t in range(steps):
+            with b.region("timestep"):
+                b.compute("compute_fluxes", fluxes)
+                b.compute("update", work / 4)
+                with b.region("exchange_halos"):
+                    reqs = [b.irecv(p, tag=t) for p in neighbours]
+                    reqs += [b.isend(p, tag=t, size=size) for p in neighbours]
+                    b.waitall(reqs)
+                b.allreduce(8)
     return prog

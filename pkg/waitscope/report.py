@@ -13,7 +13,9 @@ Laid out like Cube's metric tree and ``cube_stat``:
 * every non-zero wait-state pattern with its top call paths: value,
   percentage of total time, minimum / mean / maximum over ranks and the
   rank of the maximum;
-* the delay costs when the analysis computed them: by wait-state pattern,
+* the delay costs when the analysis computed them: the largest cause of
+  waiting (:func:`culprit`: the call path whose delays caused the most
+  waiting, and the rank where it did), by wait-state pattern,
   by the call paths whose delays caused the waiting, and apart from them
   the wait states split into direct / indirect and propagating / terminal;
 * the critical path when the analysis computed it.
@@ -205,6 +207,52 @@ def metric_table(result: "AnalysisResult", metric: str, top: int = 10, inclusive
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class Culprit:
+    """The activity whose delays caused the most waiting (:func:`culprit`)."""
+
+    callpath: int
+    """Index of the call path (the delaying activity)."""
+    rank: int
+    """The MPI rank where it delayed most."""
+    cost: float
+    """Its delay costs on that rank, short- plus long-term (seconds)."""
+    callpath_cost: float
+    """Its delay costs over all ranks (seconds)."""
+    share: float
+    """`callpath_cost` as a share of all delay costs (of the waiting the delay analysis handled)."""
+
+
+def culprit(result: "AnalysisResult") -> Culprit | None:
+    """The call path whose delays caused the most waiting (short- plus long-term
+    delay costs summed over locations), and the rank where it caused most;
+    None without a delay analysis or without delay costs."""
+    if "delay" not in result.metric_ids:
+        return None
+    costs = np.asarray(result.delay_short, dtype=np.float64) + np.asarray(result.delay_long, dtype=np.float64)
+    total = float(costs.sum())
+    if total <= _tolerance(result):
+        return None
+    per_cp = costs.sum(axis=1)
+    cp = int(np.argmax(per_cp))
+    ranks, values = per_rank(result, costs[cp])
+    worst = int(np.argmax(values))
+    return Culprit(cp, int(ranks[worst]), float(values[worst]), float(per_cp[cp]), float(per_cp[cp]) / total)
+
+
+def culprit_line(result: "AnalysisResult") -> str | None:
+    """The :func:`culprit` in words: the call path, the waiting its delays caused and where
+    (None when there is none)."""
+    found = culprit(result)
+    if found is None:
+        return None
+    share = found.cost / found.callpath_cost if found.callpath_cost else 0.0
+    where = (f"most on rank {found.rank} ({100 * share:.0f} % of it)" if share < 0.995
+             else f"all of it on rank {found.rank}")
+    return (f"{result.callpath_names[found.callpath]}, whose delays caused {found.callpath_cost:.6f} s of waiting "
+            f"({100 * found.share:.1f} % of the delay costs), {where}")
+
+
 def _window_lines(result: "AnalysisResult") -> list[str]:
     window = getattr(result, "window", None)
     if window is None:
@@ -267,6 +315,9 @@ def summary(result: "AnalysisResult", top: int = 5) -> str:
         lines.append(f"delay costs ({result.delay_model} model): {short.sum():.6f} s short-term + "
                      f"{long_.sum():.6f} s long-term = handled waiting {result.handled_waiting():.6f} s"
                      + (f" ({result.undistributed:.6f} s not chargeable)" if result.undistributed else ""))
+        blame = culprit_line(result)
+        if blame is not None:
+            lines.append(f"  the largest cause of waiting: {blame}")
         lines.append("  delay costs by wait-state pattern (the waiting each pattern's delays caused):")
         lines.append(TREE_HEADER)
         lines += _tree_lines(result, "delay", total, skip_root=True)
