@@ -447,3 +447,17 @@ def test_command_line_reports_a_profile(tmp_path, capsys):
     assert cli.main(["info", "--json", str(path)]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["ranks"] == 2 and doc["estimates"]["mpi_latesender"] == pytest.approx(LATE_SENDER)
+
+
+def test_command_line_writes_the_estimates_as_a_cube_report(tmp_path, capsys):
+    from waitscope import cli
+
+    path = write(tmp_path, PROFILE)
+    target = tmp_path / "estimates.cubex"
+    assert cli.main(["analyze", str(path), "-o", str(target)]) == 0
+    assert f"Cube report written to {target}" in capsys.readouterr().out
+    pycubexr = pytest.importorskip("pycubexr")
+    with pycubexr.CubexParser(str(target)) as cube:
+        values = cube.get_metric_values(cube.get_metric_by_name("mpi_latesender"))
+        total = sum(sum(values.cnode_values(c)) for c in cube.all_cnodes())
+    assert total == pytest.approx(LATE_SENDER)

@@ -177,7 +177,11 @@ def analyze_profile(args: argparse.Namespace, path: str) -> int:
         print(result.summary(top=args.top or 5))
         print("\n".join(pop_lines(result, None, "a profile has no events to simulate on an ideal network")))
     if getattr(args, "output", None):
-        written = result.to_cube(args.output)
+        try:
+            written = result.to_cube(args.output)
+        except OSError as exc:
+            print(f"waitscope: error: cannot write {args.output}: {exc}", file=sys.stderr)
+            return 2
         print(f"Cube report written to {written}")
     return 0
 
