@@ -1,9 +1,12 @@
 """Build of the waitscope C extensions.
 
-waitscope._core needs OTF2, found through `otf2-config` (Debian package
-libotf2-trace-dev).  The parallel mode is built once per MPI library found
+waitscope._core needs OTF2, found through the first `otf2-config` on PATH
+(Debian package libotf2-trace-dev, or a cluster's module); libraries outside
+the system's folders get a run path, so no LD_LIBRARY_PATH is needed later.
+The parallel mode is built once per MPI library found
 (see mpi_implementations): waitscope._mpi_mpich with mpicc.mpich,
-waitscope._mpi_openmpi with mpicc.openmpi; at run time waitscope loads the
+waitscope._mpi_openmpi with mpicc.openmpi, or with the plain `mpicc` on PATH
+(a module's), filed under the MPI its mpi.h names; at run time waitscope loads the
 one matching the MPI that mpi4py uses.  Without MPI the package works in
 one process.  The LD_PRELOAD interposition library (csrc/pmpi) is built
 once per MPI found too: waitscope/lib/libwaitscope-pmpi-<mpi>.so.  Set
@@ -13,6 +16,7 @@ and UBSan (and the allocation-failure switch of csrc/common/alloc.h), WAITSCOPE_
 import copy
 import glob
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -25,18 +29,35 @@ MPI_ONLY = {os.path.join("csrc", "replay", "transport_mpi.c"), os.path.join("csr
             os.path.join("csrc", "python", "py_mpi.c")}
 
 
+SYSTEM_LIB_DIR = re.compile(r"^/(usr/)?lib(32|64)?(/[A-Za-z0-9_]+-linux-gnu[A-Za-z0-9_]*)?/?$")
+"""Library folders the dynamic loader searches anyway (no run path needed for them)."""
+
+
+def rpath_flags(link_flags):
+    """A run path (-Wl,-rpath,DIR) for every -LDIR of `link_flags` outside the system's folders:
+    a library from a cluster's module (OTF2, MPI) is then found at run time without
+    LD_LIBRARY_PATH, after the module is unloaded too."""
+    dirs = [w[2:] for w in link_flags if w.startswith("-L") and len(w) > 2]
+    return ["-Wl,-rpath," + d for d in dict.fromkeys(dirs) if not SYSTEM_LIB_DIR.match(os.path.normpath(d))]
+
+
 def otf2_flags():
+    """Compile and link flags of OTF2, from the first otf2-config on PATH (Debian's, or a
+    module's: `module load otf2` puts its otf2-config first)."""
     config = shutil.which("otf2-config")
     if config is None:
         sys.exit(
-            "waitscope needs the OTF2 library and its otf2-config tool, which were not found.\n"
-            "On Debian/Ubuntu install them with:  apt-get install libotf2-trace-dev otf2-tools"
+            "waitscope needs the OTF2 library and its otf2-config tool, which were not found on PATH.\n"
+            "On Debian/Ubuntu install them with:  apt-get install libotf2-trace-dev otf2-tools\n"
+            "On a cluster load its module (module load otf2), or put the bin folder of an OTF2\n"
+            "installation first on PATH (export PATH=$HOME/otf2/bin:$PATH), then pip install again."
         )
 
     def ask(*args):
         return shlex.split(subprocess.check_output([config, *args], text=True))
 
-    return ask("--cflags"), ask("--ldflags") + ask("--libs")
+    ldflags = ask("--ldflags") + ask("--libs")
+    return ask("--cflags"), ldflags + rpath_flags(ldflags)
 
 
 MPI_COMPILERS = (("mpich", "mpicc.mpich"), ("openmpi", "mpicc.openmpi"))
@@ -52,6 +73,30 @@ def _mpicc_show(mpicc):
             return None
         if out.returncode == 0 and out.stdout.strip():
             return out.stdout
+    return None
+
+
+def _implementation_of_headers(mpicc):
+    """'mpich' or 'openmpi' from the macros the wrapper's mpi.h defines (None if it cannot tell):
+    MPICH (and Intel MPI, MVAPICH) define MPICH_VERSION, Open MPI OMPI_MAJOR_VERSION."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        source = os.path.join(tmp, "which_mpi.c")
+        with open(source, "w") as f:
+            f.write("#include <mpi.h>\n")
+        try:
+            out = subprocess.run([mpicc, "-E", "-dM", source], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            return None
+    if out.returncode != 0:
+        return None
+    defined = {line.split()[1] for line in out.stdout.splitlines() if line.startswith("#define ") and
+               len(line.split()) > 1}
+    if "OMPI_MAJOR_VERSION" in defined:
+        return "openmpi"
+    if "MPICH_VERSION" in defined:
+        return "mpich"
     return None
 
 
@@ -83,7 +128,9 @@ def mpi_implementations():
     plain = shutil.which("mpicc")
     if plain is not None:
         show = _mpicc_show(plain)
-        name = None if show is None else _implementation_of(show)
+        # the header says which MPI it is; the libraries of the -show line only guess (a module's
+        # MPICH 4 links -lmpi, as Open MPI does)
+        name = None if show is None else (_implementation_of_headers(plain) or _implementation_of(show))
         if name is not None and name not in found:
             found[name] = plain
     return found
@@ -94,7 +141,7 @@ def mpi_flags(mpicc):
     words = shlex.split(_mpicc_show(mpicc) or "")[1:]
     compile_flags = [w for w in words if w.startswith(("-I", "-D"))]
     link_flags = [w for w in words if w.startswith(("-L", "-l", "-Wl"))]
-    return compile_flags, link_flags
+    return compile_flags, link_flags + rpath_flags(link_flags)
 
 
 def headers():

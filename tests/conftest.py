@@ -30,6 +30,19 @@ def relative_names(obj) -> list[str]:
     return ["" if n == root else n[len(root) + 1:] if n.startswith(root + "/") else n for n in names]
 
 
+def sanitizer_build() -> bool:
+    """Whether waitscope._core is the sanitizer build (.ci/sanitize): only it has the
+    allocation-failure switch of csrc/common/alloc.h."""
+    from waitscope import _core
+
+    return hasattr(_core, "_alloc_fail_after")
+
+
+# Tests of the sanitizer build are collected only in it: in a normal build they would be
+# skipped, and README's test command must run every test it collects.
+collect_ignore = [] if sanitizer_build() else ["test_sanitizer_build.py"]
+
+
 def _data_dir(name: str) -> Path:
     for candidate in (SHARED_DATA / name, REPO / "pkg" / "waitscope" / "data" / name):
         if (candidate / "traces.otf2").exists():

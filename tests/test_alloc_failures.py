@@ -9,7 +9,8 @@ the result of the run without failures, never in a crash or a leak.
   Python is in the process.  Also synthesize + analyze of a small program,
   and the analysis with two threads (ws_analyze_threads).
 - In Python, when waitscope._core itself is the sanitizer build
-  (.ci/sanitize): MemoryError or the same cube, for every n.
+  (.ci/sanitize): MemoryError or the same cube, for every n
+  (tests/test_sanitizer_build.py, collected only in that build).
 """
 
 from __future__ import annotations
@@ -75,34 +76,3 @@ def test_every_allocation_failure_in_c_ends_cleanly(tmp_path):
     runs, nomem, total = map(int, threaded[0])
     assert runs == total + 1 and total > 50
     assert nomem >= total // 2, out.stdout
-
-
-needs_switch = pytest.mark.skipif(not hasattr(_core, "_alloc_fail_after"),
-                                  reason="waitscope._core is not the sanitizer build (.ci/sanitize)")
-
-
-def analyze_bundled() -> np.ndarray:
-    trace = waitscope.open(BUNDLED)
-    r = trace.analyze(delay_model="proportional", critical_path=True, delay_records=True, wait_records=True)
-    return np.array(r.cube)
-
-
-@needs_switch
-def test_every_allocation_failure_in_python_is_a_memory_error():
-    want = analyze_bundled()
-    before = _core._alloc_count()
-    analyze_bundled()
-    total = _core._alloc_count() - before
-    assert total > 100
-    n_memory_errors = 0
-    for n in range(total + 1):
-        _core._alloc_fail_after(n)
-        try:
-            got = analyze_bundled()
-        except MemoryError:
-            n_memory_errors += 1
-            continue
-        finally:
-            _core._alloc_fail_after(-1)
-        np.testing.assert_array_equal(got, want)
-    assert n_memory_errors == total

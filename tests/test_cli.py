@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import waitscope
-from waitscope import cli, progress, synth
+from waitscope import cli, examples, progress, synth
 
 
 class _Terminal(io.StringIO):
@@ -123,25 +123,39 @@ def test_progress_on_a_terminal_only(tmp_path: Path, monkeypatch: pytest.MonkeyP
     capsys.readouterr()
 
 
-def test_demo_writes_report_and_pictures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_finds_the_culprit_and_the_gain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out_dir = tmp_path / "demo"
     code, out, _ = run_cli(capsys, "demo", "-o", str(out_dir))
     assert code == 0
-    assert f"writing into {out_dir} (choose the directory with -o DIR)" in out.splitlines()[1]
+    assert f"writing into {out_dir} (choose the directory with -o DIR)" in out
+    # the program: 4 x 4 ranks, 10 steps; rank 5 computes its fluxes 8 ms longer per step (10 ms x 0.8),
+    # so its four neighbours (ranks 1, 4, 6, 9) wait 8 ms for its halo every step: 4 x 8 ms x 10
+    assert "  mpi_latesender (Late Sender): 0.320000 s" in out
+    culprit = next(line for line in out.splitlines() if line.startswith("the culprit"))
+    assert "main/timestep/compute_fluxes, whose delays caused" in culprit and culprit.endswith("on rank 5.")
+    # the what-if's prediction is the run of the balanced program (every rank the mean work)
+    recorded = examples.halo_exchange().run(**cli.DEMO_NETWORK).run_length
+    balanced = examples.halo_exchange(balanced=True).run(**cli.DEMO_NETWORK).run_length
+    assert recorded - balanced == pytest.approx(10 * 8e-3 * 15 / 16, rel=1e-6)  # 10 steps of the excess over the mean
+    assert (f"balancing compute_fluxes would make the run {recorded - balanced:.6f} s shorter "
+            f"({100 * (recorded - balanced) / recorded:.1f} %): {recorded:.6f} s -> {balanced:.6f} s") in out
+    assert "serialisation efficiency 100.00 %" in out  # all five POP efficiencies
+    # written: the trace, which waitscope analyze reads as the demo did, a Cube report and pictures
+    trace_dir = out_dir / "trace"
+    assert f"  {trace_dir / 'traces.otf2'}  (" in out
+    r = waitscope.open(trace_dir).analyze(delay_model="proportional", critical_path=True)
+    assert r.total("mpi_latesender") == pytest.approx(0.32, rel=1e-9)
     report = out_dir / "report.cubex"
-    assert f"  {report}  (" in out  # says where
-    assert report.is_file()
-    r = waitscope.open(cli.BUNDLED_TRACE).analyze(delay_model="proportional", critical_path=True)
+    assert f"  {report}  (" in out
     pycubexr = pytest.importorskip("pycubexr")
     with pycubexr.CubexParser(str(report)) as cube:
-        metric = cube.get_metric_by_name("mpi_latereceiver")
-        values = cube.get_metric_values(metric)
+        values = cube.get_metric_values(cube.get_metric_by_name("mpi_latesender"))
         total = sum(sum(values.cnode_values(c)) for c in cube.all_cnodes())
-    assert total == pytest.approx(r.total("mpi_latereceiver"), rel=1e-12)
+    assert total == pytest.approx(0.32, rel=1e-9)
     pytest.importorskip("matplotlib")
     from matplotlib import image
 
-    for name in ("heatmap.png", "timeline.png"):
+    for name in ("heatmap.png", "timeline.png", "whatif.png"):
         picture = out_dir / name
         assert f"  {picture}  (" in out
         pixels = image.imread(picture)
@@ -169,3 +183,92 @@ def test_demo_says_where_it_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert code == 0
     assert f"writing into {tmp_path / 'waitscope-demo'} (choose the directory with -o DIR)" in out
     assert (tmp_path / "waitscope-demo" / "report.cubex").is_file()
+
+
+# ---- the text report: --metric/--top, POP with its simulation, --window ------------------------
+
+
+def _relay(tmp: Path) -> str:
+    """Rank 0 computes 1 s and sends; rank 1 receives, then computes 1 s. Latency 0.5 s (also of
+    MPI_Init and MPI_Finalize, which synchronise): the run takes 3.5 s, on an ideal network 2 s."""
+    p = synth.Program(2)
+    p.rank(0).compute("work", 1.0).send(1)
+    p.rank(1).recv(0).compute("work", 1.0)
+    return p.write(str(tmp / "relay"), latency=0.5)
+
+
+def _pop_values(out: str) -> dict[str, float]:
+    values = {}
+    for name in ("parallel efficiency", "load balance", "communication efficiency", "serialisation efficiency",
+                 "transfer efficiency"):
+        line = next(x for x in out.splitlines() if x.strip().startswith(name))
+        values[name] = float(line.split(name)[1].split("%")[0])
+    return values
+
+
+def test_analyze_prints_all_five_pop_efficiencies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _relay(tmp_path)
+    code, out, err = run_cli(capsys, "analyze", path)
+    assert code == 0, err
+    # useful 1 s on each rank; run 3.5 s; ideal network: 1 s + 1 s one after the other = 2 s
+    assert _pop_values(out) == pytest.approx({
+        "parallel efficiency": 100 / 3.5, "load balance": 100.0, "communication efficiency": 100 / 3.5,
+        "serialisation efficiency": 50.0, "transfer efficiency": 100 * 2 / 3.5}, abs=0.006)
+    assert "run time on an ideal network 2.000000 s" in out
+
+
+def test_pop_over_the_window(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _relay(tmp_path)
+    code, out, err = run_cli(capsys, "analyze", path, "--window", "0.5:2")
+    assert code == 0, err
+    assert "window 0.500000 s to 2.000000 s: the metrics of this part of the run only (1.500000 s)" in out
+    # in the window rank 0 computes 1 s, rank 1 nothing (it waits for the message until 2 s):
+    # LB = 0.5 / 1, CommE = 1 / 1.5 s.  On the ideal network the window's piece of work runs from
+    # 0 to 1.25 s: rank 0's window end (2 s) lies a quarter into MPI_Finalize (1.5 s to 3.5 s
+    # recorded, 1 s to 2 s ideal); rank 1's at its receive's end (ideal 1 s).
+    assert _pop_values(out) == pytest.approx({
+        "parallel efficiency": 100 / 3, "load balance": 50.0, "communication efficiency": 100 / 1.5,
+        "serialisation efficiency": 80.0, "transfer efficiency": 100 * 1.25 / 1.5}, abs=0.006)
+    assert "POP efficiencies over the window 0.500000 s to 2.000000 s" in out
+    # a window reaching beyond the run counts the part inside it
+    code, out, _ = run_cli(capsys, "analyze", path, "--window", "2:100")
+    assert code == 0 and "(1.500000 s; inside the run 2.000000 s to 3.500000 s)" in out
+    assert "max useful time / window length 1.500000 s" in out
+
+
+def test_window_outside_the_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _relay(tmp_path)
+    code, out, err = run_cli(capsys, "analyze", path, "--window", "100:200")
+    assert code == 2 and out == ""
+    assert err == "waitscope: error: --window 100:200 lies outside the run, which spans 0 s to 3.5 s " \
+                  "(seconds from the start of the trace)\n"
+    r = waitscope.open(path).analyze(window=(100.0, 200.0))
+    with pytest.raises(ValueError, match="lies outside the run, which spans 0 s to 3.5 s"):
+        r.pop_metrics(ideal=None)
+
+
+def test_metric_and_top(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _relay(tmp_path)
+    code, out, err = run_cli(capsys, "analyze", path, "--metric", "Late Sender", "--metric", "time", "--top", "2")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[1] == ""
+    # rank 1 enters MPI_Recv at 0.5 s (end of MPI_Init), rank 0 its send at 1.5 s: Late Sender 1 s
+    # (the transfer, 1.5 s to 2 s, is no waiting)
+    assert lines[2].startswith("mpi_latesender (Late Sender): 1.000000 s (")
+    assert lines[3].split() == ["value", "%", "time", "min", "mean", "max", "rank", "call", "path"]
+    assert lines[4].split()[0] == "1.000000" and lines[4].split()[-2] == "1"
+    assert lines[4].endswith("main/MPI_Recv")
+    time_rows = out.split("time (Time): ")[1].splitlines()[2:]
+    assert len(time_rows) == 2  # --top 2
+    # time: MPI_Finalize 2 x 1.5 s and 0.5 s (rank 1: 3 s to 3.5 s; rank 0: 1.5 s to 3.5 s) = 2.5 s,
+    # work 2 s, MPI_Recv 1.5 s, MPI_Init 2 x 0.5 s
+    assert [float(r.split()[0]) for r in time_rows] == [2.5, 2.0]
+    assert time_rows[0].endswith("main/MPI_Finalize") and time_rows[1].endswith("main/work")
+    assert "POP" not in out and "metric tree" not in out
+    # an unknown metric names the option and the closest metrics
+    code, out, err = run_cli(capsys, "analyze", path, "--metric", "late_sendr")
+    assert code == 2 and out == ""
+    assert err.startswith("waitscope: error: --metric: unknown metric 'late_sendr'; closest: 'mpi_latesender' "
+                          "(Late Sender)")
+    assert "metric_ids" not in err and "(analyze --json lists all" in err

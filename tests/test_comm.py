@@ -148,6 +148,15 @@ def test_cli_comm(tmp_path):
     assert sum(row["count"] for row in doc["message_sizes"]) == 16
 
 
+def _bar_labels(fig) -> list[str]:
+    """The tick labels of the colour bar inside its range."""
+    fig.canvas.draw()
+    bar = fig.axes[1]
+    low, high = sorted(bar.get_ylim())
+    return [t.get_text() for t, y in zip(bar.get_yticklabels(), bar.get_yticks())
+            if t.get_text() and low - 1e-9 * abs(low) <= y <= high * (1 + 1e-9)]
+
+
 def test_plot_comm_matrix():
     from waitscope import plot
 
@@ -157,7 +166,20 @@ def test_plot_comm_matrix():
     image = ax.images[0]
     data = np.ma.getdata(image.get_array())
     assert np.array_equal(data, trace.comm_matrix())
-    assert type(image.norm).__name__ == "LogNorm"
+    # the two ranks send each other 20,480 bytes: values close together (here equal) on a linear
+    # scale from 0, and a colour bar in k without an offset (a log scale read 2.048e4 .. 2.048e4)
+    positive = data[data > 0]
+    assert positive.max() < 10 * positive.min()
+    assert type(image.norm).__name__ == "Normalize" and image.norm.vmin == 0.0
+    assert image.norm.vmax == positive.max()
+    fig.canvas.draw()
+    labels = _bar_labels(fig)
+    assert labels[0] == "0" and labels[-1] == "20k" and all("e" not in label for label in labels)
+    assert fig.axes[1].yaxis.get_offset_text().get_text() == ""
+    # values over decades: a log scale, labelled 1, 10, 100 (k, M, G for large ones)
+    fig = plot.comm_matrix(np.array([[0, 1], [100_000, 0]]), kind="count")
+    assert type(fig.axes[0].images[0].norm).__name__ == "LogNorm"
+    assert _bar_labels(fig) == ["1", "10", "100", "1k", "10k", "100k"]
     # a matrix given directly; zero cells are masked (no colour on a log scale)
     fig = plot.comm_matrix(np.array([[0, 5], [100, 0]]), kind="count")
     arr = fig.axes[0].images[0].get_array()

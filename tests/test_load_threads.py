@@ -256,24 +256,3 @@ def test_side_tables_of_a_big_location(big_locations):
     # and rank 1 (read through the rows) agrees on the messages
     np.testing.assert_array_equal(trace._core.events(1)["msg_tag"], i % 1000)
     assert_same_store(snapshot(trace), snapshot(waitscope.open(big_locations, progress=False, threads=2)))
-
-
-@pytest.mark.skipif(not hasattr(_core, "_alloc_fail_after"),
-                    reason="waitscope._core is not the sanitizer build (.ci/sanitize)")
-def test_every_allocation_failure_loading_big_locations(big_locations):
-    """Out of memory anywhere in the load of a big location (with one and
-    two threads): a MemoryError or the same store, never a crash or a leak."""
-    want = snapshot(waitscope.open(big_locations, progress=False))
-    for threads in (1, 2):
-        before = _core._alloc_count()
-        waitscope.open(big_locations, progress=False, threads=threads)
-        total = _core._alloc_count() - before
-        for n in range(0, total + 1, max(1, total // 150)):
-            _core._alloc_fail_after(n)
-            try:
-                got = waitscope.open(big_locations, progress=False, threads=threads)
-            except MemoryError:
-                continue
-            finally:
-                _core._alloc_fail_after(-1)
-            assert_same_store(snapshot(got), want)

@@ -419,6 +419,22 @@ def test_command_line_under_mpiexec(traces, capsys, tmp_path):
     assert got == expected
 
 
+def test_window_report_under_mpiexec(traces, capsys):
+    # the POP efficiencies over a window need the ideal-network simulation and the window's
+    # piece of execution in it, from every process's locations: the same report as one process
+    path = str(traces["r13"])
+    span = waitscope.open(path).time_span
+    window = f"{span[0] + 0.3 * (span[1] - span[0])}:{span[0] + 0.6 * (span[1] - span[0])}"
+    text = mpiexec(2, *_cli("analyze", "--quiet", "--window", window, path))
+    assert text.returncode == 0, text.stderr
+    assert text.stdout == _embedded_cli(capsys, "analyze", "--quiet", "--window", window, path)
+    assert "POP efficiencies over the window" in text.stdout
+    assert re.search(r"transfer efficiency +[0-9]+\.[0-9]{2} %", text.stdout)
+    outside = mpiexec(2, *_cli("analyze", "--quiet", "--window", f"{span[1] + 1}:{span[1] + 2}", path))
+    assert outside.returncode == 2 and outside.stdout == ""
+    assert outside.stderr.count("lies outside the run") == 1  # rank 0 only
+
+
 def test_console_script_under_mpiexec(traces, capsys):
     script = shutil.which("waitscope", path=os.path.dirname(sys.executable))
     if script is None:

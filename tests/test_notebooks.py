@@ -28,7 +28,7 @@ KERNEL = "waitscope-test"
 def test_there_are_notebooks():
     names = {p.name for p in NOTEBOOKS}
     assert {"a_tour.ipynb", "b_wavefront.ipynb", "c_imbalance.ipynb", "d_mpmd.ipynb",
-            "e_delay_models.ipynb", "f_whatif.ipynb"} <= names, names
+            "e_delay_models.ipynb", "f_whatif.ipynb", "g_workflow.ipynb"} <= names, names
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

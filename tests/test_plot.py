@@ -61,8 +61,8 @@ def test_missing_matplotlib_names_a_command_that_installs_it():
     code = ("import sys; sys.modules['matplotlib'] = None\n"
             "try:\n    import waitscope.plot\nexcept ImportError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ("waitscope.plot needs matplotlib: python -m pip install matplotlib "
-                                  "(or .ci/setup plot in a checkout)")
+    assert out.stdout.strip() == ("waitscope.plot needs matplotlib, which is not installed: python -m pip install "
+                                  "matplotlib (or python -m pip install 'waitscope[plot]')")
 
 
 # ---- topology heatmaps ------------------------------------------------------------------
@@ -143,8 +143,12 @@ def test_inclusive_and_exclusive_call_paths(grid_result):
 def test_dims_and_coords_replace_a_missing_topology(tmp_path):
     r = grid_program(cart=None).run().analyze()
     assert r.trace.cart_topology is None
-    with pytest.raises(ValueError, match="no Cartesian topology"):
-        plot.heatmap(r, "mpi_latesender")
+    # without topology, dims and coords: the ranks in a row, rank 0 on the left, and the axis says so
+    fig = plot.heatmap(r, "mpi_latesender")
+    strip = images(fig)[0].get_array()
+    assert strip.shape == (1, 12) and strip[0].tolist() == [0.5 if rank == HOT else 0.0 for rank in range(12)]
+    assert fig.axes[0].get_xlabel() == plot.STRIP_LABEL
+    assert list(fig.axes[0].get_xticks()) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] and len(fig.axes[0].get_yticks()) == 0
     want = expected_grid(lambda rank: 0.5 if rank == HOT else 0.0)
     by_dims = images(plot.heatmap(r, "mpi_latesender", dims=DIMS))[0].get_array()
     np.testing.assert_allclose(by_dims, want, atol=1e-9)
@@ -158,6 +162,8 @@ def test_dims_and_coords_replace_a_missing_topology(tmp_path):
     flipped = images(plot.heatmap(r, "mpi_latesender", coords=lambda rank: (rank % 3, rank // 3)))[0].get_array()
     assert flipped.shape == (4, 3) and np.unravel_index(np.argmax(flipped), flipped.shape) == (2, 1)
     # ... which transpose=True does as well (coordinate 0 vertical, matrix order)
+    fig = plot.heatmap(r, "mpi_latesender", dims=DIMS)
+    assert list(fig.axes[0].get_xticks()) == [0, 1, 2, 3] and list(fig.axes[0].get_yticks()) == [0, 1, 2]
     fig = plot.heatmap(r, "mpi_latesender", dims=DIMS, transpose=True)
     np.testing.assert_allclose(images(fig)[0].get_array(), flipped, atol=1e-9)
     assert fig.axes[0].get_xlabel() == "dim 1" and fig.axes[0].get_ylabel() == "dim 0"
@@ -560,7 +566,12 @@ def test_heatmap_as_share_of_run_time(pingpong_result, tmp_path):
     assert plot.run_length(trace) == run
     fig = plot.heatmaps(r, ["mpi_latesender", "mpi_latereceiver", "delay_short", "delay_long"], share=True)
     ims = images(fig)
-    assert {(im.norm.vmin, im.norm.vmax) for im in ims} == {(0.0, plot.SHARE_VMAX)}  # 0.3 % stays pale
+    # one scale from 0 to the largest share of the four panels: fitted to the data (all under 1 %)
+    top = max(float(im.get_array().max()) for im in ims)
+    assert {(im.norm.vmin, im.norm.vmax) for im in ims} == {(0.0, top)}
+    per_location = [r.by_location("mpi_latesender"), r.by_location("mpi_latereceiver"),
+                    np.asarray(r.delay_short).sum(axis=0), np.asarray(r.delay_long).sum(axis=0)]
+    assert top == pytest.approx(max(v.max() for v in per_location) / run, rel=1e-12) and top < 0.01
     lr = ims[1].get_array()
     np.testing.assert_allclose(lr[0], r.by_location("mpi_latereceiver") / run, rtol=1e-12)
     assert lr.max() < 0.01
@@ -575,7 +586,8 @@ def test_heatmap_as_share_of_run_time(pingpong_result, tmp_path):
     # a larger share raises the top of the scale; counts cannot be shares
     single = plot.heatmap(r, "mpi", share=True)
     top = r.by_location("mpi").max() / run
-    assert images(single)[0].norm.vmax == pytest.approx(top) and top > plot.SHARE_VMAX
+    assert images(single)[0].norm.vmax == pytest.approx(top) and top > 0.9
+    assert images(plot.heatmap(r, "mpi_latereceiver", share=True, vmax=0.1))[0].norm.vmax == 0.1
     with pytest.raises(ValueError, match="not times"):
         plot.heatmap(r, "visits", share=True)
 
@@ -583,6 +595,105 @@ def test_heatmap_as_share_of_run_time(pingpong_result, tmp_path):
 @pytest.mark.parametrize("value,unit,share,text", [
     (0.003, "sec", True, "0.3 %"), (0.00062, "sec", False, "620 \u00b5s"), (1.5, "sec", False, "1.5 s"),
     (0.0, "sec", False, "0"), (16711680.0, "bytes", False, "16.7 MB"), (42.0, "occ", False, "42"),
+    (4.44e-16, "sec", False, "0"), (4e-18, "sec", True, "0"),  # rounding of sums, not "4.44e-07 ns"
+    (4.3, "sec", True, "430 %"), (0.39, "sec", True, "39 %"),  # not "4.3e+02 %"
 ])
 def test_format_value(value, unit, share, text):
     assert plot.format_value(value, unit, share) == text
+
+
+# ---- pictures of every trace: no topology, dims everywhere, one colour per region, zoomed out ------
+
+
+def test_whatif_without_topology_and_with_dims(tmp_path):
+    # rank 3 works 2 s, the others 1 s, then a barrier; balancing "work" removes the waiting
+    prog = synth.Program(4)
+    for p in range(4):
+        prog.rank(p).compute("work", 2.0 if p == 3 else 1.0).barrier()
+    trace = prog.run(latency=0.0)
+    before = trace.analyze()
+    after = trace.simulate(balance="work", progress=False).analyze()
+    fig = plot.whatif(before, after, "mpi_barrier_wait", ["MPI_Barrier"])
+    recorded, simulated = (im.get_array() for im in images(fig))
+    # ranks in a row: ranks 0-2 wait 1 s for rank 3; balanced (1.25 s each) nobody waits
+    assert recorded.shape == (1, 4) and recorded[0].tolist() == pytest.approx([1.0, 1.0, 1.0, 0.0])
+    assert simulated[0].tolist() == pytest.approx([0.0, 0.0, 0.0, 0.0], abs=1e-9)
+    assert fig.axes[0].get_xlabel() == plot.STRIP_LABEL
+    fig = plot.whatif(before, after, "mpi_barrier_wait", ["MPI_Barrier"], dims=(2, 2))
+    recorded = images(fig)[0].get_array()
+    assert recorded.shape == (2, 2)
+    np.testing.assert_allclose(recorded, [[1.0, 1.0], [1.0, 0.0]], atol=1e-9)  # rank 3 at (1, 1)
+    assert list(fig.axes[0].get_xticks()) == [0, 1] and list(fig.axes[0].get_yticks()) == [0, 1]
+    assert png_colours(fig, tmp_path / "whatif.png") > 5
+
+
+def test_one_colour_per_region_however_many():
+    # 17 MPI functions (with MPI_Init and MPI_Finalize) and 20 user regions: more than either palette has
+    prog = synth.Program(2)
+    for rank in prog.ranks():
+        for k in range(20):
+            rank.compute(f"f{k}", 0.01)
+        rank.barrier().bcast().scatter().reduce().gather().allreduce().alltoall().allgather().scan()
+    a, b = prog.rank(0), prog.rank(1)
+    a.send(1).ssend(1).wait(a.isend(1))
+    b.recv(0).recv(0).waitall([b.irecv(0)])
+    trace = prog.run(latency=0.0)
+    colours = plot._region_colors(trace)
+    used = list(dict.fromkeys(int(r) for r in trace.callpath_region))  # in the order of the first call paths
+    regions = trace.regions
+    mpi = [r for r in used if regions[r].is_mpi]
+    other = [r for r in used if not regions[r].is_mpi]
+    assert len(mpi) > len(plot.MPI_COLORS) and len(other) > len(plot.OTHER_COLORS)
+    rgb = colours[used, :3]
+    for i in range(len(used)):
+        for j in range(i + 1, len(used)):
+            assert np.abs(rgb[i] - rgb[j]).sum() > 0.15, (regions[used[i]].name, regions[used[j]].name)
+    # the palettes come first, in the order of the first call paths
+    assert to_hex(colours[mpi[0]]) == to_hex(plot.MPI_COLORS[0])
+    assert to_hex(colours[other[0]]) == to_hex(plot.OTHER_COLORS[0])
+
+
+def test_critical_path_profile_leaves_out_invisible_rows():
+    # rank 1 works 10 s in "big" and 5 ms in "tiny" (0.05 % of the path), then both meet in a barrier
+    prog = synth.Program(2)
+    prog.rank(0).compute("big", 1.0).barrier()
+    prog.rank(1).compute("big", 10.0).compute("tiny", 0.005).barrier()
+    r = prog.run(latency=0.0).analyze(critical_path=True)
+    assert r.critical_path.by_callpath[r.callpath_index("tiny")] == pytest.approx(0.005)
+    ax = plot.critical_path_profile(r).axes[0]
+    assert [t.get_text().rsplit("/", 1)[-1] for t in ax.get_yticklabels()] == ["big"]
+    assert ax.get_title() == "critical path: 10.005 s (1 call path under 0.1 % of it left out)"
+
+
+def _ping_pong(n: int) -> synth.Program:
+    """Two ranks take turns: 1 ms of work, then a message to the other (the path moves every time)."""
+    prog = synth.Program(2)
+    a, b = prog.rank(0), prog.rank(1)
+    for k in range(n):
+        a.compute("work", 1e-3).send(1, tag=k)
+        b.recv(0, tag=k).compute("work", 1e-3).send(0, tag=k)
+        a.recv(1, tag=k)
+    return prog
+
+
+def test_timeline_thins_the_critical_path_when_zoomed_out(tmp_path):
+    trace = _ping_pong(300).run(latency=1e-5)
+    r = trace.analyze(critical_path=True, wait_records=True)
+    seg = r.critical_path.segments
+    assert np.count_nonzero(seg["location"][1:] != seg["location"][:-1]) >= 599  # a move per message
+    fig = plot.timeline(trace, r, window="all")
+    ax = fig.axes[0]
+    (line,) = [ln for ln in ax.lines if ln.get_gid() == "critical_path"]
+    x = np.asarray(line.get_xdata(), dtype=float)
+    y = np.asarray(line.get_ydata(), dtype=float)
+    assert line.get_linewidth() == 1.0
+    # no move between the rows is drawn: every piece between two breaks stays in one row
+    pieces = np.split(y, np.flatnonzero(np.isnan(y)))
+    assert len(pieces) >= 600 and all(len(set(p[~np.isnan(p)])) == 1 for p in pieces)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "critical path (its moves left out)" in legend
+    assert png_colours(fig, tmp_path / "zoomed-out.png") > 5
+    # zoomed in on three exchanges the moves are drawn, thick
+    (line,) = [ln for ln in plot.timeline(trace, r, window=(0.0, 0.006)).axes[0].lines
+               if ln.get_gid() == "critical_path"]
+    assert line.get_linewidth() == 2.0 and not np.isnan(np.asarray(line.get_xdata(), dtype=float)).any()

@@ -385,3 +385,79 @@ def test_missing_call_path_in_trace_is_nan(tmp_path):
     rows = _rows(open_profile(write(tmp_path, doc)).compare(_synthetic_run().analyze(), as_pandas=False))
     nxn = [r for r in rows if r["metric"] == "mpi_wait_nxn"]
     assert len(nxn) == 1 and math.isnan(nxn[0]["trace_wait"]) and math.isnan(nxn[0]["difference"])
+
+
+# ---- profiles open wherever traces do --------------------------------------------------------------
+
+# Late Sender of PROFILE (worked out above): 9.2 + 1.5 ms (solve), 0.2 ms (other), 15 + 0.5 ms (Waitall)
+LATE_SENDER = 0.0264
+
+
+def test_open_gives_the_profile_and_its_estimates(tmp_path):
+    path = write(tmp_path, PROFILE)
+    for name in (path, path.parent):
+        opened = waitscope.open(name)
+        assert isinstance(opened, waitscope.Profile) and opened.path == str(path)
+        est = opened.analyze()
+        assert est.total("mpi_latesender") == pytest.approx(LATE_SENDER)
+        assert est.total("Wait at N x N") == pytest.approx(0.049 + 0.001)
+    assert opened.run_length == 1.0
+    with pytest.raises(ValueError, match="delay_model: .*profile.json is a wait-state profile, which has no events"):
+        opened.analyze(delay_model="proportional")
+    with pytest.raises(ValueError, match="locations: .*is a wait-state profile"):
+        waitscope.open(path, locations=[0])
+    # a directory of waitscope trace --profile holds both: it opens as the trace
+    from waitscope.examples import HALO2D
+
+    assert isinstance(waitscope.open(HALO2D), waitscope.Trace)
+    assert isinstance(waitscope.open(Path(HALO2D) / "profile.json"), waitscope.Profile)
+
+
+def test_command_line_reports_a_profile(tmp_path, capsys):
+    from waitscope import cli
+
+    path = write(tmp_path, PROFILE)
+    assert cli.main(["info", str(path)]) == 0
+    out = capsys.readouterr().out
+    # shares of the execution time (2 s over both ranks): Late Sender 26.4 ms 1.3 %, Wait at N x N 50 ms,
+    # Wait at Barrier 3.5 ms, Late Broadcast 6 ms, Early Reduce 6 ms, Late Receiver 2 ms
+    assert ("estimated waiting (share of the execution time): Late Sender 1.3 %, Wait at N x N 2.5 %, "
+            "Wait at Barrier 0.2 %, Late Broadcast 0.3 %, Early Reduce 0.3 %, Late Receiver 0.1 %") in out
+    assert f"waitscope analyze {path}" in out and "OTF2" not in out
+    assert cli.main(["analyze", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    # 11 call paths listed and 4 ancestors added (main/solve, main/other, main/step, main/io)
+    assert out.splitlines()[1] == ("wait-state profile of ./app -x 4: 2 ranks, 15 call paths, "
+                                   f"{open_profile(path).n_calls:,} MPI calls (MPICH Version: 4.1)")
+    assert f"  mpi_latesender (Late Sender): {LATE_SENDER:.6f} s" in out
+    # POP from the profile: useful 807 and 865.2 ms, run length 1 s
+    assert "load balance                96.64 %" in out and "communication efficiency    86.52 %" in out
+    assert cli.main(["analyze", str(path), "--metric", "late_sender", "--top", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[3].startswith("mpi_latesender (Late Sender): 0.026400 s") and len(out) == 6
+    assert out[5].split()[0] == "0.015500" and out[5].endswith("main/solve/MPI_Waitall")
+    assert cli.main(["analyze", str(path), "--critical-path", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("waitscope: error: --critical-path, --json: ") and "needs a trace (waitscope trace" in err
+    from waitscope.examples import HALO2D
+
+    assert cli.main(["analyze", HALO2D]) == 0  # the trace, and a pointer to the profile beside it
+    out = capsys.readouterr().out
+    assert f"the wait-state profile of the same run is beside it: waitscope analyze {HALO2D}/profile.json" in out
+    assert cli.main(["info", "--json", str(path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ranks"] == 2 and doc["estimates"]["mpi_latesender"] == pytest.approx(LATE_SENDER)
+
+
+def test_command_line_writes_the_estimates_as_a_cube_report(tmp_path, capsys):
+    from waitscope import cli
+
+    path = write(tmp_path, PROFILE)
+    target = tmp_path / "estimates.cubex"
+    assert cli.main(["analyze", str(path), "-o", str(target)]) == 0
+    assert f"Cube report written to {target}" in capsys.readouterr().out
+    pycubexr = pytest.importorskip("pycubexr")
+    with pycubexr.CubexParser(str(target)) as cube:
+        values = cube.get_metric_values(cube.get_metric_by_name("mpi_latesender"))
+        total = sum(sum(values.cnode_values(c)) for c in cube.all_cnodes())
+    assert total == pytest.approx(LATE_SENDER)

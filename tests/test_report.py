@@ -24,6 +24,8 @@ def _tree(text: str, first: str) -> list[tuple[int, str, str, float, float]]:
     """(depth, label, name, seconds, percent) of the tree lines after the line starting with `first`."""
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(first)) + 1
+    assert lines[start] == report.TREE_HEADER  # every tree has its column header
+    start += 1
     rows = []
     for line in lines[start:]:
         m = VALUE.match(line[71:])
@@ -138,6 +140,7 @@ def test_delay_and_critical_path_sections(pingpong):
     text = r.summary()
     assert f"critical path: {r.critical_path.length:.6f} s in {len(r.critical_path.segments)} segments" in text
     path = text.split("call paths on the critical path")[1].splitlines()[1:]
+    assert path.pop(0) == report.PATH_HEADER  # the table's column header
     on_path = r.cube[r.metric_ids.index("critical_path")].sum(axis=1)
     best = int(np.argmax(on_path))
     assert path[0].split()[-1] == r.callpath_names[best].split()[-1]
@@ -191,3 +194,103 @@ def test_patterns_agree_with_scalasca(name: str):
         per_location = paths[top]
         assert float(line[6]) == pytest.approx(max(per_location), abs=6e-7)
         assert int(line[7]) == ranks[int(np.argmax(per_location))]
+
+
+# ---- computation by call path, one metric's table (cube_stat -m M -t N), headed sections ----------
+
+
+def _two_regions():
+    """Rank 0 computes a 2 s and b 1.5 s, rank 1 a 1 s and b 3 s (inside 'outer'), then a barrier."""
+    p = synth.Program(2)
+    p.rank(0).compute("a", 2.0).compute("b", 1.5).barrier()
+    with p.rank(1).region("outer"):
+        p.rank(1).compute("a", 1.0).compute("b", 3.0)
+    p.rank(1).barrier()
+    return p.run(latency=0.0).analyze()
+
+
+def _table(text: str, title: str) -> list[list[str]]:
+    """The rows (split into columns) of the call-path table under the line starting with `title`."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(title)) + 1
+    assert lines[start].split()[:3] == ["value", "%", "time"] or lines[start].split()[:3] == ["value", "%", "metric"]
+    rows = []
+    for line in lines[start + 1:]:
+        if not line.startswith("    ") or not line.strip():
+            break
+        rows.append(line.split())
+    return rows
+
+
+def _short(name: str, suffixes: tuple[str, ...]) -> str:
+    """`name` as the one of `suffixes` it ends with (call paths may start with the program region)."""
+    return next((x for x in suffixes if name == x or name.endswith("/" + x)), name)
+
+
+COMP_PATHS = ("main/outer/b", "main/outer/a", "main/outer", "main/a", "main/b", "main/MPI_Barrier", "main")
+
+
+def test_computation_by_call_path():
+    r = _two_regions()
+    rows = _table(r.summary(), "Computation by call path")
+    # rank 1's b 3 s, rank 0's a 2 s and b 1.5 s, rank 1's a 1 s; time = 2 x 4 s (rank 0 waits 0.5 s)
+    assert [_short(row[-1], COMP_PATHS) for row in rows] == ["main/outer/b", "main/a", "main/b", "main/outer/a"]
+    by_name = {_short(row[-1], COMP_PATHS): row for row in rows}
+    assert float(by_name["main/outer/b"][0]) == 3.0 and by_name["main/outer/b"][-2] == "1"
+    assert float(by_name["main/a"][0]) == 2.0 and float(by_name["main/a"][2]) == pytest.approx(25.0)
+    # min / mean / max over ranks: main/a is 2 s on rank 0, 0 on rank 1
+    assert [float(x) for x in by_name["main/a"][4:7]] == [0.0, 1.0, 2.0]
+
+
+def test_metric_table_like_cube_stat():
+    r = _two_regions()
+    text = report.metric_table(r, "comp", top=2)
+    first = text.splitlines()[0]
+    assert first.startswith("comp (Computation): 7.500000 s (93.75 % of total time); exclusive values of the top 2 "
+                            "of 4 call paths")
+    rows = _table(text, "comp (Computation)")
+    assert [(_short(row[-1], COMP_PATHS), float(row[0])) for row in rows] == [("main/outer/b", 3.0), ("main/a", 2.0)]
+    # inclusive: 'outer' holds a and b of rank 1 (4 s), main everything (7.5 s)
+    rows = _table(report.metric_table(r, "Computation", top=10, inclusive=True), "comp (Computation)")
+    inclusive = [(_short(row[-1], COMP_PATHS), float(row[0])) for row in rows]
+    assert ("main", 7.5) in inclusive and inclusive.index(("main/outer", 4.0)) == inclusive.index(("main", 7.5)) + 1
+    # a count: percentages of the metric's total, values without seconds
+    rows = _table(report.metric_table(r, "visits", top=20), "visits (Visits)")
+    visits = {_short(row[-1], COMP_PATHS): int(row[0]) for row in rows}
+    assert visits["main/a"] == 1 and visits["main/outer"] == 1 and visits["main/MPI_Barrier"] == 2
+    total = sum(int(x) for x in r.by_callpath("visits"))
+    assert float(next(row for row in rows if row[-1].endswith("main/MPI_Barrier"))[1]) == pytest.approx(100 * 2 / total, abs=0.006)
+    with pytest.raises(KeyError, match="closest: 'comp'"):
+        report.metric_table(r, "compt")
+
+
+def test_delay_trees_apart_and_headed(pingpong):
+    text = pingpong.summary()
+    delay = text.split("delay costs by wait-state pattern")[1].split("call paths whose delays")[0]
+    assert "delay_latereceiver" in delay and "mpi_wait_direct" not in delay and "terminal" not in delay
+    direct = text.split("wait states by cause: direct")[1].split("\n\n")[0].splitlines()
+    assert direct[1] == report.TREE_HEADER and direct[2].split()[0] == "waitstates_direct_vs_indirect"
+    terminal = text.split("wait states by effect: propagating")[1].split("\n\n")[0].splitlines()
+    assert terminal[1] == report.TREE_HEADER and terminal[2].split()[0] == "waitstates_propagating_vs_terminal"
+    # the classification trees add up to the handled waiting
+    handled = pingpong.handled_waiting()
+    assert float(direct[2].split()[-4]) == pytest.approx(handled, abs=6e-7)
+
+
+def test_culprit_is_the_largest_delay_cost():
+    """Rank 0 works 3 s in a, rank 1 0.5 s in c, then 0 sends to 1: Late Sender 2.5 s, all caused by a.
+    Ranks 2 and 3 the same with b 2 s: 1.5 s caused by b.  The culprit: a on rank 0, 2.5 of 4 s."""
+    p = synth.Program(4)
+    p.rank(0).compute("a", 3.0).send(1)
+    p.rank(1).compute("c", 0.5).recv(0)
+    p.rank(2).compute("b", 2.0).send(3)
+    p.rank(3).compute("c", 0.5).recv(2)
+    r = p.run(latency=0.0).analyze(delay_model="proportional")
+    found = report.culprit(r)
+    assert r.callpath_names[found.callpath].endswith("main/a") and found.rank == 0
+    assert (found.cost, found.callpath_cost, found.share) == pytest.approx((2.5, 2.5, 2.5 / 4.0))
+    line = report.culprit_line(r)
+    assert line.endswith("main/a, whose delays caused 2.500000 s of waiting (62.5 % of the delay costs), "
+                         "all of it on rank 0")
+    assert f"  the largest cause of waiting: {line}" in r.summary()
+    assert report.culprit(p.run(latency=0.0).analyze()) is None  # no delay analysis

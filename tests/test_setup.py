@@ -58,6 +58,18 @@ def test_ci_runs_readmes_commands():
     assert out == readme_commands.command("test", README)
 
 
+def test_ci_allows_no_skipped_test():
+    """.ci/run fails on any skipped test of README's test command (no reason is exempt)."""
+    run = (REPO / ".ci" / "run").read_text()
+    assert 'unexpected=$(grep -E "^SKIPPED" .ci-test-output.txt || true)' in run
+    assert "grep -v" not in run
+    # what makes that possible: the sanitizer build's tests are collected only in that build
+    from conftest import collect_ignore, sanitizer_build
+
+    assert collect_ignore == ([] if sanitizer_build() else ["test_sanitizer_build.py"])
+    assert (REPO / "tests" / "test_sanitizer_build.py").is_file()
+
+
 def test_readme_commands_reading_rejects_a_readme_without_them():
     with pytest.raises(SystemExit, match="no ```sh block"):
         readme_commands.readme_commands("# waitscope\n\nno commands\n")
@@ -133,3 +145,49 @@ def test_mpi_library_version_names_the_implementation():
     assert implementation("MPICH Version:\t4.0.2\nMPICH Release date: ...") == "mpich"
     assert implementation("Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4") == "openmpi"
     assert implementation("Intel(R) MPI Library 2021.6 for Linux* OS") is None
+
+
+# ---- a cluster's modules: otf2-config and mpicc found on PATH ---------------------------------------
+
+# What `mpicc -show` prints for an MPICH 4 built into a module's prefix: it links -lmpi, as Open MPI
+# does, and the prefix need not say "mpich".
+MODULE_MPICH_SHOW = "gcc -I/apps/mpi/4.1/include -L/apps/mpi/4.1/lib -Wl,-rpath -Wl,/apps/mpi/4.1/lib -lmpi"
+
+
+def _script(folder: Path, name: str, body: str) -> Path:
+    path = folder / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def test_module_otf2_config_gives_flags_and_a_run_path(setup_py, monkeypatch, tmp_path):
+    _script(tmp_path, "otf2-config", 'case "$1" in --cflags) echo -I/apps/otf2/3.0/include;;\n'
+                                     '--ldflags) echo -L/apps/otf2/3.0/lib;; --libs) echo -lotf2;; esac\n')
+    monkeypatch.setenv("PATH", str(tmp_path))
+    cflags, ldflags = setup_py.otf2_flags()
+    assert cflags == ["-I/apps/otf2/3.0/include"]
+    assert ldflags == ["-L/apps/otf2/3.0/lib", "-lotf2", "-Wl,-rpath,/apps/otf2/3.0/lib"]
+    # the system's folders get no run path
+    assert setup_py.rpath_flags(["-L/usr/lib/x86_64-linux-gnu", "-L/usr/lib64", "-L/lib/", "-lotf2"]) == []
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(SystemExit, match="otf2-config tool, which were not found on PATH"):
+        setup_py.otf2_flags()
+
+
+def test_module_mpicc_is_filed_under_the_mpi_its_header_names(setup_py, monkeypatch, tmp_path):
+    # -show alone would file this MPICH under Open MPI (-lmpi); its mpi.h defines MPICH_VERSION
+    _script(tmp_path, "mpicc", f'[ "$1" = -show ] && echo "{MODULE_MPICH_SHOW}" && exit 0\n'
+                               '[ "$1" = -E ] && echo "#define MPICH_VERSION \\"4.1\\"" && exit 0\nexit 1\n')
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert setup_py._implementation_of(MODULE_MPICH_SHOW) == "openmpi"  # the guess from the libraries
+    assert setup_py.mpi_implementations() == {"mpich": str(tmp_path / "mpicc")}
+    compile_flags, link_flags = setup_py.mpi_flags(str(tmp_path / "mpicc"))
+    assert compile_flags == ["-I/apps/mpi/4.1/include"]
+    assert link_flags[-1] == "-Wl,-rpath,/apps/mpi/4.1/lib" and "-lmpi" in link_flags
+
+
+def test_real_mpi_headers_name_their_implementation(setup_py):
+    # .ci/setup installs both of Debian's MPI compiler wrappers
+    assert setup_py._implementation_of_headers(shutil.which("mpicc.mpich")) == "mpich"
+    assert setup_py._implementation_of_headers(shutil.which("mpicc.openmpi")) == "openmpi"

@@ -303,14 +303,16 @@ def test_diff_command(tmp_path, capsys) -> None:
     assert cli.main(["diff", *paths]) == 0
     out = capsys.readouterr().out
     assert f"before: {paths[0]}" in out
-    line = next(x for x in out.splitlines() if x.startswith("mpi_barrier_wait") and "synthetic/main/MPI_Barrier" in x)
-    assert "0.400000" in line and "-0.400000" in line
+    # with latency 0 all MPI time is barrier waiting, all of it direct: one row for the three metrics
+    line = next(x for x in out.splitlines() if "mpi_barrier_wait" in x and "synthetic/main/MPI_Barrier" in x)
+    assert line.split()[:5] == ["mpi", "=", "mpi_barrier_wait", "=", "mpi_wait_direct"]
+    assert line.split()[5:9] == ["0.400000", "0.000000", "-0.400000", "-100.00"]
     assert f"delay costs in synthetic/main/work on rank {R - 1} shrank 0.4 s" in out
     assert cli.main(["diff", "--ranks", "--top", "60", *paths]) == 0
     out = capsys.readouterr().out
     w_0 = examples.imbalance_work_time("static", 0, 0, R, ITERS, WORK, PEAK)
     assert f"{(PEAK - w_0) * ITERS:.6f}" in next(x for x in out.splitlines() if x.endswith("synthetic/main/MPI_Barrier (rank 0)")
-                                                 and x.startswith("mpi_barrier_wait"))
+                                                 and "mpi_barrier_wait" in x)
     other = examples.imbalance_benchmark("static", ranks=3, iterations=2).write(str(tmp_path / "three"))
     assert cli.main(["diff", "--ranks", paths[0], other]) == 2
     assert "same MPI ranks" in capsys.readouterr().err
@@ -453,3 +455,51 @@ def test_plot_whatif_defaults(zeus) -> None:
     other = examples.zeusmp(grid=(2, 2, 2), central=1, steps=1).run().analyze()
     with pytest.raises(ValueError, match="same locations"):
         plot.whatif(zeus, other)
+
+
+def _late(wait: float, tmp_path, name: str) -> str:
+    """Rank 0 works 1 s + `wait` and sends; rank 1 works 1 s and receives: Late Sender `wait`."""
+    prog = synth.Program(2)
+    prog.rank(0).compute("work", 1.0 + wait).send(1)
+    prog.rank(1).compute("work", 1.0).recv(0)
+    return prog.write(str(tmp_path / name), latency=0.0)
+
+
+def test_diff_percentages_and_negligible_bases(tmp_path, capsys) -> None:
+    small, large = _late(0.0003, tmp_path, "small"), _late(0.04, tmp_path, "large")
+    assert cli.main(["diff", small, large]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""  # the same program: no warning
+    lines = out.splitlines()
+    assert lines[2].split() == ["metric", "before", "after", "change", "%", "call", "path"]
+    # run time 1.0003 s -> 1.04 s: +3.97 %
+    assert lines[3].split() == ["run_time", "1.000300", "1.040000", "+0.039700", "+3.97", "%"]
+    # Late Sender 0.3 ms -> 40 ms (all of rank 1's MPI time, all of it direct: one row); the base is
+    # below 1e-3 of the run: no percentage (not +13233 %)
+    late = lines[4].split()
+    assert late[:5] == ["mpi", "=", "mpi_latesender", "=", "mpi_wait_direct"]
+    assert late[5:9] == ["0.000300", "0.040000", "+0.039700", "-"] and late[9].endswith("main/MPI_Recv")
+    assert "delay costs in" in lines[5] and "on rank 0 grew 0.0397 s" in lines[5]  # the merged row's explanation
+    delay = lines[6].split()
+    assert delay[:3] == ["delay", "=", "delay_latesender_aggregate"] and delay[3:7] == ["0.000300", "0.040000",
+                                                                                      "+0.039700", "-"]
+    # the other way round the base is 40 ms, worth a percentage
+    assert cli.main(["diff", large, small]) == 0
+    late = capsys.readouterr().out.splitlines()[4]
+    assert "-0.039700  -99.25 %" in late
+
+
+def test_diff_warns_about_different_programs(tmp_path, capsys, pingpong_dir) -> None:
+    static = examples.imbalance_benchmark("static", ranks=2, iterations=2).write(str(tmp_path / "static"))
+    assert cli.main(["diff", static, str(pingpong_dir)]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("waitscope: warning: the two runs look like different programs: they share ")
+    assert "only in the second: MPI_Comm_rank, MPI_Comm_size, MPI_Recv" in err
+    a = waitscope.open(static).analyze()
+    b = waitscope.open(pingpong_dir).analyze()
+    with pytest.warns(UserWarning, match="look like different programs"):
+        waitscope.compare(a, b)
+    from waitscope.compare import program_difference
+
+    assert program_difference(a, a) is None
+    assert program_difference(b, a).startswith("the two runs look like different programs")

@@ -14,13 +14,14 @@ from ._core import TraceError
 from ._names import EVENT_KINDS
 from .compare import compare
 from .profile import Profile, ProfileEstimates, open_profile
-from .result import AnalysisResult, Metric
+from .result import AnalysisResult, LabelledArray, Metric
 from .trace import CartTopology, Communicator, Events, Location, Region, Trace, open
 
 __all__ = [
     "TraceError",
     "AnalysisResult",
     "Metric",
+    "LabelledArray",
     "Trace",
     "Events",
     "Location",

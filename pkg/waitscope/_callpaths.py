@@ -89,12 +89,14 @@ def short_name(path: str) -> str:
     return "/".join(function_name(c) for c in _split(path))
 
 
-def resolve(names: Sequence[str], key: str, root: str | None = None) -> int:
+def resolve(names: Sequence[str], key: str, root: str | None = None,
+            listing: str = "callpath_names lists") -> int:
     """Index of the call path `key` names (see the module docstring); `root`:
     the program region's name when it is the root of every call path.
 
-    Raises KeyError naming the closest call paths when nothing matches, and
-    ValueError naming the candidates when the key is ambiguous.
+    Raises KeyError naming the closest call paths when nothing matches
+    (ending ``(<listing> all N)``: where the user finds every call path),
+    and ValueError naming the candidates when the key is ambiguous.
     """
     if not isinstance(key, str):
         raise TypeError(f"call path must be an index or a name (str), not {type(key).__name__}")
@@ -114,7 +116,7 @@ def resolve(names: Sequence[str], key: str, root: str | None = None) -> int:
         return suffix[0]
     if len(suffix) > 1:
         _ambiguous(names, key, suffix)
-    raise KeyError(unknown_message(names, key))
+    raise KeyError(unknown_message(names, key, listing))
 
 
 def _ambiguous(names: Sequence[str], key: str, candidates: list[int]) -> None:
@@ -138,7 +140,7 @@ def closest(names: Sequence[str], key: str, n: int = 3) -> list[str]:
     return out[:n]
 
 
-def unknown_message(names: Sequence[str], key: str) -> str:
+def unknown_message(names: Sequence[str], key: str, listing: str = "callpath_names lists") -> str:
     near = closest(names, key)
     hint = f"; closest: {', '.join(repr(n) for n in near)}" if near else ""
-    return f"unknown call path {key!r}{hint} (callpath_names lists all {len(names)})"
+    return f"unknown call path {key!r}{hint} ({listing} all {len(names)})"

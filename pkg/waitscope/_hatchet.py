@@ -31,8 +31,10 @@ def _import_hatchet() -> Any:
         from hatchet.graph import Graph
         from hatchet.node import Node
     except ImportError as exc:
-        raise ImportError("to_hatchet needs Hatchet: python -m pip install llnl-hatchet "
-                          "(or pip install 'waitscope[hatchet]')") from exc
+        from ._optional import install_hint
+
+        raise ImportError(f"AnalysisResult.to_hatchet needs Hatchet, which is not installed: "
+                          f"{install_hint('hatchet')}", name="hatchet") from exc
     return hatchet, Frame, Graph, Node
 
 
@@ -48,7 +50,9 @@ def per_rank(values: np.ndarray, ranks: np.ndarray, n_ranks: int) -> np.ndarray:
 def to_hatchet(result: "AnalysisResult") -> Any:
     """The result as a ``hatchet.GraphFrame`` (see the module's docstring)."""
     hatchet, Frame, Graph, Node = _import_hatchet()
-    import pandas as pd
+    from . import _optional
+
+    pd = _optional.require("pandas", "AnalysisResult.to_hatchet")
 
     trace = result.trace
     parent = np.asarray(result.callpath_parent, dtype=np.int64)

@@ -11,16 +11,19 @@ try:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
-    raise ImportError("waitscope.plot needs matplotlib: python -m pip install matplotlib (or .ci/setup plot in a checkout)") from exc
+    from ._optional import install_hint
+
+    raise ImportError(f"waitscope.plot needs matplotlib, which is not installed: {install_hint('matplotlib')}",
+                      name="matplotlib") from exc
 
 GRID_BAD_COLOR = "#d0d0d0"
-DEFAULT_CMAP = "YlOrRd"  # light = low, dark red = high (the seed's "darker is higher")
+DEFAULT_CMAP = "YlOrRd"  # light = low, dark red = high ("darker is higher", as in Böhme et al. 2010)
 
 # timeline palettes: MPI regions in warm colours of clearly different hue and lightness
 # (red, orange, magenta, brown, gold, ...), everything else in cool ones
 MPI_COLORS = ("#d62728", "#ff7f00", "#c51b8a", "#8c510a", "#ffe119", "#fb9a99", "#67000d", "#f6e8c3",
               "#7a0177", "#bf812d")  # any two differ by more than 0.4 in summed |R|+|G|+|B|
-OTHER_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#17becf", "#aec7e8", "#98df8a", "#c5b0d5", "#9edae5",
+OTHER_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#17becf", "#aec7e8", "#98df8a", "#c5b0d5", "#00a087",
                 "#7f7f7f", "#393b79", "#637939", "#5254a3", "#8ca252", "#6b6ecf", "#b5cf6b", "#bcbd22")
 MODEL_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd")
 """Colour of each delay model in :func:`waitscope.plot.delay_profile`."""

@@ -8,7 +8,12 @@ import numpy as np
 
 from ._plot_base import DEFAULT_CMAP, GRID_BAD_COLOR, Axes, Figure, _single_axes
 from matplotlib import colormaps
-from matplotlib.colors import LogNorm
+from matplotlib.colors import LogNorm, Normalize
+from matplotlib.ticker import FuncFormatter, NullFormatter
+
+LOG_SPAN = 10.0
+"""The matrix is drawn on a logarithmic colour scale when its largest cell is at least this
+many times its smallest non-zero one, else on a linear scale from 0."""
 
 if TYPE_CHECKING:  # pragma: no cover
     from .trace import Trace
@@ -17,7 +22,9 @@ if TYPE_CHECKING:  # pragma: no cover
 def comm_matrix(source: "Trace | np.ndarray", kind: str = "bytes", window: Sequence[float] | None = None,
                 collectives: bool = False, ax: Axes | None = None, cmap: Any = DEFAULT_CMAP,
                 annotate: bool | None = None) -> Figure:
-    """Sender x receiver matrix on a logarithmic colour scale.
+    """Sender x receiver matrix, on a logarithmic colour scale when the values span
+    at least a factor :data:`LOG_SPAN` (10), else on a linear one from 0; the colour
+    bar reads in k, M, G (``1.6M``).
 
     `source` is a trace (then :meth:`waitscope.Trace.comm_matrix` with
     `kind`, `window` and `collectives` makes the matrix) or a square
@@ -38,11 +45,15 @@ def comm_matrix(source: "Trace | np.ndarray", kind: str = "bytes", window: Seque
     masked = np.ma.masked_less_equal(matrix, 0.0)
     positive = matrix[matrix > 0]
     vmin, vmax = (float(positive.min()), float(positive.max())) if len(positive) else (1.0, 10.0)
-    if vmax <= vmin:
-        vmin, vmax = vmin / 10.0, vmax * 10.0 if vmax > 0 else 10.0
     colors = (colormaps[cmap] if isinstance(cmap, str) else cmap).with_extremes(bad=GRID_BAD_COLOR)
-    image = ax.imshow(masked, norm=LogNorm(vmin=vmin, vmax=vmax), cmap=colors, interpolation="nearest")
-    fig.colorbar(image, ax=ax, label="bytes" if kind == "bytes" else "messages")
+    if vmax >= LOG_SPAN * vmin:
+        norm: Normalize = LogNorm(vmin=vmin, vmax=vmax)
+    else:  # values close together: a linear scale from 0 (cells 40 bytes apart look alike, as they are)
+        norm = Normalize(vmin=0.0, vmax=vmax)
+    image = ax.imshow(masked, norm=norm, cmap=colors, interpolation="nearest")
+    bar = fig.colorbar(image, ax=ax, label="bytes" if kind == "bytes" else "messages")
+    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _short_number(v)))  # 1.6M, not 1.63840e6
+    bar.ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("receiver rank")
     ax.set_ylabel("sender rank")
     step = max(1, n // 16)
@@ -57,7 +68,8 @@ def comm_matrix(source: "Trace | np.ndarray", kind: str = "bytes", window: Seque
 
 
 def _short_number(v: float) -> str:
+    """``1.64M``, ``40k``, ``512``: three significant digits and a unit prefix."""
     for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if v >= scale:
+        if abs(v) >= scale:
             return f"{v / scale:.3g}{unit}"
     return f"{v:.3g}"

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, Tuple, Union
 import numpy as np
 
 from ._plot_base import DEFAULT_CMAP, GRID_BAD_COLOR, Axes, Figure, _figure_of, _new_figure, _short, matplotlib, mcolors
-from matplotlib.ticker import MaxNLocator
 
 from .result import AnalysisResult, CallpathKey, Metric
 
@@ -70,6 +69,19 @@ def location_values(result: AnalysisResult, metric: str, callpath: CallpathKey |
     return values[cp]
 
 
+STRIP_LABEL = "rank\n(the trace has no Cartesian topology: dims= places the ranks on a grid)"
+"""The axis label of a heatmap that shows the ranks in a row, for a trace without a topology."""
+
+
+def _trace_topology(result: AnalysisResult) -> "CartTopology | None":
+    """The Cartesian topology of the result's trace (None without one, or without a trace)."""
+    try:
+        trace = result.trace
+    except AttributeError:  # profile estimates
+        return None
+    return trace.cart_topology
+
+
 def _placement(result: AnalysisResult, topology: "CartTopology | None", dims: Sequence[int] | None,
                coords: Coords | None, transpose: bool = False) -> tuple[np.ndarray, tuple[int, ...], tuple[str, ...]]:
     """Coordinates per location (-1: none), the grid's dimensions and their names (x, y, z order)."""
@@ -103,13 +115,15 @@ def _placement(result: AnalysisResult, topology: "CartTopology | None", dims: Se
         if ok.any():  # row-major, the last dimension fastest (as MPI_Cart_create)
             xy[ok] = np.stack(np.unravel_index(ranks[ok], grid), axis=1)
     else:
-        topo = topology if topology is not None else result.trace.cart_topology
-        if topo is None:
-            raise ValueError("the trace defines no Cartesian topology: pass dims= (ranks are placed row-major) "
-                             "or coords= (one coordinate row per location, or a function of the rank)")
-        grid = tuple(int(d) for d in topo.dims)
-        xy = topo.location_coords(n)
-        names = tuple(topo.dim_names)
+        topo = topology if topology is not None else _trace_topology(result)
+        if topo is None:  # a strip of the ranks in a row (threads of a rank share its cell)
+            grid = (max(int(ranks.max()) + 1, 1) if len(ranks) else 1,)
+            xy = ranks.reshape(n, 1).copy()
+            names = (STRIP_LABEL,)
+        else:
+            grid = tuple(int(d) for d in topo.dims)
+            xy = topo.location_coords(n)
+            names = tuple(topo.dim_names)
     if not 1 <= len(grid) <= 3:
         raise ValueError(f"a topology grid shows 1 to 3 dimensions, not {len(grid)}")
     bad = np.any((xy >= np.asarray(grid)) & (xy >= 0), axis=1)
@@ -172,9 +186,6 @@ def _norm(grids: Sequence[np.ma.MaskedArray], vmin: float | None, vmax: float | 
     return mcolors.Normalize(vmin=lo if vmin is None else vmin, vmax=hi if vmax is None else vmax)
 
 
-SHARE_VMAX = 0.1
-"""With ``share=True`` the colour scale of the heatmaps runs from 0 to at least this share of
-the run time (10 %), so that little waiting stays light instead of filling the scale."""
 
 
 def run_length(trace: "Trace") -> float:
@@ -183,9 +194,10 @@ def run_length(trace: "Trace") -> float:
 
 
 def _share_norm(grids: Sequence[np.ma.MaskedArray], vmin: float | None, vmax: float | None) -> mcolors.Normalize:
+    """0 to the largest share shown (fitted to the data; the colour bar's percentages say how much it is)."""
     data = [g.compressed() for g in grids if g.compressed().size]
     hi = max((float(d.max()) for d in data), default=0.0)
-    return mcolors.Normalize(vmin=0.0 if vmin is None else vmin, vmax=max(hi, SHARE_VMAX) if vmax is None else vmax)
+    return mcolors.Normalize(vmin=0.0 if vmin is None else vmin, vmax=(hi if hi > 0 else 1e-3) if vmax is None else vmax)
 
 
 def _share_colorbar(fig: Figure, norm: mcolors.Normalize, cmap: mcolors.Colormap, axes: Any, what: str,
@@ -247,12 +259,17 @@ ANNOTATE_CELLS = 32
 def format_value(value: float, unit: str, share: bool = False) -> str:
     """A short label for a value: ``0.31 %`` (shares), ``620 µs``, ``1.2 s``, ``42``, ``16.7 MB``."""
     if share:
-        return f"{100 * value:.2g} %" if value else "0"
+        if abs(value) < 1e-12:
+            return "0"
+        percent = 100 * value
+        return f"{percent:.2g} %" if abs(percent) < 100 else f"{percent:.0f} %"
     if unit == "sec":
         magnitude = abs(value)
+        if magnitude < 1e-12:  # rounding of sums, far below any clock's resolution
+            return "0"
         for scale, suffix in ((1.0, "s"), (1e-3, "ms"), (1e-6, "\u00b5s"), (1e-9, "ns")):
             if magnitude >= scale or scale == 1e-9:
-                return f"{value / scale:.3g} {suffix}" if value else "0"
+                return f"{value / scale:.3g} {suffix}"
     if unit == "bytes":
         for scale, suffix in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
             if abs(value) >= scale:
@@ -272,18 +289,24 @@ def _annotate(ax: Axes, plane: np.ma.MaskedArray, cmap: mcolors.Colormap, norm: 
                 color="white" if dark else "black", gid="value")
 
 
+def integer_ticks(n: int, most: int = 8) -> list[int]:
+    """Tick positions for `n` cells: cell indices 0, step, 2 step, ... (at most `most` of them)."""
+    step = max(1, math.ceil(n / most))
+    return list(range(0, max(n, 1), step))
+
+
 def _draw_plane(ax: Axes, plane: np.ma.MaskedArray, cmap: mcolors.Colormap, norm: mcolors.Normalize,
                 names: tuple[str, ...], annotate: bool | None = None, unit: str = "", share: bool = False) -> Any:
-    im = ax.imshow(plane, origin="upper", cmap=cmap, norm=norm, interpolation="nearest", aspect="equal")
     ny, nx = plane.shape
+    strip = ny == 1 and nx > 16  # a long row of cells: fill the panel's width
+    im = ax.imshow(plane, origin="upper", cmap=cmap, norm=norm, interpolation="nearest",
+                   aspect="auto" if strip else "equal")
     if annotate or (annotate is None and ny * nx <= ANNOTATE_CELLS):
         _annotate(ax, plane, cmap, norm, unit, share)
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=min(nx, 8), integer=True))
-    ax.yaxis.set_major_locator(MaxNLocator(nbins=min(ny, 8), integer=True))
-    ax.set_xlabel(names[0])
+    ax.set_xticks(integer_ticks(nx, 16 if ny == 1 else 8))  # cells sit at integer positions
+    ax.set_yticks([] if ny == 1 else integer_ticks(ny))
+    ax.set_xlabel(names[0], fontsize="small" if names[0] == STRIP_LABEL else None)
     ax.set_ylabel(names[1] if len(names) > 1 else "")
-    if ny == 1:
-        ax.set_yticks([])
     return im
 
 
@@ -298,7 +321,7 @@ def heatmaps(result: AnalysisResult | None = None, panels: Sequence[Panel] = (),
     `panels` lists what to show: ``metric``, ``(metric, callpath)`` (of
     `result`), ``(result, metric)`` or ``(result, metric, callpath)``, so
     that panels from different results (e.g. the two delay models) can be
-    compared, as in seed 000, Figs. 5, 8 and 9: waiting time next to the
+    compared, as in Figs. 5, 8 and 9 of Böhme et al. (ICPP 2010): waiting time next to the
     short- and long-term delay costs.  The placement arguments apply to every panel
     (see :func:`heatmap`).
 
@@ -322,7 +345,7 @@ def heatmaps(result: AnalysisResult | None = None, panels: Sequence[Panel] = (),
         names = names or n
         values = location_values(r, metric, cp, inclusive)
         if share:
-            runs.append(run_length(r.trace))
+            runs.append(r.run_length)
             values = values / runs[-1]
         grids.append(_grid(values, xy, grid))
     if share:
@@ -337,8 +360,8 @@ def heatmaps(result: AnalysisResult | None = None, panels: Sequence[Panel] = (),
     nz, ny, nx = grids[0].shape
     n_panels = len(specs)
     if axes is None:
-        cell = 3.4
-        height = min(max(cell * ny / nx, 1.0), 6.0)
+        cell = 3.4 if ny > 1 else min(max(3.4, 0.55 * nx), 8.0)
+        height = min(max(cell * ny / nx, 1.4), 6.0)
         fig = _new_figure((cell * n_panels + 1.2, height * nz + 0.9))
         grid_axes = fig.subplots(nz, n_panels, squeeze=False)
         flat = [grid_axes[z, p] for p in range(n_panels) for z in range(nz)]
@@ -400,7 +423,10 @@ def heatmap(result: AnalysisResult, metric: str, callpath: CallpathKey | None = 
     (the last dimension fastest, as MPI_Cart_create); `coords` gives the
     coordinates of every location, as an array of shape (locations, ndim)
     or a function of the rank (its grid is `dims` or the largest
-    coordinates + 1).  Without topology, dims and coords: ValueError.
+    coordinates + 1).  A trace without a Cartesian topology (most real
+    codes) and without `dims` or `coords` shows its ranks in a row, rank 0
+    on the left (:data:`STRIP_LABEL` says so on the axis).  Axis ticks sit
+    on the cells (integer coordinates).
 
     Orientation (Cube's): coordinate 0 runs horizontally from the left,
     coordinate 1 vertically from the top; a 3D topology is drawn as one
@@ -411,12 +437,11 @@ def heatmap(result: AnalysisResult, metric: str, callpath: CallpathKey | None = 
     metric's unit.  Light colours are low values, dark high ones.
 
     Colour scale: by default from the smallest to the largest value shown
-    (or `vmin`/`vmax`).  ``share=True`` (time metrics only) shows each
-    location's value as a share of the run's wall-clock time
-    (:func:`run_length`) on a scale from 0 to the largest share, but at
-    least :data:`SHARE_VMAX` (10 %), with a colour bar in percent: how
-    alarming a colour looks then says how much of the run the time is, so
-    0.6 ms of waiting in a 0.2 s run stays pale.
+    (or `vmin`/`vmax`), so that the differences between the locations show.
+    ``share=True`` (time metrics only) shows each location's value as a
+    share of the run's wall-clock time (:func:`run_length`) on a scale from
+    0 to the largest share, with a colour bar in percent, which says how
+    much of the run the darkest cell is (``vmax=0.1`` fixes the top at 10 %).
 
     `annotate` writes each cell's value into it (text artists with gid
     ``"value"``); by default when a plane has at most
@@ -429,7 +454,7 @@ def heatmap(result: AnalysisResult, metric: str, callpath: CallpathKey | None = 
     info = _metric_info(result, metric)
     xy, dims_used, names = _placement(result, topology, dims, coords, transpose)
     values = location_values(result, metric, callpath, inclusive)
-    run = run_length(result.trace) if share else 1.0
+    run = result.run_length if share else 1.0
     if share:
         _check_share([info])
         values = values / run
@@ -438,8 +463,8 @@ def heatmap(result: AnalysisResult, metric: str, callpath: CallpathKey | None = 
     if ax is None:
         ncols = min(nz, 4)
         nrows = math.ceil(nz / ncols)
-        cell = 3.6 if nz == 1 else 2.8
-        height = min(max(cell * ny / nx, 1.0), 7.0)
+        cell = (3.6 if ny > 1 else min(max(3.6, 0.55 * nx), 10.0)) if nz == 1 else 2.8
+        height = min(max(cell * ny / nx, 1.4), 7.0)
         fig = _new_figure((cell * ncols + 1.2, height * nrows + 0.9))
         flat = list(fig.subplots(nrows, ncols, squeeze=False).ravel())
         for extra in flat[nz:]:

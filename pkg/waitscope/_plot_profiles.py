@@ -66,7 +66,7 @@ def delay_profile(results: Mapping[str, AnalysisResult] | AnalysisResult, *, top
 
 
 def activity_average(result: AnalysisResult) -> np.ndarray:
-    """Average time per process of every call path without wait states (seed 001's avg(i)).
+    """Average time per process of every call path without wait states (avg(i) of Böhme et al., IPDPS 2012).
 
     The activity time of the critical-path analysis (``critical_path_activities``
     plus ``non_critical_path_activities``) summed over locations, divided by
@@ -77,15 +77,21 @@ def activity_average(result: AnalysisResult) -> np.ndarray:
     return activity / max(procs, 1)
 
 
+PROFILE_MIN_SHARE = 1e-3
+""":func:`critical_path_profile` leaves out call paths with less than this share of the path
+(they would be bars of no visible length); its title says how many."""
+
+
 def critical_path_profile(result: AnalysisResult, *, top: int = 10, ax: Axes | None = None) -> Figure:
-    """The critical-path profile (seed 001, Fig. 1b): per call path, time on the critical path
+    """The critical-path profile (Böhme et al., IPDPS 2012, Fig. 1b): per call path, time on the critical path
     next to the average time per process.
 
     The critical-path bar (dark) has its critical-path imbalance (the part
     above the average; ``critical_path.imbalance``) hatched; the grey bar
     below it is the average activity time per process without wait states
     (:func:`activity_average`).  The `top` call paths with the most
-    critical-path time are shown, the largest at the top.  Needs a result
+    critical-path time are shown, the largest at the top; call paths with
+    less than :data:`PROFILE_MIN_SHARE` (0.1 %) of the path are left out.  Needs a result
     of ``analyze(critical_path=True)`` (ValueError otherwise).  Returns the
     Figure.
     """
@@ -93,7 +99,10 @@ def critical_path_profile(result: AnalysisResult, *, top: int = 10, ax: Axes | N
     on_path = np.asarray(cp.by_callpath, dtype=np.float64)
     imbalance = np.asarray(cp.imbalance, dtype=np.float64)
     average = activity_average(result)
-    order = [i for i in np.argsort(-on_path, kind="stable")[:max(int(top), 1)] if on_path[i] > 0]
+    least = PROFILE_MIN_SHARE * cp.length
+    visible = [int(i) for i in np.argsort(-on_path, kind="stable") if on_path[i] > least]
+    order = visible[:max(int(top), 1)]
+    hidden = int(np.count_nonzero(on_path > 0)) - len(visible)
     fig, ax = _single_axes(ax, (8.0, 1.2 + 0.55 * max(len(order), 1)))
     y = np.arange(len(order), dtype=np.float64)
     h = 0.38
@@ -108,6 +117,8 @@ def critical_path_profile(result: AnalysisResult, *, top: int = 10, ax: Axes | N
     ax.set_yticklabels([_short(result.callpath_names[i]) for i in order])
     ax.set_ylim(max(len(order), 1) - 0.5, -0.5)
     ax.set_xlabel("time (s)")
-    ax.set_title(f"critical path: {cp.length:.6g} s", fontsize="medium")
+    note = f" ({hidden} call path{'s' if hidden > 1 else ''} under {100 * PROFILE_MIN_SHARE:g} % of it left out)" \
+        if hidden > 0 else ""
+    ax.set_title(f"critical path: {cp.length:.6g} s{note}", fontsize="medium")
     ax.legend(loc="lower right", fontsize="small")
     return fig

@@ -37,8 +37,27 @@ WAIT_HATCHES = {"mpi_latesender": "////", "mpi_latereceiver": "\\\\\\\\", "mpi_b
 
 
 
+def palette(base: Sequence[str], n: int, hues: tuple[float, float]) -> list[tuple[float, float, float]]:
+    """`n` different RGB colours: `base` first, then generated ones with hues in `hues`
+    (fractions of the colour circle, ``(0.92, 1.15)`` wraps through red), spread by the
+    golden ratio and varied in saturation and value, each differing from all before
+    it by more than 0.15 in summed |R| + |G| + |B|."""
+    out = [mcolors.to_rgb(c) for c in base][:n]
+    k = 0
+    while len(out) < n:
+        k += 1
+        hue = (hues[0] + (hues[1] - hues[0]) * ((k * 0.6180339887) % 1.0)) % 1.0
+        saturation = (0.9, 0.6, 0.75)[k % 3]
+        value = (0.95, 0.7, 0.5, 0.85)[k % 4]
+        rgb = tuple(float(v) for v in mcolors.hsv_to_rgb((hue, saturation, value)))
+        if all(sum(abs(a - b) for a, b in zip(rgb, c)) > 0.15 for c in out) or k > 50 * n:
+            out.append(rgb)  # type: ignore[arg-type]
+    return out
+
+
 def _region_colors(trace: "Trace") -> np.ndarray:
-    """An RGBA colour per region: MPI reddish, the others from a palette without red.
+    """An RGBA colour per region, one colour per region: MPI in warm colours, the others
+    in cool ones (:data:`MPI_COLORS`, :data:`OTHER_COLORS`, then generated ones).
 
     Colours go to the regions that occur in the call-path tree (a Score-P
     trace defines hundreds of MPI regions it never enters), in the order
@@ -47,18 +66,17 @@ def _region_colors(trace: "Trace") -> np.ndarray:
     regions = trace.regions
     out = np.zeros((len(regions), 4))
     out[:] = mcolors.to_rgba("lightgrey")
-    n_mpi = n_other = 0
+    mpi: list[int] = []
+    other: list[int] = []
     seen: set[int] = set()
     for region in (int(x) for x in trace.callpath_region):
         if region in seen or not 0 <= region < len(regions):
             continue
         seen.add(region)
-        if regions[region].is_mpi:
-            out[region] = mcolors.to_rgba(MPI_COLORS[n_mpi % len(MPI_COLORS)])
-            n_mpi += 1
-        else:
-            out[region] = mcolors.to_rgba(OTHER_COLORS[n_other % len(OTHER_COLORS)])
-            n_other += 1
+        (mpi if regions[region].is_mpi else other).append(region)
+    for chosen, base, hues in ((mpi, MPI_COLORS, (0.92, 1.15)), (other, OTHER_COLORS, (0.25, 0.8))):
+        for region, rgb in zip(chosen, palette(base, len(chosen), hues)):
+            out[region] = (*rgb, 1.0)
     return out
 
 
@@ -173,7 +191,11 @@ def timeline(trace: "Trace", result: AnalysisResult | None = None, *,
       ``"critical_path"``) through its segments and the transfers between
       locations, drawn in the gap just above each bar
       (:data:`CRITICAL_PATH_OFFSET` above the row's centre), so that it
-      marks the bar it runs along without hiding it.
+      marks the bar it runs along without hiding it.  Zoomed out, when the
+      path moves between locations more than :data:`CRITICAL_PATH_SWITCHES`
+      times per inch of the time axis, the line is thin and leaves the
+      moves out (the legend says so): only the pieces along the bars remain;
+      messages crowded more than :data:`MESSAGES_PER_INCH` are drawn faint.
 
     The title (when no `ax` is given; `title` replaces it, ``""`` omits it)
     names the trace and the window.
@@ -261,14 +283,22 @@ def timeline(trace: "Trace", result: AnalysisResult | None = None, *,
             seg[:, 1, 0] = m["recv_time"]
             seg[:, 0, 1] = [row_of[int(x)] for x in m["send_location"]]
             seg[:, 1, 1] = [row_of[int(x)] for x in m["recv_location"]]
-            ax.add_collection(LineCollection(seg, colors="black", linewidths=0.6,  # type: ignore[arg-type]
-                                             alpha=0.7, gid="messages", zorder=3))
-            handles.append(Line2D([], [], color="black", linewidth=0.6, label="message"))
+            # zoomed out, many messages side by side would paint the gaps black: draw them faint
+            rows_crossed = float(np.abs(seg[:, 1, 1] - seg[:, 0, 1]).sum())
+            crowded = rows_crossed > MESSAGES_PER_INCH * _axes_inches(fig, ax) * max(len(locs) - 1, 1)
+            width, alpha = (0.3, 0.25) if crowded else (0.6, 0.7)
+            ax.add_collection(LineCollection(seg, colors="black", linewidths=width,  # type: ignore[arg-type]
+                                             alpha=alpha, gid="messages", zorder=3))
+            handles.append(Line2D([], [], color="black", linewidth=width, alpha=alpha, label="message"))
     if result is not None and "critical_path" in result.metric_ids:
-        line = _critical_path_line(result, row_of, t0, t1)
+        line = _critical_path_line(result, row_of, t0, t1,
+                                   max_switches=int(CRITICAL_PATH_SWITCHES * _axes_inches(fig, ax)))
         if line is not None:
             ax.add_line(line)
-            handles.append(Line2D([], [], color="black", linewidth=2.0, label="critical path"))
+            crowded = np.isnan(np.asarray(line.get_xdata(), dtype=float)).any() and line.get_linewidth() < 2.0
+            handles.append(Line2D([], [], color="black", linewidth=line.get_linewidth(),
+                                  label="critical path (its moves left out)" if crowded
+                                  else "critical path"))
 
     ax.set_xlim(t0, t1)
     ax.set_ylim(len(locs) - 0.5, -0.6)
@@ -328,21 +358,50 @@ def wait_intervals(trace: "Trace", locations: Sequence[int] | None = None,
     return source._wait_states(locations, window)
 
 
-def _critical_path_line(result: AnalysisResult, row_of: dict[int, int], t0: float, t1: float) -> Line2D | None:
+MESSAGES_PER_INCH = 10
+"""When more messages than this cross the gap between two rows per inch of the time
+axis (on average over the gaps), :func:`timeline` draws them faint (thinner, more
+transparent), so that zoomed out they do not paint the picture black."""
+
+
+def _axes_inches(fig: Figure, ax: Axes) -> float:
+    """The width of the Axes in inches (of the figure's current layout)."""
+    return max(ax.get_window_extent().width / fig.dpi, 1.0) if fig.dpi else 8.0
+
+
+CRITICAL_PATH_SWITCHES = 12
+"""Moves of the critical path between locations per inch of the time axis above which
+:func:`timeline` draws the path thin and without those moves: zoomed out on a
+pipelined code the moves would fill the picture with black zig-zags."""
+
+
+def _critical_path_line(result: AnalysisResult, row_of: dict[int, int], t0: float, t1: float,
+                        max_switches: int | None = None) -> Line2D | None:
+    """The critical path inside [t0, t1] as one line just above the bars.
+
+    With more than `max_switches` moves between locations in the window the
+    line is thin (1 point) and broken at every move, so only the pieces
+    along the bars are drawn."""
     seg = result.critical_path.segments
     seg = seg[(seg["end"] >= t0) & (seg["start"] <= t1)]
     if not len(seg):
         return None
+    switches = int(np.count_nonzero(seg["location"][1:] != seg["location"][:-1]))
+    crowded = max_switches is not None and switches > max_switches
     xs: list[float] = []
     ys: list[float] = []
+    last = None
     for s in seg:
         row = row_of.get(int(s["location"]))
-        if row is None:  # the path runs through a location not shown: break the line
+        if row is None or (crowded and last is not None and int(s["location"]) != last):
+            # the path runs through a location not shown, or moves while zoomed out: break the line
             if xs and not math.isnan(xs[-1]):
                 xs.append(math.nan)
                 ys.append(math.nan)
+        last = int(s["location"])
+        if row is None:
             continue
         xs += [max(float(s["start"]), t0), min(float(s["end"]), t1)]
         ys += [row - CRITICAL_PATH_OFFSET, row - CRITICAL_PATH_OFFSET]
-    return Line2D(xs, ys, color="black", linewidth=2.0, solid_capstyle="butt", solid_joinstyle="miter",
-                  gid="critical_path", zorder=4)
+    return Line2D(xs, ys, color="black", linewidth=1.0 if crowded else 2.0, solid_capstyle="butt",
+                  solid_joinstyle="miter", gid="critical_path", zorder=4)

@@ -1,14 +1,18 @@
-"""Before and after on the process topology (:func:`waitscope.plot.whatif`; seed 000, Fig. 12)."""
+"""Before and after on the process topology (:func:`waitscope.plot.whatif`)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from ._plot_base import DEFAULT_CMAP, Axes, Figure, _figure_of, _new_figure, _short, mcolors
-from ._plot_heatmap import _cmap, _draw_plane, _flat_axes, _grid, _metric_info, _norm, _placement, location_values
+from ._plot_heatmap import (Coords, _cmap, _draw_plane, _flat_axes, _grid, _metric_info, _norm, _placement,
+                            location_values)
 from .result import AnalysisResult, CallpathKey
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .trace import CartTopology
 
 
 def _default_callpaths(before: AnalysisResult, metric: str, count: int) -> list[str]:
@@ -21,9 +25,11 @@ def _default_callpaths(before: AnalysisResult, metric: str, count: int) -> list[
 def whatif(before: AnalysisResult, after: AnalysisResult, metric: str = "mpi_latesender",
            callpaths: Sequence[CallpathKey] | None = None, *, plane: int | None = None,
            labels: tuple[str, str] = ("recorded", "simulated"), titles: Sequence[str] | None = None,
+           topology: "CartTopology | None" = None, dims: Sequence[int] | None = None, coords: Coords | None = None,
            transpose: bool = False, axes: Sequence[Axes] | None = None, cmap: str | mcolors.Colormap = DEFAULT_CMAP,
            annotate: bool | None = None) -> Figure:
-    """`metric` per location before and after a change, on the process topology (seed 000, Fig. 12).
+    """`metric` per location before and after a change, on the process topology
+    (as Fig. 12 of Böhme et al., ICPP 2010, shows Zeus-MP/2 before and after balancing).
 
     One column per call path (default: the three with the most `metric`
     in `before`, e.g. the waiting of three communication phases), the
@@ -32,8 +38,9 @@ def whatif(before: AnalysisResult, after: AnalysisResult, metric: str = "mpi_lat
     paths are given by name (or index in `before`) and found in `after`
     by name (a call path missing there counts 0).  For a 3D topology one
     plane is shown: `plane` (coordinate 2; default: the middle one).
-    Placement as :func:`waitscope.plot.heatmap` (the topology of
-    `before`'s trace; `transpose` swaps the first two coordinates).
+    Placement as :func:`waitscope.plot.heatmap`: the topology of
+    `before`'s trace, or `topology`, `dims` or `coords`; without any of
+    them the ranks in a row; `transpose` swaps the first two coordinates.
     `axes`: 2 x columns Axes, row by row.  Returns the Figure.
     """
     info = _metric_info(before, metric)
@@ -45,7 +52,7 @@ def whatif(before: AnalysisResult, after: AnalysisResult, metric: str = "mpi_lat
              (callpaths if callpaths is not None else _default_callpaths(before, metric, 3))]
     if not names:
         raise ValueError(f"{metric!r} is 0 everywhere in the before result: pass callpaths=")
-    xy, grid, dim_names = _placement(before, None, None, None, transpose)
+    xy, grid, dim_names = _placement(before, topology, dims, coords, transpose)
     planes = []
     for result in (before, after):
         row = []
@@ -62,7 +69,9 @@ def whatif(before: AnalysisResult, after: AnalysisResult, metric: str = "mpi_lat
         planes.append(row)
     n = len(names)
     if axes is None:
-        fig = _new_figure((3.2 * n + 1.4, 6.4))
+        nx, ny = grid[0], grid[1] if len(grid) > 1 else 1
+        width = 3.2 if ny > 1 else min(max(3.2, 0.55 * nx), 8.0)
+        fig = _new_figure((width * n + 1.4, 6.4 if ny > 1 else 3.6))
         flat = list(fig.subplots(2, n, squeeze=False).ravel())
     else:
         flat = _flat_axes(axes, 2 * n, "whatif")

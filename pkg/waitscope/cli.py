@@ -4,7 +4,7 @@
     waitscope analyze TRACE          wait-state report (add --delay, --critical-path, -o report.cubex,
                                      --perfetto out.json)
     waitscope comm TRACE             communication matrix and message sizes
-    waitscope demo                   the main job on the bundled Score-P trace
+    waitscope demo                   the main job on a halo exchange with one slow rank
     waitscope diff A B               what changed between two runs (cli_whatif.py)
     waitscope whatif TRACE --balance REGION   predicted effect of balancing a region (cli_whatif.py)
     waitscope trace -- COMMAND       run an MPI program and trace it (cli_measure.py)
@@ -30,6 +30,7 @@ from typing import Any, Mapping, Sequence
 from . import __version__, open as open_trace
 from .examples import PING_PONG
 from .export import analysis_document, trace_document
+from .profile import ESTIMATED_METRICS as ESTIMATED
 from .progress import Reporter, TextLine
 from .trace import Trace
 
@@ -112,14 +113,76 @@ def _close(progress: Reporter | None) -> None:
         progress.close()
 
 
+def _profile_document(profile: Any) -> dict[str, Any]:
+    """``info --json`` of a wait-state profile (docs/json.md, "profile")."""
+    est = profile.estimates()
+    return {"profile": profile.path, "command": profile.command, "mpi": profile.mpi, "ranks": profile.ranks,
+            "mpi_calls": profile.n_calls, "run_length": profile.run_length,
+            "execution_time": [float(x) for x in profile.execution_time],
+            "mpi_time": [float(x) for x in profile.mpi_time],
+            "callpaths": list(profile.callpath_names),
+            "estimates": {m: est.total(m) for m in ("time", "comp", "mpi") + ESTIMATED}}
+
+
 def cmd_info(args: argparse.Namespace) -> int:
+    from .profile import Profile
+
     progress = _progress(args)
     trace = open_trace(args.trace, progress=progress)
     _close(progress)
+    if isinstance(trace, Profile):
+        if args.json:
+            print(json.dumps(_profile_document(trace), indent=1))
+        else:
+            print(trace.summary())
+            print(f"  a wait-state profile (no events); its estimates per call path: waitscope analyze {trace.path}")
+        return 0
     if args.json:
         print(json.dumps(trace_document(trace), indent=1))
     else:
         print(trace.summary())
+    return 0
+
+
+TRACE_OPTIONS = (("delay", "--delay"), ("critical_path", "--critical-path"), ("window", "--window"),
+                 ("clock_correction", "--clock-correction"), ("perfetto", "--perfetto"), ("json", "--json"))
+"""Options of ``analyze`` that need a trace's events (a profile refuses them)."""
+
+
+def analyze_profile(args: argparse.Namespace, path: str) -> int:
+    """``waitscope analyze`` of a wait-state profile: its estimates as a report."""
+    from .cli_whatif import pop_lines
+    from .profile import open_profile
+
+    if _rank(args) != 0:
+        return 0  # under mpiexec rank 0 reads the (small) profile alone
+    given = [option for attribute, option in TRACE_OPTIONS if getattr(args, attribute, None)]
+    if given:
+        return _error(args, f"{', '.join(given)}: {path} is a wait-state profile, which has no events; "
+                            "this needs a trace (waitscope trace instead of waitscope profile)")
+    profile = open_profile(path)
+    result = profile.estimates()
+    print(f"waitscope {__version__}: {path}")
+    print(f"wait-state profile of {profile.command or 'an MPI program'}: {profile.ranks} ranks, "
+          f"{len(profile.callpath_names)} call paths, {profile.n_calls:,} MPI calls ({profile.mpi.split(chr(10))[0]})")
+    if getattr(args, "metric", None):
+        from .report import metric_table
+
+        ids = _metric_ids(args, result)
+        if ids is None:
+            return 2
+        print()
+        print("\n\n".join(metric_table(result, mid, top=args.top or 10, inclusive=args.inclusive) for mid in ids))
+    else:
+        print(result.summary(top=args.top or 5))
+        print("\n".join(pop_lines(result, None, "a profile has no events to simulate on an ideal network")))
+    if getattr(args, "output", None):
+        try:
+            written = result.to_cube(args.output)
+        except OSError as exc:
+            print(f"waitscope: error: cannot write {args.output}: {exc}", file=sys.stderr)
+            return 2
+        print(f"Cube report written to {written}")
     return 0
 
 
@@ -156,22 +219,98 @@ def format_timings(timings: dict[str, float]) -> str:
     return "\n".join(lines)
 
 
+def _error(args: argparse.Namespace, message: str) -> int:
+    """One line on stderr (by rank 0 under mpiexec); the exit status of bad input."""
+    if _rank(args) == 0:
+        print(f"waitscope: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _window_error(trace: Trace, window: tuple[float, float] | None) -> str | None:
+    """Why --window cannot be analysed (it lies outside the run), or None."""
+    if window is None:
+        return None
+    start, end = trace.time_span
+    if max(start, window[0]) < min(end, window[1]):
+        return None
+    return (f"--window {window[0]:g}:{window[1]:g} lies outside the run, which spans {start:.6g} s to {end:.6g} s "
+            "(seconds from the start of the trace)")
+
+
+def ideal_runtime(trace: Trace, window: tuple[float, float] | None) -> tuple[float | None, str]:
+    """The run time on an ideal network (of the window's piece of execution with `window`)
+    for the POP efficiencies: (seconds, "") or (None, why not).
+
+    Simulates ``trace.simulate(network="ideal")``; in the parallel mode every
+    process must call this (the simulation and the reductions are collective)."""
+    from . import TraceError
+    from .pop import ideal_span
+
+    comm = trace.comm
+    try:
+        ideal = trace.simulate(network="ideal", progress=False)
+    except (TraceError, ValueError, NotImplementedError) as exc:
+        return None, str(exc)
+    if window is None:
+        return float(ideal.run_length), ""
+    start, end = trace.time_span
+    span = (max(start, window[0]), min(end, window[1]))
+    try:
+        lo, hi = ideal_span(trace, ideal, span)
+    except ValueError:
+        lo, hi = float("inf"), float("-inf")  # no events here (parallel mode: maybe on other processes)
+    if comm is not None:
+        from mpi4py import MPI
+
+        lo = comm.allreduce(lo, op=MPI.MIN)
+        hi = comm.allreduce(hi, op=MPI.MAX)
+    if not lo < hi:
+        return None, "no events of the window in the ideal-network run"
+    return hi - lo, ""
+
+
+def _metric_ids(args: argparse.Namespace, result: Any) -> list[str] | None:
+    """The metrics --metric names, resolved (None: a name is unknown; the error is printed)."""
+    from . import _metrics
+
+    ids = []
+    for key in args.metric:
+        try:
+            ids.append(result.metrics[_metrics.resolve(result.metrics, key, "analyze --json lists")].id)
+        except (KeyError, ValueError) as exc:
+            _error(args, f"--metric: {exc.args[0] if exc.args else exc}")
+            return None
+    return ids
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
+    from .profile import profile_path
+
     if not _check_output(args):
         return 2
+    profile = profile_path(args.trace)
+    if profile is not None:
+        return analyze_profile(args, profile)
     threads = getattr(args, "threads", 1)
     if threads != 1 and getattr(args, "comm", None) is not None:
-        if _rank(args) == 0:
-            print("waitscope: error: --threads: not under mpiexec (the processes divide the work)", file=sys.stderr)
-        return 2
+        return _error(args, "--threads: not under mpiexec (the processes divide the work)")
     progress = _progress(args)
     trace = open_trace(args.trace, comm=getattr(args, "comm", None), progress=progress, threads=threads)
+    window = getattr(args, "window", None)
+    problem = _window_error(trace, window)
+    if problem is not None:
+        _close(progress)
+        return _error(args, problem)
     perfetto = getattr(args, "perfetto", None)
     result = trace.analyze(delay_model=args.delay, critical_path=args.critical_path, progress=progress,
                            clock_correction=getattr(args, "clock_correction", None),
                            window=getattr(args, "window", None), threads=threads,
                            wait_records=bool(perfetto), delay_records=bool(perfetto and args.delay))
     counts = _event_counts(trace)
+    metrics = getattr(args, "metric", None)
+    # the POP efficiencies of the text report need the run on an ideal network
+    # (collective in the parallel mode: every process simulates its share)
+    ideal, why = (None, "") if args.json or metrics else ideal_runtime(trace, window)
     _close(progress)
     if result is None:  # parallel mode: rank 0 has the result and reports
         return 0
@@ -179,16 +318,32 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         print(format_timings(result.timings), file=sys.stderr)
     if args.json:
         print(json.dumps(analysis_document(result, counts), indent=1))
+    elif metrics:
+        from .report import metric_table
+
+        ids = _metric_ids(args, result)
+        if ids is None:
+            return 2
+        print(f"waitscope {__version__}: {trace.path}")
+        for line in _window_note(result):
+            print(line)
+        print()
+        for mid in ids:
+            if mid != ids[0]:
+                print()
+            print(metric_table(result, mid, top=args.top if args.top is not None else 10,
+                               inclusive=args.inclusive))
     else:
         print(f"waitscope {__version__}: {trace.path}")
         print(f"{trace.n_locations} locations, {int(counts.sum())} events, {len(trace.callpath_names)} call paths, "
               f"clock {trace.clock['resolution']} ticks/s")
-        print(result.summary(top=args.top))
+        beside = os.path.join(os.path.dirname(os.path.abspath(trace.path)), "profile.json")
+        if os.path.isfile(beside):
+            print(f"the wait-state profile of the same run is beside it: waitscope analyze {beside}")
+        print(result.summary(top=args.top if args.top is not None else 5))
         from .cli_whatif import pop_lines
 
-        # without the ideal-network simulation (waitscope whatif adds it), so that the
-        # report is the same in the parallel mode
-        print("\n".join(pop_lines(result, None)))
+        print("\n".join(pop_lines(result, ideal, why)))
     if getattr(args, "output", None) and result is not None:
         try:
             written = result.to_cube(args.output)
@@ -205,6 +360,12 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         print(f"Perfetto trace written to {written} (open it in https://ui.perfetto.dev)",
               file=sys.stderr if args.json else sys.stdout)
     return 0
+
+
+def _window_note(result: Any) -> list[str]:
+    from .report import _window_lines
+
+    return _window_lines(result)
 
 
 def cmd_comm(args: argparse.Namespace) -> int:
@@ -230,35 +391,72 @@ def cmd_comm(args: argparse.Namespace) -> int:
     return 0
 
 
+DEMO_NETWORK = {"latency": 1e-5, "bandwidth": 1e9}
+"""The network of the demo's run: 10 µs latency, 1 GB/s."""
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
-    """The main job on the bundled trace: analysis, Cube report, heatmap and timeline images."""
+    """The main job on a program with a known imbalance: analysis, culprit, what-if, Cube report, pictures."""
+    from . import examples
+    from .cli_whatif import pop_lines
+    from .compare import side_by_side
+    from .report import culprit, culprit_line
+
     out = os.path.abspath(args.output_dir)
-    print(f"waitscope demo on the bundled Score-P trace {BUNDLED_TRACE}")
+    trace_dir = os.path.join(out, "trace")
+    print("waitscope demo: a 2D halo exchange on 4 x 4 ranks (waitscope.examples.halo_exchange). Every time step")
+    print("each rank computes fluxes and an update, exchanges halos with its neighbours (MPI_Irecv, MPI_Isend,")
+    print("MPI_Waitall) and joins an MPI_Allreduce. One rank has more work than the others: which one, what does")
+    print("its extra work cost, and what would balancing it gain?")
     print(f"writing into {out} (choose the directory with -o DIR)\n")
-    trace = open_trace(BUNDLED_TRACE)
-    print(trace.summary())
-    print()
-    result = trace.analyze(delay_model="proportional", critical_path=True)
-    print(result.summary())
     os.makedirs(out, exist_ok=True)
-    written = [("Cube report (CubeGUI, pycubexr)", result.to_cube(os.path.join(out, "report.cubex")))]
+    anchor = examples.halo_exchange().write(trace_dir, **DEMO_NETWORK)
+    trace = open_trace(anchor, progress=False)
+    result = trace.analyze(delay_model="proportional", critical_path=True, progress=False)
+    print(f"$ waitscope analyze {trace_dir} --delay proportional --critical-path --top 3")
+    print(result.summary(top=3))
+    print("\n".join(pop_lines(result)))
+
+    found = culprit(result)
+    written = [("the trace, OTF2", anchor)]
+    after = None
+    if found is not None:
+        region = trace.region_names[int(trace.callpath_region[found.callpath])]
+        print(f"\nthe culprit (from the delay costs): {culprit_line(result)}.")
+        print(f"\n$ waitscope whatif {trace_dir} --balance {region}")
+        simulated = trace.simulate(balance=region, progress=False)
+        after = simulated.analyze(delay_model="proportional", progress=False)
+        print(side_by_side(result, after, top=3, label_before="recorded", label_after="balanced"))
+        gain = result.run_length - after.run_length
+        print(f"\nbalancing {region} would make the run {gain:.6f} s shorter ({100 * gain / result.run_length:.1f} %): "
+              f"{result.run_length:.6f} s -> {after.run_length:.6f} s")
+    written.append(("Cube report (CubeGUI, pycubexr)", result.to_cube(os.path.join(out, "report.cubex"))))
     try:
         from . import plot
     except ImportError:
-        print("\nThe pictures need matplotlib: python -m pip install matplotlib (or .ci/setup plot in a checkout)", file=sys.stderr)
+        from ._optional import install_hint
+
+        print(f"\nThe pictures need matplotlib: {install_hint('matplotlib')}", file=sys.stderr)
     else:
-        fig = plot.heatmaps(result, ["mpi_latesender", "mpi_latereceiver", "delay_short", "delay_long"],
-                            share=True)
-        fig.suptitle("waiting time and the delay costs that caused it, per process, as shares of the run time")
+        fig = plot.heatmaps(result, ["mpi_latesender", "mpi_wait_nxn", "delay_short", "delay_long"], share=True,
+                            shared_scale=False)
+        fig.suptitle("where ranks wait (Late Sender, Wait at N x N) and whose delays caused the waiting (short- and "
+                     "long-term delay costs), as shares of the run time")
         path = os.path.join(out, "heatmap.png")
         fig.savefig(path, dpi=100)
-        written.append(("heatmap of waiting time and delay costs", path))
+        written.append(("heatmap of waiting time and delay costs on the process grid", path))
         path = os.path.join(out, "timeline.png")
-        plot.timeline(trace, result).savefig(path, dpi=100)
-        written.append(("timeline with wait states and the critical path", path))
+        plot.timeline(trace, result, window=(0.0, result.run_length / 3)).savefig(path, dpi=100)
+        written.append(("timeline of the first steps with wait states and the critical path", path))
+        if after is not None:
+            path = os.path.join(out, "whatif.png")
+            plot.whatif(result, after, "mpi_wait_nxn", labels=("recorded", f"{region} balanced")).savefig(path, dpi=100)
+            written.append(("Wait at N x N per rank, recorded and balanced", path))
     print("\nwritten:")
     for what, path in written:
         print(f"  {path}  ({what})")
+    print(f"\nnext: the same on your own program: waitscope trace -- mpiexec -n 4 ./app, then "
+          f"waitscope analyze waitscope-trace --delay proportional --critical-path")
     return 0
 
 
@@ -298,12 +496,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     info = sub.add_parser("info", help="summarise a trace: locations, regions, call paths, events")
-    info.add_argument("trace", help="OTF2 anchor file or experiment directory")
+    info.add_argument("trace", help="OTF2 anchor file or experiment directory (or a wait-state profile: profile.json)")
     info.add_argument("--json", action="store_true", help="machine-readable output")
     info.set_defaults(func=cmd_info)
 
     analyze = sub.add_parser("analyze", help="wait-state analysis of a trace")
-    analyze.add_argument("trace", help="OTF2 anchor file or experiment directory")
+    analyze.add_argument("trace", help="OTF2 anchor file or experiment directory; a wait-state profile "
+                                       "(profile.json, or the directory of waitscope profile) gives its estimates")
     analyze.add_argument("--delay", choices=["proportional", "wait-first"], default=None,
                          help="add the delay analysis with this cost model")
     analyze.add_argument("--critical-path", action="store_true", help="add the critical-path analysis")
@@ -314,7 +513,14 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--threads", type=_threads, default=1, metavar="N|auto",
                          help="read and replay with N threads (auto: one per core this process may run on, at least 16 locations per replaying thread); the same result as one thread")
     analyze.add_argument("--json", action="store_true", help="machine-readable output")
-    analyze.add_argument("--top", type=_positive_int, default=5, help="how many call paths and locations to list")
+    analyze.add_argument("--top", type=_positive_int, default=None, metavar="N",
+                         help="how many call paths each table lists (default 5; with --metric 10)")
+    analyze.add_argument("--metric", action="append", metavar="M",
+                         help="print only the top call paths of metric M, as cube_stat -m M -t N does (repeatable; "
+                              "M: a metric id such as mpi_latesender, a display name such as 'Late Sender', "
+                              "or a unique prefix)")
+    analyze.add_argument("--inclusive", action="store_true",
+                         help="with --metric: values including the call paths below (default: exclusive)")
     analyze.add_argument("--quiet", action="store_true", help="no progress output")
     analyze.add_argument("--timings", action="store_true",
                          help="print the seconds of each step of the analysis on stderr")
@@ -333,11 +539,12 @@ def build_parser() -> argparse.ArgumentParser:
     comm.add_argument("--json", action="store_true", help="machine-readable output")
     comm.set_defaults(func=cmd_comm)
 
-    demo = sub.add_parser("demo", help="run the main job on the bundled Score-P trace; writes a report "
-                                       "and pictures into ./waitscope-demo (-o DIR)")
+    demo = sub.add_parser("demo", help="the main job on a halo exchange with one slow rank: the report, the "
+                                       "culprit, the what-if gain; writes the trace, a Cube report and pictures "
+                                       "into ./waitscope-demo (-o DIR)")
     demo.add_argument("-o", "-d", "--output-dir", metavar="DIR", default="waitscope-demo",
-                      help="directory for the Cube report and the pictures; created if missing "
-                           "(default: ./waitscope-demo in the current directory)")
+                      help="(default: ./waitscope-demo in the current directory) where the trace, the Cube "
+                           "report and the pictures go; created if missing")
     demo.set_defaults(func=cmd_demo)
 
     from .cli_measure import add_parsers as add_measure_parsers

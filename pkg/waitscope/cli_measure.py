@@ -155,20 +155,11 @@ def describe_profile(profile_dir: str, status: int) -> tuple[bool, str]:
                        "(rank 0 writes it in MPI_Finalize)")
     try:
         profile = open_profile(path)
-        est = profile.estimates()
+        waits = profile.estimated_waiting()
     except TraceError as exc:
         return False, f"the profile is not usable: {exc}"
-    total = est.total("time")
-    parts = []
-    for metric, label in (("mpi_latesender", "Late Sender"), ("mpi_wait_nxn", "Wait at N x N"),
-                          ("mpi_barrier_wait", "Wait at Barrier"), ("mpi_latebroadcast", "Late Broadcast"),
-                          ("mpi_earlyreduce", "Early Reduce"), ("mpi_latereceiver", "Late Receiver")):
-        value = est.total(metric)
-        if total > 0 and value / total >= 0.0005:
-            parts.append(f"{label} {100 * value / total:.1f} %")
-    waits = ", ".join(parts) if parts else "no waiting above 0.05 % of the time"
     return True, (f"profile written to {path}: {profile.ranks} ranks, {profile.n_calls:,} MPI calls; "
-                  f"estimated waiting: {waits}")
+                  f"estimated waiting: {waits}; the estimates per call path: waitscope analyze {path}")
 
 
 def _status_text(status: int) -> str:
@@ -247,7 +238,8 @@ def add_parsers(sub: Any) -> None:
     profile = sub.add_parser(
         "profile", help="run an MPI program with the profiling library preloaded (wait-state profile)",
         description="Runs COMMAND with the waitscope interposition library preloaded and writes the wait-state "
-                    "profile (seed 003's estimates need no trace) to DIR/profile.json. The exit status is the "
+                    "profile (the estimates of Mao et al., EuroMPI/ASIA 2014, which need no trace) to DIR/profile.json. "
+                    "The exit status is the "
                     "command's.")
     profile.add_argument("-o", "--output-dir", metavar="DIR", help=f"where to write (default: ./{PROFILE_DEFAULT})")
     profile.add_argument("--force", action="store_true", help="replace an earlier measurement in DIR")

@@ -17,15 +17,18 @@ import sys
 from typing import Any
 
 from . import open as open_trace
-from .compare import compare_rows, format_rows, side_by_side
+from .compare import compare_rows, format_rows, program_difference, side_by_side
 from .result import AnalysisResult
 
 
-def pop_lines(result: AnalysisResult, ideal: Any = "simulate") -> list[str]:
-    """The POP efficiencies as ``waitscope analyze`` prints them (after the summary)."""
+def pop_lines(result: AnalysisResult, ideal: Any = "simulate", why: str = "") -> list[str]:
+    """The POP efficiencies as ``waitscope analyze`` prints them (after the summary).
+
+    `ideal` as for :meth:`AnalysisResult.pop_metrics`; `why` says why there is
+    no ideal-network run time when `ideal` is None."""
     from . import TraceError
 
-    note = ""
+    note = f" (no serialisation and transfer efficiency: {why})" if why and ideal is None else ""
     try:
         pop = result.pop_metrics(ideal)
     except (TraceError, ValueError, NotImplementedError) as exc:
@@ -33,9 +36,26 @@ def pop_lines(result: AnalysisResult, ideal: Any = "simulate") -> list[str]:
             return ["", f"POP efficiencies: not available ({exc})"]
         # the ideal-network simulation failed: the efficiencies that need none
         pop, note = result.pop_metrics(None), f" (no ideal-network simulation: {exc})"
-    if pop.runtime_ideal is None and not note:
-        note = " (serialisation and transfer efficiency: waitscope whatif TRACE --network ideal)"
-    return ["", f"POP efficiencies (useful = time outside MPI per location){note}:"] + pop.lines()
+    over = "" if pop.window is None else f" over the window {pop.window[0]:.6f} s to {pop.window[1]:.6f} s"
+    return ["", f"POP efficiencies{over} (useful = time outside MPI per location){note}:"] + pop.lines()
+
+
+OPTIONS = {"balance": "--balance", "scale": "--scale", "network": "--network"}
+"""The options of ``waitscope whatif`` for the arguments of Trace.simulate."""
+
+
+def cli_words(exc: Exception) -> str:
+    """The message of an error of Trace.simulate in the command line's words: its options
+    (``--balance``) instead of the Python arguments, ``waitscope info`` instead of attributes."""
+    from .simulate import UnknownRegion
+
+    if isinstance(exc, UnknownRegion):
+        return exc.message(OPTIONS.get(exc.argument, exc.argument), "waitscope info TRACE lists the call paths")
+    text = str(exc.args[0]) if exc.args else str(exc)
+    argument, sep, rest = text.partition(": ")
+    if sep and argument in OPTIONS:
+        text = f"{OPTIONS[argument]}: {rest}"
+    return text.replace("scale={...}", "--scale REGION=FACTOR")
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -49,6 +69,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
         print(f"waitscope: error: --ranks: {args.before} has {len(a.location_ranks)} locations, "
               f"{args.after} {len(b.location_ranks)}; they need the same MPI ranks", file=sys.stderr)
         return 2
+    different = program_difference(a, b)
+    if different is not None:
+        print(f"waitscope: warning: {different}", file=sys.stderr)
     print(f"before: {args.before}\nafter:  {args.after}")
     rows = compare_rows(a, b, locations=args.ranks)
     print(format_rows(rows, top=args.top))
@@ -93,7 +116,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     try:
         simulated = trace.simulate(balance=balance, scale=scale, network=args.network, progress=False)
     except (KeyError, ValueError) as exc:
-        print(f"waitscope: error: {args.trace}: {exc}", file=sys.stderr)
+        print(f"waitscope: error: {args.trace}: {cli_words(exc)}", file=sys.stderr)
         return 2
     after = simulated.analyze(delay_model=args.delay, progress=False)
     what = []

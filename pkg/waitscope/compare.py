@@ -25,7 +25,8 @@ needed; ``waitscope diff`` prints them); :func:`compare` needs pandas
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
@@ -37,7 +38,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .result import AnalysisResult
 
-__all__ = ["compare", "compare_rows", "Row", "DEFAULT_METRICS", "PATTERN_DELAYS", "rank_ranges", "RUN_TIME", "format_rows", "side_by_side"]
+__all__ = ["compare", "compare_rows", "Row", "DEFAULT_METRICS", "PATTERN_DELAYS", "rank_ranges", "RUN_TIME", "format_rows",
+           "side_by_side", "merge_repeats", "program_difference", "percent_change", "NEGLIGIBLE"]
 
 RUN_TIME = "run_time"
 """Pseudo metric of the first row: the run length of each result (call path "")."""
@@ -234,10 +236,12 @@ def compare(a: "AnalysisResult", b: "AnalysisResult", metrics: Sequence[str] | N
     by name; ``locations=True`` splits the rows by MPI rank (both results
     need the same ranks).  Needs pandas (``pip install waitscope[pandas]``).
     """
-    try:
-        import pandas as pd
-    except ImportError as exc:  # pragma: no cover - pandas is in the test extra
-        raise ImportError("waitscope.compare needs pandas: pip install 'waitscope[pandas]'") from exc
+    from . import _optional
+
+    pd = _optional.require("pandas", "waitscope.compare")
+    different = program_difference(a, b)
+    if different is not None:
+        warnings.warn(different, UserWarning, stacklevel=2)
     rows = compare_rows(a, b, metrics=metrics, locations=locations, explain=explain, tolerance=tolerance, top=top)
     data = {
         "metric": [r.metric for r in rows],
@@ -257,35 +261,121 @@ def compare(a: "AnalysisResult", b: "AnalysisResult", metrics: Sequence[str] | N
     return frame
 
 
-def _line_of(r: Row) -> str:
-    return (f"{r.metric:<28} {r.before:12.6f} {r.after:12.6f} {r.change:+12.6f}  "
-            f"{r.callpath}{'' if r.rank is None else f' (rank {r.rank})'}")
+NEGLIGIBLE = 1e-3
+"""A change is given as a percentage only of a base of at least this share of the run
+time (of the first run): +12213 % of 0.3 ms says nothing about a 1 s run."""
 
 
-def format_rows(rows: Sequence[Row], top: int = 20, label_before: str = "before", label_after: str = "after") -> str:
-    """A text table of the first `top` rows (the run time and the largest changes)."""
-    lines = [f"{'metric':<28} {label_before:>12} {label_after:>12} {'change':>12}  call path"]
-    # the run time, then the changes that are more than rounding
-    shown = rows[:1] + [r for r in rows[1:] if abs(r.change) > 1e-9 * max(abs(r.before), abs(r.after))]
-    if len(shown) == 1:
-        lines.append(_line_of(rows[0]))
-        lines.append("no metric changed")
-        return "\n".join(lines)
-    for r in shown[:top + 1]:
-        lines.append(_line_of(r))
-        if r.explanation:
-            lines.append(f"{'':<28}   {r.explanation}")
-    return "\n".join(lines)
-
-
-def _line(label: str, before: float, after: float) -> str:
+def percent_change(before: float, after: float, run: float) -> str:
+    """The relative change in percent (9 characters), ``"new"`` from 0, ``"-"`` on a negligible base
+    (below :data:`NEGLIGIBLE` of `run`, the run time in seconds)."""
     change = after - before
     if abs(change) <= 1e-12 * max(abs(before), abs(after)):
         change = 0.0  # rounding of sums
-    rel = f"{100 * change / before:+8.2f} %" if before else "        -"
+    if before == 0.0:
+        return f"{'new' if change else '-':>9}"
+    if abs(before) < NEGLIGIBLE * abs(run):
+        return f"{'-':>9}"
+    return f"{100 * change / before:+7.2f} %"
+
+
+def merge_repeats(rows: Sequence[Row], tolerance: float = 0.0) -> list[tuple[list[str], Row]]:
+    """Rows that repeat each other, merged: (metric ids, first row) per group, in order.
+
+    Rows repeat each other when they have the same call path and rank and the
+    same before and after values (within `tolerance`): a metric equal to its
+    only non-zero sub-metric (``delay`` and ``delay_barrier_aggregate``) or to
+    a classification of the same waiting (``mpi_latesender`` and
+    ``mpi_wait_direct`` when all of it is direct).  The group's row is the
+    first one, with the first explanation of the group."""
+    groups: list[tuple[list[str], Row]] = []
+    for r in rows:
+        for k, (metrics, first) in enumerate(groups):
+            if (first.callpath == r.callpath and first.rank == r.rank and first.metric != RUN_TIME
+                    and r.metric != RUN_TIME and abs(first.before - r.before) <= tolerance
+                    and abs(first.after - r.after) <= tolerance):
+                metrics.append(r.metric)
+                if r.explanation and not first.explanation:
+                    groups[k] = (metrics, replace(first, explanation=r.explanation))
+                break
+        else:
+            groups.append(([r.metric], r))
+    return groups
+
+
+def program_difference(a: "AnalysisResult", b: "AnalysisResult") -> str | None:
+    """Why `a` and `b` look like runs of different programs, or None when they look alike.
+
+    Compared are the regions the two runs enter (their names) and their call
+    paths (names; a differing program region at the root, e.g. ``bt.S.x``
+    against ``bt.W.x``, is left out): when fewer than half of the smaller
+    run's call paths or regions are in the other, the call paths :func:`compare`
+    aligns by name mostly count 0 on one side."""
+    def paths(r: "AnalysisResult") -> set[str]:
+        return set(r.callpath_names)
+
+    pa, pb = paths(a), paths(b)
+    roots_a = {n for i, n in enumerate(a.callpath_names) if int(a.callpath_parent[i]) < 0}
+    roots_b = {n for i, n in enumerate(b.callpath_names) if int(b.callpath_parent[i]) < 0}
+    if len(roots_a) == 1 and len(roots_b) == 1 and roots_a != roots_b:
+        pa = {n.split("/", 1)[1] for n in pa if "/" in n}
+        pb = {n.split("/", 1)[1] for n in pb if "/" in n}
+    ra = {n.rsplit("/", 1)[-1] for n in a.callpath_names}
+    rb = {n.rsplit("/", 1)[-1] for n in b.callpath_names}
+    shared_paths, shared_regions = len(pa & pb), len(ra & rb)
+    few_paths = shared_paths < 0.5 * min(len(pa), len(pb))
+    few_regions = shared_regions < 0.5 * min(len(ra), len(rb))
+    if not (few_paths or few_regions):
+        return None
+    only_a = sorted(ra - rb)[:3]
+    only_b = sorted(rb - ra)[:3]
+    return (f"the two runs look like different programs: they share {shared_paths} of {len(pa)} and {len(pb)} "
+            f"call paths and {shared_regions} of {len(ra)} and {len(rb)} regions (only in the first: "
+            f"{', '.join(only_a) or '-'}; only in the second: {', '.join(only_b) or '-'}); call paths are "
+            "aligned by name, so most rows compare something with nothing")
+
+
+def _label(metrics: Sequence[str]) -> str:
+    return metrics[0] if len(metrics) == 1 else f"{metrics[0]} = {' = '.join(metrics[1:])}"
+
+
+def format_rows(rows: Sequence[Row], top: int = 20, label_before: str = "before", label_after: str = "after",
+                run: float | None = None) -> str:
+    """A text table of the first `top` rows (the run time and the largest changes).
+
+    Rows that repeat each other are one line (:func:`merge_repeats`, the
+    metrics joined by ``=``); the last column is the change in percent of
+    `before`, left out (``-``) where `before` is below :data:`NEGLIGIBLE` of
+    `run` (default: the first row's run time, the first run's length)."""
+    run = rows[0].before if run is None and rows else (run or 0.0)
+    # the run time, then the changes that are more than rounding
+    shown = rows[:1] + [r for r in rows[1:] if abs(r.change) > 1e-9 * max(abs(r.before), abs(r.after))]
+    scale = max([abs(r.before) for r in rows] + [abs(r.after) for r in rows] + [1.0])
+    groups = merge_repeats(shown, 1e-9 * scale)[:top + 1]
+    width = max([28] + [len(_label(m)) for m, _ in groups])
+    lines = [f"{'metric':<{width}} {label_before:>12} {label_after:>12} {'change':>12} {'%':>9}  call path"]
+    if len(shown) == 1:
+        r = rows[0]
+        lines.append(f"{r.metric:<{width}} {r.before:12.6f} {r.after:12.6f} {r.change:+12.6f} "
+                     f"{percent_change(r.before, r.after, run)}")
+        lines.append("no metric changed")
+        return "\n".join(lines)
+    for metrics, r in groups:
+        lines.append(f"{_label(metrics):<{width}} {r.before:12.6f} {r.after:12.6f} {r.change:+12.6f} "
+                     f"{percent_change(r.before, r.after, run)}  "
+                     f"{r.callpath}{'' if r.rank is None else f' (rank {r.rank})'}")
+        if r.explanation:
+            lines.append(f"{'':<{width}}   {r.explanation}")
+    return "\n".join(lines)
+
+
+def _line(label: str, before: float, after: float, run: float) -> str:
+    change = after - before
+    if abs(change) <= 1e-12 * max(abs(before), abs(after)):
+        change = 0.0  # rounding of sums
     if len(label) > 44:
         label = label[:43] + "…"
-    return f"  {label:<44} {before:12.6f} {after:12.6f} {change:+12.6f} {rel}"
+    return f"  {label:<44} {before:12.6f} {after:12.6f} {change:+12.6f} {percent_change(before, after, run)}"
 
 
 def side_by_side(a: "AnalysisResult", b: "AnalysisResult", top: int = 5, label_before: str = "before",
@@ -293,16 +383,24 @@ def side_by_side(a: "AnalysisResult", b: "AnalysisResult", top: int = 5, label_b
     """Before and after, side by side (``waitscope whatif``): run time, waiting per
     pattern, delay costs per call path (when both have them), and where the
     saving comes from (the explanations of the wait-state changes)."""
-    header = f"  {'':<44} {label_before:>12} {label_after:>12} {'change':>12} {'':>10}"
-    lines = [header, _line("run time (s)", a.run_length, b.run_length)]
+    header = f"  {'':<44} {label_before:>12} {label_after:>12} {'change':>12} {'%':>9}"
+    run = a.run_length
+    lines = [header, _line("run time (s)", a.run_length, b.run_length, run)]
     eps = 1e-9 * max(a.total("time"), b.total("time"), 1.0)
     patterns = [m for m in WAIT_PATTERNS if m in a.metric_ids and m in b.metric_ids
                 and max(abs(a.total(m)), abs(b.total(m))) > eps]
     lines.append("waiting time per pattern (s, summed over locations):")
     if not patterns:
         lines.append("  none")
-    for m in patterns:
-        lines.append(_line(f"{m} ({a.metric(m).name})", a.total(m), b.total(m)))
+    # a pattern equal to its only non-zero sub-pattern (all Late Sender in wrong order) once
+    values = [(m, a.total(m), b.total(m)) for m in patterns]
+    for m, va, vb in values:
+        parent = a.metric(m).parent
+        if any(p == parent and abs(pa - va) <= eps and abs(pb - vb) <= eps for p, pa, pb in values):
+            continue
+        same = [c for c, ca, cb in values if a.metric(c).parent == m and abs(ca - va) <= eps and abs(cb - vb) <= eps]
+        label = f"{m} ({a.metric(m).name})" + "".join(f" = {c}" for c in same)
+        lines.append(_line(label, va, vb, run))
     has_delay = "delay" in a.metric_ids and "delay" in b.metric_ids
     if has_delay:
         names = list(dict.fromkeys(list(a.callpath_names) + list(b.callpath_names)))
@@ -315,7 +413,7 @@ def side_by_side(a: "AnalysisResult", b: "AnalysisResult", top: int = 5, label_b
             lines.append("  none")
         for cp in order:
             name = names[cp] if len(names[cp]) <= 44 else "…" + names[cp][-43:]
-            lines.append(_line(name, float(da[cp]), float(db[cp])))
+            lines.append(_line(name, float(da[cp]), float(db[cp]), run))
     lines.append("where the saving comes from:")
     rows = [r for r in compare_rows(a, b, metrics=patterns, explain=has_delay)[1:] if r.metric in PATTERN_DELAYS]
     shown = 0

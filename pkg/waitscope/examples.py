@@ -1,4 +1,4 @@
-"""Example programs from the seeds, as :mod:`waitscope.synth` programs.
+"""Example programs from the papers behind waitscope, as :mod:`waitscope.synth` programs.
 
 The notebooks in ``notebooks/`` and the scenario tests build their traces
 with these functions.  They return a :class:`waitscope.synth.Program`
@@ -6,19 +6,22 @@ with these functions.  They return a :class:`waitscope.synth.Program`
 ``program.run(latency=...)`` executes it and gives the in-memory
 :class:`waitscope.Trace`.  Durations are seconds.
 
-* :func:`chain` -- seed 004, Tables 3.1-3.3: a chain of two Late Senders
-  A -> B -> C whose delay costs the seed works out by hand;
-* :func:`sweep3d` -- seed 000, section V-A: a Sweep3D-like pipelined
+* :func:`chain` -- Viehhauser (Master's thesis, RWTH Aachen, 2023), Tables
+  3.1-3.3: a chain of two Late Senders A -> B -> C whose delay costs the
+  thesis works out by hand;
+* :func:`sweep3d` -- Böhme et al. (ICPP 2010), section V-A: a Sweep3D-like pipelined
   wavefront on a 2D process grid, with extra work on the border ranks;
-* :func:`imbalance_benchmark` -- seed 001, section IV-A: the synthetic
+* :func:`imbalance_benchmark` -- Böhme et al. (IPDPS 2012), section IV-A: the synthetic
   load-imbalance benchmark (work() + barrier; balanced, static, dynamic
   and mixed imbalance with the same total work);
-* :func:`mpmd` -- seed 001, section IV-D: an MPMD program in the style of
+* :func:`mpmd` -- Böhme et al. (IPDPS 2012), section IV-D: an MPMD program in the style of
   ddcMD, a large "particle" and a small "mesh" partition exchanging data
   every step;
-* :func:`zeusmp` -- seed 000, sections V-B and VI: a Zeus-MP/2-like
+* :func:`zeusmp` -- Böhme et al. (ICPP 2010), sections V-B and VI: a Zeus-MP/2-like
   stencil code on a 3D process grid with an overloaded central block and
-  four non-blocking halo-exchange phases per time step.
+  four non-blocking halo-exchange phases per time step;
+* :func:`halo_exchange` -- the program of ``waitscope demo``: a 2D halo
+  exchange in which one rank computes more than the others.
 
 :data:`PING_PONG` is the path of the bundled Score-P trace, :data:`HALO2D`
 the directory of a measurement made with ``waitscope trace --profile`` (a
@@ -49,6 +52,8 @@ __all__ = [
     "zeusmp_layer",
     "ZEUSMP_REGIONS",
     "ZEUSMP_OVERLOAD",
+    "halo_exchange",
+    "HALO_REGIONS",
 ]
 
 
@@ -68,11 +73,12 @@ of Late Sender waiting in MPI_Wait), holding ``traces.otf2`` and
 # ---- seed 004: the worked examples ----------------------------------------------------
 
 CHAIN_CASES = ("3.1", "3.2", "3.3")
-"""The cases of seed 004's worked examples (Tables 3.1, 3.2 and 3.3)."""
+"""The cases of the worked examples of Viehhauser 2023 (Tables 3.1, 3.2 and 3.3)."""
 
 
 def chain(case: str) -> Tuple[synth.Program, dict]:
-    """Seed 004's worked example `case` ("3.1", "3.2" or "3.3") as a program of 3 ranks.
+    """A worked example of Viehhauser 2023 (Master's thesis, RWTH Aachen): `case`
+    ("3.1", "3.2" or "3.3", its Tables 3.1-3.3) as a program of 3 ranks.
 
     A = rank 0, B = rank 1, C = rank 2; times are in units of seconds.  A
     computes f for 3 and g for 2 and sends to B at t = 5.  B computes f
@@ -81,7 +87,7 @@ def chain(case: str) -> Tuple[synth.Program, dict]:
     waiting propagates).  The message from A carries 10**6 bytes; the
     returned run parameters (bandwidth 10**6 B/s in cases 3.1 and 3.3)
     make its transfer take 1 s, which B spends in MPI_Recv without
-    waiting: the seed's "R2" entry of B's profile.
+    waiting: the thesis's "R2" entry of B's profile.
 
     * 3.1: B sends to C right after the receive; C computes f 2, g 2, x 1.
     * 3.2: no transfer time; B computes f for 1 more; C computes f 2, x 1.
@@ -116,7 +122,7 @@ SWEEP_OCTANTS = ((1, 1), (-1, -1), (1, -1), (-1, 1))
 
 def sweep3d(px: int, py: int, repeats: int = 2, blocks: int = 4, work: float = 1e-3,
             border_extra: float = 0.3e-3, region: str = "sweep") -> synth.Program:
-    """A Sweep3D-like wavefront on a `py` x `px` process grid (seed 000, section V-A).
+    """A Sweep3D-like wavefront on a `py` x `px` process grid (Böhme et al., ICPP 2010, section V-A).
 
     Rank ``row * px + col`` sits at (row, col); the program defines the
     Cartesian topology ``cart((py, px))``, so coordinate 0 is the row and
@@ -126,7 +132,7 @@ def sweep3d(px: int, py: int, repeats: int = 2, blocks: int = 4, work: float = 1
 
     Each sweep starts at a corner and runs towards the opposite one,
     pipelined over `blocks` blocks.  Per block every rank (Listing 1 of the
-    seed) receives from its upstream east/west neighbour, then from its
+    paper) receives from its upstream east/west neighbour, then from its
     upstream north/south neighbour (blocking MPI_Recv), computes `region`
     for `work` seconds (`work + border_extra` on the outer ring of the
     grid), then sends downstream east/west and north/south (8 bytes,
@@ -163,7 +169,7 @@ def sweep3d(px: int, py: int, repeats: int = 2, blocks: int = 4, work: float = 1
 # ---- seed 001 IV-A: the synthetic load-imbalance benchmark ------------------------------
 
 IMBALANCE_SCENARIOS = ("balanced", "static", "dynamic", "mixed")
-"""The scenarios of seed 001's benchmark (section IV-A, Fig. 5)."""
+"""The scenarios of the benchmark of Böhme et al., IPDPS 2012 (section IV-A, Fig. 5)."""
 
 
 def imbalance_work_time(scenario: str, iteration: int, rank: int, ranks: int = 32, iterations: int = 320,
@@ -196,14 +202,14 @@ def imbalance_work_time(scenario: str, iteration: int, rank: int, ranks: int = 3
 
 def imbalance_benchmark(scenario: str, ranks: int = 32, iterations: int = 320, work: float = 50e-3,
                         peak: float = 62.5e-3) -> synth.Program:
-    """Seed 001's synthetic load-imbalance benchmark (section IV-A).
+    """The synthetic load-imbalance benchmark of Böhme et al. (IPDPS 2012, section IV-A).
 
     `ranks` ranks run `iterations` iterations of ``work()`` (region
     "work", durations from :func:`imbalance_work_time`) followed by
     MPI_Barrier.  With the defaults and ``run(latency=0.0)`` the balanced
     scenario takes 320 x 50 ms = 16 s and the imbalanced ones 320 x
     62.5 ms = 20 s, 25 % longer with the same total work (32 x 16 s of
-    work()), as in the seed.
+    work()), as in the paper.
     """
     if scenario not in IMBALANCE_SCENARIOS:
         raise ValueError(f"scenario must be one of {IMBALANCE_SCENARIOS}, not {scenario!r}")
@@ -229,7 +235,7 @@ def mpmd_particle_work(mesh_work: float, n_particle: int = 12, n_mesh: int = 4,
 
 def mpmd(mesh_work: float, n_particle: int = 12, n_mesh: int = 4, steps: int = 20, work_per_step: float = 48e-3,
          particle_spread: float = 0.0) -> synth.Program:
-    """An MPMD program in the style of ddcMD (seed 001, section IV-D).
+    """An MPMD program in the style of ddcMD (Böhme et al., IPDPS 2012, section IV-D).
 
     Ranks ``0 .. n_particle-1`` form the "particle" partition, the next
     `n_mesh` ranks the "mesh" partition; every mesh rank serves
@@ -271,7 +277,7 @@ def mpmd(mesh_work: float, n_particle: int = 12, n_mesh: int = 4, steps: int = 2
 ZEUSMP_REGIONS = ("lorentz", "i_loop", "j_loop", "k_loop")
 """The computational regions of :func:`zeusmp`, in program order: ``lorentz``
 before the first communication phase, the three loops of ``hsmoc`` before
-the second, third and fourth (seed 000, section V-B)."""
+the second, third and fourth (Böhme et al., ICPP 2010, section V-B)."""
 
 ZEUSMP_OVERLOAD = {"lorentz": 0.6, "i_loop": 0.3, "j_loop": 0.2, "k_loop": 0.2}
 """Default extra work of the central block, as a fraction of `work`, per region."""
@@ -306,12 +312,12 @@ def _grid_coords(grid: Tuple[int, int, int], rank: int) -> Tuple[int, int, int]:
 def zeusmp(grid: Tuple[int, int, int] = (6, 6, 6), steps: int = 4, work: float = 10e-3, central: int = 4,
            overload: "dict[str, float] | None" = None, size: int = 4096,
            balanced: Tuple[str, ...] = ()) -> synth.Program:
-    """A Zeus-MP/2-like program (seed 000, sections V-B and VI).
+    """A Zeus-MP/2-like program (Böhme et al., ICPP 2010, sections V-B and VI).
 
     Zeus-MP/2 decomposes a 3D domain regularly over a 3D process grid and
     exchanges halos with the face neighbours in four communication phases
     per time step, with non-blocking point-to-point operations.  In the
-    seed's MHD blast-wave run, the processes of the central region of the
+    paper's MHD blast-wave run, the processes of the central region of the
     domain compute more than the outer ones; the delay analysis finds the
     excess in ``lorentz()`` and three loops of ``hsmoc()``.
 
@@ -330,7 +336,7 @@ def zeusmp(grid: Tuple[int, int, int] = (6, 6, 6), steps: int = 4, work: float =
         in the grid (:func:`zeusmp_central`).  The default 4 in a 6 x 6 x 6
         grid makes 64 central processes (56 on the border of the block, 8
         inside it), 96 in the next layer (:func:`zeusmp_layer` = 1), 48 in
-        the second and 8 in the third.  Seed 000 ran 512 processes:
+        the second and 8 in the third.  The paper ran 512 processes:
         ``grid=(8, 8, 8)`` (analysed in about a second).
     overload
         ``{region: fraction}``: inside the central block a region takes
@@ -342,7 +348,7 @@ def zeusmp(grid: Tuple[int, int, int] = (6, 6, 6), steps: int = 4, work: float =
         Regions whose work is spread evenly instead: every process computes
         the mean over all processes of that region's work (the total work
         stays the same).  ``zeusmp(balanced=("lorentz",))`` is the program
-        the seed's what-if analysis (section VI) predicts by balancing
+        the paper's what-if analysis (section VI) predicts by balancing
         lorentz in the trace of ``zeusmp()``.
 
     Per step and region ``r`` (in :data:`ZEUSMP_REGIONS` order) each
@@ -400,4 +406,60 @@ def zeusmp(grid: Tuple[int, int, int] = (6, 6, 6), steps: int = 4, work: float =
             with b.region("hsmoc"):
                 for k in (1, 2, 3):
                     phase(t, k)
+    return prog
+
+
+# ---- the demo's program: a halo exchange with one slow rank ---------------------------------
+
+HALO_REGIONS = ("compute_fluxes", "update")
+"""The computational regions of :func:`halo_exchange`, in program order."""
+
+
+def halo_exchange(grid: Tuple[int, int] = (4, 4), steps: int = 10, work: float = 10e-3, slow: int = 5,
+                  extra: float = 0.8, size: int = 8192, balanced: bool = False) -> synth.Program:
+    """A 2D halo exchange in which one rank computes more than the others
+    (``waitscope demo`` analyses it).
+
+    The ranks form the Cartesian grid `grid` (row-major, as MPI_Cart_create
+    numbers them: rank ``x * ny + y`` at ``(x, y)``).  Each of `steps` time
+    steps, inside the region ``timestep``, every rank computes
+    ``compute_fluxes`` for `work` seconds (rank `slow` for ``work * (1 +
+    extra)``) and ``update`` for ``work / 4``, exchanges halos of `size`
+    bytes with its (up to four) neighbours inside ``exchange_halos``
+    (MPI_Irecv, MPI_Isend, one MPI_Waitall) and joins an MPI_Allreduce of
+    8 bytes (the time step's residual).
+
+    The neighbours of the slow rank wait for its halos (Late Sender in
+    MPI_Waitall), their neighbours for theirs (the waiting propagates),
+    and everybody waits in the allreduce: each step takes ``work * extra``
+    longer than it would balanced.  ``balanced=True`` gives every rank
+    the mean work of ``compute_fluxes`` instead (the total work stays),
+    the program a what-if of balancing ``compute_fluxes`` predicts.
+    """
+    nx, ny = (int(g) for g in grid)
+    if min(nx, ny) < 1:
+        raise ValueError(f"grid must have two positive extents, not {grid!r}")
+    n = nx * ny
+    if not 0 <= slow < n:
+        raise ValueError(f"slow must be a rank of the grid (0 to {n - 1}), not {slow}")
+    if not extra >= 0:
+        raise ValueError(f"extra must be >= 0, not {extra}")
+    prog = synth.Program(n, name="halo_exchange")
+    prog.cart((nx, ny))
+    mean = work * (1 + extra / n)
+    for rank in range(n):
+        b = prog.rank(rank)
+        x, y = divmod(rank, ny)
+        neighbours = [(x + dx) * ny + (y + dy) for dx, dy in ((-1, 0), (1, 0), (0, -1), (0, 1))
+                      if 0 <= x + dx < nx and 0 <= y + dy < ny]
+        fluxes = mean if balanced else work * (1 + extra) if rank == slow else work
+        for t in range(steps):
+            with b.region("timestep"):
+                b.compute("compute_fluxes", fluxes)
+                b.compute("update", work / 4)
+                with b.region("exchange_halos"):
+                    reqs = [b.irecv(p, tag=t) for p in neighbours]
+                    reqs += [b.isend(p, tag=t, size=size) for p in neighbours]
+                    b.waitall(reqs)
+                b.allreduce(8)
     return prog

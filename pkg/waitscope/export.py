@@ -117,7 +117,7 @@ def _pop(result: "AnalysisResult") -> dict[str, Any] | None:
         pop = result.pop_metrics(ideal=None)
     except ValueError:
         return None
-    return {k: float(v) for k, v in pop.as_dict().items() if v is not None}
+    return {k: float(v) for k, v in pop.as_dict().items() if v is not None and k != "window"}
 
 
 def analysis_document(result: "AnalysisResult", event_counts: Sequence[int] | None = None) -> dict[str, Any]:

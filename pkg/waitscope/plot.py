@@ -1,20 +1,21 @@
 """Plots of traces and analysis results (needs matplotlib: ``python -m pip install matplotlib``).
 
 * :func:`heatmap`, :func:`heatmaps`: a metric per location on the Cartesian
-  process topology, as Cube's topology view shows it (seed 000, Figs. 5, 8,
-  9 and 12); several panels share one colour scale;
+  process topology, as Cube's topology view shows it (as in Figs. 5, 8, 9
+  and 12 of Böhme et al., ICPP 2010); several panels share one colour
+  scale; without a topology the ranks in a row (or ``dims=``);
 * :func:`timeline`: regions per location over time, messages, wait states
   (hatched) and the critical path;
 * :func:`delay_profile`: short- and long-term delay costs per call path,
   for one delay model or several side by side;
 * :func:`whatif`: a metric per location before and after a change (a
-  run and its simulation, two runs) on the process topology (seed 000,
-  Fig. 12);
+  run and its simulation, two runs) on the process topology (as Fig. 12 of
+  Böhme et al., ICPP 2010);
 * :func:`comm_matrix`: bytes or messages per sender and receiver rank on
-  a logarithmic colour scale;
+  a logarithmic colour scale (linear for values close together);
 * :func:`critical_path_profile`: critical-path time per call path next to
-  the average time per process, the critical-path imbalance hatched (seed
-  001, Fig. 1b);
+  the average time per process, the critical-path imbalance hatched (as
+  Fig. 1b of Böhme et al., IPDPS 2012);
 * :func:`timeseries`: a metric per visit of a repeating region (each
   iteration), per location.
 
@@ -42,9 +43,10 @@ are grey.  Colours run from light (low) to dark red (high).
 
 Timelines colour MPI regions in warm colours of clearly different hues
 (red, orange, magenta, brown, gold, ...) and other regions in blues,
-greens and purples (a colour per region, stable for a trace); time runs
-left to right, location 0 is the top row.  The critical path runs in the
-gap just above the bars.
+greens and purples (one colour per region, however many, stable for a
+trace); time runs left to right, location 0 is the top row.  The critical
+path runs in the gap just above the bars; zoomed out it is thin and its
+moves between rows are left out.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from __future__ import annotations
 # the shared module first: it raises the ImportError that names the install command
 from ._plot_base import (DEFAULT_CMAP, GRID_BAD_COLOR, MODEL_COLORS, MPI_COLORS, OTHER_COLORS, _figure_of,
                          _Figure, _mix, _new_figure, _short, _single_axes)
-from ._plot_heatmap import (ANNOTATE_CELLS, DELAY_ALIASES, SHARE_VMAX, Coords, Panel, _annotate, _callpath_label,
+from ._plot_heatmap import (ANNOTATE_CELLS, DELAY_ALIASES, STRIP_LABEL, Coords, Panel, _annotate, _callpath_label,
                             _check_share, _cmap, _draw_plane, _flat_axes, _grid, _matrix, _metric_info,
                             _metric_title, _norm, _parse_panels, _placement, _share_colorbar, _share_norm,
                             _subtree_sum, format_value, heatmap, heatmaps, location_values, run_length,
@@ -61,9 +63,10 @@ from ._plot_comm import comm_matrix
 from ._plot_profiles import activity_average, critical_path_profile, delay_profile
 from ._plot_timeseries import timeseries
 from ._plot_whatif import whatif
-from ._plot_timeline import (CRITICAL_PATH_OFFSET, INIT_REGIONS, TIMELINE_BAR, WAIT_HATCHES, _critical_path_line,
+from ._plot_timeline import (CRITICAL_PATH_OFFSET, CRITICAL_PATH_SWITCHES, INIT_REGIONS, TIMELINE_BAR, WAIT_HATCHES,
+                             _critical_path_line,
                              _init_end, _rects, _region_colors, _run_span, _states, _wait_source, default_window,
-                             timeline, wait_intervals)
+                             palette, timeline, wait_intervals)
 
 __all__ = [
     "heatmap",

@@ -19,10 +19,21 @@ infinite bandwidth; :meth:`waitscope.Trace.simulate` with
   (so CommE = SerE * TE and PE = LB * SerE * TE)
 
 Every location (process or thread) counts as one process.
+
+Over a time window (``analyze(window=(start, end))``) the useful time is
+that inside the window and *runtime* the part of the window that lies in
+the run (:attr:`AnalysisResult.analysed_span`), so that the efficiencies
+describe that phase of the run.  Its *runtime_ideal* is the length of the
+same piece of execution in the ideal-network run: each location's window
+edges are carried over to the simulated timestamps by linear interpolation
+between its events (:func:`ideal_span`), and the piece runs from the
+earliest carried start to the latest carried end.  A window that does not
+overlap the run raises ValueError.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,8 +41,9 @@ import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
     from .result import AnalysisResult
+    from .trace import Trace
 
-__all__ = ["PopMetrics", "pop_metrics"]
+__all__ = ["PopMetrics", "pop_metrics", "ideal_span"]
 
 
 @dataclass(frozen=True)
@@ -44,11 +56,14 @@ class PopMetrics:
     serialisation_efficiency: float | None
     transfer_efficiency: float | None
     runtime: float
-    """Wall-clock seconds of the run."""
+    """Wall-clock seconds of the run (of the part of the window inside the run, for a windowed result)."""
     runtime_ideal: float | None
-    """Run length on an ideal network (None when not simulated)."""
+    """Run length on an ideal network (None when not simulated); of the window's piece of execution
+    for a windowed result."""
     useful_mean: float
     useful_max: float
+    window: tuple[float, float] | None = None
+    """The part of the run the efficiencies describe (start, end in seconds), None for the whole run."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -58,27 +73,32 @@ class PopMetrics:
         def pct(v: float | None) -> str:
             return "       -" if v is None else f"{100 * v:7.2f} %"
 
+        what = "run time" if self.window is None else "window length"
         out = [
             f"  parallel efficiency         {pct(self.parallel_efficiency)}  (= load balance x communication efficiency)",
             f"    load balance              {pct(self.load_balance)}  (mean / max useful time: "
             f"{self.useful_mean:.6f} / {self.useful_max:.6f} s)",
-            f"    communication efficiency  {pct(self.communication_efficiency)}  (max useful time / run time "
-            f"{self.runtime:.6f} s)",
-            f"      serialisation efficiency{pct(self.serialisation_efficiency)}",
+            f"    communication efficiency  {pct(self.communication_efficiency)}  (= serialisation x transfer "
+            f"efficiency; max useful time / {what} {self.runtime:.6f} s)",
+            f"      serialisation efficiency{pct(self.serialisation_efficiency)}"
+            + ("" if self.runtime_ideal is None else f"  (max useful time / {what} on an ideal network)"),
             f"      transfer efficiency     {pct(self.transfer_efficiency)}"
-            + ("" if self.runtime_ideal is None else f"  (run time on an ideal network {self.runtime_ideal:.6f} s)"),
+            + ("" if self.runtime_ideal is None else f"  ({what} on an ideal network {self.runtime_ideal:.6f} s)"),
         ]
         return out
 
 
-def _runtime_of(ideal: Any) -> float:
+def _runtime_of(ideal: Any, result: "AnalysisResult") -> float:
     from .result import AnalysisResult
     from .trace import Trace
 
     if isinstance(ideal, AnalysisResult):
-        return ideal.run_length
+        ideal = ideal.trace
     if isinstance(ideal, Trace):
-        return float(ideal.run_length)
+        if result.window is None:
+            return float(ideal.run_length)
+        lo, hi = ideal_span(result.trace, ideal, result.analysed_span)
+        return hi - lo
     if isinstance(ideal, (int, float, np.floating, np.integer)) and not isinstance(ideal, bool):
         value = float(ideal)
         if not np.isfinite(value) or value <= 0:
@@ -88,6 +108,37 @@ def _runtime_of(ideal: Any) -> float:
                     f"not {type(ideal).__name__}")
 
 
+def ideal_span(recorded: "Trace", ideal: "Trace", span: tuple[float, float]) -> tuple[float, float]:
+    """Where the piece of execution between `span` = (start, end) of `recorded` lies in `ideal`.
+
+    `ideal` is a simulation of `recorded` (:meth:`waitscope.Trace.simulate`:
+    the same events, other timestamps).  On every loaded location the two
+    edges are carried over by linear interpolation between the location's
+    events (the run's start and end carried to the simulated run's start
+    and end); the result is the earliest carried start and the latest
+    carried end (seconds of `ideal`).  In the parallel mode these are those
+    of this process's locations: combine them with a min / max reduction.
+    """
+    r0, r1 = recorded.time_span
+    s0, s1 = ideal.time_span
+    lo, hi = math.inf, -math.inf
+    for loc in recorded.loaded_locations:
+        t = np.asarray(recorded.events(int(loc)).time, dtype=np.float64)
+        u = np.asarray(ideal.events(int(loc)).time, dtype=np.float64)
+        if len(t) != len(u):
+            raise ValueError(f"ideal: location {int(loc)} has {len(u)} events in the ideal run and {len(t)} in the "
+                             "recorded one: not a simulation of this trace")
+        if not len(t):
+            continue
+        xp = np.concatenate(([min(r0, t[0])], t, [max(r1, t[-1])]))
+        fp = np.concatenate(([min(s0, u[0])], u, [max(s1, u[-1])]))
+        a, b = np.interp(span, xp, fp)
+        lo, hi = min(lo, float(a)), max(hi, float(b))
+    if not lo < hi:
+        raise ValueError("ideal: no events of the window's piece of execution in the ideal run")
+    return lo, hi
+
+
 def pop_metrics(result: "AnalysisResult", ideal: Any = "simulate") -> PopMetrics:
     """The POP efficiencies of `result` (see the module docstring).
 
@@ -95,16 +146,23 @@ def pop_metrics(result: "AnalysisResult", ideal: Any = "simulate") -> PopMetrics
     default) simulates it with ``result.trace.simulate(network="ideal")``
     when this waitscope has :meth:`Trace.simulate` and the trace is in one
     process; None leaves serialisation and transfer efficiency out; a
-    number (seconds), a simulated Trace or its AnalysisResult give it.
+    number (seconds; for a windowed result the length of the window's
+    piece of execution on the ideal network), a simulated Trace or its
+    AnalysisResult give it.
     """
     if "comp" not in result.metric_ids:
         raise ValueError("pop_metrics needs the metric 'comp' (time outside MPI) in the result")
     useful = np.asarray(result.by_location("comp"), dtype=np.float64)
     if len(useful) == 0:
         raise ValueError("pop_metrics: the result has no locations")
-    runtime = float(result.run_length)
-    if runtime <= 0:
-        raise ValueError(f"pop_metrics: the run length of {result.trace.path or 'the trace'} is {runtime}")
+    window = result.window
+    if window is None:
+        runtime = float(result.run_length)
+        if runtime <= 0:
+            raise ValueError(f"pop_metrics: the run length of {result.trace.path or 'the trace'} is {runtime}")
+    else:
+        start, end = result.analysed_span  # ValueError for a window outside the run
+        runtime = end - start
     mean, peak = float(useful.mean()), float(useful.max())
     lb = mean / peak if peak > 0 else 1.0
     comm = peak / runtime
@@ -114,13 +172,14 @@ def pop_metrics(result: "AnalysisResult", ideal: Any = "simulate") -> PopMetrics
             raise ValueError(f"ideal must be 'simulate', None, seconds, a Trace or an AnalysisResult, not {ideal!r}")
         trace = result.trace
         if hasattr(trace, "simulate") and getattr(trace, "comm", None) is None:
-            runtime_ideal = float(trace.simulate(network="ideal", progress=False).run_length)
+            runtime_ideal = _runtime_of(trace.simulate(network="ideal", progress=False), result)
     elif ideal is not None:
-        runtime_ideal = _runtime_of(ideal)
+        runtime_ideal = _runtime_of(ideal, result)
     ser = te = None
     if runtime_ideal is not None:
         ser = peak / runtime_ideal
         te = runtime_ideal / runtime
     return PopMetrics(parallel_efficiency=lb * comm, load_balance=lb, communication_efficiency=comm,
                       serialisation_efficiency=ser, transfer_efficiency=te, runtime=runtime,
-                      runtime_ideal=runtime_ideal, useful_mean=mean, useful_max=peak)
+                      runtime_ideal=runtime_ideal, useful_mean=mean, useful_max=peak,
+                      window=None if window is None else result.analysed_span)

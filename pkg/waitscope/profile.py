@@ -1,5 +1,5 @@
-"""Wait-state profiles: estimates without a trace (seed 003) and their check
-against the trace analysis of the same run.
+"""Wait-state profiles: estimates without a trace (Mao et al., EuroMPI/ASIA 2014)
+and their check against the trace analysis of the same run.
 
 ``waitscope profile`` (or ``waitscope trace --profile``) runs an MPI program
 with the interposition library, which keeps, per rank and per (call path,
@@ -9,16 +9,18 @@ minimum duration of the calls, and writes ``DIR/profile.json`` at
 stored, so the profile does not grow with the run.
 
 :func:`open_profile` reads it; :meth:`Profile.estimates` turns it into the
-estimates of seed 003 (``003_2d6b9c36e94631c5.txt``): everything a call
+estimates of Mao, Böhme, Hermanns, Geimer, Lorenz and Wolf, "Catching idlers
+with ease: a lightweight wait-state profiler for MPI programs" (EuroMPI/ASIA
+2014; "the paper" below): everything a call
 takes beyond the minimum duration of its category is waiting.
 
 * **Late Sender** (``mpi_latesender``): ``MPI_Recv``, ``MPI_Wait``,
   ``MPI_Waitall`` (and ``MPI_Sendrecv(_replace)``, whose receive a trace
   analysis also charges Late Sender); the minimum is the rank-local one, over all call paths of
-  the function with the same size class (seed 003 section 3.1):
+  the function with the same size class (the paper's section 3.1):
   ``L(c, p) = sum_s [sum_i d_i(c, p, s) - n(c, p, s) * M_p(f(c), s)]``.
   Estimates of ``MPI_Waitall`` call paths are flagged unreliable
-  (:attr:`ProfileEstimates.unreliable`): the seed found them to
+  (:attr:`ProfileEstimates.unreliable`): the paper found them to
   overestimate the waiting substantially (section 4.1.1).
 * **Wait at N x N** (``mpi_wait_nxn``): ``MPI_Allreduce``,
   ``MPI_Allgather(v)``, ``MPI_Alltoall(v,w)``, ``MPI_Reduce_scatter(_block)``,
@@ -34,7 +36,11 @@ takes beyond the minimum duration of its category is waiting.
 :meth:`Profile.compare` puts these estimates next to the trace analysis of
 the same run per call path, as wait ratios (waiting / total execution time)
 and their difference in percentage points, leaving out call paths under
-0.5 % in both, as the seed's section 4.1 does.
+0.5 % in both, as the paper's section 4.1 does.
+
+:func:`waitscope.open` and the command line (``waitscope info``, ``waitscope
+analyze``) open a profile where they would open a trace: ``profile.json``
+itself, or a directory that holds one and no trace (:func:`profile_path`).
 """
 
 from __future__ import annotations
@@ -56,7 +62,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .trace import Trace
 
-__all__ = ["Profile", "ProfileEntry", "ProfileEstimates", "open_profile", "PROFILE_FILE", "ESTIMATED_METRICS"]
+__all__ = ["Profile", "ProfileEntry", "ProfileEstimates", "open_profile", "profile_path", "PROFILE_FILE",
+           "ESTIMATED_METRICS"]
 
 PROFILE_FILE = "profile.json"
 FORMAT_NAME = "waitscope-profile"
@@ -99,7 +106,7 @@ _METRICS = (
     ("mpi_point2point", "Point-to-point", "sec", "mpi_communication",
      "Time in point-to-point calls (sends, receives, waits, tests)."),
     ("mpi_latesender", "Late Sender", "sec", "mpi_point2point",
-     "Estimate (seed 003): time in MPI_Recv, MPI_Sendrecv, MPI_Wait, MPI_Waitall beyond the rank-local minimum "
+     "Estimate (Mao et al. 2014): time in MPI_Recv, MPI_Sendrecv, MPI_Wait, MPI_Waitall beyond the rank-local minimum "
      "duration of the function and message-size class; unreliable for MPI_Waitall."),
     ("mpi_latereceiver", "Late Receiver", "sec", "mpi_point2point",
      "Estimate: time in MPI_Ssend beyond the rank-local minimum duration of the size class."),
@@ -109,7 +116,7 @@ _METRICS = (
     ("mpi_latebroadcast", "Late Broadcast", "sec", "mpi_collective",
      "Estimate: time of non-roots in MPI_Bcast, MPI_Scatter(v) beyond the global minimum of non-roots."),
     ("mpi_wait_nxn", "Wait at N x N", "sec", "mpi_collective",
-     "Estimate (seed 003): time in N-to-N collectives beyond the global minimum duration of the function and "
+     "Estimate (Mao et al. 2014): time in N-to-N collectives beyond the global minimum duration of the function and "
      "size class."),
     ("visits", "Visits", "occ", None, "Number of MPI calls on the call path."),
 )
@@ -188,7 +195,7 @@ class _Definitions:
 
 
 class ProfileEstimates(AnalysisResult):
-    """Seed 003's wait-state estimates from a profile, as a labelled cube.
+    """The wait-state estimates of Mao et al. (EuroMPI/ASIA 2014) from a profile, as a labelled cube.
 
     The layout is :class:`AnalysisResult`'s: ``metric_ids``,
     ``callpath_names``, ``cube[metric, callpath, rank]`` (one location per
@@ -205,7 +212,7 @@ class ProfileEstimates(AnalysisResult):
         super().__init__(profile._definitions, raw)  # type: ignore[arg-type]
         self.profile = profile
         self.unreliable: frozenset[str] = frozenset(unreliable)
-        """Call paths whose estimate the seed found unreliable (those of ``MPI_Waitall``)."""
+        """Call paths whose estimate Mao et al. found unreliable (those of ``MPI_Waitall``)."""
 
     @property
     def trace(self) -> Any:  # type: ignore[override]
@@ -217,7 +224,9 @@ class ProfileEstimates(AnalysisResult):
         return float(np.max(self.profile.execution_time))
 
     def summary(self, top: int = 5) -> str:
-        lines = [f"wait-state estimates from the profile {self.profile.path} (no trace; seed 003's minimum method)"]
+        lines = [f"wait-state estimates from the profile {self.profile.path}: no trace, so every MPI call's time "
+                 "beyond the minimum of its kind counts as waiting (Mao et al., EuroMPI/ASIA 2014); delay costs "
+                 "and the critical path need a trace (waitscope trace)"]
         lines.append(super().summary(top))
         if self.unreliable:
             lines.append("unreliable estimates (MPI_Waitall, often overestimated):")
@@ -250,6 +259,28 @@ class Profile:
         self._definitions = _Definitions(path, self.callpath_names, self.ranks)
 
     @property
+    def run_length(self) -> float:
+        """The longest rank's execution time (MPI_Init to MPI_Finalize), seconds."""
+        return float(np.max(self.execution_time)) if len(self.execution_time) else 0.0
+
+    def analyze(self, delay_model: str | None = None, critical_path: bool = False,
+                window: Any = None, **ignored: Any) -> "ProfileEstimates":
+        """The estimates (:meth:`estimates`), so that ``waitscope.open(path).analyze()``
+        works on a profile as on a trace.  A profile has no events: `delay_model`,
+        `critical_path` and `window` raise ValueError (they need a trace); the
+        arguments of a trace's analysis that change no value (``progress``,
+        ``threads``) are accepted and ignored."""
+        for name, value in (("delay_model", delay_model), ("critical_path", critical_path), ("window", window)):
+            if value:
+                raise ValueError(f"{name}: {self.path} is a wait-state profile, which has no events; "
+                                 "delay costs, the critical path and time windows need a trace "
+                                 "(waitscope trace instead of waitscope profile)")
+        unknown = sorted(set(ignored) - {"progress", "threads", "schedule_seed"})
+        if unknown:
+            raise TypeError(f"Profile.analyze: {', '.join(unknown)} need a trace ({self.path} is a profile)")
+        return self.estimates()
+
+    @property
     def n_calls(self) -> int:
         """MPI calls the profile counts, over all ranks."""
         return int(sum(int(e.count.sum()) for e in self.entries))
@@ -270,7 +301,7 @@ class Profile:
         return local, glob
 
     def estimates(self) -> ProfileEstimates:
-        """Seed 003's estimates as a cube [metric, call path, rank] (module docstring)."""
+        """The estimates as a cube [metric, call path, rank] (module docstring)."""
         ids = [m[0] for m in _METRICS]
         mi = {m: i for i, m in enumerate(ids)}
         cube = np.zeros((len(ids), len(self.callpath_names), self.ranks))
@@ -321,7 +352,7 @@ class Profile:
         `result` is the :class:`AnalysisResult` of the trace (a
         :class:`Trace` is analysed first).  One row per (metric of
         :data:`ESTIMATED_METRICS`, call path) where the profile's or the
-        trace's wait ratio reaches `threshold` (0.5 % as in seed 003):
+        trace's wait ratio reaches `threshold` (0.5 % as in Mao et al. 2014):
 
         ``metric``, ``callpath``, ``function`` (the call path's last
         region), ``profile_wait``, ``trace_wait`` (seconds, summed over
@@ -388,19 +419,34 @@ class Profile:
                 use_pandas = False
         if not use_pandas:
             return rows
-        import pandas as pd
+        from . import _optional
 
+        pd = _optional.require("pandas", "Profile.compare(as_pandas=True)")
         return pd.DataFrame(rows, columns=["metric", "callpath", "function", "profile_wait", "trace_wait",
                                            "profile_ratio", "trace_ratio", "difference", "unreliable"])
 
     # ---- text ------------------------------------------------------------------
+
+    def estimated_waiting(self) -> str:
+        """The estimated waiting per pattern as shares of the time, in one phrase:
+        ``"Late Sender 34.7 %, Wait at Barrier 0.5 %"`` (patterns under 0.05 % left out)."""
+        est = self.estimates()
+        total = est.total("time")
+        parts = []
+        for metric in ("mpi_latesender", "mpi_wait_nxn", "mpi_barrier_wait", "mpi_latebroadcast", "mpi_earlyreduce",
+                       "mpi_latereceiver"):
+            value = est.total(metric)
+            if total > 0 and value / total >= 0.0005:
+                parts.append(f"{est.metric(metric).name} {100 * value / total:.1f} %")
+        return ", ".join(parts) if parts else "no waiting above 0.05 % of the time"
 
     def summary(self) -> str:
         lines = [f"profile {self.path}", f"  command: {self.command}", f"  MPI: {self.mpi}",
                  f"  ranks: {self.ranks}  call paths: {len(self.callpath_names)}  entries: {len(self.entries)}"
                  f"  MPI calls: {self.n_calls}",
                  f"  execution time: {float(np.sum(self.execution_time)):.6f} s summed over ranks, "
-                 f"{float(np.sum(self.mpi_time)):.6f} s in MPI"]
+                 f"{float(np.sum(self.mpi_time)):.6f} s in MPI; the longest rank {self.run_length:.6f} s",
+                 f"  estimated waiting (share of the execution time): {self.estimated_waiting()}"]
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -539,6 +585,26 @@ def _parse(path: str, doc: Any) -> dict[str, Any]:
                                     global_min=global_min))
     data["entries"] = entries
     return data
+
+
+def profile_path(path: str | os.PathLike[str]) -> str | None:
+    """The profile file `path` names, or None when it names a trace (or nothing).
+
+    A profile is named by the file itself (``DIR/profile.json``, or any
+    ``*.json`` file) or by a directory that holds ``profile.json`` but no
+    trace (``traces.otf2``, or the per-rank files of a run cut short), as
+    ``waitscope profile`` leaves it.  A directory of ``waitscope trace
+    --profile`` holds both and names its trace."""
+    target = os.fspath(path)
+    if os.path.isdir(target):
+        candidate = os.path.join(target, PROFILE_FILE)
+        if os.path.isfile(candidate) and not os.path.exists(os.path.join(target, "traces.otf2")) \
+                and not os.path.isdir(os.path.join(target, ".waitscope")):
+            return candidate
+        return None
+    if target.endswith(".json") and os.path.isfile(target):
+        return target
+    return None
 
 
 def open_profile(path: str | os.PathLike[str]) -> Profile:

@@ -1,4 +1,4 @@
-"""Real-time re-enactment of a (changed) trace: seed 000's own simulation method.
+"""Real-time re-enactment of a (changed) trace: the simulation method of Böhme et al. (ICPP 2010).
 
 Böhme et al. (ICPP 2010, section VI) evaluate an optimization hypothesis by
 re-enacting the changed trace on the machine: computation is simulated by

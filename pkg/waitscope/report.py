@@ -8,13 +8,23 @@ Laid out like Cube's metric tree and ``cube_stat``:
   metrics are shown, and where a parent holds more than its shown
   sub-metrics an indented ``(rest of ...)`` line makes the percentages of
   every level add up to their parent's;
-* where the MPI time goes: the call paths with the most ``mpi`` time;
+* where the computation and the MPI time go: the call paths with the most
+  ``comp`` and ``mpi`` time;
 * every non-zero wait-state pattern with its top call paths: value,
   percentage of total time, minimum / mean / maximum over ranks and the
   rank of the maximum;
-* the delay costs and the critical path when the analysis computed them.
+* the delay costs when the analysis computed them: the largest cause of
+  waiting (:func:`culprit`: the call path whose delays caused the most
+  waiting, and the rank where it did), by wait-state pattern,
+  by the call paths whose delays caused the waiting, and apart from them
+  the wait states split into direct / indirect and propagating / terminal;
+* the critical path when the analysis computed it.
 
-:func:`metric_rows` gives the tree as data (the text and the tests use it).
+Every table has a line of column headings.  With a window
+(``analyze(window=...)``) every value is that of the window.
+:func:`metric_table` lists one metric's top call paths as ``cube_stat -m
+METRIC -t TOP`` does.  :func:`metric_rows` gives the tree as data (the
+text and the tests use it).
 """
 
 from __future__ import annotations
@@ -99,10 +109,20 @@ def _percent(value: float, total: float) -> str:
     return f"{100.0 * value / total:7.2f} %" if total else "       - "
 
 
-def _tree_lines(result: "AnalysisResult", root: str, total: float) -> list[str]:
+def _tree_header(percent_of: str = "% time") -> str:
+    return f"  {'metric':<40} {'name':<28}{'value':>14} {percent_of:>9}"
+
+
+TREE_HEADER = _tree_header()
+"""Columns of the metric trees: id (indented by depth), display name, inclusive value, % of total time."""
+
+
+def _tree_lines(result: "AnalysisResult", root: str, total: float, skip_root: bool = False) -> list[str]:
     lines = []
-    for row in metric_rows(result, root):
-        label = ("  " * row.depth + (row.name if row.rest else row.id))[:40]
+    rows = metric_rows(result, root)
+    for row in rows[1:] if skip_root else rows:
+        depth = row.depth - 1 if skip_root else row.depth
+        label = ("  " * depth + (row.name if row.rest else row.id))[:40]
         name = "" if row.rest else row.name
         if row.unit == "sec":
             lines.append(f"  {label:<40} {name:<28}{_seconds(row.value)} {_percent(row.value, total)}")
@@ -111,25 +131,139 @@ def _tree_lines(result: "AnalysisResult", root: str, total: float) -> list[str]:
     return lines
 
 
+def _format_value(value: float, unit: str) -> str:
+    if unit == "sec":
+        return _seconds(value)
+    return f"{value:14,.0f}"
+
+
 def _callpath_table(result: "AnalysisResult", matrix: np.ndarray, total: float, top: int,
-                    indent: str = "    ") -> list[str]:
+                    indent: str = "    ", unit: str = "sec") -> list[str]:
     """The `top` call paths of a [call path, location] matrix with min / mean / max over ranks."""
     per_cp = matrix.sum(axis=1)
     lines = []
+    small = _tolerance(result) if unit == "sec" else 0.0
     for cp in np.argsort(-per_cp, kind="stable")[:max(top, 0)]:
-        if per_cp[cp] <= _tolerance(result):
+        if per_cp[cp] <= small:
             break
         ranks, values = per_rank(result, matrix[cp])
         worst = int(np.argmax(values))
-        lines.append(f"{indent}{_seconds(per_cp[cp])} {_percent(per_cp[cp], total)}  "
-                     f"{values.min():10.6f} {values.mean():10.6f} {values.max():10.6f}  {int(ranks[worst]):>5}  "
-                     f"{result.callpath_names[cp]}")
+        if unit == "sec":
+            spread = f"{values.min():10.6f} {values.mean():10.6f} {values.max():10.6f}"
+        else:
+            mean = f"{values.mean():10,.1f}" if abs(values.mean()) < 1e5 else f"{values.mean():10,.0f}"
+            spread = f"{values.min():10,.0f} {mean} {values.max():10,.0f}"
+        lines.append(f"{indent}{_format_value(per_cp[cp], unit)} {_percent(per_cp[cp], total)}  "
+                     f"{spread}  {int(ranks[worst]):>5}  {result.callpath_names[cp]}")
     return lines
 
 
-TABLE_HEADER = f"    {'value':>14} {'% time':>9}  {'min':>10} {'mean':>10} {'max':>10}  {'rank':>5}  call path"
+def _table_header(percent_of: str = "% time", indent: str = "    ") -> str:
+    return f"{indent}{'value':>14} {percent_of:>9}  {'min':>10} {'mean':>10} {'max':>10}  {'rank':>5}  call path"
+
+
+TABLE_HEADER = _table_header()
 """Columns of the call-path tables: summed value, % of total time, min / mean / max over
 ranks (seconds) and the rank of the maximum."""
+
+PATH_HEADER = f"    {'on the path':>14} {'% path':>9}  {'imbalance':>12}  call path"
+"""Columns of the critical-path table: time on the path, % of the path length, the critical-path
+imbalance (time on the path above the average per process) and the call path."""
+
+
+def metric_table(result: "AnalysisResult", metric: str, top: int = 10, inclusive: bool = False) -> str:
+    """One metric's `top` call paths, as ``cube_stat -m METRIC -t TOP`` lists them
+    (``waitscope analyze --metric METRIC --top TOP``).
+
+    `metric` is anything :meth:`AnalysisResult.metric_index` accepts (id,
+    display name, unique prefix).  Values are exclusive per call path
+    (``inclusive=True``: including the call paths below); the table gives
+    the value summed over locations, its percentage (of the total time for
+    times, of the metric's total otherwise), minimum, mean and maximum over
+    ranks and the rank of the maximum.
+    """
+    if top < 0:
+        raise ValueError(f"top must be 0 or more, not {top}")
+    m = result.metric(metric)
+    matrix = np.asarray(result.inclusive(m.id) if inclusive else result.get(m.id), dtype=np.float64)
+    exclusive = matrix if not inclusive else np.asarray(result.get(m.id), dtype=np.float64)
+    metric_total = float(exclusive.sum())
+    if m.unit == "sec" and "time" in result.metric_ids:
+        base, of = result.total("time"), "% time"
+    else:
+        base, of = metric_total, "% metric"
+    n_nonzero = int(np.count_nonzero(np.abs(exclusive.sum(axis=1)) > (_tolerance(result) if m.unit == "sec" else 0)))
+    kind = "inclusive" if inclusive else "exclusive"
+    total = _seconds(metric_total).strip() if m.unit == "sec" else f"{metric_total:,.0f} {m.unit}"
+    share = f" ({_percent(metric_total, base).strip()} of total time)" if of == "% time" else ""
+    shown = min(top, n_nonzero)
+    unit = "" if m.unit == "sec" else f" (in {m.unit})"
+    lines = [f"{m.id} ({m.name}): {total}{share}; {kind} values{unit} of the top {shown} of {n_nonzero} call paths "
+             "(min / mean / max over ranks, rank of the max):",
+             _table_header(of)]
+    lines += _callpath_table(result, matrix, base, top, unit=m.unit)
+    if n_nonzero == 0:
+        lines.append("    (zero on every call path)")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Culprit:
+    """The activity whose delays caused the most waiting (:func:`culprit`)."""
+
+    callpath: int
+    """Index of the call path (the delaying activity)."""
+    rank: int
+    """The MPI rank where it delayed most."""
+    cost: float
+    """Its delay costs on that rank, short- plus long-term (seconds)."""
+    callpath_cost: float
+    """Its delay costs over all ranks (seconds)."""
+    share: float
+    """`callpath_cost` as a share of all delay costs (of the waiting the delay analysis handled)."""
+
+
+def culprit(result: "AnalysisResult") -> Culprit | None:
+    """The call path whose delays caused the most waiting (short- plus long-term
+    delay costs summed over locations), and the rank where it caused most;
+    None without a delay analysis or without delay costs."""
+    if "delay" not in result.metric_ids:
+        return None
+    costs = np.asarray(result.delay_short, dtype=np.float64) + np.asarray(result.delay_long, dtype=np.float64)
+    total = float(costs.sum())
+    if total <= _tolerance(result):
+        return None
+    per_cp = costs.sum(axis=1)
+    cp = int(np.argmax(per_cp))
+    ranks, values = per_rank(result, costs[cp])
+    worst = int(np.argmax(values))
+    return Culprit(cp, int(ranks[worst]), float(values[worst]), float(per_cp[cp]), float(per_cp[cp]) / total)
+
+
+def culprit_line(result: "AnalysisResult") -> str | None:
+    """The :func:`culprit` in words: the call path, the waiting its delays caused and where
+    (None when there is none)."""
+    found = culprit(result)
+    if found is None:
+        return None
+    share = found.cost / found.callpath_cost if found.callpath_cost else 0.0
+    where = (f"most on rank {found.rank} ({100 * share:.0f} % of it)" if share < 0.995
+             else f"all of it on rank {found.rank}")
+    return (f"{result.callpath_names[found.callpath]}, whose delays caused {found.callpath_cost:.6f} s of waiting "
+            f"({100 * found.share:.1f} % of the delay costs), {where}")
+
+
+def _window_lines(result: "AnalysisResult") -> list[str]:
+    window = getattr(result, "window", None)
+    if window is None:
+        return []
+    try:
+        start, end = result.analysed_span
+    except ValueError as exc:
+        return [f"window {window[0]:.6f} s to {window[1]:.6f} s: {exc}"]
+    clipped = "" if (start, end) == tuple(window) else f"; inside the run {start:.6f} s to {end:.6f} s"
+    return [f"window {window[0]:.6f} s to {window[1]:.6f} s: the metrics of this part of the run only "
+            f"({end - start:.6f} s{clipped})"]
 
 
 def summary(result: "AnalysisResult", top: int = 5) -> str:
@@ -141,12 +275,11 @@ def summary(result: "AnalysisResult", top: int = 5) -> str:
     ranks = np.unique(result.location_ranks)
     lines = [f"total time {total:.6f} s, summed over {result.n_locations} locations ({len(ranks)} ranks); "
              f"run length {result.run_length:.6f} s"]
-    window = getattr(result, "window", None)
-    if window is not None:
-        lines.append(f"window {window[0]:.6f} s to {window[1]:.6f} s: the metrics of this part of the run only")
+    lines += _window_lines(result)
 
     lines.append("")
     lines.append("metric tree (inclusive values; non-zero metrics; % of total time):")
+    lines.append(TREE_HEADER)
     for root in TIME_ROOTS:
         if root in ids:
             lines += _tree_lines(result, root, total)
@@ -155,11 +288,12 @@ def summary(result: "AnalysisResult", top: int = 5) -> str:
         lines.append("  " + ", ".join(f"{m} ({result.metric(m).name}) {result.total(m):,.0f} {result.metric(m).unit}"
                                       for m in counts))
 
-    if "mpi" in ids and result.total("mpi") > 0:
-        lines.append("")
-        lines.append("MPI time by call path (metric mpi; min / mean / max over ranks, rank of the max):")
-        lines.append(TABLE_HEADER)
-        lines += _callpath_table(result, np.asarray(result.get("mpi")), total, top)
+    for metric, what in (("comp", "Computation"), ("mpi", "MPI time")):
+        if metric in ids and result.total(metric) > 0:
+            lines.append("")
+            lines.append(f"{what} by call path (metric {metric}; min / mean / max over ranks, rank of the max):")
+            lines.append(TABLE_HEADER)
+            lines += _callpath_table(result, np.asarray(result.get(metric)), total, top)
 
     eps = _tolerance(result)
     patterns = [m for m in WAIT_PATTERNS if m in ids and result.total(m) > eps]
@@ -182,12 +316,24 @@ def summary(result: "AnalysisResult", top: int = 5) -> str:
                      f"{long_.sum():.6f} s long-term"
                      + (f" + {result.undistributed:.6f} s undistributed" if result.undistributed else "")
                      + f" = handled waiting {result.handled_waiting():.6f} s")
-        lines += _tree_lines(result, "delay", total)[1:]
+        blame = culprit_line(result)
+        if blame is not None:
+            lines.append(f"  the largest cause of waiting: {blame}")
+        lines.append("  delay costs by wait-state pattern (the waiting each pattern's delays caused):")
+        lines.append(TREE_HEADER)
+        lines += _tree_lines(result, "delay", total, skip_root=True)
         lines.append("  call paths whose delays caused the most waiting (short + long term):")
         lines.append(TABLE_HEADER)
         lines += _callpath_table(result, short + long_, total, top)
-        for root in ("waitstates_direct_vs_indirect", "waitstates_propagating_vs_terminal"):
+        for root, title in (("waitstates_direct_vs_indirect",
+                             "wait states by cause: direct (caused by a delay of the partner) or indirect "
+                             "(passed on by a partner that waited itself)"),
+                            ("waitstates_propagating_vs_terminal",
+                             "wait states by effect: propagating (they delay others in turn) or terminal")):
             if root in ids and result.total(root) > eps:
+                lines.append("")
+                lines.append(f"{title}:")
+                lines.append(TREE_HEADER)
                 lines += _tree_lines(result, root, total)
 
     if "critical_path" in ids:
@@ -196,6 +342,7 @@ def summary(result: "AnalysisResult", top: int = 5) -> str:
         lines.append(f"critical path: {path.length:.6f} s in {len(path.segments)} segments "
                      f"({path.start:.6f} s to {path.end:.6f} s)")
         lines.append("  call paths on the critical path (time on the path, % of the path, imbalance):")
+        lines.append(PATH_HEADER)
         on_path = path.by_callpath
         for cp in np.argsort(-on_path, kind="stable")[:max(top, 0)]:
             if on_path[cp] <= eps:
@@ -205,7 +352,8 @@ def summary(result: "AnalysisResult", top: int = 5) -> str:
         if "performance_impact" in ids and result.total("performance_impact") > eps:
             impact = result.total("performance_impact")
             lines.append(f"  performance impact (% of processes x run time = {impact:.6f} s):")
-            lines += _tree_lines(result, "performance_impact", impact)[1:]
+            lines.append(_tree_header("% impact"))
+            lines += _tree_lines(result, "performance_impact", impact, skip_root=True)
 
     violations = int(np.sum(result.clock_violations))
     if violations:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Sequence, Union
 
 import numpy as np
 
-from . import _callpaths
+from . import _callpaths, _metrics, _optional
 from ._names import WAIT_CLASSES
 from .report import WAIT_PATTERNS
 
@@ -39,9 +39,92 @@ HANDLED_WAITS = ("mpi_latesender", "mpi_latereceiver", "mpi_barrier_wait", "mpi_
 """The wait states whose cost the delay analysis accounts."""
 
 
+class LabelledArray(np.ndarray):
+    """A [call path, column] array that knows its labels: ``callpaths`` (the
+    call-path name of every row), ``columns`` (the location index or MPI
+    rank of every column) and ``column_name`` (``"location"`` or ``"rank"``).
+
+    It is an ndarray: arithmetic, ``sum``, indexing and comparisons work as
+    before.  Results of the same shape (``a * 2``, ``a - b``) keep the
+    labels; anything of another shape (a row, ``a.sum(axis=1)``, a number)
+    is a plain ndarray or scalar, whose labels would no longer fit.
+    :meth:`row` selects a call path by name, :meth:`to_pandas` gives a
+    pandas DataFrame with the call paths as index and the columns named.
+    """
+
+    callpaths: list[str] | None
+    columns: np.ndarray | None
+    column_name: str
+
+    def __new__(cls, values: Any, callpaths: Sequence[str], columns: Sequence[int],
+                column_name: str) -> "LabelledArray":
+        obj = np.asarray(values).view(cls)
+        if obj.ndim != 2 or obj.shape != (len(callpaths), len(columns)):
+            raise ValueError(f"labels for a {len(callpaths)} x {len(columns)} array, got shape {obj.shape}")
+        obj.callpaths = list(callpaths)
+        obj.columns = np.asarray(columns, dtype=np.int64)
+        obj.column_name = column_name
+        return obj
+
+    def __array_finalize__(self, obj: Any) -> None:
+        same = obj is not None and getattr(obj, "shape", None) == self.shape
+        self.callpaths = getattr(obj, "callpaths", None) if same else None
+        self.columns = getattr(obj, "columns", None) if same else None
+        self.column_name = getattr(obj, "column_name", "location")
+
+    def __array_wrap__(self, out: np.ndarray, context: Any = None, return_scalar: bool = False) -> Any:
+        if out.shape != self.shape or self.callpaths is None:
+            plain = out.view(np.ndarray)
+            return plain[()] if return_scalar else plain
+        return super().__array_wrap__(out, context, return_scalar)
+
+    def __getitem__(self, key: Any) -> Any:
+        got = super().__getitem__(key)
+        if isinstance(got, LabelledArray) and (got.shape != self.shape or got.callpaths is None):
+            return got.view(np.ndarray)
+        return got
+
+    def __reduce__(self) -> Any:  # pickling keeps the labels
+        function, arguments, state = super().__reduce__()  # type: ignore[misc]
+        return function, arguments, (state, (self.callpaths, self.columns, self.column_name))
+
+    def __setstate__(self, state: Any) -> None:
+        base, (self.callpaths, self.columns, self.column_name) = state
+        super().__setstate__(base)
+
+    @property
+    def locations(self) -> np.ndarray | None:
+        """The location index of every column (None when the columns are ranks)."""
+        return self.columns if self.column_name == "location" else None
+
+    @property
+    def ranks(self) -> np.ndarray | None:
+        """The MPI rank of every column (None when the columns are locations)."""
+        return self.columns if self.column_name == "rank" else None
+
+    def row(self, callpath: CallpathKey) -> np.ndarray:
+        """The values of one call path, given by index, full name or unique suffix (``"main/MPI_Recv"``)."""
+        if self.callpaths is None:
+            raise ValueError("this array has no call-path labels")
+        if isinstance(callpath, (int, np.integer)) and not isinstance(callpath, bool):
+            return np.asarray(self)[int(callpath)]
+        return np.asarray(self)[_callpaths.resolve(self.callpaths, callpath, ".callpaths lists")]
+
+    def to_pandas(self, nonzero: bool = False) -> "pandas.DataFrame":
+        """A DataFrame: call paths as the index, one column per location or rank
+        (``nonzero=True`` leaves out the call paths that are 0 everywhere).  Needs pandas."""
+        pd = _optional.require("pandas", "LabelledArray.to_pandas")
+        values = np.asarray(self)
+        callpaths = self.callpaths if self.callpaths is not None else list(range(values.shape[0]))
+        columns = self.columns if self.columns is not None else np.arange(values.shape[1])
+        frame = pd.DataFrame(values, index=pd.Index(callpaths, name="callpath"),
+                             columns=pd.Index(columns, name=self.column_name))
+        return frame.loc[np.any(values != 0, axis=1)] if nonzero else frame
+
+
 @dataclass(frozen=True)
 class CriticalPath:
-    """The critical path (seed 001): segments, profile and indicators.
+    """The critical path (Böhme et al., IPDPS 2012): segments, profile and indicators.
 
     ``segments`` is a structured array (location, rank, callpath, start,
     end) ordered in time; callpath is -1 where the path runs outside any
@@ -56,7 +139,8 @@ class CriticalPath:
     start: float
     end: float
     profile: np.ndarray
-    """Time on the path per [call path, location]."""
+    """Time on the path per [call path, location], a :class:`LabelledArray`
+    (``profile.callpaths``, ``profile.locations``, ``profile.to_pandas()``)."""
     imbalance: np.ndarray
     """Critical-path imbalance per call path (seconds)."""
     partitions: np.ndarray
@@ -141,13 +225,20 @@ class AnalysisResult:
         return self.cube.shape[2]
 
     def metric(self, metric_id: str) -> Metric:
+        """The :class:`Metric` a key names (see :meth:`metric_index`)."""
         return self.metrics[self.metric_index(metric_id)]
 
     def metric_index(self, metric_id: str) -> int:
-        try:
-            return self._metric_index[metric_id]
-        except KeyError:
-            raise KeyError(f"unknown metric {metric_id!r}; this result has: {', '.join(self.metric_ids)}") from None
+        """Index of a metric given by its id (``"mpi_latesender"``), display name
+        (``"Late Sender"``, case, spaces and ``_`` ignored: ``"late_sender"``) or a
+        unique prefix of either (``"mpi_latesend"``); see :mod:`waitscope._metrics`.
+
+        A display name several metric trees share names the metric of the
+        time hierarchy.  Raises KeyError naming the closest metrics for an
+        unknown key, ValueError naming the candidates for an ambiguous one.
+        """
+        found = self._metric_index.get(metric_id) if isinstance(metric_id, str) else None
+        return found if found is not None else _metrics.resolve(self.metrics, metric_id)
 
     def callpath_index(self, callpath: CallpathKey) -> int:
         """Index of a call path given by index, full name or a unique suffix.
@@ -221,8 +312,8 @@ class AnalysisResult:
         return self.total(metric) / denominator if denominator else 0.0
 
     def to_pandas(self, metrics: Sequence[str] | None = None, nonzero: bool = True) -> "pandas.DataFrame":
-        """Long table: metric, callpath, location, rank, value."""
-        import pandas as pd
+        """Long table: metric, callpath, location, rank, value (needs pandas)."""
+        pd = _optional.require("pandas", "AnalysisResult.to_pandas")
 
         ids = list(metrics) if metrics is not None else self.metric_ids
         frames = []
@@ -262,10 +353,12 @@ class AnalysisResult:
         self._require("delay_latesender", 'delay_model="proportional" or "wait-first"')
         return sum(self.get(m) for m in DELAY_LONG)  # type: ignore[return-value]
 
-    def delay_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+    def delay_vectors(self) -> tuple[LabelledArray, LabelledArray]:
         """Per-rank delay vectors: (short, long) costs as [call path, rank] arrays.
 
-        Locations of the same rank (threads) are summed.
+        Locations of the same rank (threads) are summed.  Both are
+        :class:`LabelledArray`: ``short.callpaths`` names the rows,
+        ``short.ranks`` the columns, ``short.to_pandas()`` gives a table.
         """
         ranks = self.location_ranks
         n_ranks = int(ranks.max()) + 1 if len(ranks) else 0
@@ -275,7 +368,7 @@ class AnalysisResult:
             for loc, rank in enumerate(ranks):
                 if rank >= 0:
                     per_rank[:, rank] += values[:, loc]
-            out.append(per_rank)
+            out.append(LabelledArray(per_rank, self.callpath_names, np.arange(n_ranks), "rank"))
         return out[0], out[1]
 
     def handled_waiting(self) -> float:
@@ -289,7 +382,7 @@ class AnalysisResult:
         Fields: delayer, delayer_rank, waiter, waiter_rank, pattern, sync_event,
         sync_time, wait, longterm_in, short_cost, long_cost, propagated,
         vector_offset, vector_length.  :meth:`delay_vector` gives the non-zero
-        entries of a record's delay vector d = t_s - w_s - t_r (seed 000).
+        entries of a record's delay vector d = t_s - w_s - t_r (Böhme et al., ICPP 2010).
         """
         rec = self._raw["records"]
         n = len(rec["delayer"])
@@ -445,7 +538,8 @@ class AnalysisResult:
             segments=seg,
             start=float(self._raw["path_start"]),
             end=float(self._raw["path_end"]),
-            profile=self.get("critical_path"),
+            profile=LabelledArray(self.get("critical_path"), self.callpath_names, np.arange(self.n_locations),
+                                  "location"),
             imbalance=self.by_callpath("critical_path_imbalance"),
             partitions=self._raw["partition"],
         )
@@ -501,6 +595,26 @@ class AnalysisResult:
         """Wall-clock seconds of the analysed run (from the trace)."""
         return float(self.trace.run_length)
 
+    @property
+    def analysed_span(self) -> tuple[float, float]:
+        """(start, end) in seconds of what the result describes: the run
+        (:attr:`Trace.time_span`), or the part of :attr:`window` inside it.
+        Raises ValueError for a window that does not overlap the run."""
+        start, end = self.trace.time_span
+        if self.window is None:
+            return start, end
+        lo, hi = max(start, self.window[0]), min(end, self.window[1])
+        if not lo < hi:
+            raise ValueError(f"the window {self.window[0]:.6g} s to {self.window[1]:.6g} s lies outside the run, "
+                             f"which spans {start:.6g} s to {end:.6g} s")
+        return lo, hi
+
+    @property
+    def analysed_length(self) -> float:
+        """Seconds of :attr:`analysed_span`: the run length, or the window's part of the run."""
+        start, end = self.analysed_span
+        return end - start
+
     def pop_metrics(self, ideal: Any = "simulate") -> "PopMetrics":
         """The POP efficiencies: parallel efficiency, load balance, communication,
         serialisation and transfer efficiency (see :mod:`waitscope.pop`).
@@ -517,10 +631,11 @@ class AnalysisResult:
     def summary(self, top: int = 5) -> str:
         """A readable report, as informative as ``cube_stat``: the metric tree
         (inclusive values, display names, % of total time adding up per
-        level), the MPI time by call path, every non-zero wait-state pattern
-        with its top `top` call paths (min / mean / max over ranks and the
-        rank of the maximum), and the delay costs and critical path when the
-        result has them.  See :mod:`waitscope.report`."""
+        level), the computation and the MPI time by call path, every non-zero
+        wait-state pattern with its top `top` call paths (min / mean / max over
+        ranks and the rank of the maximum), and the delay costs (with the
+        direct / indirect and propagating / terminal wait states apart) and
+        critical path when the result has them.  See :mod:`waitscope.report`."""
         from .report import summary
 
         return summary(self, top=top)

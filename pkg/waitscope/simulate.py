@@ -9,6 +9,7 @@ re-enacts the changed trace with real MPI operations (:mod:`waitscope.reenact`).
 
 from __future__ import annotations
 
+import difflib
 import math
 from numbers import Real
 from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
@@ -21,6 +22,23 @@ if TYPE_CHECKING:
     from .trace import Trace
 
 Network = Union[str, Sequence[float]]
+
+
+class UnknownRegion(ValueError):
+    """A region or call-path name of a hypothesis that the trace does not have.
+
+    ``argument`` is the argument that named it (``"balance"``, ``"scale"``),
+    ``key`` the name, ``closest`` the most similar call paths: the command
+    line words its own message from them."""
+
+    def __init__(self, argument: str, key: str, closest: list[str], n_callpaths: int):
+        self.argument, self.key, self.closest, self.n_callpaths = argument, key, closest, n_callpaths
+        super().__init__(self.message(argument, "trace.region_names and trace.callpath_names list them"))
+
+    def message(self, argument: str, listing: str) -> str:
+        """The message with `argument` (e.g. ``--balance``) and where to find every name."""
+        hint = f"; closest: {', '.join(repr(n) for n in self.closest)}" if self.closest else ""
+        return f"{argument}: unknown region or call path {self.key!r}{hint} ({listing})"
 
 
 def callpaths_of(trace: "Trace", key: Any, argument: str) -> list[int]:
@@ -38,8 +56,9 @@ def callpaths_of(trace: "Trace", key: Any, argument: str) -> list[int]:
         return found
     try:
         return [_callpaths.resolve(trace.callpath_names, key, trace.program_region)]
-    except KeyError as exc:
-        raise ValueError(f"{argument}: unknown region or call path {key!r}: {exc.args[0]}") from None
+    except KeyError:
+        raise UnknownRegion(argument, key, _callpaths.closest(trace.callpath_names, key),
+                            len(trace.callpath_names)) from None
 
 
 def _is_mpi(trace: "Trace", cp: int) -> bool:
@@ -98,12 +117,33 @@ def network_model(network: Any) -> tuple[float, float] | None:
     return (latency, bandwidth)
 
 
+ARGUMENTS = ("balance", "scale", "network", "mode", "progress")
+"""The arguments of :meth:`waitscope.Trace.simulate`."""
+REALTIME_ARGUMENTS = ("output", "log")
+"""The further arguments of ``mode="realtime"`` (:func:`waitscope.reenact.simulate_realtime`)."""
+
+
+def _unexpected(arguments: Mapping[str, Any]) -> str:
+    """The message of a TypeError for keyword arguments simulate does not take, with the likely intended one."""
+    known = ARGUMENTS + REALTIME_ARGUMENTS
+    parts = []
+    for name in sorted(arguments):
+        near = difflib.get_close_matches(name, known, n=1, cutoff=0.4) or \
+            [k for k in known if k in name or name in k][:1]
+        parts.append(f"{name!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
+    return (f"simulate() got an unexpected keyword argument {', '.join(parts)}; it takes "
+            f"{', '.join(ARGUMENTS)} (and {', '.join(REALTIME_ARGUMENTS)} with mode='realtime')")
+
+
 def simulate(trace: "Trace", balance: Any = None, scale: Any = None, network: Network = "recorded",
              mode: str = "model", progress: Any = "auto", **realtime: Any) -> "Trace":
     """See :meth:`waitscope.Trace.simulate`."""
     from .progress import Reporting
     from .trace import Trace
 
+    unknown = {k: v for k, v in realtime.items() if k not in REALTIME_ARGUMENTS}
+    if unknown:
+        raise TypeError(_unexpected(unknown))
     if not isinstance(mode, str) or mode not in ("model", "realtime"):
         raise ValueError(f"mode must be 'model' or 'realtime', got {mode!r}")
     mask = balance_mask(trace, balance)
@@ -113,8 +153,9 @@ def simulate(trace: "Trace", balance: Any = None, scale: Any = None, network: Ne
         from .reenact import simulate_realtime
 
         return simulate_realtime(trace, balance=balance, scale=scale, network=network, **realtime)
-    if realtime:
-        raise TypeError(f"simulate: unexpected arguments {sorted(realtime)} (they are for mode='realtime')")
+    if realtime:  # all of them REALTIME_ARGUMENTS (checked above)
+        raise TypeError(f"simulate: {', '.join(repr(k) for k in sorted(realtime))} "
+                        f"{'are arguments' if len(realtime) > 1 else 'is an argument'} of mode='realtime' only")
     if trace.comm is not None:
         from ._parallel import mpi_module
 

@@ -26,6 +26,7 @@ from .progress import Reporting
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
 
+    from .profile import Profile
     from .result import AnalysisResult
 
 
@@ -179,6 +180,19 @@ class Trace:
         starts = [float(self.events(loc).time[0]) for loc in self.loaded_locations if len(self.events(loc).time)]
         ends = [float(self.events(loc).time[-1]) for loc in self.loaded_locations if len(self.events(loc).time)]
         return max(ends) - min(starts) if starts else 0.0
+
+    @property
+    def time_span(self) -> tuple[float, float]:
+        """(start, end) of the run in seconds of the event times: from the clock's
+        offset (0) to its length, else the span of the loaded events."""
+        clock = self._defs["clock"]
+        if clock["resolution"] and clock["length"]:
+            return 0.0, float(clock["length"]) / float(clock["resolution"])
+        times = [self.events(loc).time for loc in self.loaded_locations]
+        times = [t for t in times if len(t)]
+        if not times:
+            return 0.0, 0.0
+        return min(float(t[0]) for t in times), max(float(t[-1]) for t in times)
 
     @property
     def strings(self) -> list[str]:
@@ -468,8 +482,9 @@ class Trace:
         Columns: location, rank, time, event, callpath, region, partner,
         comm, tag, bytes, op, root (NaN/-1/None where not applicable).
         """
-        import pandas as pd
+        from . import _optional
 
+        pd = _optional.require("pandas", "Trace.to_pandas")
         if location is None:
             locs = [int(x) for x in self.loaded_locations]
         elif np.ndim(location) == 0:
@@ -877,8 +892,14 @@ def _check_complete(trace: Trace, allow_partial: bool) -> None:
 
 def open(path: str | os.PathLike[str], locations: Iterable[int] | None = None, comm: Any = None,
          load: bool = True, progress: Any = "auto", clock_correction: str | None = None,
-         allow_partial: bool = False, threads: int | str = 1) -> Trace:
+         allow_partial: bool = False, threads: int | str = 1) -> "Trace | Profile":
     """Opens an OTF2 trace (anchor file ``traces.otf2`` or experiment directory).
+
+    A wait-state profile opens too (``profile.json``, or a directory with
+    one and no trace, as ``waitscope profile`` writes it): the result is
+    then a :class:`waitscope.Profile`, whose ``analyze()`` gives its
+    wait-state estimates and ``summary()`` describes it (see
+    :func:`waitscope.profile.profile_path`).
 
     Reads the definitions and, unless ``load=False``, the events of the
     given locations (all by default).
@@ -908,6 +929,16 @@ def open(path: str | os.PathLike[str], locations: Iterable[int] | None = None, c
     Raises :class:`waitscope.TraceError` naming the file and the problem.
     """
     _check_threads(threads, 2**31 - 1, None)  # a bad value fails before any file (or process) is involved
+    from .profile import open_profile, profile_path
+
+    profile = profile_path(path)
+    if profile is not None:
+        for name, value, default in (("comm", comm, None), ("locations", locations, None),
+                                     ("clock_correction", clock_correction, None)):
+            if value is not default:
+                raise ValueError(f"{name}: {profile} is a wait-state profile, which has no events to distribute "
+                                 f"or correct; open it without {name}")
+        return open_profile(profile)
     if clock_correction is not None:
         _check_clock_correction(clock_correction, comm)
         if not load or locations is not None:
