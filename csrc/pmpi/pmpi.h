@@ -5,7 +5,12 @@
  *   wrappers_env.c  MPI_Init/Finalize/Abort, communicators, topologies
  *   wrappers_p2p.c  point to point and request completion
  *   wrappers_coll.c blocking collectives
+ *   coll_bytes.c    what a collective records (operation, root, bytes)
  *   wrappers_large.c the MPI-4 large-count (_c) variants
+ *   fortran.c       the Fortran bindings: the MPI's own binding, handles,
+ *                   statuses and sentinels (fortran.h)
+ *   fortran_env.c, fortran_p2p.c, fortran_coll.c, fortran_plain.c
+ *                   the Fortran wrappers (mpif.h, use mpi, use mpi_f08)
  *   plain_regions.c the calls recorded as plain MPI regions (plain_regions.h)
  *   symtab.c        function names from ELF symbol tables
  *   callpath.c      user call paths: stack frames or -finstrument-functions
@@ -221,9 +226,56 @@ uint64_t ws_coll_begin(int fn);
 void ws_coll_end(int fn, MPI_Comm comm, uint8_t op, int root, uint64_t sent, uint64_t received, uint64_t payload,
                  int has_payload);
 
+/* What a collective records (coll_bytes.c): operation, root (-1: none),
+ * bytes sent and received, the payload of the profile's size class. */
+typedef struct ws_coll_info {
+    uint8_t op;
+    int root;
+    uint64_t sent, received, payload;
+    int has_payload;
+} ws_coll_info;
+ws_coll_info ws_coll_barrier(void);
+ws_coll_info ws_coll_bcast(long long count, MPI_Datatype type, int root, MPI_Comm comm);
+ws_coll_info ws_coll_reduce(long long count, MPI_Datatype type, int root, MPI_Comm comm);
+/* fn: WF_ALLREDUCE, WF_SCAN or WF_EXSCAN */
+ws_coll_info ws_coll_allreduce(int fn, long long count, MPI_Datatype type, MPI_Comm comm);
+ws_coll_info ws_coll_gather(int send_in_place, long long sendcount, MPI_Datatype sendtype, long long recvcount,
+                            MPI_Datatype recvtype, int root, MPI_Comm comm);
+ws_coll_info ws_coll_gatherv(int send_in_place, long long sendcount, MPI_Datatype sendtype, const int recvcounts[],
+                             MPI_Datatype recvtype, int root, MPI_Comm comm);
+ws_coll_info ws_coll_scatter(int recv_in_place, long long sendcount, MPI_Datatype sendtype, long long recvcount,
+                             MPI_Datatype recvtype, int root, MPI_Comm comm);
+ws_coll_info ws_coll_scatterv(int recv_in_place, const int sendcounts[], MPI_Datatype sendtype, long long recvcount,
+                              MPI_Datatype recvtype, int root, MPI_Comm comm);
+/* fn: WF_ALLGATHER or WF_ALLTOALL */
+ws_coll_info ws_coll_allgather(int fn, int send_in_place, long long sendcount, MPI_Datatype sendtype,
+                               long long recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+ws_coll_info ws_coll_allgatherv(int send_in_place, long long sendcount, MPI_Datatype sendtype,
+                                const int recvcounts[], MPI_Datatype recvtype, MPI_Comm comm);
+ws_coll_info ws_coll_alltoallv(int send_in_place, const int sendcounts[], MPI_Datatype sendtype,
+                               const int recvcounts[], MPI_Datatype recvtype, MPI_Comm comm);
+ws_coll_info ws_coll_reduce_scatter(const int recvcounts[], MPI_Datatype type, MPI_Comm comm);
+/* ws_coll_end with what `k` says */
+void ws_coll_finish(int fn, MPI_Comm comm, const ws_coll_info *k);
+
 /* Request table (wrappers_p2p.c) */
 void ws_requests_free_all(void);
 /* Drops the oldest tracked record of handle r (MPI_Request_free). */
 void ws_request_forget(MPI_Request r);
+/* Records the completion of request `r` (its handle before the completion
+ * call) with status `st` at time `now`; returns the bytes it received. */
+uint64_t ws_request_complete(uint64_t now, MPI_Request r, const MPI_Status *st);
+
+/* Process life (wrappers_env.c), shared with the Fortran wrappers */
+/* After the MPI's own initialisation succeeded (enter time t0). */
+void ws_after_init(int fn, uint64_t t0);
+/* Everything MPI_Finalize records and writes, up to PMPI_Finalize. */
+void ws_finalize_measurement(void);
+/* Records MPI_Abort (before the MPI's own). */
+void ws_abort_record(int code);
+/* A communicator just made from `parent` (collective over it); with its
+ * Cartesian topology if it has one. */
+void ws_comm_register(MPI_Comm comm, MPI_Comm parent);
+void ws_comm_forget(MPI_Comm comm);
 
 #endif

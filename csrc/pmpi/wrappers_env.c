@@ -129,7 +129,7 @@ static void register_comm(MPI_Comm comm, MPI_Comm parent)
     PMPI_Group_free(&world);
 }
 
-static void forget_comm(MPI_Comm comm)
+void ws_comm_forget(MPI_Comm comm)
 {
     ws_pmpi *g = &ws_pmpi_g;
     for (size_t i = 0; i < g->n_comms; i++)
@@ -137,6 +137,16 @@ static void forget_comm(MPI_Comm comm)
             g->comms[i] = g->comms[--g->n_comms];
             return;
         }
+}
+
+static void record_cart(MPI_Comm comm);
+
+void ws_comm_register(MPI_Comm comm, MPI_Comm parent)
+{
+    register_comm(comm, parent);
+    int topo = MPI_UNDEFINED;
+    if (comm != MPI_COMM_NULL && PMPI_Topo_test(comm, &topo) == MPI_SUCCESS && topo == MPI_CART)
+        record_cart(comm);
 }
 
 /* ---- clocks ------------------------------------------------------------------- */
@@ -245,7 +255,7 @@ static void on_exit_without_finalize(void)
     ws_tracer_def(&g->tracer, "exit\t0\n");
 }
 
-static void after_init(int fn, uint64_t t0)
+void ws_after_init(int fn, uint64_t t0)
 {
     ws_pmpi *g = &ws_pmpi_g;
     if (!g->loaded)
@@ -286,29 +296,41 @@ static void after_init(int fn, uint64_t t0)
     ws_call_end(fn, ws_now(), 0, 0, 0);
 }
 
+/* in_call: a Fortran binding's MPI_Init calls this one (MPICH's mpif.h
+ * binding does); the Fortran wrapper records the call itself */
 WS_EXPORT int MPI_Init(int *argc, char ***argv)
 {
+    if (ws_pmpi_g.in_call)
+        return PMPI_Init(argc, argv);
     uint64_t t0 = ws_now();
     int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS)
-        after_init(WF_INIT, t0);
+        ws_after_init(WF_INIT, t0);
     return rc;
 }
 
 WS_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
+    if (ws_pmpi_g.in_call)
+        return PMPI_Init_thread(argc, argv, required, provided);
     uint64_t t0 = ws_now();
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS)
-        after_init(WF_INIT_THREAD, t0);
+        ws_after_init(WF_INIT_THREAD, t0);
     return rc;
 }
 
 WS_EXPORT int MPI_Finalize(void)
 {
     ws_pmpi *g = &ws_pmpi_g;
-    if (!g->measuring || g->done)
-        return PMPI_Finalize();
+    if (g->measuring && !g->done)
+        ws_finalize_measurement();
+    return PMPI_Finalize();
+}
+
+void ws_finalize_measurement(void)
+{
+    ws_pmpi *g = &ws_pmpi_g;
     ws_call_begin(WF_FINALIZE);
     clock_offset();
     uint64_t t1 = ws_now();
@@ -322,7 +344,7 @@ WS_EXPORT int MPI_Finalize(void)
                          (double)g->mpi_ns * 1e-9, g->command);
     if (g->tracer.on) {
         int ok = !g->tracer.failed, all_ok = 0;
-            ws_tracer_def(&g->tracer, "end\t%llu\n", (unsigned long long)ws_tracer_count(&g->tracer));
+        ws_tracer_def(&g->tracer, "end\t%llu\n", (unsigned long long)ws_tracer_count(&g->tracer));
         ws_tracer_close(&g->tracer);
         PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, g->private_comm);
         if (g->rank == 0) {
@@ -338,17 +360,21 @@ WS_EXPORT int MPI_Finalize(void)
     }
     PMPI_Comm_free(&g->private_comm);
     ws_requests_free_all();
-    return PMPI_Finalize();
 }
 
-WS_EXPORT int MPI_Abort(MPI_Comm comm, int code)
+void ws_abort_record(int code)
 {
     ws_pmpi *g = &ws_pmpi_g;
     if (g->measuring && !g->done && !g->in_call) {
         ws_call_begin(WF_ABORT);
         g->done = 1;
-            ws_tracer_def(&g->tracer, "abort\t%d\n", code);
+        ws_tracer_def(&g->tracer, "abort\t%d\n", code);
     }
+}
+
+WS_EXPORT int MPI_Abort(MPI_Comm comm, int code)
+{
+    ws_abort_record(code);
     return PMPI_Abort(comm, code);
 }
 
@@ -397,7 +423,7 @@ WS_EXPORT int MPI_Comm_free(MPI_Comm *comm)
     if (PASS_THROUGH)
         return PMPI_Comm_free(comm);
     ws_call_begin(WF_COMM_FREE);
-    forget_comm(*comm);
+    ws_comm_forget(*comm);
     int rc = PMPI_Comm_free(comm);
     ws_call_end(WF_COMM_FREE, ws_now(), 0, 0, 0);
     return rc;
