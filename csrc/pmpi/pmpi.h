@@ -102,7 +102,7 @@ typedef struct ws_callpaths_rt {
     int python;                /* the executable is a Python interpreter */
     ws_frames current;         /* user frames now entered in the trace */
     uint32_t overflow;         /* instrumented frames deeper than `current` holds */
-    uint32_t main_region;      /* region id of "main", 0 until seen */
+    uint32_t main_region;      /* region id of the entry (main, a Fortran program), 0 until seen */
     ws_map64 addr_region;      /* code address -> region id + 1 (0: not user code) */
     uint32_t n_regions;        /* user regions defined */
     char **region_names;       /* by (id - WS_REGION_FIRST_USER) */
@@ -127,10 +127,19 @@ char *ws_callpath_text(const ws_callpaths_rt *c, uint32_t path);
 
 /* ---- symbol names ------------------------------------------------------ */
 /* Name of the function containing `addr` and whether it is user code (the
- * executable or a shared object outside the system library directories).
- * Returns 0 when found; *start is the function's start address. */
-int ws_symbol_lookup(const void *addr, char *name, size_t size, uintptr_t *start, int *user);
+ * executable or a shared object outside the system library directories)
+ * and the program's entry (C `main`, a Fortran main program).  Returns 0
+ * when found; *start is the function's start address. */
+int ws_symbol_lookup(const void *addr, char *name, size_t size, uintptr_t *start, int *user, int *entry);
 int ws_symbol_executable_is_python(void);
+
+/* The sections of an ELF file's DWARF (dwarf.c); NULL where absent. */
+typedef struct ws_dwarf_sections {
+    const unsigned char *info, *abbrev, *str, *line_str;
+    size_t info_size, abbrev_size, str_size, line_str_size;
+} ws_dwarf_sections;
+/* The name of the Fortran main program (`program sweep3d`): 0 when found. */
+int ws_dwarf_main_program(const ws_dwarf_sections *s, char *out, size_t size);
 
 /* ---- profiler ---------------------------------------------------------- */
 typedef struct ws_prof_entry {
@@ -154,6 +163,14 @@ void ws_profiler_record(ws_profiler *p, uint32_t path, int fn, uint64_t bytes, i
 /* Collective over MPI_COMM_WORLD (PMPI): rank 0 writes DIR/profile.json. */
 void ws_profiler_finalize(ws_profiler *p, const ws_callpaths_rt *c, int rank, int size, double exec_time,
                           double mpi_time, const char *command);
+
+/* ---- Fortran bindings (fortran.c) --------------------------------------- */
+typedef struct ws_fortran_rt {
+    void (*real[2][WF_COUNT])(void); /* the MPI's own binding: [0] mpif.h/use mpi, [1] use mpi_f08 */
+    int sentinels_known;             /* in_place below was looked up */
+    const void *const *in_place_var; /* MPICH: where its mpif.h binding keeps MPI_IN_PLACE's address */
+    const void *in_place;            /* Open MPI: MPI_IN_PLACE of both bindings */
+} ws_fortran_rt;
 
 /* ---- communicators and requests (wrappers_env.c / wrappers_p2p.c) ----- */
 typedef struct ws_comm_entry {
@@ -183,6 +200,7 @@ typedef struct ws_pmpi {
     ws_callpaths_rt cp;
     struct ws_symbols *symbols; /* symtab.c: ELF symbol tables read so far */
     ws_profiler prof;
+    ws_fortran_rt fortran;
     MPI_Comm private_comm;     /* duplicate of MPI_COMM_WORLD for the library's own messages */
     /* communicators */
     ws_comm_entry *comms;
@@ -273,9 +291,9 @@ void ws_after_init(int fn, uint64_t t0);
 void ws_finalize_measurement(void);
 /* Records MPI_Abort (before the MPI's own). */
 void ws_abort_record(int code);
-/* A communicator just made from `parent` (collective over it); with its
- * Cartesian topology if it has one. */
-void ws_comm_register(MPI_Comm comm, MPI_Comm parent);
+/* A communicator just made from `parent` (collective over it); `cart`:
+ * made by MPI_Cart_create/Cart_sub, with its Cartesian topology. */
+void ws_comm_register(MPI_Comm comm, MPI_Comm parent, int cart);
 void ws_comm_forget(MPI_Comm comm);
 
 #endif

@@ -141,11 +141,10 @@ void ws_comm_forget(MPI_Comm comm)
 
 static void record_cart(MPI_Comm comm);
 
-void ws_comm_register(MPI_Comm comm, MPI_Comm parent)
+void ws_comm_register(MPI_Comm comm, MPI_Comm parent, int cart)
 {
     register_comm(comm, parent);
-    int topo = MPI_UNDEFINED;
-    if (comm != MPI_COMM_NULL && PMPI_Topo_test(comm, &topo) == MPI_SUCCESS && topo == MPI_CART)
+    if (cart)
         record_cart(comm);
 }
 
