@@ -50,8 +50,6 @@ static uint32_t region_by_name(ws_callpaths_rt *c, const char *name)
     c->region_names[c->n_regions] = copy;
     uint32_t id = WS_REGION_FIRST_USER + c->n_regions++;
     ws_tracer_def(&ws_pmpi_g.tracer, "region\t%u\tuser\t%s\t%s\n", (unsigned)id, name, name);
-    if (strcmp(name, "main") == 0)
-        c->main_region = id;
     return id;
 }
 
@@ -64,10 +62,13 @@ static uint32_t region_of(ws_callpaths_rt *c, const void *addr)
         return (uint32_t)value;
     char name[512];
     uintptr_t start = 0;
-    int user = 0;
+    int user = 0, entry = 0;
     uint32_t r = 0;
-    if (ws_symbol_lookup(addr, name, sizeof name, &start, &user) == 0 && user)
+    if (ws_symbol_lookup(addr, name, sizeof name, &start, &user, &entry) == 0 && user) {
         r = region_by_name(c, name);
+        if (entry && !c->main_region)
+            c->main_region = r;
+    }
     ws_map64_put(&c->addr_region, key, r);
     return r;
 }
@@ -86,7 +87,9 @@ static void capture(ws_callpaths_rt *c, ws_frames *f)
 {
     f->n = 0;
     if (c->python) {
-        uint32_t r = c->main_region ? c->main_region : region_by_name(c, "main");
+        if (!c->main_region)
+            c->main_region = region_by_name(c, "main");
+        uint32_t r = c->main_region;
         if (r)
             f->region[f->n++] = r;
         return;
