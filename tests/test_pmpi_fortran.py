@@ -319,6 +319,57 @@ def test_fortran_completion_indices(mpi: str, binding: str, tmp_path: Path) -> N
         ("1", "4"), ("2", "8"), ("3", "12"), ("4", "16")]
 
 
+NAMES = """
+module grid_ops
+  use mpi
+contains
+  subroutine halo(rank)
+    integer :: rank, ierr, buf(4)
+    call inner()
+  contains
+    subroutine inner()
+      if (rank == 0) then
+        call MPI_Send(buf, 4, MPI_INTEGER, 1, 1, MPI_COMM_WORLD, ierr)
+      else
+        call MPI_Recv(buf, 4, MPI_INTEGER, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
+      end if
+    end subroutine inner
+  end subroutine halo
+end module grid_ops
+
+subroutine rcv_real(rank)
+  use grid_ops
+  integer :: rank
+  call halo(rank)
+end subroutine rcv_real
+
+program sweep3d
+  use mpi
+  integer :: ierr, rank
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call rcv_real(rank)
+  call MPI_Finalize(ierr)
+end program sweep3d
+"""
+
+
+@pytest.mark.parametrize("debug", [True, False])
+def test_fortran_names_as_written(debug: bool, tmp_path: Path) -> None:
+    """rcv_real_ as rcv_real, __grid_ops_MOD_halo as grid_ops::halo, the
+    internal procedure inner.0 as inner, MAIN__ as the program's name, which
+    only the debugging information keeps ("main program" without it)."""
+    mpi = MPIS[0]
+    exe = compile_fortran(tmp_path, mpi, NAMES, flags=("-O0",) + (("-g",) if debug else ()))
+    out = tmp_path / "out"
+    run(mpi, 2, [str(exe)], trace=out)
+    names = waitscope.open(out).analyze().callpath_names
+    program = "sweep3d" if debug else "main program"
+    for path in (f"{program}/rcv_real/grid_ops::halo/inner/MPI_Recv", f"{program}/MPI_Init"):
+        assert any(n == path or n.endswith("/" + path) for n in names), (path, names)
+    assert not any(n == "main" or n.startswith("main/") or "/main/" in n for n in names), names
+
+
 def _defined(lib: str) -> set[str]:
     out = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
     return {line.split()[-1] for line in out.splitlines() if line.strip()}
