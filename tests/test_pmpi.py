@@ -463,6 +463,26 @@ def test_detect_mpi_from_the_executable(mpi: str, tmp_path: Path, monkeypatch: p
     assert pmpi.detect_mpi([str(exe)]) == mpi
 
 
+@pytest.mark.skipif(len(MPIS) < 2, reason="needs both MPIs")
+def test_launcher_of_the_other_mpi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The library follows the program, not the launcher; a program of one
+    MPI under the other's launcher (every rank would start alone) is refused
+    before anything runs, saying which MPI each is."""
+    monkeypatch.delenv("WAITSCOPE_MPI", raising=False)
+    exe = compile_program(tmp_path, "mpich", ABORT)
+    assert pmpi.detect_mpi(["mpiexec.mpich", "-n", "2", str(exe)]) == "mpich"
+    with pytest.raises(ValueError, match=r"linked with MPICH \(libmpich.so.12\), but mpiexec.openmpi is Open MPI"):
+        pmpi.detect_mpi(["mpiexec.openmpi", "--oversubscribe", "-n", "2", str(exe)])
+    out = tmp_path / "never"
+    proc = subprocess.run([sys.executable, "-m", "waitscope", "trace", "-o", str(out), "--",
+                           "mpiexec.openmpi", "-n", "2", str(exe)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "mpiexec.mpich" in proc.stderr and "Open MPI's launcher" in proc.stderr
+    assert not out.exists()
+    monkeypatch.setenv("WAITSCOPE_MPI", "openmpi")  # the user's word stands
+    assert pmpi.detect_mpi(["mpiexec.openmpi", "-n", "2", str(exe)]) == "openmpi"
+
+
 def test_environment() -> None:
     mpi = MPIS[0]
     env = pmpi.environment([f"mpiexec.{mpi}", "x"], trace_dir="t", base={"LD_PRELOAD": "other.so"})
