@@ -483,6 +483,80 @@ def test_launcher_of_the_other_mpi(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert pmpi.detect_mpi(["mpiexec.openmpi", "-n", "2", str(exe)]) == "openmpi"
 
 
+# MPI called only through the profiling interface, which is not wrapped
+PMPI_ONLY = r"""
+    #include <mpi.h>
+    int main(int argc, char **argv) {
+        PMPI_Init(&argc, &argv);
+        int rank, v = 1;
+        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank == 0)
+            PMPI_Send(&v, 1, MPI_INT, 1, 0, MPI_COMM_WORLD);
+        else
+            PMPI_Recv(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        PMPI_Finalize();
+        return 0;
+    }
+"""
+
+
+def measure_cli(mpi: str, n: int, program: list[str], out: Path, what: str = "trace") -> subprocess.CompletedProcess[str]:
+    """``waitscope trace|profile -o out -- mpiexec.<mpi> -n N program``."""
+    env = os.environ.copy()
+    if mpi == "openmpi" and os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return subprocess.run([sys.executable, "-m", "waitscope", what, "-o", str(out), "--", *launcher(mpi, n), *program],
+                          capture_output=True, text=True, timeout=120, env=env)
+
+
+@pytest.mark.parametrize("what", ["trace", "profile"])
+@pytest.mark.parametrize("mpi", MPIS)
+def test_no_mpi_call_seen(mpi: str, what: str, tmp_path: Path) -> None:
+    """A run whose MPI calls all went past the library says so, naming the
+    calls, instead of calling it cut short."""
+    exe = compile_program(tmp_path, mpi, PMPI_ONLY)
+    out = tmp_path / "out"
+    proc = measure_cli(mpi, 2, [str(exe)], out, what)
+    assert proc.returncode == 0, proc.stderr
+    assert "no MPI call was seen in the 2 processes" in proc.stderr, proc.stderr
+    assert "MPI was initialised in 2 of them" in proc.stderr
+    assert "PMPI_Init" in proc.stderr and "PMPI_Send" in proc.stderr and "not wrapped" in proc.stderr
+    assert "cut short" not in proc.stderr
+    assert os.listdir(out) == []  # the notes were a diagnosis only
+
+
+@pytest.mark.skipif("mpich" not in MPIS, reason="needs MPICH")
+def test_statically_linked_mpi(tmp_path: Path) -> None:
+    """An MPI linked into the program (MPICH's libmpich.a) is named as the reason nothing was recorded."""
+    src = tmp_path / "static.c"
+    src.write_text(textwrap.dedent(LATE_SENDER))
+    exe = tmp_path / "static"
+    flags = subprocess.run(["pkg-config", "--static", "--libs", "mpich"], capture_output=True, text=True,
+                           check=True).stdout.split()
+    include = subprocess.run(["pkg-config", "--cflags", "mpich"], capture_output=True, text=True, check=True).stdout
+    static = "/usr/lib/x86_64-linux-gnu/libmpich.a"
+    assert os.path.exists(static), "libmpich-dev ships libmpich.a"
+    subprocess.run(["gcc", "-O0", *include.split(), "-o", str(exe), str(src), static,
+                    *[f for f in flags if f != "-lmpich"]], check=True, capture_output=True)
+    out = tmp_path / "out"
+    proc = measure_cli("mpich", 2, [str(exe)], out)
+    assert proc.returncode == 0, proc.stderr
+    assert len(re.findall(r"before \d \d", proc.stdout)) == 4  # it ran
+    assert "no MPI call was seen" in proc.stderr and "linked in statically (it defines MPI_Init" in proc.stderr
+
+
+def test_crash_before_mpi_init_is_a_crash(tmp_path: Path) -> None:
+    mpi = MPIS[0]
+    exe = compile_program(tmp_path, mpi, """
+        #include <mpi.h>
+        #include <signal.h>
+        int main(int argc, char **argv) { raise(SIGSEGV); MPI_Init(&argc, &argv); MPI_Finalize(); return 0; }
+    """)
+    proc = measure_cli(mpi, 2, [str(exe)], tmp_path / "out")
+    assert proc.returncode != 0
+    assert "cut short" in proc.stderr and "no MPI call was seen" not in proc.stderr
+
+
 def test_environment() -> None:
     mpi = MPIS[0]
     env = pmpi.environment([f"mpiexec.{mpi}", "x"], trace_dir="t", base={"LD_PRELOAD": "other.so"})

@@ -15,6 +15,7 @@
  *   symtab.c        function names from ELF symbol tables
  *   callpath.c      user call paths: stack frames or -finstrument-functions
  *   tracer.c        per-rank event and definition files that survive a crash
+ *   unseen.c        the note of a process that never saw an MPI call
  *   profiler.c      the wait-state profile of seed 003 (003_2d6b9c36e94631c5.txt)
  *   rankfiles.c     parses the per-rank definition files
  *   unify.c         builds the OTF2 archive from the per-rank files
@@ -89,6 +90,8 @@ void ws_tracer_def(ws_tracer *t, const char *fmt, ...) __attribute__((format(pri
 uint64_t ws_tracer_count(const ws_tracer *t);
 void ws_tracer_close(ws_tracer *t);
 void ws_tracer_install_crash_handlers(void);
+/* At exit, a process that never saw MPI_Init leaves a note (unseen.c). */
+void ws_unseen_watch(void);
 
 /* ---- call paths -------------------------------------------------------- */
 typedef struct ws_frames {

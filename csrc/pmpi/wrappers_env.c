@@ -243,6 +243,7 @@ __attribute__((constructor)) static void on_load(void)
     g->req_free = UINT32_MAX;
     g->loaded = 1;
     ws_emit(g->t_start, WS_EV_PROGRAM_BEGIN, 0, 0, 0, 0, 0, 0);
+    ws_unseen_watch();
 }
 
 static void on_exit_without_finalize(void)

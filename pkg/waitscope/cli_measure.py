@@ -31,7 +31,9 @@ from . import TraceError, pmpi
 TRACE_DEFAULT = "waitscope-trace"
 PROFILE_DEFAULT = "waitscope-profile"
 # what a measurement leaves in its directory (OTF2 archive and profile)
-MEASUREMENT_FILES = ("traces.otf2", "traces.def", "traces", "profile.json", ".waitscope")
+MEASUREMENT_FILES = ("traces.otf2", "traces.def", "traces", "profile.json", ".waitscope", ".waitscope-unseen")
+# where a process that never saw an MPI call leaves its note (csrc/pmpi/unseen.c)
+UNSEEN = ".waitscope-unseen"
 
 
 class MeasureError(Exception):
@@ -171,6 +173,92 @@ def describe_profile(profile_dir: str, status: int) -> tuple[bool, str]:
                   f"estimated waiting: {waits}")
 
 
+def unseen_notes(directory: str) -> list[dict[str, Any]]:
+    """The notes of the processes that ran with the library but never saw
+    MPI_Init: executable, whether MPI was initialised all the same, the
+    MPI libraries they had loaded."""
+    folder = os.path.join(directory, UNSEEN)
+    notes = []
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        note: dict[str, Any] = {"exe": "?", "initialized": False, "loaded": []}
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    key, _, value = line.rstrip("\n").partition("\t")
+                    if key == "exe":
+                        note["exe"] = value
+                    elif key == "initialized":
+                        note["initialized"] = value == "1"
+                    elif key == "loaded":
+                        note["loaded"].append(value)
+        except OSError:
+            continue
+        notes.append(note)
+    return notes
+
+
+def _symbols(path: str, defined: bool) -> set[str]:
+    """Dynamic symbols of an ELF file (nm -D), defined ones or undefined ones."""
+    try:
+        out = subprocess.run(["nm", "-D", "--defined-only" if defined else "--undefined-only", path],
+                             capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    return {line.split()[-1].split("@")[0] for line in out.splitlines() if line.split()}
+
+
+def _mpi_symbol(name: str) -> bool:
+    return name.lower().startswith(("mpi_", "pmpi_"))
+
+
+def _static_mpi(exe: str) -> str | None:
+    """The MPI function an executable defines itself (its MPI linked in statically), if any."""
+    try:
+        out = subprocess.run(["nm", "--defined-only", exe], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    names = {line.split()[-1] for line in out.splitlines() if len(line.split()) == 3 and line.split()[1] in "TtWw"}
+    return next((n for n in ("MPI_Init", "PMPI_Init", "mpi_init_", "MPI_Init_thread") if n in names), None)
+
+
+def _listing(names: Sequence[str], most: int = 5) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def describe_unseen(directory: str, status: int, library: str | None) -> str | None:
+    """One line for a run in which no process saw an MPI call, from the notes
+    the processes left (None when there are none): whether MPI was
+    initialised past the library, which calls of the program the library
+    does not wrap, an MPI linked in statically."""
+    notes = unseen_notes(directory)
+    if not notes:
+        return None
+    exes = sorted({n["exe"] for n in notes})
+    loaded = sorted({os.path.basename(p) for n in notes for p in n["loaded"]})
+    ended = f" (the command ended with {_status_text(status)})" if status else ""
+    processes = f"{len(notes)} process{'es' if len(notes) != 1 else ''} of {_listing(exes, 2)}"
+    exe = exes[0]
+    static = _static_mpi(exe) if os.path.isfile(exe) else None
+    if static:
+        return (f"no MPI call was seen in the {processes}{ended}: {exe} has its MPI linked in statically (it "
+                f"defines {static} itself), so its calls never reach the preloaded library; nothing was recorded. "
+                "Link it with the shared MPI library to measure it")
+    initialised = sum(1 for n in notes if n["initialized"])
+    if initialised:
+        wrapped = _symbols(library, defined=True) if library else set()
+        calls = sorted(s for s in _symbols(exe, defined=False) if _mpi_symbol(s) and s not in wrapped)
+        through = (f"{_listing(calls)}, which {'is' if len(calls) == 1 else 'are'} not wrapped" if calls
+                   else "calls the library does not wrap")
+        return (f"no MPI call was seen in the {processes}{ended}: MPI was initialised in {initialised} of them, but "
+                f"the program calls MPI through {through}; nothing was recorded"
+                + (f" (MPI libraries loaded: {_listing(loaded)})" if loaded else ""))
+    return (f"no MPI call was seen in the {processes}{ended}, and none of them initialised the MPI library the "
+            "measurement wraps: the program does not use MPI, or uses another MPI than "
+            f"{os.path.basename(library) if library else 'the one detected'}; nothing was recorded"
+            + (f" (MPI libraries loaded: {_listing(loaded)})" if loaded else ""))
+
+
 def _status_text(status: int) -> str:
     """'status N', or 'signal N (SIGNAME)' for 128 + N."""
     try:
@@ -198,6 +286,19 @@ def measure(command: Sequence[str], trace_dir: str | None, profile_dir: str | No
         prepare_directory(d, force)
     status = run_command(command, env)
     complete = True
+    # nothing written at all: the processes' notes may say why
+    nothing = ((trace_dir is None or not any(os.path.exists(os.path.join(trace_dir, f))
+                                             for f in ("traces.otf2", ".waitscope")))
+               and (profile_dir is None or not os.path.exists(os.path.join(profile_dir, "profile.json"))))
+    library = next((p for p in env.get("LD_PRELOAD", "").split(":") if "libwaitscope-pmpi" in p), None)
+    unseen = None
+    for d in {d for d in (trace_dir, profile_dir) if d is not None}:
+        line = describe_unseen(d, status, library) if nothing else None
+        unseen = unseen or line
+        shutil.rmtree(os.path.join(d, UNSEEN), ignore_errors=True)  # a diagnosis only
+    if unseen:
+        print(f"waitscope: {unseen}", file=out)
+        return status
     if trace_dir is not None:
         problem = finish_trace(trace_dir)
         if problem:
