@@ -438,6 +438,69 @@ def test_mpi4py_program(tmp_path: Path) -> None:
     assert entries[("main/MPI_Recv", "MPI_Recv", 12, False)]["count"] == [0, 2]
 
 
+COMPUTE_THEN_CALL = r"""
+    #include <mpi.h>
+    #include <time.h>
+    static double now(void) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return t.tv_sec + 1e-9 * t.tv_nsec;
+    }
+    static void spin(double seconds) { double t0 = now(); while (now() - t0 < seconds) ; }
+    static void exchange(int rank) {
+        int v = rank, w;
+        MPI_Sendrecv(&v, 1, MPI_INT, 1 - rank, 0, &w, 1, MPI_INT, 1 - rank, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    /* rank 0 computes longer: rank 1 waits for it in residual's MPI_Allreduce */
+    static void compute_interior(int rank) { spin(rank == 0 ? COMPUTE0 : COMPUTE1); }
+    static double residual(double x) {
+        double r;
+        MPI_Allreduce(&x, &r, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        return r;
+    }
+    int main(int argc, char **argv) {
+        MPI_Init(&argc, &argv);
+        int rank;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        for (int it = 0; it < 3; it++) {
+            EXCHANGE
+            compute_interior(rank);
+            residual(1.0);
+        }
+        MPI_Finalize();
+        return 0;
+    }
+"""
+
+
+def compute_then_call(exchange: bool) -> str:
+    return (COMPUTE_THEN_CALL.replace("COMPUTE0", "0.12").replace("COMPUTE1", "0.02")
+            .replace("EXCHANGE", "exchange(rank);" if exchange else ""))
+
+
+def test_computation_goes_to_the_frames_both_calls_share(tmp_path: Path) -> None:
+    """Stack mode: the computation between exchange's MPI_Sendrecv and
+    residual's MPI_Allreduce (compute_interior, which never calls MPI) is
+    charged to main, the frame both calls share: never to residual, which
+    only the later call shows, nor to exchange, which only the earlier one
+    shows; so are the critical path and the delay costs."""
+    mpi = MPIS[0]
+    exe = compile_program(tmp_path, mpi, compute_then_call(exchange=True))
+    out = tmp_path / "out"
+    run(mpi, 2, [str(exe)], trace=out, callpath="stack")
+    r = waitscope.open(out).analyze(critical_path=True, delay_model="proportional")
+    computed = 3 * 0.12
+    assert r.get("time", "main", 0) == pytest.approx(computed, rel=0.1)
+    for frame in ("main/residual", "main/exchange"):
+        assert r.get("time", frame, 0) < 0.01 * computed
+        assert r.get("critical_path", frame).sum() < 0.01 * computed
+        assert r.get("delay", frame).sum() < 0.01 * computed
+    assert r.get("critical_path", "main").sum() > 0.8 * computed
+    # rank 1 waited for rank 0's extra computation: its cause is in main
+    assert r.get("mpi_wait_nxn", "main/residual/MPI_Allreduce", 1) > 0.8 * 3 * 0.10
+    assert r.get("delay", "main", 0) > 0.8 * 3 * 0.10
+
+
 def test_detect_mpi(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("WAITSCOPE_MPI", raising=False)
     assert pmpi.detect_mpi(["mpiexec.mpich", "-n", "2", "a.out"]) == "mpich"

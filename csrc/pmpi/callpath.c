@@ -6,9 +6,12 @@
  *   system library directories) from `main` inwards are named from the
  *   symbol tables, and the trace gets Leave/Enter events for the frames
  *   that changed since the previous MPI call, all stamped with the time
- *   the MPI call is entered.  A user function therefore appears to start
- *   at its first MPI call and to end at the first MPI call outside it: the
- *   time between MPI calls is attributed to the frames both calls share.
+ *   the MPI call is entered, but for the frames the previous MPI call had
+ *   and this one has not: those are left when the previous call ended.  A
+ *   user function therefore appears to start at its first MPI call and to
+ *   end after its last one: the time between MPI calls is attributed to
+ *   the frames both calls share, never to a frame only the later call
+ *   shows.
  *   Calls made and returned between two MPI calls are invisible, and a
  *   function left and re-entered between two MPI calls looks like one
  *   visit.  Inlined functions and frames the unwinder cannot see (code
@@ -145,21 +148,38 @@ static uint32_t intern(ws_callpaths_rt *c, const ws_frames *f, int fn)
     return c->n_paths++;
 }
 
+/* Moves the trace from the frames entered now to `f`, observed at time
+ * `now`: the frames the two share stay entered, the others are left at
+ * the time of the previous observation (c->t_seen) and those of `f` that
+ * are new entered at `now`.  So the time between two observations goes
+ * to the frames both share, never to a frame only the later one shows. */
+static void move_to(ws_callpaths_rt *c, const ws_frames *f, uint64_t now)
+{
+    uint32_t k = 0;
+    while (k < f->n && k < c->current.n && f->region[k] == c->current.region[k])
+        k++;
+    uint64_t left = c->t_seen && c->t_seen <= now ? c->t_seen : now;
+    for (uint32_t i = c->current.n; i-- > k;)
+        emit_region(left, WS_EV_LEAVE, c->current.region[i]);
+    for (uint32_t i = k; i < f->n; i++)
+        emit_region(now, WS_EV_ENTER, f->region[i]);
+    c->current = *f;
+    c->t_seen = now;
+}
+
 uint32_t ws_callpath_at_call(ws_callpaths_rt *c, int fn, uint64_t now)
 {
     if (!c->instrument) {
         ws_frames f;
         capture(c, &f);
-        uint32_t k = 0;
-        while (k < f.n && k < c->current.n && f.region[k] == c->current.region[k])
-            k++;
-        for (uint32_t i = c->current.n; i-- > k;)
-            emit_region(now, WS_EV_LEAVE, c->current.region[i]);
-        for (uint32_t i = k; i < f.n; i++)
-            emit_region(now, WS_EV_ENTER, f.region[i]);
-        c->current = f;
+        move_to(c, &f, now);
     }
     return intern(c, &c->current, fn);
+}
+
+void ws_callpath_after_call(ws_callpaths_rt *c, uint64_t t1)
+{
+    c->t_seen = t1;
 }
 
 void ws_callpath_leave_all(ws_callpaths_rt *c, uint64_t now)

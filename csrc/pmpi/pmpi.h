@@ -106,6 +106,7 @@ typedef struct ws_callpaths_rt {
     ws_frames current;         /* user frames now entered in the trace */
     uint32_t overflow;         /* instrumented frames deeper than `current` holds */
     uint32_t main_region;      /* region id of the entry (main, a Fortran program), 0 until seen */
+    uint64_t t_seen;           /* when `current` was last seen on the stack (stack mode), 0: never */
     ws_map64 addr_region;      /* code address -> region id + 1 (0: not user code) */
     uint32_t n_regions;        /* user regions defined */
     char **region_names;       /* by (id - WS_REGION_FIRST_USER) */
@@ -122,6 +123,9 @@ void ws_callpath_init(ws_callpaths_rt *c);
  * call stack; instrument mode: nothing to do), emitting Leave/Enter events
  * at time `now`; returns the interned call path of MPI function `fn`. */
 uint32_t ws_callpath_at_call(ws_callpaths_rt *c, int fn, uint64_t now);
+/* The MPI call that ws_callpath_at_call named ended at t1: its frames
+ * were on the stack until then. */
+void ws_callpath_after_call(ws_callpaths_rt *c, uint64_t t1);
 /* Leaves all user frames (at MPI_Finalize). */
 void ws_callpath_leave_all(ws_callpaths_rt *c, uint64_t now);
 const char *ws_callpath_region_name(const ws_callpaths_rt *c, uint32_t region);

@@ -53,6 +53,7 @@ void ws_call_end(int fn, uint64_t t1, uint64_t bytes, int has_bytes, int root)
 {
     ws_pmpi *g = &ws_pmpi_g;
     ws_emit(t1, WS_EV_LEAVE, (uint32_t)fn, 0, 0, 0, 0, 0);
+    ws_callpath_after_call(&g->cp, t1);
     uint64_t d = t1 > g->call_t0 ? t1 - g->call_t0 : 0;
     ws_profiler_record(&g->prof, g->call_path, fn, bytes, has_bytes, root, (double)d * 1e-9);
     g->mpi_ns += d;
