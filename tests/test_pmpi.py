@@ -64,9 +64,11 @@ def launcher(mpi: str, n: int) -> list[str]:
 
 
 def run(mpi: str, n: int, program: list[str], trace: Path | None = None, profile: Path | None = None,
-        callpath: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        callpath: str | None = None, check: bool = True,
+        extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     cmd = launcher(mpi, n) + program
     env = os.environ.copy()
+    env.update(extra_env or {})
     # the sanitizer runtimes of .ci/sanitize test the analysis kernel, not the
     # MPI libraries (Open MPI itself trips ASan): the programs run without them
     preload = [p for p in env.pop("LD_PRELOAD", "").split(":") if p and "san.so" not in p]
@@ -483,11 +485,12 @@ def test_computation_goes_to_the_frames_both_calls_share(tmp_path: Path) -> None
     residual's MPI_Allreduce (compute_interior, which never calls MPI) is
     charged to main, the frame both calls share: never to residual, which
     only the later call shows, nor to exchange, which only the earlier one
-    shows; so are the critical path and the delay costs."""
+    shows; so are the critical path and the delay costs.  (Without the
+    samples of the stack between MPI calls, which would find compute_interior.)"""
     mpi = MPIS[0]
     exe = compile_program(tmp_path, mpi, compute_then_call(exchange=True))
     out = tmp_path / "out"
-    run(mpi, 2, [str(exe)], trace=out, callpath="stack")
+    run(mpi, 2, [str(exe)], trace=out, callpath="stack", extra_env={"WAITSCOPE_SAMPLING": "0"})
     r = waitscope.open(out).analyze(critical_path=True, delay_model="proportional")
     computed = 3 * 0.12
     assert r.get("time", "main", 0) == pytest.approx(computed, rel=0.1)
@@ -499,6 +502,27 @@ def test_computation_goes_to_the_frames_both_calls_share(tmp_path: Path) -> None
     # rank 1 waited for rank 0's extra computation: its cause is in main
     assert r.get("mpi_wait_nxn", "main/residual/MPI_Allreduce", 1) > 0.8 * 3 * 0.10
     assert r.get("delay", "main", 0) > 0.8 * 3 * 0.10
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_samples_find_the_function_that_computed(mpi: str, tmp_path: Path) -> None:
+    """A loop of compute_interior(); residual(); where only residual calls
+    MPI: every MPI call shows main/residual, the samples of the stack taken
+    between the calls (every 5 ms of CPU time by default) show where the
+    time went: the time, the critical path and the delay costs land under
+    compute_interior, none on residual."""
+    exe = compile_program(tmp_path, mpi, compute_then_call(exchange=False))
+    out = tmp_path / "out"
+    run(mpi, 2, [str(exe)], trace=out)
+    r = waitscope.open(out).analyze(critical_path=True, delay_model="proportional")
+    computed, extra = 3 * 0.12, 3 * 0.10
+    below = r.callpath_index("main/compute_interior")
+    assert r.inclusive("time")[below, 0] == pytest.approx(computed, rel=0.1)
+    assert r.inclusive("critical_path")[below].sum() > 0.8 * computed
+    assert r.inclusive("delay")[below, 0] > 0.8 * extra
+    for metric in ("time", "critical_path", "delay"):
+        assert r.get(metric, "main/residual").sum() < 0.01 * computed
+    assert r.get("mpi_wait_nxn", "main/residual/MPI_Allreduce", 1) > 0.8 * extra
 
 
 def test_detect_mpi(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,6 +19,10 @@
  *   `main` is kept: the interpreter's C frames say nothing about the
  *   Python program.
  *
+ *   Between MPI calls, timer samples of the stack (sampling.c) are
+ *   followed by the same rule, so computation reaches the functions that
+ *   did it even when every MPI call shows the same frames.
+ *
  * instrument: the program was compiled with -finstrument-functions; the
  *   hooks below record exact Enter/Leave events for every function.  The
  *   mode switches on by itself at the first hook call.
@@ -85,6 +89,30 @@ const char *ws_callpath_region_name(const ws_callpaths_rt *c, uint32_t region)
     return "?";
 }
 
+/* The user frames of a stack (addrs[0] innermost), outermost first, from
+ * the program's entry inwards.  `exact`: addrs[0] is where the thread was
+ * (a sample), not a return address.  Returns 0 when the entry is known
+ * but not on this (truncated) stack. */
+static int frames_of(ws_callpaths_rt *c, void *const *addrs, int n, int exact, ws_frames *f)
+{
+    f->n = 0;
+    uint32_t tmp[256];
+    int m = 0, main_at = -1;
+    for (int i = (n < 256 ? n : 256) - 1; i >= 0; i--) {
+        /* return addresses point after the call: look up the call itself */
+        uint32_t r = region_of(c, (const char *)addrs[i] - (i == 0 && exact ? 0 : 1));
+        if (!r)
+            continue;
+        if (main_at < 0 && r == c->main_region && c->main_region)
+            main_at = m;
+        tmp[m++] = r;
+    }
+    int from = main_at >= 0 ? main_at : 0;
+    for (int i = from; i < m && f->n < sizeof f->region / sizeof f->region[0]; i++)
+        f->region[f->n++] = tmp[i];
+    return main_at >= 0 || !c->main_region;
+}
+
 /* The user frames of the current call stack, outermost first. */
 static void capture(ws_callpaths_rt *c, ws_frames *f)
 {
@@ -99,20 +127,7 @@ static void capture(ws_callpaths_rt *c, ws_frames *f)
     }
     void *addrs[256];
     int n = backtrace(addrs, 256);
-    uint32_t tmp[256];
-    int m = 0, main_at = -1;
-    for (int i = n - 1; i >= 1; i--) {
-        /* return addresses point after the call: look up the call itself */
-        uint32_t r = region_of(c, (const char *)addrs[i] - 1);
-        if (!r)
-            continue;
-        if (main_at < 0 && r == c->main_region && c->main_region)
-            main_at = m;
-        tmp[m++] = r;
-    }
-    int from = main_at >= 0 ? main_at : 0;
-    for (int i = from; i < m && f->n < sizeof f->region / sizeof f->region[0]; i++)
-        f->region[f->n++] = tmp[i];
+    frames_of(c, addrs + 1, n - 1, 0, f); /* addrs[0]: this function */
 }
 
 static void emit_region(uint64_t now, uint8_t kind, uint32_t region)
@@ -167,10 +182,28 @@ static void move_to(ws_callpaths_rt *c, const ws_frames *f, uint64_t now)
     c->t_seen = now;
 }
 
+/* The trace moves through the stacks sampled since the previous MPI call
+ * (sampling.c), in time order, by the same rule as between MPI calls. */
+static void follow_samples(ws_callpaths_rt *c, uint64_t now)
+{
+    const ws_sample *s;
+    size_t n = ws_sampling_take(&s);
+    for (size_t i = 0; i < n; i++) {
+        ws_frames f;
+        if (s[i].t_first < c->t_seen || s[i].t_last > now || !frames_of(c, s[i].addr, (int)s[i].n, 1, &f) ||
+            f.n == 0)
+            continue;
+        move_to(c, &f, s[i].t_first);
+        c->t_seen = s[i].t_last;
+    }
+    ws_sampling_clear();
+}
+
 uint32_t ws_callpath_at_call(ws_callpaths_rt *c, int fn, uint64_t now)
 {
     if (!c->instrument) {
         ws_frames f;
+        follow_samples(c, now);
         capture(c, &f);
         move_to(c, &f, now);
     }
@@ -225,6 +258,7 @@ void __cyg_profile_func_enter(void *fn, void *site)
     ws_callpaths_rt *c = &g->cp;
     if (!c->instrument) {
         /* switching modes: frames seen from the stack are left first */
+        ws_sampling_stop();
         ws_callpath_leave_all(c, ws_now());
         c->instrument = 1;
     }

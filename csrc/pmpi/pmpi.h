@@ -14,6 +14,7 @@
  *   plain_regions.c the calls recorded as plain MPI regions (plain_regions.h)
  *   symtab.c        function names from ELF symbol tables
  *   callpath.c      user call paths: stack frames or -finstrument-functions
+ *   sampling.c      timer samples of the call stack between MPI calls
  *   tracer.c        per-rank event and definition files that survive a crash
  *   unseen.c        the note of a process that never saw an MPI call
  *   profiler.c      the wait-state profile of seed 003 (003_2d6b9c36e94631c5.txt)
@@ -31,6 +32,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "../common/util.h"
 #include "plain_regions.h"
@@ -132,6 +134,30 @@ const char *ws_callpath_region_name(const ws_callpaths_rt *c, uint32_t region);
 /* "main/solver/MPI_Recv" of an interned call path; returns malloc'ed text */
 char *ws_callpath_text(const ws_callpaths_rt *c, uint32_t path);
 
+/* ---- samples of the call stack between MPI calls (sampling.c) ------------ */
+#define WS_SAMPLE_DEPTH 64
+typedef struct ws_sample {
+    uint64_t t_first, t_last; /* when these callers were first and last seen in a row */
+    uint32_t n;               /* addr[0]: where the thread was; then return addresses, innermost first */
+    void *addr[WS_SAMPLE_DEPTH];
+} ws_sample;
+
+typedef struct ws_sampler {
+    volatile int on;
+    timer_t timer;
+    ws_sample *buf;
+    volatile size_t n;
+    uint64_t dropped, interval_ns;
+    struct sigaction previous;
+} ws_sampler;
+
+/* At MPI_Init in stack mode when tracing (WAITSCOPE_SAMPLING ms, default 5). */
+void ws_sampling_start(void);
+void ws_sampling_stop(void);
+/* The samples taken since the last ws_sampling_clear, in time order. */
+size_t ws_sampling_take(const ws_sample **samples);
+void ws_sampling_clear(void);
+
 /* ---- symbol names ------------------------------------------------------ */
 /* Name of the function containing `addr` and whether it is user code (the
  * executable or a shared object outside the system library directories)
@@ -205,6 +231,7 @@ typedef struct ws_pmpi {
     char *command;
     ws_tracer tracer;
     ws_callpaths_rt cp;
+    ws_sampler sampler;
     struct ws_symbols *symbols; /* symtab.c: ELF symbol tables read so far */
     ws_profiler prof;
     ws_fortran_rt fortran;

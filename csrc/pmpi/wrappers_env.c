@@ -295,6 +295,7 @@ void ws_after_init(int fn, uint64_t t0)
     g->measuring = 1;
     call_begin_at(fn, t0);
     ws_call_end(fn, ws_now(), 0, 0, 0);
+    ws_sampling_start();
 }
 
 /* in_call: a Fortran binding's MPI_Init calls this one (MPICH's mpif.h
@@ -332,6 +333,7 @@ WS_EXPORT int MPI_Finalize(void)
 void ws_finalize_measurement(void)
 {
     ws_pmpi *g = &ws_pmpi_g;
+    ws_sampling_stop();
     ws_call_begin(WF_FINALIZE);
     clock_offset();
     uint64_t t1 = ws_now();
