@@ -525,6 +525,90 @@ def test_samples_find_the_function_that_computed(mpi: str, tmp_path: Path) -> No
     assert r.get("mpi_wait_nxn", "main/residual/MPI_Allreduce", 1) > 0.8 * extra
 
 
+SOLVER_LIB = r"""
+    #include <mpi.h>
+    #include <unistd.h>
+    static void halo_recv(int rank, double *buf) {   /* not exported */
+        if (rank == 0) {
+            usleep(100000);
+            MPI_Send(buf, 100, MPI_DOUBLE, 1, 3, MPI_COMM_WORLD);
+        } else {
+            MPI_Recv(buf, 100, MPI_DOUBLE, 0, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+    }
+    void solver_step(int rank, double *buf) { halo_recv(rank, buf); }
+"""
+
+SOLVER_APP = r"""
+    #include <mpi.h>
+    void solver_step(int rank, double *buf);
+    static double buf[100];
+    static void run_steps(int rank) { for (int i = 0; i < 2; i++) solver_step(rank, buf); }
+    int main(int argc, char **argv) {
+        MPI_Init(&argc, &argv);
+        int rank;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        run_steps(rank);
+        MPI_Finalize();
+        return 0;
+    }
+"""
+
+
+def _function_at(binary: Path, offset: str) -> str:
+    """The function addr2line finds at an offset of an unstripped binary."""
+    out = subprocess.run(["addr2line", "-f", "-e", str(binary), offset], capture_output=True, text=True, check=True)
+    return out.stdout.split()[0]
+
+
+@pytest.mark.parametrize("debug", ["none", "separate"])
+def test_stripped_program_and_library(debug: str, tmp_path: Path) -> None:
+    """A stripped executable whose code lives in a stripped shared library,
+    as distributions build programs: main is found from the entry code,
+    exported functions from .dynsym, the others named object+offset of their
+    start (what addr2line finds there in the unstripped build), or by name
+    from separate debugging information (GNU debuglink next to the
+    executable, the library's under DIR/.build-id/ of WAITSCOPE_DEBUG_DIRS);
+    no frame is dropped."""
+    mpi = MPIS[0]
+    (tmp_path / "solver.c").write_text(textwrap.dedent(SOLVER_LIB))
+    (tmp_path / "app.c").write_text(textwrap.dedent(SOLVER_APP))
+    cc = f"mpicc.{mpi}"
+    subprocess.run([cc, "-O0", "-g", "-fPIC", "-shared", "-o", "libsolver.so", "solver.c"], cwd=tmp_path, check=True)
+    subprocess.run([cc, "-O0", "-g", "-o", "app", "app.c", "-L.", "-lsolver", "-Wl,-rpath,$ORIGIN"], cwd=tmp_path,
+                   check=True)
+    for name in ("app", "libsolver.so"):
+        shutil.copy(tmp_path / name, tmp_path / (name + ".full"))
+        subprocess.run(["strip", name], cwd=tmp_path, check=True)
+    extra = {"WAITSCOPE_SAMPLING": "0"}
+    if debug == "separate":
+        subprocess.run(["objcopy", "--only-keep-debug", "app.full", "app.debug"], cwd=tmp_path, check=True)
+        subprocess.run(["objcopy", "--add-gnu-debuglink=app.debug", "app"], cwd=tmp_path, check=True)
+        notes = subprocess.run(["readelf", "-n", "libsolver.so.full"], cwd=tmp_path, capture_output=True, text=True,
+                               check=True).stdout
+        build_id = re.search(r"Build ID: ([0-9a-f]+)", notes).group(1)
+        where = tmp_path / "debug" / ".build-id" / build_id[:2]
+        where.mkdir(parents=True)
+        subprocess.run(["objcopy", "--only-keep-debug", "libsolver.so.full", str(where / (build_id[2:] + ".debug"))],
+                       cwd=tmp_path, check=True)
+        extra["WAITSCOPE_DEBUG_DIRS"] = str(tmp_path / "nowhere") + ":" + str(tmp_path / "debug")
+    out = tmp_path / "out"
+    run(mpi, 2, [str(tmp_path / "app")], trace=out, extra_env=extra)
+    r = waitscope.open(out).analyze()
+    recv = [n for n in r.callpath_names if n.endswith("/MPI_Recv")]
+    assert len(recv) == 1, r.callpath_names
+    frames = recv[0].split("/")[:-1]
+    assert len(frames) == 4 and frames[0] == "main" and frames[2] == "solver_step", frames
+    if debug == "none":
+        (app, run_steps), (lib, halo) = (f.split("+") for f in (frames[1], frames[3]))
+        assert (app, lib) == ("app", "libsolver.so")
+        assert _function_at(tmp_path / "app.full", run_steps) == "run_steps"
+        assert _function_at(tmp_path / "libsolver.so.full", halo) == "halo_recv"
+    else:
+        assert frames == ["main", "run_steps", "solver_step", "halo_recv"]
+    assert r.get("mpi_latesender", recv[0], 1) > 0.9 * 2 * 0.1
+
+
 def test_detect_mpi(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("WAITSCOPE_MPI", raising=False)
     assert pmpi.detect_mpi(["mpiexec.mpich", "-n", "2", "a.out"]) == "mpich"

@@ -41,7 +41,8 @@ static void send_body(int fn, int f08, ws_fproc real, void *buf, ws_fint *count,
     ws_call_end(fn, ws_now(), bytes, 1, 0);
 }
 
-#define SEND_PARAMS (void *buf, ws_fint *count, ws_fint *type, ws_fint *dest, ws_fint *tag, ws_fint *comm, ws_fint *ierr)
+#define SEND_PARAMS                                                                                            \
+    (void *buf, ws_fint *count, ws_fint *type, ws_fint *dest, ws_fint *tag, ws_fint *comm, ws_fint *ierr)
 #define SEND_ARGS (buf, count, type, dest, tag, comm, ierr)
 WS_F_ENTRIES(send, SEND, ts, send_body, WF_SEND, SEND_PARAMS, SEND_ARGS)
 WS_F_ENTRIES(ssend, SSEND, ts, send_body, WF_SSEND, SEND_PARAMS, SEND_ARGS)
@@ -390,7 +391,8 @@ static void some_call(int fn, int f08, ws_fproc real, ws_fint *count, ws_fint *r
     ws_call_end(fn, t1, bytes, bytes > 0, 0);
     multi_end(&m);
 }
-#define SOME_PARAMS (ws_fint * count, ws_fint *reqs, ws_fint *outcount, ws_fint *indices, ws_fint *statuses, ws_fint *ierr)
+#define SOME_PARAMS                                                                                            \
+    (ws_fint * count, ws_fint *reqs, ws_fint *outcount, ws_fint *indices, ws_fint *statuses, ws_fint *ierr)
 #define SOME_ARGS (count, reqs, outcount, indices, statuses, ierr)
 WS_F_ENTRIES(waitsome, WAITSOME, , some_call, WF_WAITSOME, SOME_PARAMS, SOME_ARGS)
 WS_F_ENTRIES(testsome, TESTSOME, , some_call, WF_TESTSOME, SOME_PARAMS, SOME_ARGS)
