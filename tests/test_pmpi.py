@@ -517,11 +517,19 @@ def test_samples_find_the_function_that_computed(mpi: str, tmp_path: Path) -> No
     r = waitscope.open(out).analyze(critical_path=True, delay_model="proportional")
     computed, extra = 3 * 0.12, 3 * 0.10
     below = r.callpath_index("main/compute_interior")
-    assert r.inclusive("time")[below, 0] == pytest.approx(computed, rel=0.1)
+    # from the first sample in each computation to the last: all of it but
+    # up to about two sampling periods each (more when the machine is busy
+    # and the thread's CPU time lags); the rest goes to main, which both the
+    # samples and the MPI calls show
+    sampled = r.inclusive("time")[below, 0]
+    assert 0.75 * computed < sampled <= 1.02 * computed
+    assert sampled + r.get("time", "main", 0) == pytest.approx(computed, abs=0.1 * computed + 0.05)
     assert r.inclusive("critical_path")[below].sum() > 0.8 * computed
     assert r.inclusive("delay")[below, 0] > 0.8 * extra
+    # (rank 1 computes 20 ms at a time: on a loaded machine it may get less
+    # than one period of CPU in it, and no sample; rank 0 computes 120 ms)
     for metric in ("time", "critical_path", "delay"):
-        assert r.get(metric, "main/residual").sum() < 0.01 * computed
+        assert r.get(metric, "main/residual", 0) < 0.01 * computed
     assert r.get("mpi_wait_nxn", "main/residual/MPI_Allreduce", 1) > 0.8 * extra
 
 
@@ -607,6 +615,59 @@ def test_stripped_program_and_library(debug: str, tmp_path: Path) -> None:
     else:
         assert frames == ["main", "run_steps", "solver_step", "halo_recv"]
     assert r.get("mpi_latesender", recv[0], 1) > 0.9 * 2 * 0.1
+
+
+THREADS = r"""
+    #include <mpi.h>
+    #include <pthread.h>
+    #include <stdio.h>
+    static int rank;
+    static void *helper(void *arg) {   /* a second thread exchanging on its own communicator */
+        MPI_Comm comm = *(MPI_Comm *)arg;
+        int v = rank, w = -1;
+        MPI_Sendrecv(&v, 1, MPI_INT, 1 - rank, 5, &w, 1, MPI_INT, 1 - rank, 5, comm, MPI_STATUS_IGNORE);
+        printf("helper got %d\n", w);
+        return NULL;
+    }
+    int main(int argc, char **argv) {
+        int provided;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm comm;
+        MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+        if (argc > 1 && provided == MPI_THREAD_MULTIPLE) {
+            pthread_t t;
+            pthread_create(&t, NULL, helper, &comm);
+            pthread_join(t, NULL);
+        } else {
+            helper(&comm);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Comm_free(&comm);
+        MPI_Finalize();
+        return 0;
+    }
+"""
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_mpi_from_two_threads_is_refused(mpi: str, tmp_path: Path) -> None:
+    """MPI_THREAD_MULTIPLE with MPI called from one thread (as mpi4py asks
+    for by default) is measured; with a second thread calling MPI nothing is
+    recorded, the program's run is untouched and the message says why."""
+    exe = compile_program(tmp_path, mpi, THREADS, flags=("-O0", "-g", "-pthread"))
+    one = measure_cli(mpi, 2, [str(exe)], tmp_path / "one", "trace")
+    assert one.returncode == 0 and one.stdout.count("helper got") == 2, one.stderr
+    assert "trace written" in one.stderr
+    assert len(records(otf2_print(tmp_path / "one"), "MPI_RECV")) == 2
+    out = tmp_path / "two"
+    two = subprocess.run([sys.executable, "-m", "waitscope", "trace", "--profile", "-o", str(out), "--",
+                          *launcher(mpi, 2), str(exe), "thread"], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"))
+    assert two.returncode == 0 and two.stdout.count("helper got") == 2, two.stderr
+    assert "nothing was recorded: 2 ranks of" in two.stderr
+    assert "called MPI from more than one thread (MPI was initialised with MPI_THREAD_MULTIPLE)" in two.stderr
+    assert os.listdir(out) == []
 
 
 def test_detect_mpi(monkeypatch: pytest.MonkeyPatch) -> None:

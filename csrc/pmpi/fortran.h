@@ -35,7 +35,7 @@ typedef void (*ws_fproc)(void);
  * MPIs the same bytes as the C status */
 #define WS_F_STATUS_INTS ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
 
-#define WS_F_PASS_THROUGH (!ws_pmpi_g.measuring || ws_pmpi_g.in_call)
+#define WS_F_PASS_THROUGH WS_PASS_THROUGH
 
 /* The MPI's own binding of function `fn` (WF_*): for binding 0 `name` is
  * "mpi_send" and the spellings mpi_send_, mpi_send, mpi_send__, MPI_SEND

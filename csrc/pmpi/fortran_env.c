@@ -29,8 +29,11 @@ static void init_body(int fn, int f08, ws_fproc real, ws_fint *required, ws_fint
     else
         ((f_init_thread)real)(required, provided, ierr);
     g->in_call = nested;
-    if (!nested && ws_f_rc(ierr) == MPI_SUCCESS)
+    if (!nested && ws_f_rc(ierr) == MPI_SUCCESS) {
+        if (provided)
+            g->thread_level = *provided;
         ws_after_init(fn, t0);
+    }
 }
 
 static void init_only_body(int fn, int f08, ws_fproc real, ws_fint *ierr)

@@ -22,13 +22,17 @@
  *   unify.c         builds the OTF2 archive from the per-rank files
  *
  * PMPI interposition makes process-wide state unavoidable: it is all in
- * the one struct `ws_pmpi_g`.  The library assumes that MPI is called from
- * one thread per process (MPI_THREAD_FUNNELED or less).
+ * the one struct `ws_pmpi_g`.  The library records the MPI calls of one
+ * thread per process, the one that initialised MPI: a call from another
+ * thread passes through unrecorded and marks the run, and at MPI_Finalize
+ * no trace or profile is written for a run so marked on any rank (a
+ * measurement without some of the messages would be wrong).
  */
 #ifndef WS_PMPI_PMPI_H
 #define WS_PMPI_PMPI_H
 
 #include <mpi.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -94,6 +98,9 @@ void ws_tracer_close(ws_tracer *t);
 void ws_tracer_install_crash_handlers(void);
 /* At exit, a process that never saw MPI_Init leaves a note (unseen.c). */
 void ws_unseen_watch(void);
+/* The note of a run refused because `ranks` ranks called MPI from more
+ * than one thread (rank 0 at MPI_Finalize). */
+void ws_unseen_threads(int ranks, int level);
 
 /* ---- call paths -------------------------------------------------------- */
 typedef struct ws_frames {
@@ -224,6 +231,9 @@ typedef struct ws_pmpi {
     int loaded;        /* constructor ran */
     int measuring;     /* between MPI_Init and MPI_Finalize, tracing or profiling */
     int in_call;       /* inside a wrapper: nested MPI calls pass through */
+    pthread_t owner;   /* the thread that initialised MPI: the one recorded */
+    int other_thread;  /* another thread called MPI: the measurement is void */
+    int thread_level;  /* what MPI_Init_thread provided (MPI_THREAD_SINGLE after MPI_Init) */
     int done;          /* MPI_Finalize returned or the rank is dying */
     int rank, size;
     uint64_t t_start, t_init, t_finalize;
@@ -256,6 +266,21 @@ typedef struct ws_pmpi {
 } ws_pmpi;
 
 extern ws_pmpi ws_pmpi_g;
+
+/* Whether the calling thread is not the one that initialised MPI (then
+ * the run is marked: ws_pmpi.other_thread). */
+static inline int ws_other_thread(void)
+{
+    ws_pmpi *g = &ws_pmpi_g;
+    if (pthread_equal(pthread_self(), g->owner))
+        return 0;
+    __atomic_store_n(&g->other_thread, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* A wrapper only passes the call on: not measuring, inside another
+ * wrapper, or another thread's call. */
+#define WS_PASS_THROUGH (!ws_pmpi_g.measuring || ws_other_thread() || ws_pmpi_g.in_call)
 
 uint64_t ws_now(void);
 

@@ -7,7 +7,7 @@
 
 #include "../trace/trace.h"
 
-#define PASS_THROUGH (!ws_pmpi_g.measuring || ws_pmpi_g.in_call)
+#define PASS_THROUGH WS_PASS_THROUGH
 
 uint64_t ws_coll_begin(int fn)
 {

@@ -292,6 +292,7 @@ void ws_after_init(int fn, uint64_t t0)
     g->next_comm_id = 2;
     ws_tracer_install_crash_handlers();
     atexit(on_exit_without_finalize);
+    g->owner = pthread_self();
     g->measuring = 1;
     call_begin_at(fn, t0);
     ws_call_end(fn, ws_now(), 0, 0, 0);
@@ -317,8 +318,10 @@ WS_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provid
         return PMPI_Init_thread(argc, argv, required, provided);
     uint64_t t0 = ws_now();
     int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS)
+    if (rc == MPI_SUCCESS) {
+        ws_pmpi_g.thread_level = *provided;
         ws_after_init(WF_INIT_THREAD, t0);
+    }
     return rc;
 }
 
@@ -328,6 +331,28 @@ WS_EXPORT int MPI_Finalize(void)
     if (g->measuring && !g->done)
         ws_finalize_measurement();
     return PMPI_Finalize();
+}
+
+/* Some rank called MPI from more than one thread: the per-rank files go,
+ * nothing is written but rank 0's note saying why. */
+static void void_measurement(int ranks)
+{
+    ws_pmpi *g = &ws_pmpi_g;
+    char dir[4096] = "";
+    if (g->tracer.on) {
+        snprintf(dir, sizeof dir, "%s", g->tracer.dir);
+        ws_tracer_close(&g->tracer);
+        unlink(g->tracer.evt_path);
+        unlink(g->tracer.def_path);
+    }
+    PMPI_Barrier(g->private_comm);
+    if (g->rank == 0) {
+        if (*dir)
+            rmdir(dir);
+        ws_unseen_threads(ranks, g->thread_level);
+    }
+    PMPI_Comm_free(&g->private_comm);
+    ws_requests_free_all();
 }
 
 void ws_finalize_measurement(void)
@@ -343,6 +368,12 @@ void ws_finalize_measurement(void)
     g->t_finalize = t1;
     g->done = 1;
     g->measuring = 0;
+    int threads = __atomic_load_n(&g->other_thread, __ATOMIC_RELAXED), ranks = 0;
+    PMPI_Allreduce(&threads, &ranks, 1, MPI_INT, MPI_SUM, g->private_comm);
+    if (ranks > 0) {
+        void_measurement(ranks);
+        return;
+    }
     ws_profiler_finalize(&g->prof, &g->cp, g->rank, g->size, (double)(t1 - g->t_init) * 1e-9,
                          (double)g->mpi_ns * 1e-9, g->command);
     if (g->tracer.on) {
@@ -383,7 +414,7 @@ WS_EXPORT int MPI_Abort(MPI_Comm comm, int code)
 
 /* ---- communicators and topologies -------------------------------------------- */
 
-#define PASS_THROUGH (!ws_pmpi_g.measuring || ws_pmpi_g.in_call)
+#define PASS_THROUGH WS_PASS_THROUGH
 
 WS_EXPORT int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {

@@ -7,7 +7,7 @@
 
 #if MPI_VERSION >= 4
 
-#define PASS_THROUGH (!ws_pmpi_g.measuring || ws_pmpi_g.in_call)
+#define PASS_THROUGH WS_PASS_THROUGH
 
 #define SEND_C(NAME, FN)                                                                               \
     WS_EXPORT int MPI_##NAME##_c(const void *buf, MPI_Count count, MPI_Datatype type, int dest, int tag, \

@@ -180,7 +180,7 @@ def unseen_notes(directory: str) -> list[dict[str, Any]]:
     folder = os.path.join(directory, UNSEEN)
     notes = []
     for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
-        note: dict[str, Any] = {"exe": "?", "initialized": False, "loaded": []}
+        note: dict[str, Any] = {"exe": "?", "initialized": False, "loaded": [], "threads": 0, "level": ""}
         try:
             with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
                 for line in f:
@@ -191,6 +191,10 @@ def unseen_notes(directory: str) -> list[dict[str, Any]]:
                         note["initialized"] = value == "1"
                     elif key == "loaded":
                         note["loaded"].append(value)
+                    elif key == "threads":
+                        note["threads"] = int(value) if value.isdigit() else 1
+                    elif key == "level":
+                        note["level"] = value
         except OSError:
             continue
         notes.append(note)
@@ -234,6 +238,14 @@ def describe_unseen(directory: str, status: int, library: str | None) -> str | N
     notes = unseen_notes(directory)
     if not notes:
         return None
+    threads = [n for n in notes if n["threads"]]
+    if threads:
+        n = threads[0]
+        ended = f" (the command ended with {_status_text(status)})" if status else ""
+        return (f"nothing was recorded{ended}: {n['threads']} rank{'s' if n['threads'] != 1 else ''} of "
+                f"{n['exe']} called MPI from more than one thread (MPI was initialised with {n['level']}); waitscope "
+                "records the MPI calls of one thread per process, the one that initialised MPI, and a trace or "
+                "profile without the other threads' calls would be wrong")
     exes = sorted({n["exe"] for n in notes})
     loaded = sorted({os.path.basename(p) for n in notes for p in n["loaded"]})
     ended = f" (the command ended with {_status_text(status)})" if status else ""
