@@ -183,17 +183,23 @@ static void move_to(ws_callpaths_rt *c, const ws_frames *f, uint64_t now)
 }
 
 /* The trace moves through the stacks sampled since the previous MPI call
- * (sampling.c), in time order, by the same rule as between MPI calls. */
+ * (sampling.c), in time order.  A sample stands for the sampling period
+ * before it, as in every sampling profiler: its frames are entered one
+ * period before it was taken (not before the previous observation), and
+ * a run of samples with the same frames covers the time from the first to
+ * the last.  Between the observations, the rule of move_to. */
 static void follow_samples(ws_callpaths_rt *c, uint64_t now)
 {
     const ws_sample *s;
     size_t n = ws_sampling_take(&s);
+    uint64_t period = ws_pmpi_g.sampler.interval_ns;
     for (size_t i = 0; i < n; i++) {
         ws_frames f;
         if (s[i].t_first < c->t_seen || s[i].t_last > now || !frames_of(c, s[i].addr, (int)s[i].n, 1, &f) ||
             f.n == 0)
             continue;
-        move_to(c, &f, s[i].t_first);
+        uint64_t from = s[i].t_first > c->t_seen + period ? s[i].t_first - period : c->t_seen;
+        move_to(c, &f, from);
         c->t_seen = s[i].t_last;
     }
     ws_sampling_clear();

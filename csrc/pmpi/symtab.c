@@ -23,6 +23,7 @@
 #include "pmpi.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,7 @@ typedef struct ws_symbols {
     size_t n, cap;
     char exe[4096];
     int python;
+    uintptr_t exe_base; /* the executable's load address */
     char **needed; /* the executable's DT_NEEDED libraries */
     size_t n_needed;
     int entry_known;
@@ -75,6 +77,14 @@ static int add_needed(const char *name, void *arg)
     if ((s->needed[s->n_needed] = strdup(name)) != NULL)
         s->n_needed++;
     return 0;
+}
+
+/* the first object dl_iterate_phdr reports is the executable */
+static int first_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    *(uintptr_t *)arg = (uintptr_t)info->dlpi_addr;
+    return 1;
 }
 
 static ws_symbols *symbols(void)
@@ -94,6 +104,7 @@ static ws_symbols *symbols(void)
             ws_elf_each_needed(&e, add_needed, s);
             ws_elf_close(&e);
         }
+        dl_iterate_phdr(first_object, &s->exe_base);
     }
     return s;
 }
@@ -257,8 +268,9 @@ static object *object_of(const void *addr)
     object *o = &s->objects[s->n++];
     memset(o, 0, sizeof *o);
     o->base = base;
-    const char *path = info.dli_fname && *info.dli_fname ? info.dli_fname : s->exe;
-    /* the executable is reported by the name it was started with */
+    /* dladdr names the executable as it was started (argv[0], e.g. "lmp"
+     * found on PATH): it is known by its load address instead */
+    const char *path = base == s->exe_base || !info.dli_fname || !*info.dli_fname ? s->exe : info.dli_fname;
     char real[4096];
     if (realpath(path, real))
         path = real;
