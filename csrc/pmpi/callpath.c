@@ -183,24 +183,26 @@ static void move_to(ws_callpaths_rt *c, const ws_frames *f, uint64_t now)
 }
 
 /* The trace moves through the stacks sampled since the previous MPI call
- * (sampling.c), in time order.  A sample stands for the sampling period
- * before it, as in every sampling profiler: its frames are entered one
- * period before it was taken (not before the previous observation), and
- * a run of samples with the same frames covers the time from the first to
- * the last.  Between the observations, the rule of move_to. */
+ * (sampling.c), in time order.  A sample stands for one sampling period
+ * around it, as in every sampling profiler: its frames are entered half a
+ * period before it was taken and left half a period after (a run of
+ * samples with the same frames: from before the first to after the last),
+ * never beyond the observations before and after it.  Between the
+ * observations, the rule of move_to. */
 static void follow_samples(ws_callpaths_rt *c, uint64_t now)
 {
     const ws_sample *s;
     size_t n = ws_sampling_take(&s);
-    uint64_t period = ws_pmpi_g.sampler.interval_ns;
+    uint64_t half = ws_pmpi_g.sampler.interval_ns / 2;
     for (size_t i = 0; i < n; i++) {
         ws_frames f;
         if (s[i].t_first < c->t_seen || s[i].t_last > now || !frames_of(c, s[i].addr, (int)s[i].n, 1, &f) ||
             f.n == 0)
             continue;
-        uint64_t from = s[i].t_first > c->t_seen + period ? s[i].t_first - period : c->t_seen;
+        uint64_t from = s[i].t_first > c->t_seen + half ? s[i].t_first - half : c->t_seen;
+        uint64_t next = i + 1 < n && s[i + 1].t_first <= now ? s[i + 1].t_first : now;
         move_to(c, &f, from);
-        c->t_seen = s[i].t_last;
+        c->t_seen = s[i].t_last + half < next ? s[i].t_last + half : next;
     }
     ws_sampling_clear();
 }
