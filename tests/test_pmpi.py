@@ -670,6 +670,51 @@ def test_mpi_from_two_threads_is_refused(mpi: str, tmp_path: Path) -> None:
     assert os.listdir(out) == []
 
 
+SAME_LEAF = r"""
+    #include <mpi.h>
+    static void __attribute__((noinline)) leaf(int k) {
+        int flag;
+        MPI_Iprobe(MPI_ANY_SOURCE, k, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    }
+    static void __attribute__((noinline)) left(int k) { leaf(k); __asm__ volatile("" ::: "memory"); }
+    static void __attribute__((noinline)) right(int k) { leaf(k); __asm__ volatile("" ::: "memory"); }
+    static void __attribute__((noinline)) down(int d, int k) {
+        if (d > 0) down(d - 1, k); else leaf(k);
+        __asm__ volatile("" ::: "memory");
+    }
+    int main(int argc, char **argv) {
+        MPI_Init(&argc, &argv);
+        for (int i = 0; i < 30; i++) {
+            if (i % 3 == 0) left(1);
+            else if (i % 3 == 1) right(2);
+            else down(i % 4, 3);   /* i = 2, 5, 8, ...: depths 2, 1, 0, 3 in turn */
+        }
+        MPI_Finalize();
+        return 0;
+    }
+"""
+
+
+def test_stack_cache_tells_call_sites_apart(tmp_path: Path) -> None:
+    """The cache of the last stack walk (stackwalk.c) never gives one call
+    path for another: the same MPI call site reached through different
+    functions at the same depth, and through recursion of varying depth,
+    alternating call by call, gets each path's exact number of visits."""
+    mpi = MPIS[0]
+    exe = compile_program(tmp_path, mpi, SAME_LEAF, flags=("-O2", "-g", "-fno-ipa-icf", "-fno-ipa-cp"))
+    out = tmp_path / "out"
+    run(mpi, 1, [str(exe)], trace=out, profile=out, extra_env={"WAITSCOPE_SAMPLING": "0"})
+    r = waitscope.open(out).analyze()
+    visits = {n: int(r.get("visits", n).sum()) for n in r.callpath_names if n.endswith("/MPI_Iprobe")}
+    expected = {"main/left/leaf/MPI_Iprobe": 10, "main/right/leaf/MPI_Iprobe": 10}
+    for i in range(2, 30, 3):
+        path = "main/" + "/".join(["down"] * (i % 4 + 1)) + "/leaf/MPI_Iprobe"
+        expected[path] = expected.get(path, 0) + 1
+    assert visits == expected
+    doc, entries = profile_entries(out)
+    assert {k[0]: v["count"][0] for k, v in entries.items() if k[1] == "MPI_Iprobe"} == expected
+
+
 def test_detect_mpi(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("WAITSCOPE_MPI", raising=False)
     assert pmpi.detect_mpi(["mpiexec.mpich", "-n", "2", "a.out"]) == "mpich"

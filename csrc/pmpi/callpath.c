@@ -1,7 +1,7 @@
 /* User code on the call path of MPI calls, in one of two modes:
  *
  * stack (default): at every MPI call the call stack is unwound
- *   (backtrace(), i.e. libgcc's _Unwind_Backtrace over .eh_frame), the
+ *   (libgcc's _Unwind_Backtrace over .eh_frame, with a cache: stackwalk.c), the
  *   frames of user code (the executable and shared objects outside the
  *   system library directories) from `main` inwards are named from the
  *   symbol tables, and the trace gets Leave/Enter events for the frames
@@ -30,7 +30,6 @@
 #define _GNU_SOURCE
 #include "pmpi.h"
 
-#include <execinfo.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,7 +61,7 @@ static uint32_t region_by_name(ws_callpaths_rt *c, const char *name)
 
 /* Region of the user function containing `addr`, 0 if it is not user
  * code or has no name.  `exact`: addr is a function's start address. */
-static uint32_t region_of(ws_callpaths_rt *c, const void *addr)
+uint32_t ws_callpath_region_of(ws_callpaths_rt *c, const void *addr)
 {
     uint64_t key = (uint64_t)(uintptr_t)addr, value;
     if (ws_map64_get(&c->addr_region, key, &value))
@@ -89,28 +88,31 @@ const char *ws_callpath_region_name(const ws_callpaths_rt *c, uint32_t region)
     return "?";
 }
 
-/* The user frames of a stack (addrs[0] innermost), outermost first, from
- * the program's entry inwards.  `exact`: addrs[0] is where the thread was
- * (a sample), not a return address.  Returns 0 when the entry is known
- * but not on this (truncated) stack. */
-static int frames_of(ws_callpaths_rt *c, void *const *addrs, int n, int exact, ws_frames *f)
+/* The user frames of a stack given as the regions of its frames
+ * (innermost first, 0: not user code), outermost first, from the
+ * program's entry inwards.  Returns 0 when the entry is known but not on
+ * this (truncated) stack. */
+static int frames_from(const ws_callpaths_rt *c, const uint32_t *regions, int n, ws_frames *f)
 {
     f->n = 0;
-    uint32_t tmp[256];
-    int m = 0, main_at = -1;
-    for (int i = (n < 256 ? n : 256) - 1; i >= 0; i--) {
-        /* return addresses point after the call: look up the call itself */
-        uint32_t r = region_of(c, (const char *)addrs[i] - (i == 0 && exact ? 0 : 1));
-        if (!r)
-            continue;
-        if (main_at < 0 && r == c->main_region && c->main_region)
-            main_at = m;
-        tmp[m++] = r;
-    }
-    int from = main_at >= 0 ? main_at : 0;
-    for (int i = from; i < m && f->n < sizeof f->region / sizeof f->region[0]; i++)
-        f->region[f->n++] = tmp[i];
+    int main_at = -1; /* index in `regions` */
+    for (int i = n - 1; i >= 0 && main_at < 0; i--)
+        if (regions[i] && regions[i] == c->main_region)
+            main_at = i;
+    for (int i = main_at >= 0 ? main_at : n - 1; i >= 0 && f->n < sizeof f->region / sizeof f->region[0]; i--)
+        if (regions[i])
+            f->region[f->n++] = regions[i];
     return main_at >= 0 || !c->main_region;
+}
+
+/* The user frames of a sampled stack (addrs[0]: where the thread was). */
+static int frames_of_sample(ws_callpaths_rt *c, void *const *addrs, int n, ws_frames *f)
+{
+    uint32_t regions[WS_SAMPLE_DEPTH];
+    for (int i = 0; i < n && i < WS_SAMPLE_DEPTH; i++)
+        /* return addresses point after the call: look up the call itself */
+        regions[i] = ws_callpath_region_of(c, (const char *)addrs[i] - (i == 0 ? 0 : 1));
+    return frames_from(c, regions, n < WS_SAMPLE_DEPTH ? n : WS_SAMPLE_DEPTH, f);
 }
 
 /* The user frames of the current call stack, outermost first. */
@@ -125,9 +127,9 @@ static void capture(ws_callpaths_rt *c, ws_frames *f)
             f->region[f->n++] = r;
         return;
     }
-    void *addrs[256];
-    int n = backtrace(addrs, 256);
-    frames_of(c, addrs + 1, n - 1, 0, f); /* addrs[0]: this function */
+    const uint32_t *regions;
+    int n = ws_stack_regions(c, &regions);
+    frames_from(c, regions, n, f);
 }
 
 static void emit_region(uint64_t now, uint8_t kind, uint32_t region)
@@ -196,7 +198,7 @@ static void follow_samples(ws_callpaths_rt *c, uint64_t now)
     uint64_t half = ws_pmpi_g.sampler.interval_ns / 2;
     for (size_t i = 0; i < n; i++) {
         ws_frames f;
-        if (s[i].t_first < c->t_seen || s[i].t_last > now || !frames_of(c, s[i].addr, (int)s[i].n, 1, &f) ||
+        if (s[i].t_first < c->t_seen || s[i].t_last > now || !frames_of_sample(c, s[i].addr, (int)s[i].n, &f) ||
             f.n == 0)
             continue;
         uint64_t from = s[i].t_first > c->t_seen + half ? s[i].t_first - half : c->t_seen;
@@ -274,7 +276,7 @@ void __cyg_profile_func_enter(void *fn, void *site)
         c->overflow++;
         return;
     }
-    uint32_t r = region_of(c, fn);
+    uint32_t r = ws_callpath_region_of(c, fn);
     if (!r) {
         c->overflow++; /* keeps enter/exit pairs balanced */
         return;

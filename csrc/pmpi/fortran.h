@@ -35,7 +35,7 @@ typedef void (*ws_fproc)(void);
  * MPIs the same bytes as the C status */
 #define WS_F_STATUS_INTS ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
 
-#define WS_F_PASS_THROUGH WS_PASS_THROUGH
+#define WS_F_PASS_THROUGH WS_PASS_THROUGH_NO_HINT
 
 /* The MPI's own binding of function `fn` (WF_*): for binding 0 `name` is
  * "mpi_send" and the spellings mpi_send_, mpi_send, mpi_send__, MPI_SEND
@@ -78,6 +78,8 @@ static inline int ws_f_rc(const ws_fint *ierr)
     WS_EXPORT void mpi_##lower##_ PARAMS;                                                                        \
     void mpi_##lower##_ PARAMS                                                                                   \
     {                                                                                                            \
+        if (!WS_PASS_THROUGH_NO_HINT)                                                                            \
+            WS_HINT();                                                                                           \
         BODY(FN, 0, ws_f_real(0, FN, "mpi_" #lower), WS_F_STRIP ARGS);                                           \
     }                                                                                                            \
     WS_EXPORT void mpi_##lower PARAMS __attribute__((alias("mpi_" #lower "_")));                                 \
@@ -86,6 +88,8 @@ static inline int ws_f_rc(const ws_fint *ierr)
     WS_EXPORT void WS_F08_SYM(lower, WS_F08_SUFFIX(ts)) PARAMS;                                                  \
     void WS_F08_SYM(lower, WS_F08_SUFFIX(ts)) PARAMS                                                             \
     {                                                                                                            \
+        if (!WS_PASS_THROUGH_NO_HINT)                                                                            \
+            WS_HINT();                                                                                           \
         BODY(FN, 1, ws_f_real(1, FN, WS_F_STR(WS_F08_SYM(lower, WS_F08_SUFFIX(ts)))), WS_F_STRIP ARGS);          \
     }
 

@@ -14,6 +14,7 @@
  *   plain_regions.c the calls recorded as plain MPI regions (plain_regions.h)
  *   symtab.c        function names from ELF symbol tables
  *   callpath.c      user call paths: stack frames or -finstrument-functions
+ *   stackwalk.c     the call stack at an MPI call, with a cache of the last walk
  *   sampling.c      timer samples of the call stack between MPI calls
  *   tracer.c        per-rank event and definition files that survive a crash
  *   unseen.c        the note of a process that never saw an MPI call
@@ -108,6 +109,16 @@ typedef struct ws_frames {
     uint32_t region[128];
 } ws_frames;
 
+/* The frames of the last walk of the call stack (stackwalk.c), innermost first */
+#define WS_STACK_MAX 256
+typedef struct ws_stack_cache {
+    int n;
+    uintptr_t ip[WS_STACK_MAX];  /* return addresses */
+    uintptr_t cfa[WS_STACK_MAX]; /* canonical frame addresses, increasing */
+    uint32_t region[WS_STACK_MAX]; /* user region of each, 0 if none */
+    uint64_t hits, misses;
+} ws_stack_cache;
+
 typedef struct ws_callpaths_rt {
     int instrument;            /* frames come from -finstrument-functions hooks */
     int no_hooks;              /* WAITSCOPE_CALLPATH=stack: the hooks are ignored */
@@ -125,6 +136,7 @@ typedef struct ws_callpaths_rt {
     size_t cap_paths;
     uint32_t **path_regions;   /* path -> [n, regions..., fn] */
     ws_map64 path_index;       /* hash -> path + 1, linear probing on collision */
+    ws_stack_cache stack;      /* stack mode: the last walk of the stack */
 } ws_callpaths_rt;
 
 void ws_callpath_init(ws_callpaths_rt *c);
@@ -138,6 +150,12 @@ void ws_callpath_after_call(ws_callpaths_rt *c, uint64_t t1);
 /* Leaves all user frames (at MPI_Finalize). */
 void ws_callpath_leave_all(ws_callpaths_rt *c, uint64_t now);
 const char *ws_callpath_region_name(const ws_callpaths_rt *c, uint32_t region);
+/* Region of the user function containing `addr`, 0 if none (cached). */
+uint32_t ws_callpath_region_of(ws_callpaths_rt *c, const void *addr);
+/* The user regions of the current call stack, innermost first (0: not
+ * user code), from the cache of the last walk where it still holds
+ * (stackwalk.c); their number. */
+int ws_stack_regions(ws_callpaths_rt *c, const uint32_t **regions);
 /* "main/solver/MPI_Recv" of an interned call path; returns malloc'ed text */
 char *ws_callpath_text(const ws_callpaths_rt *c, uint32_t path);
 
@@ -231,6 +249,8 @@ typedef struct ws_pmpi {
     int loaded;        /* constructor ran */
     int measuring;     /* between MPI_Init and MPI_Finalize, tracing or profiling */
     int in_call;       /* inside a wrapper: nested MPI calls pass through */
+    const void *hint_ra; /* the exported wrapper's return address and CFA (WS_HINT), NULL: none */
+    uintptr_t hint_cfa;
     pthread_t owner;   /* the thread that initialised MPI: the one recorded */
     int other_thread;  /* another thread called MPI: the measurement is void */
     int thread_level;  /* what MPI_Init_thread provided (MPI_THREAD_SINGLE after MPI_Init) */
@@ -278,9 +298,19 @@ static inline int ws_other_thread(void)
     return 1;
 }
 
+/* Notes, in an exported wrapper, where the program called it from: the
+ * return address and the wrapper's own CFA (stackwalk.c's fast path). */
+#if defined(__GNUC__) && defined(__x86_64__)
+#define WS_HINT() (ws_pmpi_g.hint_ra = __builtin_return_address(0), ws_pmpi_g.hint_cfa = (uintptr_t)__builtin_dwarf_cfa())
+#else
+#define WS_HINT() ((void)0)
+#endif
+
 /* A wrapper only passes the call on: not measuring, inside another
- * wrapper, or another thread's call. */
-#define WS_PASS_THROUGH (!ws_pmpi_g.measuring || ws_other_thread() || ws_pmpi_g.in_call)
+ * wrapper, or another thread's call (WS_PASS_THROUGH: and otherwise notes
+ * its caller; used at the top of the exported wrapper). */
+#define WS_PASS_THROUGH_NO_HINT (!ws_pmpi_g.measuring || ws_other_thread() || ws_pmpi_g.in_call)
+#define WS_PASS_THROUGH (WS_PASS_THROUGH_NO_HINT || (WS_HINT(), 0))
 
 uint64_t ws_now(void);
 
