@@ -715,6 +715,21 @@ def test_stack_cache_tells_call_sites_apart(tmp_path: Path) -> None:
     assert {k[0]: v["count"][0] for k, v in entries.items() if k[1] == "MPI_Iprobe"} == expected
 
 
+def test_the_report_says_how_call_paths_were_made(tmp_path: Path) -> None:
+    from waitscope.cli_measure import describe_callpaths
+
+    mpi = MPIS[0]
+    plain = compile_program(tmp_path, mpi, LATE_SENDER, name="plain")
+    hooks = compile_program(tmp_path, mpi, LATE_SENDER, name="hooks", flags=("-O0", "-finstrument-functions"))
+    command = launcher(mpi, 2)
+    assert "exact, from the -finstrument-functions hooks" in describe_callpaths(command + [str(hooks)], {})
+    assert "samples of it every 5 ms" in describe_callpaths(command + [str(plain)], {})
+    assert "samples of it every 2 ms" in describe_callpaths(command + [str(plain)], {"WAITSCOPE_SAMPLING": "2"})
+    without = describe_callpaths(command + [str(plain)], {"WAITSCOPE_SAMPLING": "0"})
+    assert "without samples" in without and "functions both calls share" in without
+    assert "samples" in describe_callpaths(command + [str(hooks)], {"WAITSCOPE_CALLPATH": "stack"})
+
+
 def test_detect_mpi(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("WAITSCOPE_MPI", raising=False)
     assert pmpi.detect_mpi(["mpiexec.mpich", "-n", "2", "a.out"]) == "mpich"

@@ -271,6 +271,29 @@ def describe_unseen(directory: str, status: int, library: str | None) -> str | N
             + (f" (MPI libraries loaded: {_listing(loaded)})" if loaded else ""))
 
 
+def describe_callpaths(command: Sequence[str], env: Mapping[str, str]) -> str:
+    """One line: how the trace's call paths were made and what that means for
+    the time of the user's functions (docs/pmpi.md)."""
+    is_launcher, _ = pmpi._launcher(command[0]) if command else (False, None)
+    program = pmpi._program(command[1:] if is_launcher else command[:1])
+    instrumented = bool(program) and "__cyg_profile_func_enter" in _symbols(program, defined=False)
+    if instrumented and env.get("WAITSCOPE_CALLPATH") != "stack":
+        return ("call paths: exact, from the -finstrument-functions hooks the program was compiled with: "
+                "every function's time is its own")
+    sampling = env.get("WAITSCOPE_SAMPLING", "5")
+    try:
+        period = int(sampling)
+    except ValueError:
+        period = 5
+    if period > 0:
+        return (f"call paths: from the call stack at each MPI call and from samples of it every {period} ms of "
+                "CPU time between them: computation is charged to the functions the samples saw (computation "
+                f"shorter than {period} ms may stay with the functions around it), never to a function only the "
+                "next MPI call shows")
+    return ("call paths: from the call stack at each MPI call, without samples: the computation between two MPI "
+            "calls is charged to the functions both calls share, never to a function only the later call shows")
+
+
 def _status_text(status: int) -> str:
     """'status N', or 'signal N (SIGNAME)' for 128 + N."""
     try:
@@ -318,6 +341,8 @@ def measure(command: Sequence[str], trace_dir: str | None, profile_dir: str | No
         ok, line = describe_trace(trace_dir, status)
         complete &= ok
         print(f"waitscope: {line}", file=out)
+        if ok:
+            print(f"waitscope: {describe_callpaths(command, env)}", file=out)
     if profile_dir is not None:
         ok, line = describe_profile(profile_dir, status)
         complete &= ok
