@@ -65,9 +65,11 @@ def launcher(mpi: str, n: int) -> list[str]:
 
 
 def run(mpi: str, n: int, program: list[str], trace: Path | None = None, profile: Path | None = None,
-        callpath: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        callpath: str | None = None, check: bool = True,
+        extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     cmd = launcher(mpi, n) + program
     env = os.environ.copy()
+    env.update(extra_env or {})
     # the sanitizer runtimes of .ci/sanitize test the analysis kernel, not the
     # MPI libraries (Open MPI itself trips ASan): the programs run without them
     preload = [p for p in env.pop("LD_PRELOAD", "").split(":") if p and "san.so" not in p]
@@ -439,6 +441,59 @@ def test_mpi4py_program(tmp_path: Path) -> None:
     assert entries[("main/MPI_Recv", "MPI_Recv", 12, False)]["count"] == [0, 2]
 
 
+THREADS = r"""
+    #include <mpi.h>
+    #include <pthread.h>
+    #include <stdio.h>
+    static int rank;
+    static void *helper(void *arg) {   /* a second thread exchanging on its own communicator */
+        MPI_Comm comm = *(MPI_Comm *)arg;
+        int v = rank, w = -1;
+        MPI_Sendrecv(&v, 1, MPI_INT, 1 - rank, 5, &w, 1, MPI_INT, 1 - rank, 5, comm, MPI_STATUS_IGNORE);
+        printf("helper got %d\n", w);
+        return NULL;
+    }
+    int main(int argc, char **argv) {
+        int provided;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm comm;
+        MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+        if (argc > 1 && provided == MPI_THREAD_MULTIPLE) {
+            pthread_t t;
+            pthread_create(&t, NULL, helper, &comm);
+            pthread_join(t, NULL);
+        } else {
+            helper(&comm);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Comm_free(&comm);
+        MPI_Finalize();
+        return 0;
+    }
+"""
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_mpi_from_two_threads_is_refused(mpi: str, tmp_path: Path) -> None:
+    """MPI_THREAD_MULTIPLE with MPI called from one thread (as mpi4py asks
+    for by default) is measured; with a second thread calling MPI nothing is
+    recorded, the program's run is untouched and the message says why."""
+    exe = compile_program(tmp_path, mpi, THREADS, flags=("-O0", "-g", "-pthread"))
+    one = measure_cli(mpi, 2, [str(exe)], tmp_path / "one", "trace")
+    assert one.returncode == 0 and one.stdout.count("helper got") == 2, one.stderr
+    assert "trace written" in one.stderr
+    assert len(records(otf2_print(tmp_path / "one"), "MPI_RECV")) == 2
+    out = tmp_path / "two"
+    two = subprocess.run([sys.executable, "-m", "waitscope", "trace", "--profile", "-o", str(out), "--",
+                          *launcher(mpi, 2), str(exe), "thread"], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"))
+    assert two.returncode == 0 and two.stdout.count("helper got") == 2, two.stderr
+    assert "nothing was recorded: 2 ranks of" in two.stderr
+    assert "called MPI from more than one thread (MPI was initialised with MPI_THREAD_MULTIPLE)" in two.stderr
+    assert os.listdir(out) == []
+
+
 def test_detect_mpi(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("WAITSCOPE_MPI", raising=False)
     assert pmpi.detect_mpi(["mpiexec.mpich", "-n", "2", "a.out"]) == "mpich"
@@ -462,6 +517,100 @@ def test_detect_mpi_from_the_executable(mpi: str, tmp_path: Path, monkeypatch: p
     monkeypatch.delenv("WAITSCOPE_MPI", raising=False)
     exe = compile_program(tmp_path, mpi, ABORT)
     assert pmpi.detect_mpi([str(exe)]) == mpi
+
+
+@pytest.mark.skipif(len(MPIS) < 2, reason="needs both MPIs")
+def test_launcher_of_the_other_mpi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The library follows the program, not the launcher; a program of one
+    MPI under the other's launcher (every rank would start alone) is refused
+    before anything runs, saying which MPI each is."""
+    monkeypatch.delenv("WAITSCOPE_MPI", raising=False)
+    exe = compile_program(tmp_path, "mpich", ABORT)
+    assert pmpi.detect_mpi(["mpiexec.mpich", "-n", "2", str(exe)]) == "mpich"
+    with pytest.raises(ValueError, match=r"linked with MPICH \(libmpich.so.12\), but mpiexec.openmpi is Open MPI"):
+        pmpi.detect_mpi(["mpiexec.openmpi", "--oversubscribe", "-n", "2", str(exe)])
+    out = tmp_path / "never"
+    proc = subprocess.run([sys.executable, "-m", "waitscope", "trace", "-o", str(out), "--",
+                           "mpiexec.openmpi", "-n", "2", str(exe)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "mpiexec.mpich" in proc.stderr and "Open MPI's launcher" in proc.stderr
+    assert not out.exists()
+    monkeypatch.setenv("WAITSCOPE_MPI", "openmpi")  # the user's word stands
+    assert pmpi.detect_mpi(["mpiexec.openmpi", "-n", "2", str(exe)]) == "openmpi"
+
+
+# MPI called only through the profiling interface, which is not wrapped
+PMPI_ONLY = r"""
+    #include <mpi.h>
+    int main(int argc, char **argv) {
+        PMPI_Init(&argc, &argv);
+        int rank, v = 1;
+        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank == 0)
+            PMPI_Send(&v, 1, MPI_INT, 1, 0, MPI_COMM_WORLD);
+        else
+            PMPI_Recv(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        PMPI_Finalize();
+        return 0;
+    }
+"""
+
+
+def measure_cli(mpi: str, n: int, program: list[str], out: Path, what: str = "trace") -> subprocess.CompletedProcess[str]:
+    """``waitscope trace|profile -o out -- mpiexec.<mpi> -n N program``."""
+    env = os.environ.copy()
+    if mpi == "openmpi" and os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return subprocess.run([sys.executable, "-m", "waitscope", what, "-o", str(out), "--", *launcher(mpi, n), *program],
+                          capture_output=True, text=True, timeout=120, env=env)
+
+
+@pytest.mark.parametrize("what", ["trace", "profile"])
+@pytest.mark.parametrize("mpi", MPIS)
+def test_no_mpi_call_seen(mpi: str, what: str, tmp_path: Path) -> None:
+    """A run whose MPI calls all went past the library says so, naming the
+    calls, instead of calling it cut short."""
+    exe = compile_program(tmp_path, mpi, PMPI_ONLY)
+    out = tmp_path / "out"
+    proc = measure_cli(mpi, 2, [str(exe)], out, what)
+    assert proc.returncode == 0, proc.stderr
+    assert "no MPI call was seen in the 2 processes" in proc.stderr, proc.stderr
+    assert "MPI was initialised in 2 of them" in proc.stderr
+    assert "PMPI_Init" in proc.stderr and "PMPI_Send" in proc.stderr and "not wrapped" in proc.stderr
+    assert "cut short" not in proc.stderr
+    assert os.listdir(out) == []  # the notes were a diagnosis only
+
+
+@pytest.mark.skipif("mpich" not in MPIS, reason="needs MPICH")
+def test_statically_linked_mpi(tmp_path: Path) -> None:
+    """An MPI linked into the program (MPICH's libmpich.a) is named as the reason nothing was recorded."""
+    src = tmp_path / "static.c"
+    src.write_text(textwrap.dedent(LATE_SENDER))
+    exe = tmp_path / "static"
+    flags = subprocess.run(["pkg-config", "--static", "--libs", "mpich"], capture_output=True, text=True,
+                           check=True).stdout.split()
+    include = subprocess.run(["pkg-config", "--cflags", "mpich"], capture_output=True, text=True, check=True).stdout
+    static = "/usr/lib/x86_64-linux-gnu/libmpich.a"
+    assert os.path.exists(static), "libmpich-dev ships libmpich.a"
+    subprocess.run(["gcc", "-O0", *include.split(), "-o", str(exe), str(src), static,
+                    *[f for f in flags if f != "-lmpich"]], check=True, capture_output=True)
+    out = tmp_path / "out"
+    proc = measure_cli("mpich", 2, [str(exe)], out)
+    assert proc.returncode == 0, proc.stderr
+    assert len(re.findall(r"before \d \d", proc.stdout)) == 4  # it ran
+    assert "no MPI call was seen" in proc.stderr and "linked in statically (it defines MPI_Init" in proc.stderr
+
+
+def test_crash_before_mpi_init_is_a_crash(tmp_path: Path) -> None:
+    mpi = MPIS[0]
+    exe = compile_program(tmp_path, mpi, """
+        #include <mpi.h>
+        #include <signal.h>
+        int main(int argc, char **argv) { raise(SIGSEGV); MPI_Init(&argc, &argv); MPI_Finalize(); return 0; }
+    """)
+    proc = measure_cli(mpi, 2, [str(exe)], tmp_path / "out")
+    assert proc.returncode != 0
+    assert "cut short" in proc.stderr and "no MPI call was seen" not in proc.stderr
 
 
 def test_environment() -> None:

@@ -1,20 +1,27 @@
 /* User code on the call path of MPI calls, in one of two modes:
  *
  * stack (default): at every MPI call the call stack is unwound
- *   (backtrace(), i.e. libgcc's _Unwind_Backtrace over .eh_frame), the
+ *   (libgcc's _Unwind_Backtrace over .eh_frame, with a cache: stackwalk.c), the
  *   frames of user code (the executable and shared objects outside the
  *   system library directories) from `main` inwards are named from the
  *   symbol tables, and the trace gets Leave/Enter events for the frames
  *   that changed since the previous MPI call, all stamped with the time
- *   the MPI call is entered.  A user function therefore appears to start
- *   at its first MPI call and to end at the first MPI call outside it: the
- *   time between MPI calls is attributed to the frames both calls share.
+ *   the MPI call is entered, but for the frames the previous MPI call had
+ *   and this one has not: those are left when the previous call ended.  A
+ *   user function therefore appears to start at its first MPI call and to
+ *   end after its last one: the time between MPI calls is attributed to
+ *   the frames both calls share, never to a frame only the later call
+ *   shows.
  *   Calls made and returned between two MPI calls are invisible, and a
  *   function left and re-entered between two MPI calls looks like one
  *   visit.  Inlined functions and frames the unwinder cannot see (code
  *   without unwind tables) are missing.  For a Python interpreter only
  *   `main` is kept: the interpreter's C frames say nothing about the
  *   Python program.
+ *
+ *   Between MPI calls, timer samples of the stack (sampling.c) are
+ *   followed by the same rule, so computation reaches the functions that
+ *   did it even when every MPI call shows the same frames.
  *
  * instrument: the program was compiled with -finstrument-functions; the
  *   hooks below record exact Enter/Leave events for every function.  The
@@ -23,7 +30,6 @@
 #define _GNU_SOURCE
 #include "pmpi.h"
 
-#include <execinfo.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,24 +56,25 @@ static uint32_t region_by_name(ws_callpaths_rt *c, const char *name)
     c->region_names[c->n_regions] = copy;
     uint32_t id = WS_REGION_FIRST_USER + c->n_regions++;
     ws_tracer_def(&ws_pmpi_g.tracer, "region\t%u\tuser\t%s\t%s\n", (unsigned)id, name, name);
-    if (strcmp(name, "main") == 0)
-        c->main_region = id;
     return id;
 }
 
 /* Region of the user function containing `addr`, 0 if it is not user
  * code or has no name.  `exact`: addr is a function's start address. */
-static uint32_t region_of(ws_callpaths_rt *c, const void *addr)
+uint32_t ws_callpath_region_of(ws_callpaths_rt *c, const void *addr)
 {
     uint64_t key = (uint64_t)(uintptr_t)addr, value;
     if (ws_map64_get(&c->addr_region, key, &value))
         return (uint32_t)value;
     char name[512];
     uintptr_t start = 0;
-    int user = 0;
+    int user = 0, entry = 0;
     uint32_t r = 0;
-    if (ws_symbol_lookup(addr, name, sizeof name, &start, &user) == 0 && user)
+    if (ws_symbol_lookup(addr, name, sizeof name, &start, &user, &entry) == 0 && user) {
         r = region_by_name(c, name);
+        if (entry && !c->main_region)
+            c->main_region = r;
+    }
     ws_map64_put(&c->addr_region, key, r);
     return r;
 }
@@ -81,32 +88,48 @@ const char *ws_callpath_region_name(const ws_callpaths_rt *c, uint32_t region)
     return "?";
 }
 
+/* The user frames of a stack given as the regions of its frames
+ * (innermost first, 0: not user code), outermost first, from the
+ * program's entry inwards.  Returns 0 when the entry is known but not on
+ * this (truncated) stack. */
+static int frames_from(const ws_callpaths_rt *c, const uint32_t *regions, int n, ws_frames *f)
+{
+    f->n = 0;
+    int main_at = -1; /* index in `regions` */
+    for (int i = n - 1; i >= 0 && main_at < 0; i--)
+        if (regions[i] && regions[i] == c->main_region)
+            main_at = i;
+    for (int i = main_at >= 0 ? main_at : n - 1; i >= 0 && f->n < sizeof f->region / sizeof f->region[0]; i--)
+        if (regions[i])
+            f->region[f->n++] = regions[i];
+    return main_at >= 0 || !c->main_region;
+}
+
+/* The user frames of a sampled stack (addrs[0]: where the thread was). */
+static int frames_of_sample(ws_callpaths_rt *c, void *const *addrs, int n, ws_frames *f)
+{
+    uint32_t regions[WS_SAMPLE_DEPTH];
+    for (int i = 0; i < n && i < WS_SAMPLE_DEPTH; i++)
+        /* return addresses point after the call: look up the call itself */
+        regions[i] = ws_callpath_region_of(c, (const char *)addrs[i] - (i == 0 ? 0 : 1));
+    return frames_from(c, regions, n < WS_SAMPLE_DEPTH ? n : WS_SAMPLE_DEPTH, f);
+}
+
 /* The user frames of the current call stack, outermost first. */
 static void capture(ws_callpaths_rt *c, ws_frames *f)
 {
     f->n = 0;
     if (c->python) {
-        uint32_t r = c->main_region ? c->main_region : region_by_name(c, "main");
+        if (!c->main_region)
+            c->main_region = region_by_name(c, "main");
+        uint32_t r = c->main_region;
         if (r)
             f->region[f->n++] = r;
         return;
     }
-    void *addrs[256];
-    int n = backtrace(addrs, 256);
-    uint32_t tmp[256];
-    int m = 0, main_at = -1;
-    for (int i = n - 1; i >= 1; i--) {
-        /* return addresses point after the call: look up the call itself */
-        uint32_t r = region_of(c, (const char *)addrs[i] - 1);
-        if (!r)
-            continue;
-        if (main_at < 0 && r == c->main_region && c->main_region)
-            main_at = m;
-        tmp[m++] = r;
-    }
-    int from = main_at >= 0 ? main_at : 0;
-    for (int i = from; i < m && f->n < sizeof f->region / sizeof f->region[0]; i++)
-        f->region[f->n++] = tmp[i];
+    const uint32_t *regions;
+    int n = ws_stack_regions(c, &regions);
+    frames_from(c, regions, n, f);
 }
 
 static void emit_region(uint64_t now, uint8_t kind, uint32_t region)
@@ -142,21 +165,64 @@ static uint32_t intern(ws_callpaths_rt *c, const ws_frames *f, int fn)
     return c->n_paths++;
 }
 
+/* Moves the trace from the frames entered now to `f`, observed at time
+ * `now`: the frames the two share stay entered, the others are left at
+ * the time of the previous observation (c->t_seen) and those of `f` that
+ * are new entered at `now`.  So the time between two observations goes
+ * to the frames both share, never to a frame only the later one shows. */
+static void move_to(ws_callpaths_rt *c, const ws_frames *f, uint64_t now)
+{
+    uint32_t k = 0;
+    while (k < f->n && k < c->current.n && f->region[k] == c->current.region[k])
+        k++;
+    uint64_t left = c->t_seen && c->t_seen <= now ? c->t_seen : now;
+    for (uint32_t i = c->current.n; i-- > k;)
+        emit_region(left, WS_EV_LEAVE, c->current.region[i]);
+    for (uint32_t i = k; i < f->n; i++)
+        emit_region(now, WS_EV_ENTER, f->region[i]);
+    c->current = *f;
+    c->t_seen = now;
+}
+
+/* The trace moves through the stacks sampled since the previous MPI call
+ * (sampling.c), in time order.  A sample stands for one sampling period
+ * around it, as in every sampling profiler: its frames are entered half a
+ * period before it was taken and left half a period after (a run of
+ * samples with the same frames: from before the first to after the last),
+ * never beyond the observations before and after it.  Between the
+ * observations, the rule of move_to. */
+static void follow_samples(ws_callpaths_rt *c, uint64_t now)
+{
+    const ws_sample *s;
+    size_t n = ws_sampling_take(&s);
+    uint64_t half = ws_pmpi_g.sampler.interval_ns / 2;
+    for (size_t i = 0; i < n; i++) {
+        ws_frames f;
+        if (s[i].t_first < c->t_seen || s[i].t_last > now || !frames_of_sample(c, s[i].addr, (int)s[i].n, &f) ||
+            f.n == 0)
+            continue;
+        uint64_t from = s[i].t_first > c->t_seen + half ? s[i].t_first - half : c->t_seen;
+        uint64_t next = i + 1 < n && s[i + 1].t_first <= now ? s[i + 1].t_first : now;
+        move_to(c, &f, from);
+        c->t_seen = s[i].t_last + half < next ? s[i].t_last + half : next;
+    }
+    ws_sampling_clear();
+}
+
 uint32_t ws_callpath_at_call(ws_callpaths_rt *c, int fn, uint64_t now)
 {
     if (!c->instrument) {
         ws_frames f;
+        follow_samples(c, now);
         capture(c, &f);
-        uint32_t k = 0;
-        while (k < f.n && k < c->current.n && f.region[k] == c->current.region[k])
-            k++;
-        for (uint32_t i = c->current.n; i-- > k;)
-            emit_region(now, WS_EV_LEAVE, c->current.region[i]);
-        for (uint32_t i = k; i < f.n; i++)
-            emit_region(now, WS_EV_ENTER, f.region[i]);
-        c->current = f;
+        move_to(c, &f, now);
     }
     return intern(c, &c->current, fn);
+}
+
+void ws_callpath_after_call(ws_callpaths_rt *c, uint64_t t1)
+{
+    c->t_seen = t1;
 }
 
 void ws_callpath_leave_all(ws_callpaths_rt *c, uint64_t now)
@@ -202,6 +268,7 @@ void __cyg_profile_func_enter(void *fn, void *site)
     ws_callpaths_rt *c = &g->cp;
     if (!c->instrument) {
         /* switching modes: frames seen from the stack are left first */
+        ws_sampling_stop();
         ws_callpath_leave_all(c, ws_now());
         c->instrument = 1;
     }
@@ -209,7 +276,7 @@ void __cyg_profile_func_enter(void *fn, void *site)
         c->overflow++;
         return;
     }
-    uint32_t r = region_of(c, fn);
+    uint32_t r = ws_callpath_region_of(c, fn);
     if (!r) {
         c->overflow++; /* keeps enter/exit pairs balanced */
         return;

@@ -4,7 +4,7 @@
  * the library tracks (its handle may be handed out again). */
 #include "pmpi.h"
 
-#define PASS_THROUGH (!ws_pmpi_g.measuring || ws_pmpi_g.in_call)
+#define PASS_THROUGH WS_PASS_THROUGH
 
 #define WS_PLAIN_WRAPPER(NAME, ROLE, PARAMS, ARGS)                                                                  \
     WS_EXPORT int MPI_##NAME PARAMS                                                                                  \

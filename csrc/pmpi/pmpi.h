@@ -5,26 +5,39 @@
  *   wrappers_env.c  MPI_Init/Finalize/Abort, communicators, topologies
  *   wrappers_p2p.c  point to point and request completion
  *   wrappers_coll.c blocking collectives
+ *   coll_bytes.c    what a collective records (operation, root, bytes)
  *   wrappers_large.c the MPI-4 large-count (_c) variants
+ *   fortran.c       the Fortran bindings: the MPI's own binding, handles,
+ *                   statuses and sentinels (fortran.h)
+ *   fortran_env.c, fortran_p2p.c, fortran_coll.c, fortran_plain.c
+ *                   the Fortran wrappers (mpif.h, use mpi, use mpi_f08)
  *   plain_regions.c the calls recorded as plain MPI regions (plain_regions.h)
  *   symtab.c        function names from ELF symbol tables
  *   callpath.c      user call paths: stack frames or -finstrument-functions
+ *   stackwalk.c     the call stack at an MPI call, with a cache of the last walk
+ *   sampling.c      timer samples of the call stack between MPI calls
  *   tracer.c        per-rank event and definition files that survive a crash
+ *   unseen.c        the note of a process that never saw an MPI call
  *   profiler.c      the wait-state profile of seed 003 (003_2d6b9c36e94631c5.txt)
  *   rankfiles.c     parses the per-rank definition files
  *   unify.c         builds the OTF2 archive from the per-rank files
  *
  * PMPI interposition makes process-wide state unavoidable: it is all in
- * the one struct `ws_pmpi_g`.  The library assumes that MPI is called from
- * one thread per process (MPI_THREAD_FUNNELED or less).
+ * the one struct `ws_pmpi_g`.  The library records the MPI calls of one
+ * thread per process, the one that initialised MPI: a call from another
+ * thread passes through unrecorded and marks the run, and at MPI_Finalize
+ * no trace or profile is written for a run so marked on any rank (a
+ * measurement without some of the messages would be wrong).
  */
 #ifndef WS_PMPI_PMPI_H
 #define WS_PMPI_PMPI_H
 
 #include <mpi.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "../common/util.h"
 #include "plain_regions.h"
@@ -84,6 +97,11 @@ void ws_tracer_def(ws_tracer *t, const char *fmt, ...) __attribute__((format(pri
 uint64_t ws_tracer_count(const ws_tracer *t);
 void ws_tracer_close(ws_tracer *t);
 void ws_tracer_install_crash_handlers(void);
+/* At exit, a process that never saw MPI_Init leaves a note (unseen.c). */
+void ws_unseen_watch(void);
+/* The note of a run refused because `ranks` ranks called MPI from more
+ * than one thread (rank 0 at MPI_Finalize). */
+void ws_unseen_threads(int ranks, int level);
 
 /* ---- call paths -------------------------------------------------------- */
 typedef struct ws_frames {
@@ -91,13 +109,24 @@ typedef struct ws_frames {
     uint32_t region[128];
 } ws_frames;
 
+/* The frames of the last walk of the call stack (stackwalk.c), innermost first */
+#define WS_STACK_MAX 256
+typedef struct ws_stack_cache {
+    int n;
+    uintptr_t ip[WS_STACK_MAX];  /* return addresses */
+    uintptr_t cfa[WS_STACK_MAX]; /* canonical frame addresses, increasing */
+    uint32_t region[WS_STACK_MAX]; /* user region of each, 0 if none */
+    uint64_t hits, misses;
+} ws_stack_cache;
+
 typedef struct ws_callpaths_rt {
     int instrument;            /* frames come from -finstrument-functions hooks */
     int no_hooks;              /* WAITSCOPE_CALLPATH=stack: the hooks are ignored */
     int python;                /* the executable is a Python interpreter */
     ws_frames current;         /* user frames now entered in the trace */
     uint32_t overflow;         /* instrumented frames deeper than `current` holds */
-    uint32_t main_region;      /* region id of "main", 0 until seen */
+    uint32_t main_region;      /* region id of the entry (main, a Fortran program), 0 until seen */
+    uint64_t t_seen;           /* when `current` was last seen on the stack (stack mode), 0: never */
     ws_map64 addr_region;      /* code address -> region id + 1 (0: not user code) */
     uint32_t n_regions;        /* user regions defined */
     char **region_names;       /* by (id - WS_REGION_FIRST_USER) */
@@ -107,6 +136,7 @@ typedef struct ws_callpaths_rt {
     size_t cap_paths;
     uint32_t **path_regions;   /* path -> [n, regions..., fn] */
     ws_map64 path_index;       /* hash -> path + 1, linear probing on collision */
+    ws_stack_cache stack;      /* stack mode: the last walk of the stack */
 } ws_callpaths_rt;
 
 void ws_callpath_init(ws_callpaths_rt *c);
@@ -114,18 +144,60 @@ void ws_callpath_init(ws_callpaths_rt *c);
  * call stack; instrument mode: nothing to do), emitting Leave/Enter events
  * at time `now`; returns the interned call path of MPI function `fn`. */
 uint32_t ws_callpath_at_call(ws_callpaths_rt *c, int fn, uint64_t now);
+/* The MPI call that ws_callpath_at_call named ended at t1: its frames
+ * were on the stack until then. */
+void ws_callpath_after_call(ws_callpaths_rt *c, uint64_t t1);
 /* Leaves all user frames (at MPI_Finalize). */
 void ws_callpath_leave_all(ws_callpaths_rt *c, uint64_t now);
 const char *ws_callpath_region_name(const ws_callpaths_rt *c, uint32_t region);
+/* Region of the user function containing `addr`, 0 if none (cached). */
+uint32_t ws_callpath_region_of(ws_callpaths_rt *c, const void *addr);
+/* The user regions of the current call stack, innermost first (0: not
+ * user code), from the cache of the last walk where it still holds
+ * (stackwalk.c); their number. */
+int ws_stack_regions(ws_callpaths_rt *c, const uint32_t **regions);
 /* "main/solver/MPI_Recv" of an interned call path; returns malloc'ed text */
 char *ws_callpath_text(const ws_callpaths_rt *c, uint32_t path);
 
+/* ---- samples of the call stack between MPI calls (sampling.c) ------------ */
+#define WS_SAMPLE_DEPTH 64
+typedef struct ws_sample {
+    uint64_t t_first, t_last; /* when these callers were first and last seen in a row */
+    uint32_t n;               /* addr[0]: where the thread was; then return addresses, innermost first */
+    void *addr[WS_SAMPLE_DEPTH];
+} ws_sample;
+
+typedef struct ws_sampler {
+    volatile int on;
+    timer_t timer;
+    ws_sample *buf;
+    volatile size_t n;
+    uint64_t dropped, interval_ns;
+    struct sigaction previous;
+} ws_sampler;
+
+/* At MPI_Init in stack mode when tracing (WAITSCOPE_SAMPLING ms, default 5). */
+void ws_sampling_start(void);
+void ws_sampling_stop(void);
+/* The samples taken since the last ws_sampling_clear, in time order. */
+size_t ws_sampling_take(const ws_sample **samples);
+void ws_sampling_clear(void);
+
 /* ---- symbol names ------------------------------------------------------ */
 /* Name of the function containing `addr` and whether it is user code (the
- * executable or a shared object outside the system library directories).
- * Returns 0 when found; *start is the function's start address. */
-int ws_symbol_lookup(const void *addr, char *name, size_t size, uintptr_t *start, int *user);
+ * executable or a shared object outside the system library directories)
+ * and the program's entry (C `main`, a Fortran main program).  Returns 0
+ * when found; *start is the function's start address. */
+int ws_symbol_lookup(const void *addr, char *name, size_t size, uintptr_t *start, int *user, int *entry);
 int ws_symbol_executable_is_python(void);
+
+/* The sections of an ELF file's DWARF (dwarf.c); NULL where absent. */
+typedef struct ws_dwarf_sections {
+    const unsigned char *info, *abbrev, *str, *line_str;
+    size_t info_size, abbrev_size, str_size, line_str_size;
+} ws_dwarf_sections;
+/* The name of the Fortran main program (`program sweep3d`): 0 when found. */
+int ws_dwarf_main_program(const ws_dwarf_sections *s, char *out, size_t size);
 
 /* ---- profiler ---------------------------------------------------------- */
 typedef struct ws_prof_entry {
@@ -150,6 +222,14 @@ void ws_profiler_record(ws_profiler *p, uint32_t path, int fn, uint64_t bytes, i
 void ws_profiler_finalize(ws_profiler *p, const ws_callpaths_rt *c, int rank, int size, double exec_time,
                           double mpi_time, const char *command);
 
+/* ---- Fortran bindings (fortran.c) --------------------------------------- */
+typedef struct ws_fortran_rt {
+    void (*real[2][WF_COUNT])(void); /* the MPI's own binding: [0] mpif.h/use mpi, [1] use mpi_f08 */
+    int sentinels_known;             /* in_place below was looked up */
+    const void *const *in_place_var; /* MPICH: where its mpif.h binding keeps MPI_IN_PLACE's address */
+    const void *in_place;            /* Open MPI: MPI_IN_PLACE of both bindings */
+} ws_fortran_rt;
+
 /* ---- communicators and requests (wrappers_env.c / wrappers_p2p.c) ----- */
 typedef struct ws_comm_entry {
     MPI_Comm comm;
@@ -169,6 +249,11 @@ typedef struct ws_pmpi {
     int loaded;        /* constructor ran */
     int measuring;     /* between MPI_Init and MPI_Finalize, tracing or profiling */
     int in_call;       /* inside a wrapper: nested MPI calls pass through */
+    const void *hint_ra; /* the exported wrapper's return address and CFA (WS_HINT), NULL: none */
+    uintptr_t hint_cfa;
+    pthread_t owner;   /* the thread that initialised MPI: the one recorded */
+    int other_thread;  /* another thread called MPI: the measurement is void */
+    int thread_level;  /* what MPI_Init_thread provided (MPI_THREAD_SINGLE after MPI_Init) */
     int done;          /* MPI_Finalize returned or the rank is dying */
     int rank, size;
     uint64_t t_start, t_init, t_finalize;
@@ -176,8 +261,10 @@ typedef struct ws_pmpi {
     char *command;
     ws_tracer tracer;
     ws_callpaths_rt cp;
+    ws_sampler sampler;
     struct ws_symbols *symbols; /* symtab.c: ELF symbol tables read so far */
     ws_profiler prof;
+    ws_fortran_rt fortran;
     MPI_Comm private_comm;     /* duplicate of MPI_COMM_WORLD for the library's own messages */
     /* communicators */
     ws_comm_entry *comms;
@@ -200,6 +287,31 @@ typedef struct ws_pmpi {
 
 extern ws_pmpi ws_pmpi_g;
 
+/* Whether the calling thread is not the one that initialised MPI (then
+ * the run is marked: ws_pmpi.other_thread). */
+static inline int ws_other_thread(void)
+{
+    ws_pmpi *g = &ws_pmpi_g;
+    if (pthread_equal(pthread_self(), g->owner))
+        return 0;
+    __atomic_store_n(&g->other_thread, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* Notes, in an exported wrapper, where the program called it from: the
+ * return address and the wrapper's own CFA (stackwalk.c's fast path). */
+#if defined(__GNUC__) && defined(__x86_64__)
+#define WS_HINT() (ws_pmpi_g.hint_ra = __builtin_return_address(0), ws_pmpi_g.hint_cfa = (uintptr_t)__builtin_dwarf_cfa())
+#else
+#define WS_HINT() ((void)0)
+#endif
+
+/* A wrapper only passes the call on: not measuring, inside another
+ * wrapper, or another thread's call (WS_PASS_THROUGH: and otherwise notes
+ * its caller; used at the top of the exported wrapper). */
+#define WS_PASS_THROUGH_NO_HINT (!ws_pmpi_g.measuring || ws_other_thread() || ws_pmpi_g.in_call)
+#define WS_PASS_THROUGH (WS_PASS_THROUGH_NO_HINT || (WS_HINT(), 0))
+
 uint64_t ws_now(void);
 
 /* Wrapper helpers (wrappers_env.c) */
@@ -221,9 +333,56 @@ uint64_t ws_coll_begin(int fn);
 void ws_coll_end(int fn, MPI_Comm comm, uint8_t op, int root, uint64_t sent, uint64_t received, uint64_t payload,
                  int has_payload);
 
+/* What a collective records (coll_bytes.c): operation, root (-1: none),
+ * bytes sent and received, the payload of the profile's size class. */
+typedef struct ws_coll_info {
+    uint8_t op;
+    int root;
+    uint64_t sent, received, payload;
+    int has_payload;
+} ws_coll_info;
+ws_coll_info ws_coll_barrier(void);
+ws_coll_info ws_coll_bcast(long long count, MPI_Datatype type, int root, MPI_Comm comm);
+ws_coll_info ws_coll_reduce(long long count, MPI_Datatype type, int root, MPI_Comm comm);
+/* fn: WF_ALLREDUCE, WF_SCAN or WF_EXSCAN */
+ws_coll_info ws_coll_allreduce(int fn, long long count, MPI_Datatype type, MPI_Comm comm);
+ws_coll_info ws_coll_gather(int send_in_place, long long sendcount, MPI_Datatype sendtype, long long recvcount,
+                            MPI_Datatype recvtype, int root, MPI_Comm comm);
+ws_coll_info ws_coll_gatherv(int send_in_place, long long sendcount, MPI_Datatype sendtype, const int recvcounts[],
+                             MPI_Datatype recvtype, int root, MPI_Comm comm);
+ws_coll_info ws_coll_scatter(int recv_in_place, long long sendcount, MPI_Datatype sendtype, long long recvcount,
+                             MPI_Datatype recvtype, int root, MPI_Comm comm);
+ws_coll_info ws_coll_scatterv(int recv_in_place, const int sendcounts[], MPI_Datatype sendtype, long long recvcount,
+                              MPI_Datatype recvtype, int root, MPI_Comm comm);
+/* fn: WF_ALLGATHER or WF_ALLTOALL */
+ws_coll_info ws_coll_allgather(int fn, int send_in_place, long long sendcount, MPI_Datatype sendtype,
+                               long long recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+ws_coll_info ws_coll_allgatherv(int send_in_place, long long sendcount, MPI_Datatype sendtype,
+                                const int recvcounts[], MPI_Datatype recvtype, MPI_Comm comm);
+ws_coll_info ws_coll_alltoallv(int send_in_place, const int sendcounts[], MPI_Datatype sendtype,
+                               const int recvcounts[], MPI_Datatype recvtype, MPI_Comm comm);
+ws_coll_info ws_coll_reduce_scatter(const int recvcounts[], MPI_Datatype type, MPI_Comm comm);
+/* ws_coll_end with what `k` says */
+void ws_coll_finish(int fn, MPI_Comm comm, const ws_coll_info *k);
+
 /* Request table (wrappers_p2p.c) */
 void ws_requests_free_all(void);
 /* Drops the oldest tracked record of handle r (MPI_Request_free). */
 void ws_request_forget(MPI_Request r);
+/* Records the completion of request `r` (its handle before the completion
+ * call) with status `st` at time `now`; returns the bytes it received. */
+uint64_t ws_request_complete(uint64_t now, MPI_Request r, const MPI_Status *st);
+
+/* Process life (wrappers_env.c), shared with the Fortran wrappers */
+/* After the MPI's own initialisation succeeded (enter time t0). */
+void ws_after_init(int fn, uint64_t t0);
+/* Everything MPI_Finalize records and writes, up to PMPI_Finalize. */
+void ws_finalize_measurement(void);
+/* Records MPI_Abort (before the MPI's own). */
+void ws_abort_record(int code);
+/* A communicator just made from `parent` (collective over it); `cart`:
+ * made by MPI_Cart_create/Cart_sub, with its Cartesian topology. */
+void ws_comm_register(MPI_Comm comm, MPI_Comm parent, int cart);
+void ws_comm_forget(MPI_Comm comm);
 
 #endif

@@ -53,6 +53,7 @@ void ws_call_end(int fn, uint64_t t1, uint64_t bytes, int has_bytes, int root)
 {
     ws_pmpi *g = &ws_pmpi_g;
     ws_emit(t1, WS_EV_LEAVE, (uint32_t)fn, 0, 0, 0, 0, 0);
+    ws_callpath_after_call(&g->cp, t1);
     uint64_t d = t1 > g->call_t0 ? t1 - g->call_t0 : 0;
     ws_profiler_record(&g->prof, g->call_path, fn, bytes, has_bytes, root, (double)d * 1e-9);
     g->mpi_ns += d;
@@ -129,7 +130,7 @@ static void register_comm(MPI_Comm comm, MPI_Comm parent)
     PMPI_Group_free(&world);
 }
 
-static void forget_comm(MPI_Comm comm)
+void ws_comm_forget(MPI_Comm comm)
 {
     ws_pmpi *g = &ws_pmpi_g;
     for (size_t i = 0; i < g->n_comms; i++)
@@ -137,6 +138,15 @@ static void forget_comm(MPI_Comm comm)
             g->comms[i] = g->comms[--g->n_comms];
             return;
         }
+}
+
+static void record_cart(MPI_Comm comm);
+
+void ws_comm_register(MPI_Comm comm, MPI_Comm parent, int cart)
+{
+    register_comm(comm, parent);
+    if (cart)
+        record_cart(comm);
 }
 
 /* ---- clocks ------------------------------------------------------------------- */
@@ -234,6 +244,7 @@ __attribute__((constructor)) static void on_load(void)
     g->req_free = UINT32_MAX;
     g->loaded = 1;
     ws_emit(g->t_start, WS_EV_PROGRAM_BEGIN, 0, 0, 0, 0, 0, 0);
+    ws_unseen_watch();
 }
 
 static void on_exit_without_finalize(void)
@@ -245,7 +256,7 @@ static void on_exit_without_finalize(void)
     ws_tracer_def(&g->tracer, "exit\t0\n");
 }
 
-static void after_init(int fn, uint64_t t0)
+void ws_after_init(int fn, uint64_t t0)
 {
     ws_pmpi *g = &ws_pmpi_g;
     if (!g->loaded)
@@ -281,34 +292,73 @@ static void after_init(int fn, uint64_t t0)
     g->next_comm_id = 2;
     ws_tracer_install_crash_handlers();
     atexit(on_exit_without_finalize);
+    g->owner = pthread_self();
     g->measuring = 1;
     call_begin_at(fn, t0);
     ws_call_end(fn, ws_now(), 0, 0, 0);
+    ws_sampling_start();
 }
 
+/* in_call: a Fortran binding's MPI_Init calls this one (MPICH's mpif.h
+ * binding does); the Fortran wrapper records the call itself */
 WS_EXPORT int MPI_Init(int *argc, char ***argv)
 {
+    if (ws_pmpi_g.in_call)
+        return PMPI_Init(argc, argv);
     uint64_t t0 = ws_now();
     int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS)
-        after_init(WF_INIT, t0);
+        ws_after_init(WF_INIT, t0);
     return rc;
 }
 
 WS_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
+    if (ws_pmpi_g.in_call)
+        return PMPI_Init_thread(argc, argv, required, provided);
     uint64_t t0 = ws_now();
     int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS)
-        after_init(WF_INIT_THREAD, t0);
+    if (rc == MPI_SUCCESS) {
+        ws_pmpi_g.thread_level = *provided;
+        ws_after_init(WF_INIT_THREAD, t0);
+    }
     return rc;
 }
 
 WS_EXPORT int MPI_Finalize(void)
 {
     ws_pmpi *g = &ws_pmpi_g;
-    if (!g->measuring || g->done)
-        return PMPI_Finalize();
+    if (g->measuring && !g->done)
+        ws_finalize_measurement();
+    return PMPI_Finalize();
+}
+
+/* Some rank called MPI from more than one thread: the per-rank files go,
+ * nothing is written but rank 0's note saying why. */
+static void void_measurement(int ranks)
+{
+    ws_pmpi *g = &ws_pmpi_g;
+    char dir[4096] = "";
+    if (g->tracer.on) {
+        snprintf(dir, sizeof dir, "%s", g->tracer.dir);
+        ws_tracer_close(&g->tracer);
+        unlink(g->tracer.evt_path);
+        unlink(g->tracer.def_path);
+    }
+    PMPI_Barrier(g->private_comm);
+    if (g->rank == 0) {
+        if (*dir)
+            rmdir(dir);
+        ws_unseen_threads(ranks, g->thread_level);
+    }
+    PMPI_Comm_free(&g->private_comm);
+    ws_requests_free_all();
+}
+
+void ws_finalize_measurement(void)
+{
+    ws_pmpi *g = &ws_pmpi_g;
+    ws_sampling_stop();
     ws_call_begin(WF_FINALIZE);
     clock_offset();
     uint64_t t1 = ws_now();
@@ -318,11 +368,17 @@ WS_EXPORT int MPI_Finalize(void)
     g->t_finalize = t1;
     g->done = 1;
     g->measuring = 0;
+    int threads = __atomic_load_n(&g->other_thread, __ATOMIC_RELAXED), ranks = 0;
+    PMPI_Allreduce(&threads, &ranks, 1, MPI_INT, MPI_SUM, g->private_comm);
+    if (ranks > 0) {
+        void_measurement(ranks);
+        return;
+    }
     ws_profiler_finalize(&g->prof, &g->cp, g->rank, g->size, (double)(t1 - g->t_init) * 1e-9,
                          (double)g->mpi_ns * 1e-9, g->command);
     if (g->tracer.on) {
         int ok = !g->tracer.failed, all_ok = 0;
-            ws_tracer_def(&g->tracer, "end\t%llu\n", (unsigned long long)ws_tracer_count(&g->tracer));
+        ws_tracer_def(&g->tracer, "end\t%llu\n", (unsigned long long)ws_tracer_count(&g->tracer));
         ws_tracer_close(&g->tracer);
         PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, g->private_comm);
         if (g->rank == 0) {
@@ -338,23 +394,27 @@ WS_EXPORT int MPI_Finalize(void)
     }
     PMPI_Comm_free(&g->private_comm);
     ws_requests_free_all();
-    return PMPI_Finalize();
 }
 
-WS_EXPORT int MPI_Abort(MPI_Comm comm, int code)
+void ws_abort_record(int code)
 {
     ws_pmpi *g = &ws_pmpi_g;
     if (g->measuring && !g->done && !g->in_call) {
         ws_call_begin(WF_ABORT);
         g->done = 1;
-            ws_tracer_def(&g->tracer, "abort\t%d\n", code);
+        ws_tracer_def(&g->tracer, "abort\t%d\n", code);
     }
+}
+
+WS_EXPORT int MPI_Abort(MPI_Comm comm, int code)
+{
+    ws_abort_record(code);
     return PMPI_Abort(comm, code);
 }
 
 /* ---- communicators and topologies -------------------------------------------- */
 
-#define PASS_THROUGH (!ws_pmpi_g.measuring || ws_pmpi_g.in_call)
+#define PASS_THROUGH WS_PASS_THROUGH
 
 WS_EXPORT int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
@@ -397,7 +457,7 @@ WS_EXPORT int MPI_Comm_free(MPI_Comm *comm)
     if (PASS_THROUGH)
         return PMPI_Comm_free(comm);
     ws_call_begin(WF_COMM_FREE);
-    forget_comm(*comm);
+    ws_comm_forget(*comm);
     int rc = PMPI_Comm_free(comm);
     ws_call_end(WF_COMM_FREE, ws_now(), 0, 0, 0);
     return rc;

@@ -7,9 +7,7 @@
 
 #if MPI_VERSION >= 4
 
-#include <otf2/OTF2_Events.h>
-
-#define PASS_THROUGH (!ws_pmpi_g.measuring || ws_pmpi_g.in_call)
+#define PASS_THROUGH WS_PASS_THROUGH
 
 #define SEND_C(NAME, FN)                                                                               \
     WS_EXPORT int MPI_##NAME##_c(const void *buf, MPI_Count count, MPI_Datatype type, int dest, int tag, \
@@ -85,29 +83,14 @@ WS_EXPORT int MPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype type, int sou
     return rc;
 }
 
-static int rank_in(MPI_Comm comm)
-{
-    int r = 0;
-    PMPI_Comm_rank(comm, &r);
-    return r;
-}
-
-static uint64_t size_of(MPI_Comm comm)
-{
-    int n = 1;
-    PMPI_Comm_size(comm, &n);
-    return (uint64_t)n;
-}
-
 WS_EXPORT int MPI_Bcast_c(void *buf, MPI_Count count, MPI_Datatype type, int root, MPI_Comm comm)
 {
     if (PASS_THROUGH)
         return PMPI_Bcast_c(buf, count, type, root, comm);
     ws_coll_begin(WF_BCAST);
-    uint64_t b = ws_type_bytes(count, type);
-    int is_root = rank_in(comm) == root;
+    ws_coll_info k = ws_coll_bcast(count, type, root, comm);
     int rc = PMPI_Bcast_c(buf, count, type, root, comm);
-    ws_coll_end(WF_BCAST, comm, OTF2_COLLECTIVE_OP_BCAST, root, is_root ? b * size_of(comm) : 0, b, b, 1);
+    ws_coll_finish(WF_BCAST, comm, &k);
     return rc;
 }
 
@@ -117,29 +100,28 @@ WS_EXPORT int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, 
     if (PASS_THROUGH)
         return PMPI_Reduce_c(sendbuf, recvbuf, count, type, op, root, comm);
     ws_coll_begin(WF_REDUCE);
-    uint64_t b = ws_type_bytes(count, type);
-    int is_root = rank_in(comm) == root;
+    ws_coll_info k = ws_coll_reduce(count, type, root, comm);
     int rc = PMPI_Reduce_c(sendbuf, recvbuf, count, type, op, root, comm);
-    ws_coll_end(WF_REDUCE, comm, OTF2_COLLECTIVE_OP_REDUCE, root, b, is_root ? b * size_of(comm) : 0, b, 1);
+    ws_coll_finish(WF_REDUCE, comm, &k);
     return rc;
 }
 
-#define ALLRED_C(NAME, FN, OP, FACTOR)                                                                      \
+#define ALLRED_C(NAME, FN)                                                                                  \
     WS_EXPORT int MPI_##NAME##_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,    \
                                  MPI_Op op, MPI_Comm comm)                                                  \
     {                                                                                                       \
         if (PASS_THROUGH)                                                                                   \
             return PMPI_##NAME##_c(sendbuf, recvbuf, count, type, op, comm);                                \
         ws_coll_begin(FN);                                                                                  \
-        uint64_t b = ws_type_bytes(count, type), n = (FACTOR) ? size_of(comm) : 1;                          \
+        ws_coll_info k = ws_coll_allreduce(FN, count, type, comm);                                          \
         int rc = PMPI_##NAME##_c(sendbuf, recvbuf, count, type, op, comm);                                  \
-        ws_coll_end(FN, comm, OP, -1, b * n, b * n, b, 1);                                                  \
+        ws_coll_finish(FN, comm, &k);                                                                       \
         return rc;                                                                                          \
     }
 
-ALLRED_C(Allreduce, WF_ALLREDUCE, OTF2_COLLECTIVE_OP_ALLREDUCE, 1)
-ALLRED_C(Scan, WF_SCAN, OTF2_COLLECTIVE_OP_SCAN, 0)
-ALLRED_C(Exscan, WF_EXSCAN, OTF2_COLLECTIVE_OP_EXSCAN, 0)
+ALLRED_C(Allreduce, WF_ALLREDUCE)
+ALLRED_C(Scan, WF_SCAN)
+ALLRED_C(Exscan, WF_EXSCAN)
 
 WS_EXPORT int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
                            MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
@@ -147,11 +129,9 @@ WS_EXPORT int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatyp
     if (PASS_THROUGH)
         return PMPI_Gather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     ws_coll_begin(WF_GATHER);
-    int is_root = rank_in(comm) == root;
-    uint64_t rb = is_root ? ws_type_bytes(recvcount, recvtype) : 0;
-    uint64_t sb = sendbuf == MPI_IN_PLACE ? rb : ws_type_bytes(sendcount, sendtype);
+    ws_coll_info k = ws_coll_gather(sendbuf == MPI_IN_PLACE, sendcount, sendtype, recvcount, recvtype, root, comm);
     int rc = PMPI_Gather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-    ws_coll_end(WF_GATHER, comm, OTF2_COLLECTIVE_OP_GATHER, root, sb, rb * size_of(comm), sb, 1);
+    ws_coll_finish(WF_GATHER, comm, &k);
     return rc;
 }
 
@@ -161,30 +141,28 @@ WS_EXPORT int MPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Dataty
     if (PASS_THROUGH)
         return PMPI_Scatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     ws_coll_begin(WF_SCATTER);
-    int is_root = rank_in(comm) == root;
-    uint64_t sb = is_root ? ws_type_bytes(sendcount, sendtype) : 0;
-    uint64_t rb = recvbuf == MPI_IN_PLACE ? sb : ws_type_bytes(recvcount, recvtype);
+    ws_coll_info k = ws_coll_scatter(recvbuf == MPI_IN_PLACE, sendcount, sendtype, recvcount, recvtype, root, comm);
     int rc = PMPI_Scatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-    ws_coll_end(WF_SCATTER, comm, OTF2_COLLECTIVE_OP_SCATTER, root, sb * size_of(comm), rb, rb, 1);
+    ws_coll_finish(WF_SCATTER, comm, &k);
     return rc;
 }
 
-#define ALL2ALL_C(NAME, FN, OP)                                                                             \
+#define ALL2ALL_C(NAME, FN)                                                                                 \
     WS_EXPORT int MPI_##NAME##_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,          \
                                  void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)  \
     {                                                                                                       \
         if (PASS_THROUGH)                                                                                   \
             return PMPI_##NAME##_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);       \
         ws_coll_begin(FN);                                                                                  \
-        uint64_t n = size_of(comm), rb = ws_type_bytes(recvcount, recvtype);                                \
-        uint64_t sb = sendbuf == MPI_IN_PLACE ? rb : ws_type_bytes(sendcount, sendtype);                    \
+        ws_coll_info k =                                                                                    \
+            ws_coll_allgather(FN, sendbuf == MPI_IN_PLACE, sendcount, sendtype, recvcount, recvtype, comm); \
         int rc = PMPI_##NAME##_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);         \
-        ws_coll_end(FN, comm, OP, -1, sb * n, rb * n, sb, 1);                                               \
+        ws_coll_finish(FN, comm, &k);                                                                       \
         return rc;                                                                                          \
     }
 
-ALL2ALL_C(Allgather, WF_ALLGATHER, OTF2_COLLECTIVE_OP_ALLGATHER)
-ALL2ALL_C(Alltoall, WF_ALLTOALL, OTF2_COLLECTIVE_OP_ALLTOALL)
+ALL2ALL_C(Allgather, WF_ALLGATHER)
+ALL2ALL_C(Alltoall, WF_ALLTOALL)
 
 #else
 /* an MPI-3 library has no large-count functions to wrap */

@@ -12,7 +12,7 @@
 
 #include "../trace/trace.h"
 
-#define PASS_THROUGH (!ws_pmpi_g.measuring || ws_pmpi_g.in_call)
+#define PASS_THROUGH WS_PASS_THROUGH
 
 /* ---- requests -------------------------------------------------------------- */
 
@@ -91,9 +91,7 @@ static uint64_t status_bytes(const MPI_Status *st)
     return (uint64_t)n;
 }
 
-/* Records the completion of request `r` (its handle before the call);
- * returns the bytes received by it. */
-static uint64_t complete(uint64_t now, MPI_Request r, const MPI_Status *st)
+uint64_t ws_request_complete(uint64_t now, MPI_Request r, const MPI_Status *st)
 {
     ws_request q;
     if (!untrack(r, &q))
@@ -293,7 +291,7 @@ WS_EXPORT int MPI_Wait(MPI_Request *req, MPI_Status *status)
     uint64_t t1 = ws_now(), bytes = 0;
     int any = 0;
     if (rc == MPI_SUCCESS && old != MPI_REQUEST_NULL) {
-        bytes = complete(t1, old, st);
+        bytes = ws_request_complete(t1, old, st);
         any = bytes > 0;
     }
     ws_call_end(WF_WAIT, t1, bytes, any, 0);
@@ -311,7 +309,7 @@ WS_EXPORT int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
     int rc = PMPI_Test(req, flag, st);
     uint64_t t1 = ws_now(), bytes = 0;
     if (rc == MPI_SUCCESS && *flag && old != MPI_REQUEST_NULL)
-        bytes = complete(t1, old, st);
+        bytes = ws_request_complete(t1, old, st);
     ws_call_end(WF_TEST, t1, bytes, bytes > 0, 0);
     return rc;
 }
@@ -362,7 +360,7 @@ WS_EXPORT int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
     if (rc == MPI_SUCCESS)
         for (int i = 0; i < n; i++)
             if (m.old[i] != MPI_REQUEST_NULL)
-                bytes += complete(t1, m.old[i], &m.st[i]);
+                bytes += ws_request_complete(t1, m.old[i], &m.st[i]);
     ws_call_end(WF_WAITALL, t1, bytes, bytes > 0, 0);
     multi_end(&m);
     return rc;
@@ -379,7 +377,7 @@ WS_EXPORT int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statu
     if (rc == MPI_SUCCESS && *flag)
         for (int i = 0; i < n; i++)
             if (m.old[i] != MPI_REQUEST_NULL)
-                bytes += complete(t1, m.old[i], &m.st[i]);
+                bytes += ws_request_complete(t1, m.old[i], &m.st[i]);
     ws_call_end(WF_TESTALL, t1, bytes, bytes > 0, 0);
     multi_end(&m);
     return rc;
@@ -396,7 +394,7 @@ static int any_call(int fn, int is_wait, int n, MPI_Request reqs[], int *index, 
     int rc = is_wait ? PMPI_Waitany(n, reqs, index, st) : PMPI_Testany(n, reqs, index, flag, st);
     uint64_t t1 = ws_now(), bytes = 0;
     if (rc == MPI_SUCCESS && (is_wait || *flag) && *index != MPI_UNDEFINED && *index >= 0 && *index < n)
-        bytes = complete(t1, m.old[*index], st);
+        bytes = ws_request_complete(t1, m.old[*index], st);
     ws_call_end(fn, t1, bytes, bytes > 0, 0);
     multi_end(&m);
     return rc;
@@ -430,7 +428,7 @@ static int some_call(int fn, int is_wait, int n, MPI_Request reqs[], int *outcou
     if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED)
         for (int k = 0; k < *outcount; k++)
             if (indices[k] >= 0 && indices[k] < n)
-                bytes += complete(t1, m.old[indices[k]], &m.st[k]);
+                bytes += ws_request_complete(t1, m.old[indices[k]], &m.st[k]);
     ws_call_end(fn, t1, bytes, bytes > 0, 0);
     multi_end(&m);
     return rc;

@@ -31,7 +31,9 @@ from . import TraceError, pmpi
 TRACE_DEFAULT = "waitscope-trace"
 PROFILE_DEFAULT = "waitscope-profile"
 # what a measurement leaves in its directory (OTF2 archive and profile)
-MEASUREMENT_FILES = ("traces.otf2", "traces.def", "traces", "profile.json", ".waitscope")
+MEASUREMENT_FILES = ("traces.otf2", "traces.def", "traces", "profile.json", ".waitscope", ".waitscope-unseen")
+# where a process that never saw an MPI call leaves its note (csrc/pmpi/unseen.c)
+UNSEEN = ".waitscope-unseen"
 
 
 class MeasureError(Exception):
@@ -162,6 +164,127 @@ def describe_profile(profile_dir: str, status: int) -> tuple[bool, str]:
                   f"estimated waiting: {waits}; the estimates per call path: waitscope analyze {path}")
 
 
+def unseen_notes(directory: str) -> list[dict[str, Any]]:
+    """The notes of the processes that ran with the library but never saw
+    MPI_Init: executable, whether MPI was initialised all the same, the
+    MPI libraries they had loaded."""
+    folder = os.path.join(directory, UNSEEN)
+    notes = []
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        note: dict[str, Any] = {"exe": "?", "initialized": False, "loaded": [], "threads": 0, "level": ""}
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    key, _, value = line.rstrip("\n").partition("\t")
+                    if key == "exe":
+                        note["exe"] = value
+                    elif key == "initialized":
+                        note["initialized"] = value == "1"
+                    elif key == "loaded":
+                        note["loaded"].append(value)
+                    elif key == "threads":
+                        note["threads"] = int(value) if value.isdigit() else 1
+                    elif key == "level":
+                        note["level"] = value
+        except OSError:
+            continue
+        notes.append(note)
+    return notes
+
+
+def _symbols(path: str, defined: bool) -> set[str]:
+    """Dynamic symbols of an ELF file (nm -D), defined ones or undefined ones."""
+    try:
+        out = subprocess.run(["nm", "-D", "--defined-only" if defined else "--undefined-only", path],
+                             capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    return {line.split()[-1].split("@")[0] for line in out.splitlines() if line.split()}
+
+
+def _mpi_symbol(name: str) -> bool:
+    return name.lower().startswith(("mpi_", "pmpi_"))
+
+
+def _static_mpi(exe: str) -> str | None:
+    """The MPI function an executable defines itself (its MPI linked in statically), if any."""
+    try:
+        out = subprocess.run(["nm", "--defined-only", exe], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    names = {line.split()[-1] for line in out.splitlines() if len(line.split()) == 3 and line.split()[1] in "TtWw"}
+    return next((n for n in ("MPI_Init", "PMPI_Init", "mpi_init_", "MPI_Init_thread") if n in names), None)
+
+
+def _listing(names: Sequence[str], most: int = 5) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def describe_unseen(directory: str, status: int, library: str | None) -> str | None:
+    """One line for a run in which no process saw an MPI call, from the notes
+    the processes left (None when there are none): whether MPI was
+    initialised past the library, which calls of the program the library
+    does not wrap, an MPI linked in statically."""
+    notes = unseen_notes(directory)
+    if not notes:
+        return None
+    threads = [n for n in notes if n["threads"]]
+    if threads:
+        n = threads[0]
+        ended = f" (the command ended with {_status_text(status)})" if status else ""
+        return (f"nothing was recorded{ended}: {n['threads']} rank{'s' if n['threads'] != 1 else ''} of "
+                f"{n['exe']} called MPI from more than one thread (MPI was initialised with {n['level']}); waitscope "
+                "records the MPI calls of one thread per process, the one that initialised MPI, and a trace or "
+                "profile without the other threads' calls would be wrong")
+    exes = sorted({n["exe"] for n in notes})
+    loaded = sorted({os.path.basename(p) for n in notes for p in n["loaded"]})
+    ended = f" (the command ended with {_status_text(status)})" if status else ""
+    processes = f"{len(notes)} process{'es' if len(notes) != 1 else ''} of {_listing(exes, 2)}"
+    exe = exes[0]
+    static = _static_mpi(exe) if os.path.isfile(exe) else None
+    if static:
+        return (f"no MPI call was seen in the {processes}{ended}: {exe} has its MPI linked in statically (it "
+                f"defines {static} itself), so its calls never reach the preloaded library; nothing was recorded. "
+                "Link it with the shared MPI library to measure it")
+    initialised = sum(1 for n in notes if n["initialized"])
+    if initialised:
+        wrapped = _symbols(library, defined=True) if library else set()
+        calls = sorted(s for s in _symbols(exe, defined=False) if _mpi_symbol(s) and s not in wrapped)
+        through = (f"{_listing(calls)}, which {'is' if len(calls) == 1 else 'are'} not wrapped" if calls
+                   else "calls the library does not wrap")
+        return (f"no MPI call was seen in the {processes}{ended}: MPI was initialised in {initialised} of them, but "
+                f"the program calls MPI through {through}; nothing was recorded"
+                + (f" (MPI libraries loaded: {_listing(loaded)})" if loaded else ""))
+    return (f"no MPI call was seen in the {processes}{ended}, and none of them initialised the MPI library the "
+            "measurement wraps: the program does not use MPI, or uses another MPI than "
+            f"{os.path.basename(library) if library else 'the one detected'}; nothing was recorded"
+            + (f" (MPI libraries loaded: {_listing(loaded)})" if loaded else ""))
+
+
+def describe_callpaths(command: Sequence[str], env: Mapping[str, str]) -> str:
+    """One line: how the trace's call paths were made and what that means for
+    the time of the user's functions (docs/pmpi.md)."""
+    is_launcher, _ = pmpi._launcher(command[0]) if command else (False, None)
+    program = pmpi._program(command[1:] if is_launcher else command[:1])
+    instrumented = bool(program) and "__cyg_profile_func_enter" in _symbols(program, defined=False)
+    if instrumented and env.get("WAITSCOPE_CALLPATH") != "stack":
+        return ("call paths: exact, from the -finstrument-functions hooks the program was compiled with: "
+                "every function's time is its own")
+    sampling = env.get("WAITSCOPE_SAMPLING", "5")
+    try:
+        period = int(sampling)
+    except ValueError:
+        period = 5
+    if period > 0:
+        return (f"call paths: from the call stack at each MPI call and from samples of it every {period} ms of "
+                "CPU time between them: computation is charged to the functions the samples saw (computation "
+                f"shorter than {period} ms may stay with the functions around it), never to a function only the "
+                "next MPI call shows")
+    return ("call paths: from the call stack at each MPI call, without samples: the computation between two MPI "
+            "calls is charged to the functions both calls share, never to a function only the later call shows")
+
+
 def _status_text(status: int) -> str:
     """'status N', or 'signal N (SIGNAME)' for 128 + N."""
     try:
@@ -189,6 +312,19 @@ def measure(command: Sequence[str], trace_dir: str | None, profile_dir: str | No
         prepare_directory(d, force)
     status = run_command(command, env)
     complete = True
+    # nothing written at all: the processes' notes may say why
+    nothing = ((trace_dir is None or not any(os.path.exists(os.path.join(trace_dir, f))
+                                             for f in ("traces.otf2", ".waitscope")))
+               and (profile_dir is None or not os.path.exists(os.path.join(profile_dir, "profile.json"))))
+    library = next((p for p in env.get("LD_PRELOAD", "").split(":") if "libwaitscope-pmpi" in p), None)
+    unseen = None
+    for d in {d for d in (trace_dir, profile_dir) if d is not None}:
+        line = describe_unseen(d, status, library) if nothing else None
+        unseen = unseen or line
+        shutil.rmtree(os.path.join(d, UNSEEN), ignore_errors=True)  # a diagnosis only
+    if unseen:
+        print(f"waitscope: {unseen}", file=out)
+        return status
     if trace_dir is not None:
         problem = finish_trace(trace_dir)
         if problem:
@@ -196,6 +332,8 @@ def measure(command: Sequence[str], trace_dir: str | None, profile_dir: str | No
         ok, line = describe_trace(trace_dir, status)
         complete &= ok
         print(f"waitscope: {line}", file=out)
+        if ok:
+            print(f"waitscope: {describe_callpaths(command, env)}", file=out)
     if profile_dir is not None:
         ok, line = describe_profile(profile_dir, status)
         complete &= ok

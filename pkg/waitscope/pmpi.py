@@ -59,6 +59,9 @@ def available() -> list[str]:
     return [m for m in MPIS if (_lib_dir() / f"libwaitscope-pmpi-{m}.so").is_file()]
 
 
+_NAMES = {"mpich": "MPICH", "openmpi": "Open MPI"}
+
+
 def _from_name(name: str) -> str | None:
     base = os.path.basename(name)
     if base in _LAUNCHERS:
@@ -69,26 +72,75 @@ def _from_name(name: str) -> str | None:
     return None
 
 
-def _from_ldd(executable: str) -> str | None:
+def _launcher(first: str) -> tuple[bool, str | None]:
+    """(whether ``first`` is an MPI launcher, the MPI it belongs to or None):
+    by its name, or a bare ``mpiexec``/``mpirun`` through its symlinks."""
+    base = os.path.basename(first)
+    if base in _LAUNCHERS:
+        return True, _LAUNCHERS[base]
+    if not base.startswith(("mpiexec", "mpirun")):
+        return False, None
+    mpi = _from_name(base)
+    if not mpi:
+        found = shutil.which(first) or first
+        mpi = _from_name(os.path.realpath(found)) if os.path.exists(found) else None
+    return True, mpi
+
+
+def _is_elf(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def _program(args: Sequence[str]) -> str | None:
+    """The program a launcher's arguments start: the first that names an
+    executable ELF file (directly or on PATH); None if there is none (a
+    script, an interpreter's argument...)."""
+    for arg in args:
+        if arg == ":":  # MPMD: the first program decides
+            break
+        if arg.startswith("-"):
+            continue
+        path = arg if "/" in arg else shutil.which(arg)
+        if path and os.path.isfile(path) and _is_elf(path):
+            return os.path.realpath(path)
+    return None
+
+
+def _from_ldd(executable: str) -> tuple[str | None, str | None]:
+    """(the MPI an ELF file links, the library's name) from ``ldd``, which
+    follows the libraries it needs to theirs; (None, None) if it links none."""
     try:
         out = subprocess.run(["ldd", executable], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
-        return None
-    if "libmpich" in out:
-        return "mpich"
-    if "libmpi.so" in out or "openmpi" in out:
-        return "openmpi"
-    return None
+        return None, None
+    for line in out.splitlines():
+        name = line.strip().split(" ")[0]
+        resolved = line.split("=>")[1].strip().split(" ")[0] if "=>" in line else name
+        if not name.startswith(("libmpich.so", "libmpi.so")):  # the C library, which the others need
+            continue
+        if name.startswith(("libmpich.so", "libmpi.so.12")) or "/mpich/" in resolved:
+            return "mpich", name
+        return "openmpi", name
+    return None, None
 
 
 def detect_mpi(command: Sequence[str]) -> str:
     """Which MPI a command line runs with: "mpich" or "openmpi".
 
-    ``WAITSCOPE_MPI`` overrides.  Otherwise the launcher decides
+    ``WAITSCOPE_MPI`` overrides.  Otherwise the program decides: the first
+    executable ELF file on the command line (after the launcher's options),
+    by the libmpi it links (``ldd``).  A program that links none (a Python
+    interpreter, a script) is run with the launcher's MPI
     (``mpiexec.mpich``, ``mpiexec.hydra``, ``mpirun.mpich`` -> mpich;
     ``mpiexec.openmpi``, ``orterun``, ``mpirun.openmpi`` -> openmpi; a bare
-    ``mpiexec``/``mpirun`` through its symlinks); for a plain executable the
-    libmpi it links (``ldd``).  Raises ValueError when it cannot tell."""
+    ``mpiexec``/``mpirun`` through its symlinks).  Raises ValueError when
+    it cannot tell, and when the program links one MPI and the launcher is
+    the other's: such a run starts every rank on its own (an
+    MPI_COMM_WORLD of one), which no library can measure."""
     forced = os.environ.get("WAITSCOPE_MPI")
     if forced:
         if forced not in MPIS:
@@ -97,19 +149,22 @@ def detect_mpi(command: Sequence[str]) -> str:
     if not command:
         raise ValueError("empty command line")
     first = command[0]
-    mpi = _from_name(first)
-    if mpi:
-        return mpi
-    found = shutil.which(first) or first
-    if os.path.exists(found):
-        mpi = _from_name(os.path.realpath(found))
-        if mpi:
-            return mpi
-        if os.path.basename(first) in ("mpiexec", "mpirun"):
-            raise ValueError(f"{first}: cannot tell which MPI this launcher belongs to; set WAITSCOPE_MPI")
-        mpi = _from_ldd(os.path.realpath(found))
-        if mpi:
-            return mpi
+    is_launcher, launcher_mpi = _launcher(first)
+    program = _program(command[1:] if is_launcher else command[:1])
+    program_mpi, library = _from_ldd(program) if program else (None, None)
+    if program_mpi and launcher_mpi and program_mpi != launcher_mpi:
+        raise ValueError(
+            f"{program} is linked with {_NAMES[program_mpi]} ({library}), but {first} is "
+            f"{_NAMES[launcher_mpi]}'s launcher: every rank would start on its own, as a one-process "
+            f"MPI_COMM_WORLD, and the measurement would be meaningless. Run it with {_NAMES[program_mpi]}'s "
+            f"launcher (mpiexec.{program_mpi}), or rebuild it with mpicc.{launcher_mpi} / mpifort.{launcher_mpi}"
+        )
+    if program_mpi:
+        return program_mpi
+    if launcher_mpi:
+        return launcher_mpi
+    if is_launcher:
+        raise ValueError(f"{first}: cannot tell which MPI this launcher belongs to; set WAITSCOPE_MPI")
     raise ValueError(
         f"{first}: cannot tell which MPI the command uses (not a known launcher, no libmpi linked); "
         "set WAITSCOPE_MPI=mpich or WAITSCOPE_MPI=openmpi"
