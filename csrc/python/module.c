@@ -93,6 +93,10 @@ void ws_py_progress_init(ws_py_progress *p, PyObject *callback)
 
 PyObject *ws_py_view(PyObject *owner, void *data, npy_intp n, int typenum)
 {
+    /* an empty column may have no storage (stores built in memory) */
+    static const uint64_t empty[1] = {0};
+    if (!data && n == 0)
+        data = (void *)empty;
     PyObject *arr = PyArray_SimpleNewFromData(1, &n, typenum, data);
     if (!arr)
         return NULL;

@@ -290,8 +290,9 @@ static PyObject *locations_dict(const ws_trace *t)
     PyObject *d = PyDict_New();
     PyObject *id = new_array(n, NPY_UINT64), *name = new_array(n, NPY_INT64), *type = new_array(n, NPY_UINT8),
              *group = new_array(n, NPY_INT64), *nev = new_array(n, NPY_UINT64), *rank = new_array(n, NPY_INT64),
-             *thread = new_array(n, NPY_INT64), *loaded = new_array(n, NPY_BOOL), *stored = new_array(n, NPY_UINT64);
-    if (!d || !id || !name || !type || !group || !nev || !rank || !thread || !loaded || !stored)
+             *thread = new_array(n, NPY_INT64), *loaded = new_array(n, NPY_BOOL), *stored = new_array(n, NPY_UINT64),
+             *mpi_rank = new_array(n, NPY_INT64);
+    if (!d || !id || !name || !type || !group || !nev || !rank || !thread || !loaded || !stored || !mpi_rank)
         goto fail;
     for (npy_intp i = 0; i < n; i++) {
         const ws_location *l = &t->locations[i];
@@ -300,14 +301,16 @@ static PyObject *locations_dict(const ws_trace *t)
         ARR_DATA(type, uint8_t)[i] = l->type;
         ARR_DATA(group, int64_t)[i] = idx(l->group);
         ARR_DATA(nev, uint64_t)[i] = l->n_events_defined;
-        ARR_DATA(rank, int64_t)[i] = idx(l->rank);
+        ARR_DATA(rank, int64_t)[i] = idx(l->process);
+        ARR_DATA(mpi_rank, int64_t)[i] = idx(l->rank);
         ARR_DATA(thread, int64_t)[i] = idx(l->thread);
         ARR_DATA(loaded, npy_bool)[i] = (npy_bool)(l->loaded != 0);
         ARR_DATA(stored, uint64_t)[i] = l->loaded ? l->events.n : 0;
     }
     if (set_item(d, "otf2_id", id) || set_item(d, "name", name) || set_item(d, "type", type) ||
         set_item(d, "group", group) || set_item(d, "n_records", nev) || set_item(d, "rank", rank) ||
-        set_item(d, "thread", thread) || set_item(d, "loaded", loaded) || set_item(d, "n_events", stored)) {
+        set_item(d, "thread", thread) || set_item(d, "loaded", loaded) || set_item(d, "n_events", stored) ||
+        set_item(d, "mpi_rank", mpi_rank)) {
         Py_DECREF(d);
         return NULL;
     }
@@ -323,6 +326,7 @@ fail:
     Py_XDECREF(thread);
     Py_XDECREF(loaded);
     Py_XDECREF(stored);
+    Py_XDECREF(mpi_rank);
     return NULL;
 }
 
@@ -561,7 +565,7 @@ static PyObject *trace_events(ws_py_trace *self, PyObject *args)
     if (!d)
         return NULL;
     npy_intp n = (npy_intp)e->n, m = (npy_intp)e->n_messages, r = (npy_intp)e->n_requests,
-             c = (npy_intp)e->n_collectives;
+             c = (npy_intp)e->n_collectives, h = (npy_intp)e->n_threads;
     if (set_item(d, "time", ws_py_view(o, e->time, n, NPY_FLOAT64)) ||
         set_item(d, "kind", ws_py_view(o, e->kind, n, NPY_UINT8)) ||
         set_item(d, "ref", ws_py_view(o, e->ref, n, NPY_UINT32)) ||
@@ -578,6 +582,11 @@ static PyObject *trace_events(ws_py_trace *self, PyObject *args)
         set_item(d, "coll_op", ws_py_view(o, e->coll_op, c, NPY_UINT8)) ||
         set_item(d, "coll_sent", ws_py_view(o, e->coll_sent, c, NPY_UINT64)) ||
         set_item(d, "coll_received", ws_py_view(o, e->coll_received, c, NPY_UINT64)) ||
+        set_item(d, "thr_event", ws_py_view(o, e->thr_event, h, NPY_UINT32)) ||
+        set_item(d, "thr_comm", ws_py_view(o, e->thr_comm, h, NPY_UINT32)) ||
+        set_item(d, "thr_model", ws_py_view(o, e->thr_model, h, NPY_UINT8)) ||
+        set_item(d, "thr_a", ws_py_view(o, e->thr_a, h, NPY_UINT64)) ||
+        set_item(d, "thr_b", ws_py_view(o, e->thr_b, h, NPY_UINT64)) ||
         set_item(d, "n_skipped", PyLong_FromUnsignedLongLong(e->n_skipped))) {
         Py_DECREF(d);
         return NULL;
@@ -643,6 +652,7 @@ static PyObject *trace_memory(ws_py_trace *self, PyObject *unused)
         bytes += e->n_messages * (4 * sizeof(uint32_t) + sizeof(uint64_t));
         bytes += e->n_requests * (sizeof(uint32_t) + sizeof(uint64_t));
         bytes += e->n_collectives * (3 * sizeof(uint32_t) + 1 + 2 * sizeof(uint64_t));
+        bytes += e->n_threads * (2 * sizeof(uint32_t) + 1 + 2 * sizeof(uint64_t));
     }
     return PyLong_FromUnsignedLongLong(bytes);
 }

@@ -5,6 +5,7 @@
 #include "otf2_check.h"
 #include "otf2_reader_int.h"
 #include "otf2_rows.h"
+#include "otf2_evt_int.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -18,44 +19,16 @@
 
 /* ---- events ------------------------------------------------------------- */
 
-/* A direct-mapped memo of Enter lookups (parent call path, OTF2 region
- * id) -> call path in front of lookup_region and ws_callpath_child: an
- * Enter costs one probe instead of a region lookup plus a sibling scan or
- * a hash-map lookup.  Call paths are never removed and only defined
- * regions are memoized, so entries stay valid for the whole load. */
-#define CP_MEMO_SIZE 1024u /* power of two */
-/* never a call path index (ws_callpath_child stops at WS_NONE32 - 1) nor
- * WS_NONE32 (the parent of roots): marks empty entries */
-#define CP_MEMO_EMPTY (WS_NONE32 - 1u)
-
-typedef struct cp_memo_entry {
-    uint32_t parent;     /* CP_MEMO_EMPTY: empty entry */
-    OTF2_RegionRef region;
-    uint32_t cp;
-} cp_memo_entry;
-
-/* Working memory of one ws_otf2_load_events call. */
-typedef struct load_scratch {
-    side_rows side;
-    side_rows direct; /* the columns of the big location being read */
-    uint32_t *stack;          /* call paths of the open regions */
-    OTF2_RegionRef *stack_id; /* and their OTF2 region ids */
-    size_t stack_cap;
-    cp_memo_entry memo[CP_MEMO_SIZE];
-    ws_otf2_check_buffer check; /* an event file's last chunk, checked */
-    /* the program region of the last ProgramBegin name looked up */
-    OTF2_StringRef program_name;
-    OTF2_RegionRef program_region;
-    int program_known;
-    uint64_t event_chunk;       /* the archive's event chunk size; 0: unknown */
-} load_scratch;
-
 static load_scratch *scratch_new(void)
 {
     load_scratch *s = ws_calloc(1, sizeof *s);
-    if (s)
+    if (s) {
         for (size_t i = 0; i < CP_MEMO_SIZE; i++)
             s->memo[i].parent = CP_MEMO_EMPTY;
+        ws_map64_init(&s->team_count);
+        ws_map64_init(&s->team_cp);
+        s->team_master = WS_NONE32;
+    }
     return s;
 }
 
@@ -68,73 +41,8 @@ static void scratch_free(load_scratch *s)
     free(s->stack);
     free(s->stack_id);
     ws_otf2_check_buffer_free(&s->check);
+    ws_otf2_thread_scratch_free(s);
     free(s);
-}
-
-typedef struct evt_ctx {
-    const ws_trace *t;
-    ws_callpaths *callpaths; /* the tree Enter events extend */
-    ws_events *ev;
-    load_scratch *s;
-    side_rows *rows; /* where the side tables go: s->side or s->direct */
-    uint64_t cap; /* capacity of ev->time, kind, ref */
-    uint32_t depth;
-    int program_open; /* the program region is the outermost open region */
-    double inv_resolution;
-    uint64_t offset;
-    uint64_t last_ticks;
-    uint64_t last_comm_id; /* OTF2 id of the last communicator looked up (UINT64_MAX: none) */
-    uint32_t last_comm;    /* its index */
-    int failed;
-    ws_error *err;
-} evt_ctx;
-
-#define EVT_FAIL(c, code, ...)                                    \
-    do {                                                          \
-        ws_error_set((c)->err, code, __VA_ARGS__);                 \
-        (c)->failed = 1;                                          \
-        return OTF2_CALLBACK_INTERRUPT;                           \
-    } while (0)
-
-/* Appends the common columns of one event; returns its index or -1. */
-static inline int64_t push_event(evt_ctx *c, OTF2_TimeStamp time, uint8_t kind, uint32_t ref)
-{
-    ws_events *ev = c->ev;
-    if (time < c->last_ticks) {
-        ws_error_set(c->err, WS_ERR_FORMAT, "event %llu: timestamp goes backwards (%llu after %llu)",
-                     (unsigned long long)ev->n, (unsigned long long)time, (unsigned long long)c->last_ticks);
-        c->failed = 1;
-        return -1;
-    }
-    if (ev->n == c->cap) {
-        if (ev->n >= UINT32_MAX) {
-            ws_error_set(c->err, WS_ERR_FORMAT, "more than 2^32 events on one location are not supported");
-            c->failed = 1;
-            return -1;
-        }
-        uint64_t cap = c->cap ? c->cap * 2 : 1024;
-        if (cap > UINT32_MAX)
-            cap = UINT32_MAX;
-        if (ws_events_reserve(ev, cap) != 0) {
-            ws_error_nomem(c->err, "events");
-            c->failed = 1;
-            return -1;
-        }
-        c->cap = cap;
-    }
-    c->last_ticks = time;
-    /* load everything before the first store: the uint8_t store may alias
-     * anything and would make the compiler reload the other pointers */
-    uint64_t i = ev->n;
-    double *tm = ev->time;
-    uint32_t *rf = ev->ref;
-    uint8_t *kd = ev->kind;
-    double seconds = (double)(int64_t)(time - c->offset) * c->inv_resolution;
-    ev->n = i + 1;
-    tm[i] = seconds;
-    rf[i] = ref;
-    kd[i] = kind;
-    return (int64_t)i;
 }
 
 static inline int lookup_region(evt_ctx *c, OTF2_RegionRef region, uint32_t *out)
@@ -166,7 +74,7 @@ static OTF2_CallbackCode on_enter(OTF2_LocationRef location, OTF2_TimeStamp time
     (void)attributes;
     evt_ctx *c = user;
     load_scratch *s = c->s;
-    uint32_t parent = c->depth ? s->stack[c->depth - 1] : WS_NONE32;
+    uint32_t parent = c->depth ? s->stack[c->depth - 1] : c->base;
     cp_memo_entry *m = &s->memo[(parent * 33u + region) & (CP_MEMO_SIZE - 1)];
     uint32_t cp;
     if (m->region == region && m->parent == parent) {
@@ -518,6 +426,7 @@ static OTF2_EvtReaderCallbacks *new_event_callbacks(void)
     OTF2_EvtReaderCallbacks_SetProgramBeginCallback(cbs, on_program_begin);
     OTF2_EvtReaderCallbacks_SetProgramEndCallback(cbs, on_program_end);
     OTF2_EvtReaderCallbacks_SetMeasurementOnOffCallback(cbs, on_measurement);
+    ws_otf2_thread_callbacks(cbs);
     return cbs;
 }
 
@@ -605,6 +514,10 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
     c.last_ticks = 0;
     c.last_comm_id = UINT64_MAX;
     c.depth = 0;
+    c.loc = index;
+    c.base = WS_NONE32;
+    c.in_team = 0;
+    ws_otf2_thread_location_begin(scratch);
     /* the definitions announce the number of records: reserve them at
      * once (records of kinds the store skips make this an upper bound) */
     uint64_t initial = loc->n_events_defined;
@@ -666,10 +579,10 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
         c.depth = 0;
         c.program_open = 0;
     }
-    if (c.depth != 0) {
+    if (c.depth != 0 || c.in_team) {
         rc = ws_error_set(err, WS_ERR_FORMAT,
-                          "%s: location %llu: %u region(s) are still open at the end of the events: the file is "
-                          "truncated",
+                          "%s: location %llu: %u region(s) or a thread team are still open at the end of the "
+                          "events: the file is truncated",
                           evt_path, (unsigned long long)loc->otf2_id, (unsigned)c.depth);
         goto done;
     }
@@ -755,6 +668,36 @@ int ws_otf2_load_block(ws_trace *t, const uint32_t *locations, uint32_t n, ws_ca
     return rc;
 }
 
+typedef struct order_key {
+    uint32_t group, thread, pos, loc;
+} order_key;
+
+static int cmp_order(const void *x, const void *y)
+{
+    const order_key *a = x, *b = y;
+    if (a->group != b->group)
+        return a->group < b->group ? -1 : 1;
+    if (a->thread != b->thread)
+        return a->thread < b->thread ? -1 : 1;
+    return (a->pos > b->pos) - (a->pos < b->pos);
+}
+
+int ws_otf2_process_order(const ws_trace *t, uint32_t *list, uint32_t n)
+{
+    if (!ws_trace_has_threads(t) || n < 2)
+        return 0;
+    order_key *k = ws_malloc_array(n, sizeof *k);
+    if (!k)
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        k[i] = (order_key){t->locations[list[i]].group, t->locations[list[i]].thread, i, list[i]};
+    qsort(k, n, sizeof *k, cmp_order);
+    for (uint32_t i = 0; i < n; i++)
+        list[i] = k[i].loc;
+    free(k);
+    return 0;
+}
+
 int ws_otf2_load_events(ws_trace *t, const uint32_t *locations, uint32_t n, const ws_progress *progress,
                         ws_error *err)
 {
@@ -775,6 +718,20 @@ int ws_otf2_load_events(ws_trace *t, const uint32_t *locations, uint32_t n, cons
             return ws_error_set(err, WS_ERR_ARGUMENT, "location index %u out of range (trace has %u)",
                                 (unsigned)locations[i], (unsigned)t->n_locations);
         }
+    /* the threads of a process in a row, masters first (otf2_threads.c) */
+    if (ws_trace_has_threads(t)) {
+        if (!all) {
+            all = ws_malloc_array(n, sizeof *all);
+            if (!all)
+                return ws_error_nomem(err, "location list");
+            memcpy(all, locations, n * sizeof *all);
+            locations = all;
+        }
+        if (ws_otf2_process_order(t, all, n) != 0) {
+            free(all);
+            return ws_error_nomem(err, "location list");
+        }
+    }
     uint64_t total = 0;
     for (uint32_t i = 0; i < n; i++) {
         const ws_location *l = &t->locations[locations[i]];

@@ -245,6 +245,10 @@ static int pending_list(const ws_trace *t, const uint32_t *locations, uint32_t n
         seen[l] = 1;
     }
     free(seen);
+    if (ws_otf2_process_order(t, list, k) != 0) {
+        free(list);
+        return ws_error_nomem(err, "location list");
+    }
     *out = list;
     *count = k;
     return WS_OK;
@@ -274,6 +278,12 @@ static void partition(const ws_trace *t, const uint32_t *list, uint32_t count, u
                 pos++;
             } while (pos < last_possible &&
                      cum + 0.5 * ((double)t->locations[list[pos]].n_events_defined + per_file) <= target);
+            /* a process's threads stay in one block (otf2_threads.c) */
+            while (pos < count && pos > w[b].first &&
+                   t->locations[list[pos]].group == t->locations[list[pos - 1]].group) {
+                cum += (double)t->locations[list[pos]].n_events_defined + per_file;
+                pos++;
+            }
         }
         w[b].n = pos - w[b].first;
     }

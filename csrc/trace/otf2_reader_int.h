@@ -45,4 +45,10 @@ int ws_otf2_load_block(ws_trace *t, const uint32_t *locations, uint32_t n, ws_ca
                        const ws_progress *progress, uint64_t *done, uint64_t total, uint64_t *n_events,
                        uint32_t *failed_at, ws_error *err);
 
+/* Puts `list` (location indices) in the order the loaders read it when
+ * processes have several locations: by location group, then thread
+ * number (stably), so that a team's master is read before its other
+ * threads (otf2_threads.c); unchanged otherwise.  -1 when out of memory. */
+int ws_otf2_process_order(const ws_trace *t, uint32_t *list, uint32_t n);
+
 #endif

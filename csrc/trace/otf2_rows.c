@@ -20,6 +20,11 @@ void ws_rows_free(side_rows *r)
     free(r->coll_op);
     free(r->coll_sent);
     free(r->coll_received);
+    free(r->thr_event);
+    free(r->thr_comm);
+    free(r->thr_model);
+    free(r->thr_a);
+    free(r->thr_b);
     memset(r, 0, sizeof *r);
 }
 
@@ -49,12 +54,17 @@ int ws_rows_reserve(side_rows *r, size_t n)
     RESERVE_ROWS(coll_op);
     RESERVE_ROWS(coll_sent);
     RESERVE_ROWS(coll_received);
+    RESERVE_ROWS(thr_event);
+    RESERVE_ROWS(thr_comm);
+    RESERVE_ROWS(thr_model);
+    RESERVE_ROWS(thr_a);
+    RESERVE_ROWS(thr_b);
 #undef RESERVE_ROWS
     if (failed) {
         ws_rows_free(r);
         return -1;
     }
-    r->cap_msg = r->cap_req = r->cap_coll = n;
+    r->cap_msg = r->cap_req = r->cap_coll = r->cap_thr = n;
     return 0;
 }
 
@@ -100,6 +110,18 @@ int ws_rows_grow_collectives(side_rows *r)
     GROW_ROWS(r->coll_sent, r->cap_coll, cap);
     GROW_ROWS(r->coll_received, r->cap_coll, cap);
     r->cap_coll = cap;
+    return 0;
+}
+
+int ws_rows_grow_threads(side_rows *r)
+{
+    size_t cap = r->cap_thr ? r->cap_thr * 2 : 64;
+    GROW_ROWS(r->thr_event, r->cap_thr, cap);
+    GROW_ROWS(r->thr_comm, r->cap_thr, cap);
+    GROW_ROWS(r->thr_model, r->cap_thr, cap);
+    GROW_ROWS(r->thr_a, r->cap_thr, cap);
+    GROW_ROWS(r->thr_b, r->cap_thr, cap);
+    r->cap_thr = cap;
     return 0;
 }
 #undef GROW_ROWS
@@ -162,6 +184,11 @@ int ws_rows_finish_columns(ws_events *ev, uint64_t cap, side_rows *r, int direct
         TAKE(coll_op, ev->n_collectives);
         TAKE(coll_sent, ev->n_collectives);
         TAKE(coll_received, ev->n_collectives);
+        TAKE(thr_event, ev->n_threads);
+        TAKE(thr_comm, ev->n_threads);
+        TAKE(thr_model, ev->n_threads);
+        TAKE(thr_a, ev->n_threads);
+        TAKE(thr_b, ev->n_threads);
 #undef TAKE
         ws_rows_free(r);
         return 0;
@@ -185,6 +212,11 @@ int ws_rows_finish_columns(ws_events *ev, uint64_t cap, side_rows *r, int direct
     COPY(coll_op, ev->n_collectives);
     COPY(coll_sent, ev->n_collectives);
     COPY(coll_received, ev->n_collectives);
+    COPY(thr_event, ev->n_threads);
+    COPY(thr_comm, ev->n_threads);
+    COPY(thr_model, ev->n_threads);
+    COPY(thr_a, ev->n_threads);
+    COPY(thr_b, ev->n_threads);
 #undef COPY
     return 0;
 }

@@ -8,7 +8,7 @@
 
 #include "trace.h"
 
-/* The side tables (messages, requests, collectives) of the location being
+/* The side tables (messages, requests, collectives, thread events) of the location being
  * read are collected in these rows, which one ws_otf2_load_events call
  * reuses for all its locations; when a location is complete they are
  * copied into columns of exactly the right size.  So the store's arrays
@@ -16,7 +16,7 @@
  * rows stay allocated (and their pages resident) from one location to the
  * next. */
 typedef struct side_rows {
-    size_t cap_msg, cap_req, cap_coll;
+    size_t cap_msg, cap_req, cap_coll, cap_thr;
     uint32_t *msg_event;
     uint32_t *msg_peer;
     uint32_t *msg_comm;
@@ -30,6 +30,11 @@ typedef struct side_rows {
     uint8_t *coll_op;
     uint64_t *coll_sent;
     uint64_t *coll_received;
+    uint32_t *thr_event;
+    uint32_t *thr_comm;
+    uint8_t *thr_model;
+    uint64_t *thr_a;
+    uint64_t *thr_b;
 } side_rows;
 
 /* A location announcing at least this many records gets its side tables
@@ -53,6 +58,7 @@ int ws_rows_reserve(side_rows *r, size_t n);
 int ws_rows_grow_messages(side_rows *r);
 int ws_rows_grow_requests(side_rows *r);
 int ws_rows_grow_collectives(side_rows *r);
+int ws_rows_grow_threads(side_rows *r);
 
 /* Completes the columns of a finished location (ev's time, kind and ref
  * were reserved for `cap` events): with `direct`, r's columns were the

@@ -387,6 +387,70 @@ static int write_location_events(writer *w, uint32_t index, const ws_progress *p
                 s = OTF2_EvtWriter_MeasurementOnOff(
                     ew, NULL, ts, ev->kind[e] == WS_EV_MEASUREMENT_ON ? OTF2_MEASUREMENT_ON : OTF2_MEASUREMENT_OFF);
                 break;
+            case WS_EV_THREAD_FORK:
+            case WS_EV_THREAD_JOIN:
+            case WS_EV_THREAD_TEAM_BEGIN:
+            case WS_EV_THREAD_TEAM_END:
+            case WS_EV_THREAD_ACQUIRE_LOCK:
+            case WS_EV_THREAD_RELEASE_LOCK:
+            case WS_EV_THREAD_TASK_CREATE:
+            case WS_EV_THREAD_TASK_SWITCH:
+            case WS_EV_THREAD_TASK_COMPLETE:
+            case WS_EV_THREAD_CREATE:
+            case WS_EV_THREAD_BEGIN:
+            case WS_EV_THREAD_WAIT:
+            case WS_EV_THREAD_END: {
+                if (ref >= ev->n_threads)
+                    BAD_REF("thread record row");
+                uint32_t cm = ev->thr_comm[ref];
+                if (cm != WS_NONE32 && cm >= t->n_comms)
+                    BAD_REF("thread team or contingent");
+                OTF2_CommRef comm = cm == WS_NONE32 ? OTF2_UNDEFINED_COMM : (OTF2_CommRef)t->comms[cm].otf2_id;
+                OTF2_Paradigm model = (OTF2_Paradigm)ev->thr_model[ref];
+                uint64_t a = ev->thr_a[ref], b = ev->thr_b[ref];
+                switch (ev->kind[e]) {
+                case WS_EV_THREAD_FORK:
+                    s = OTF2_EvtWriter_ThreadFork(ew, NULL, ts, model, (uint32_t)a);
+                    break;
+                case WS_EV_THREAD_JOIN:
+                    s = OTF2_EvtWriter_ThreadJoin(ew, NULL, ts, model);
+                    break;
+                case WS_EV_THREAD_TEAM_BEGIN:
+                    s = OTF2_EvtWriter_ThreadTeamBegin(ew, NULL, ts, comm);
+                    break;
+                case WS_EV_THREAD_TEAM_END:
+                    s = OTF2_EvtWriter_ThreadTeamEnd(ew, NULL, ts, comm);
+                    break;
+                case WS_EV_THREAD_ACQUIRE_LOCK:
+                    s = OTF2_EvtWriter_ThreadAcquireLock(ew, NULL, ts, model, (uint32_t)a, (uint32_t)b);
+                    break;
+                case WS_EV_THREAD_RELEASE_LOCK:
+                    s = OTF2_EvtWriter_ThreadReleaseLock(ew, NULL, ts, model, (uint32_t)a, (uint32_t)b);
+                    break;
+                case WS_EV_THREAD_TASK_CREATE:
+                    s = OTF2_EvtWriter_ThreadTaskCreate(ew, NULL, ts, comm, (uint32_t)a, (uint32_t)b);
+                    break;
+                case WS_EV_THREAD_TASK_SWITCH:
+                    s = OTF2_EvtWriter_ThreadTaskSwitch(ew, NULL, ts, comm, (uint32_t)a, (uint32_t)b);
+                    break;
+                case WS_EV_THREAD_TASK_COMPLETE:
+                    s = OTF2_EvtWriter_ThreadTaskComplete(ew, NULL, ts, comm, (uint32_t)a, (uint32_t)b);
+                    break;
+                case WS_EV_THREAD_CREATE:
+                    s = OTF2_EvtWriter_ThreadCreate(ew, NULL, ts, comm, b);
+                    break;
+                case WS_EV_THREAD_BEGIN:
+                    s = OTF2_EvtWriter_ThreadBegin(ew, NULL, ts, comm, b);
+                    break;
+                case WS_EV_THREAD_WAIT:
+                    s = OTF2_EvtWriter_ThreadWait(ew, NULL, ts, comm, b);
+                    break;
+                default:
+                    s = OTF2_EvtWriter_ThreadEnd(ew, NULL, ts, comm, b);
+                    break;
+                }
+                break;
+            }
             default:
                 rc = ws_error_set(w->err, WS_ERR_INTERNAL, "location %llu, event %llu: unknown event kind %u",
                                   (unsigned long long)loc->otf2_id, (unsigned long long)e, (unsigned)ev->kind[e]);

@@ -41,6 +41,11 @@ void ws_events_free(ws_events *ev)
     free(ev->coll_op);
     free(ev->coll_sent);
     free(ev->coll_received);
+    free(ev->thr_event);
+    free(ev->thr_comm);
+    free(ev->thr_model);
+    free(ev->thr_a);
+    free(ev->thr_b);
     memset(ev, 0, sizeof *ev);
 }
 
@@ -299,13 +304,10 @@ int ws_trace_resolve_definitions(ws_trace *t, ws_error *err)
             t->locations[loc].rank = (uint32_t)i;
         }
         t->world_size = (uint32_t)g->n_members;
-    } else {
-        /* no MPI: rank by location group order */
-        for (uint32_t l = 0; l < t->n_locations; l++)
-            t->locations[l].rank = t->locations[l].group;
-        t->world_size = t->n_location_groups;
     }
-    /* thread number: position among the locations of the same group */
+    /* thread number: position among the locations of the same group;
+     * without MPI, the first location of each group is its process's
+     * "rank", in group order */
     if (t->n_location_groups) {
         uint32_t *seen = ws_calloc(t->n_location_groups, sizeof *seen);
         if (!seen)
@@ -314,8 +316,36 @@ int ws_trace_resolve_definitions(ws_trace *t, ws_error *err)
             uint32_t g = t->locations[l].group;
             if (g < t->n_location_groups)
                 t->locations[l].thread = seen[g]++;
+            if (mpi_locations == WS_NONE32 && t->locations[l].thread == 0)
+                t->locations[l].rank = g;
         }
         free(seen);
+    } else if (mpi_locations == WS_NONE32) {
+        for (uint32_t l = 0; l < t->n_locations; l++)
+            t->locations[l].rank = l;
+    }
+    if (mpi_locations == WS_NONE32)
+        t->world_size = t->n_location_groups ? t->n_location_groups : t->n_locations;
+    /* the process of every location: the rank of its group's MPI location */
+    {
+        uint32_t ng = t->n_location_groups;
+        uint32_t *group_rank = ws_malloc_array(ng ? ng : 1, sizeof *group_rank);
+        if (!group_rank)
+            return ws_error_nomem(err, "thread numbering");
+        for (uint32_t g = 0; g < ng; g++)
+            group_rank[g] = WS_NONE32;
+        for (uint32_t l = 0; l < t->n_locations; l++) {
+            uint32_t g = t->locations[l].group;
+            if (g < ng && t->locations[l].rank != WS_NONE32 && group_rank[g] == WS_NONE32)
+                group_rank[g] = t->locations[l].rank;
+        }
+        for (uint32_t l = 0; l < t->n_locations; l++) {
+            ws_location *x = &t->locations[l];
+            x->process = x->rank != WS_NONE32 ? x->rank : x->group < ng && group_rank[x->group] != WS_NONE32
+                                                               ? group_rank[x->group]
+                                                               : x->group;
+        }
+        free(group_rank);
     }
 
     /* communicators */
@@ -407,4 +437,20 @@ int ws_trace_error_in(const ws_trace *t, ws_error *err)
     if (!t->path || strncmp(err->message, t->path, strlen(t->path)) == 0)
         return err->code;
     return ws_error_prefix(err, "%s", t->path);
+}
+
+int ws_trace_has_threads(const ws_trace *t)
+{
+    return t->n_location_groups && t->n_locations > t->n_location_groups;
+}
+
+void ws_block_owners(const ws_trace *t, uint32_t n_parts, uint32_t *owner)
+{
+    uint32_t n = t->n_locations, ng = t->n_location_groups;
+    int by_group = ws_trace_has_threads(t);
+    for (uint32_t l = 0; l < n; l++) {
+        uint32_t g = t->locations[l].group;
+        owner[l] = by_group && g < ng ? (uint32_t)(((uint64_t)g * n_parts) / ng)
+                                      : (uint32_t)(((uint64_t)l * n_parts) / (n ? n : 1));
+    }
 }

@@ -32,8 +32,29 @@ enum ws_event_kind {
     WS_EV_PROGRAM_END = 14,
     WS_EV_MEASUREMENT_ON = 15,
     WS_EV_MEASUREMENT_OFF = 16,
-    WS_EV_KIND_COUNT = 17
+    /* threads (OpenMP, POSIX threads): ref is the row of the thread table
+     * (thr_*) */
+    WS_EV_THREAD_FORK = 17,          /* ThreadFork: model, requested threads (thr_a) */
+    WS_EV_THREAD_JOIN = 18,          /* ThreadJoin: model */
+    WS_EV_THREAD_TEAM_BEGIN = 19,    /* ThreadTeamBegin: team communicator */
+    WS_EV_THREAD_TEAM_END = 20,      /* ThreadTeamEnd: team communicator */
+    WS_EV_THREAD_ACQUIRE_LOCK = 21,  /* model, lock id (thr_a), acquisition order (thr_b) */
+    WS_EV_THREAD_RELEASE_LOCK = 22,  /* model, lock id (thr_a), acquisition order (thr_b) */
+    WS_EV_THREAD_TASK_CREATE = 23,   /* team, creating thread (thr_a), generation number (thr_b) */
+    WS_EV_THREAD_TASK_SWITCH = 24,   /* team, creating thread (thr_a), generation number (thr_b) */
+    WS_EV_THREAD_TASK_COMPLETE = 25, /* team, creating thread (thr_a), generation number (thr_b) */
+    WS_EV_THREAD_CREATE = 26,        /* thread contingent, sequence count (thr_b) */
+    WS_EV_THREAD_BEGIN = 27,         /* thread contingent, sequence count (thr_b) */
+    WS_EV_THREAD_WAIT = 28,          /* thread contingent, sequence count (thr_b) */
+    WS_EV_THREAD_END = 29,           /* thread contingent, sequence count (thr_b) */
+    WS_EV_KIND_COUNT = 30
 };
+
+/* Is this a thread event (ref: row of the thread table)? */
+static inline int ws_is_thread_kind(uint8_t kind)
+{
+    return kind >= WS_EV_THREAD_FORK && kind <= WS_EV_THREAD_END;
+}
 
 /* Region roles and paradigms use OTF2's numbering (OTF2_RegionRole,
  * OTF2_Paradigm) so that values round-trip unchanged. */
@@ -124,6 +145,13 @@ typedef struct ws_events {
     uint64_t *coll_sent;
     uint64_t *coll_received;
 
+    uint64_t n_threads;     /* thread events (WS_EV_THREAD_*) */
+    uint32_t *thr_event;
+    uint32_t *thr_comm;     /* team or thread contingent: comm index, or WS_NONE32 */
+    uint8_t *thr_model;     /* OTF2_Paradigm of forks, joins and locks (else 0) */
+    uint64_t *thr_a;        /* requested threads, lock id or creating thread (else 0) */
+    uint64_t *thr_b;        /* acquisition order, generation number or sequence count (else 0) */
+
     uint64_t n_skipped;     /* records of kinds the store does not keep */
 } ws_events;
 
@@ -133,7 +161,9 @@ typedef struct ws_location {
     uint8_t type;             /* OTF2_LocationType */
     uint32_t group;           /* location group index */
     uint64_t n_events_defined;/* number of event records per definitions */
-    uint32_t rank;            /* MPI rank (world) or WS_NONE32 */
+    uint32_t rank;            /* MPI rank (world) or WS_NONE32 (a thread that is no MPI location) */
+    uint32_t process;         /* rank of its process: the MPI rank of its group's MPI location,
+                                 else the group's position */
     uint32_t thread;          /* position among the locations of its group */
     int loaded;               /* events are present in `events` */
     ws_events events;
@@ -295,5 +325,16 @@ uint32_t ws_comm_location(const ws_trace *t, uint32_t comm, uint32_t rank, uint3
 
 /* Rank of location loc in comm, or WS_NONE32 if not a member. */
 uint32_t ws_comm_rank_of(const ws_trace *t, uint32_t comm, uint32_t loc);
+
+/* Do some processes (location groups) have several locations (threads)? */
+int ws_trace_has_threads(const ws_trace *t);
+
+/* The part (of n_parts processes or threads sharing an analysis) that
+ * holds each location: contiguous blocks of (nearly) equal size, (l *
+ * n_parts) / n_locations; when processes have several locations
+ * (threads), by location group, (g * n_parts) / n_groups, so that the
+ * threads of a process stay together.  The parallel mode's Python side
+ * (trace.block_owners) computes the same. */
+void ws_block_owners(const ws_trace *t, uint32_t n_parts, uint32_t *owner);
 
 #endif

@@ -62,6 +62,12 @@ static void dup_events(ws_events *d, const ws_events *s, int *f)
     d->coll_op = dup_array(s->coll_op, s->n_collectives, sizeof *s->coll_op, f);
     d->coll_sent = dup_array(s->coll_sent, s->n_collectives, sizeof *s->coll_sent, f);
     d->coll_received = dup_array(s->coll_received, s->n_collectives, sizeof *s->coll_received, f);
+    d->n_threads = s->n_threads;
+    d->thr_event = dup_array(s->thr_event, s->n_threads, sizeof *s->thr_event, f);
+    d->thr_comm = dup_array(s->thr_comm, s->n_threads, sizeof *s->thr_comm, f);
+    d->thr_model = dup_array(s->thr_model, s->n_threads, sizeof *s->thr_model, f);
+    d->thr_a = dup_array(s->thr_a, s->n_threads, sizeof *s->thr_a, f);
+    d->thr_b = dup_array(s->thr_b, s->n_threads, sizeof *s->thr_b, f);
     d->n_skipped = s->n_skipped;
 }
 

@@ -38,11 +38,15 @@ class Location:
     id: int
     name: str
     rank: int
+    """Rank of its process (the MPI rank of the process's MPI thread)."""
     process: str
     thread: int
+    """Position among the locations of its process (0: the master thread)."""
     type: str
     n_records: int
     """Event records the definitions announce (including kinds the store skips)."""
+    mpi_rank: int = -1
+    """Its own MPI rank; -1 for a thread that is no MPI location (an OpenMP worker)."""
 
 
 @dataclass(frozen=True)
@@ -218,6 +222,7 @@ class Trace:
                     thread=int(d["thread"][i]),
                     type=name_of(LOCATION_TYPES, int(d["type"][i])),
                     n_records=int(d["n_records"][i]),
+                    mpi_rank=int(d["mpi_rank"][i]),
                 )
             )
         return out
@@ -228,7 +233,8 @@ class Trace:
 
     @property
     def location_ranks(self) -> np.ndarray:
-        """MPI rank of every location, in location order."""
+        """Rank of the process of every location, in location order (the
+        threads of an MPI+OpenMP process share their process's rank)."""
         return self._defs["locations"]["rank"].copy()
 
     @property
@@ -450,6 +456,30 @@ class Trace:
             "received": ev["coll_received"],
         }
 
+    def thread_events(self, location: int) -> dict[str, np.ndarray]:
+        """Thread records (OpenMP and POSIX threads) of a location.
+
+        Columns: event, time, kind ('thread_fork', 'thread_team_begin',
+        'thread_acquire_lock', ...), comm (the thread team or contingent,
+        -1 for none), model (paradigm of forks, joins and locks), a (the
+        requested threads of a fork, the lock id, or the creating thread of
+        a task), b (the acquisition order of a lock, a task's generation
+        number, or a thread's sequence count), as OTF2 defines them.
+        """
+        ev = self._core.events(int(location))
+        events = ev["thr_event"]
+        comm = ev["thr_comm"].astype(np.int64)
+        comm[comm == 0xFFFFFFFF] = -1
+        return {
+            "event": events,
+            "time": ev["time"][events],
+            "kind": np.array([EVENT_KINDS[int(k)] for k in ev["kind"][events]], dtype=object),
+            "comm": comm,
+            "model": np.array([name_of(PARADIGMS, int(m)) if m else "" for m in ev["thr_model"]], dtype=object),
+            "a": ev["thr_a"],
+            "b": ev["thr_b"],
+        }
+
     def comm_matrix(self, kind: str = "bytes", window: Sequence[float] | None = None,
                     collectives: bool = False) -> np.ndarray:
         """Sender x receiver matrix of the point-to-point messages, indexed by rank.
@@ -549,9 +579,12 @@ class Trace:
         lines.append(f"  locations: {self.n_locations}  regions: {len(self.region_names)}"
                      f"  call paths: {len(self.callpath_names)}  events: {self.n_events}")
         counts = self.event_counts()
-        for loc in self.locations[:16]:
+        locations = self.locations
+        threaded = any(loc.thread for loc in locations)
+        for loc in locations[:16]:
+            where = f"rank {loc.rank}, thread {loc.thread}" if threaded else f"rank {loc.rank}"
             lines.append(
-                f"  location {loc.index}: rank {loc.rank}, {loc.process} / {loc.name}: "
+                f"  location {loc.index}: {where}, {loc.process} / {loc.name}: "
                 f"{int(counts[loc.index])} events"
             )
         if self.n_locations > 16:
@@ -840,8 +873,17 @@ def _check_threads(threads: Any, n_locations: int, comm: Any, auto_per_thread: i
     return n
 
 
-def block_owners(n_locations: int, n_processes: int) -> np.ndarray:
-    """The process holding each location: contiguous blocks of (nearly) equal size."""
+def block_owners(n_locations: int, n_processes: int, groups: np.ndarray | None = None,
+                 n_groups: int = 0) -> np.ndarray:
+    """The process holding each location: contiguous blocks of (nearly) equal
+    size; with `groups` (the location group of every location) when there
+    are fewer groups (`n_groups`) than locations (the threads of MPI+OpenMP
+    processes), by group, so that a process's threads stay together (as the
+    C core's ws_block_owners)."""
+    if groups is not None and 0 < n_groups < n_locations:
+        groups = np.asarray(groups, dtype=np.int64)
+        if np.all((groups >= 0) & (groups < n_groups)):
+            return ((groups * n_processes) // n_groups).astype(np.uint32)
     locs = np.arange(n_locations, dtype=np.int64)
     return ((locs * n_processes) // max(n_locations, 1)).astype(np.uint32)
 
@@ -864,9 +906,11 @@ def _open_parallel(path: str, comm: Any, progress: Any, threads: int | str = 1) 
     except _core.TraceError as exc:
         error = str(exc)
     _agree(comm, error)
-    owner = block_owners(core.n_locations, comm.Get_size())
+    defs = core.definitions()
+    owner = block_owners(core.n_locations, comm.Get_size(), defs["locations"]["group"],
+                         len(defs["location_groups"]))
     mine = np.flatnonzero(owner == comm.Get_rank())
-    records = int(np.sum(core.definitions()["locations"]["n_records"][mine]))
+    records = int(np.sum(defs["locations"]["n_records"][mine]))
     n_threads = _check_threads(threads, max(len(mine), 1), None)
     with Reporting(progress, comm, records, synchronized=False) as callback:
         try:
