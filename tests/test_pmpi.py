@@ -340,7 +340,9 @@ def test_profile_alone(mpi: str, tmp_path: Path) -> None:
     doc, entries = profile_entries(out)
     recv = entries[("main/solver/exchange/MPI_Recv", "MPI_Recv", 15, False)]
     assert recv["count"] == [0, 2]
-    assert recv["sum"][1] == pytest.approx(sum(sleeps), rel=0.05)
+    # the receive lasts the waiting plus the message's delivery; on a loaded
+    # machine the receiver may also be scheduled late after the send
+    assert 0.97 * sum(sleeps) <= recv["sum"][1] <= 1.05 * sum(sleeps) + 0.05
     assert entries[("main/MPI_Init", "MPI_Init", -1, False)]["count"] == [1, 1]
     assert entries[("main/MPI_Finalize", "MPI_Finalize", -1, False)]["count"] == [1, 1]
 

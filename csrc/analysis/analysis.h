@@ -83,7 +83,11 @@ enum ws_wait_pattern {
     WS_WP_EARLYSCAN = 8,          /* mpi_earlyscan */
     WS_WP_FINALIZE = 9,           /* mpi_finalize_wait */
     WS_WP_INIT_COMPLETION = 10,   /* mpi_init_completion */
-    WS_WP_COUNT = 11
+    WS_WP_OMP_EBARRIER = 11,      /* omp_ebarrier_wait */
+    WS_WP_OMP_IBARRIER = 12,      /* omp_ibarrier_wait */
+    WS_WP_OMP_CRITICAL = 13,      /* omp_lock_contention_critical */
+    WS_WP_OMP_LOCK_API = 14,      /* omp_lock_contention_api */
+    WS_WP_COUNT = 15
 };
 
 /* The metric (enum ws_metric) of a wait-state pattern. */
@@ -113,7 +117,8 @@ typedef struct ws_wait_record {
 /* Sorts wait records by location, event and pattern (a total order). */
 void ws_wait_records_sort(ws_wait_record *records, size_t n);
 
-/* wait-state classes (also the delay-cost classes) */
+/* wait-state classes (also the delay-cost classes); the classes with
+ * delay costs come first, 1 .. WS_WAIT_OMPIDLE */
 enum ws_wait_class {
     WS_WAIT_NONE = 0,
     WS_WAIT_LATESENDER = 1,
@@ -122,9 +127,12 @@ enum ws_wait_class {
     WS_WAIT_NXN = 4,
     WS_WAIT_12N = 5,
     WS_WAIT_N21 = 6,
-    WS_WAIT_SCAN = 7,
-    WS_WAIT_FINALIZE = 8,
-    WS_WAIT_CLASS_COUNT = 9
+    WS_WAIT_OMPBARRIER = 7, /* OpenMP barriers (explicit and implicit) */
+    WS_WAIT_OMPIDLE = 8,    /* OpenMP worker threads idle while the master thread runs alone */
+    WS_WAIT_SCAN = 9,
+    WS_WAIT_FINALIZE = 10,
+    WS_WAIT_OMPFORK = 11,   /* not waiting: a thread of a team that the master's fork starts */
+    WS_WAIT_CLASS_COUNT = 12
 };
 
 /* The steps of an analysis (analyze.c), in the order they run; the result

@@ -8,6 +8,7 @@
 #include "../replay/replay.h"
 #include "analysis.h"
 #include "delay_kernel.h"
+#include "omp.h"
 
 /* What the wait-state passes learn about one message row (24 bytes);
  * the delay analysis turns it into synchronization points, after which
@@ -72,7 +73,9 @@ typedef struct ws_loc_data {
 } ws_loc_data;
 
 typedef struct ws_analysis {
-    const ws_trace *trace;
+    const ws_trace *trace; /* what the analyses read: the store, or its OpenMP view (omp.h) */
+    const ws_trace *store; /* the store itself */
+    ws_omp *omp;           /* OpenMP thread teams of the local locations (NULL: none) */
     const ws_sync *sync;
     ws_transport *transport;
     ws_result *result;
@@ -85,6 +88,12 @@ typedef struct ws_analysis {
 } ws_analysis;
 
 /* ws_analyze (waitscope.h) runs the analyses on the given (local) locations. */
+
+/* call path active right after event i (WS_NONE32 before the first; intervals.c) */
+uint32_t ws_callpath_after(const ws_trace *t, const ws_events *e, int64_t i);
+
+/* the OpenMP metrics that need no replay (omp_metrics.c), after the time profile */
+int ws_omp_metrics(ws_analysis *a, ws_error *err);
 
 /* wait states (waitstates.c, waitstates_p2p.c, waitstates_coll.c) */
 int ws_waitstates_prepare(ws_analysis *a, ws_error *err);

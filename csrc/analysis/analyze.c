@@ -115,7 +115,7 @@ static int replay(ws_analysis *a, const char *name, int backward, int join, ws_h
     return ws_replay_run(&env, a->transport, handlers, n, progress, err);
 }
 
-static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_transport *tr,
+static int analyze_all(const ws_trace *t, ws_omp *omp, const uint32_t *locations, uint32_t n, ws_transport *tr,
                        const ws_analysis_options *options, const ws_progress *progress, ws_result **out,
                        ws_error *err)
 {
@@ -123,13 +123,15 @@ static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n,
     int rc;
     double mark = ws_monotonic_seconds();
     ws_sync *sync = NULL;
-    if ((rc = ws_sync_build(t, locations, n, tr, &sync, err)))
+    if ((rc = ws_sync_build(omp ? &omp->view : t, locations, n, tr, &sync, err)))
         return rc;
     unsigned groups = WS_METRICS_WAITSTATES;
     if (options->delay_model != WS_DELAY_NONE)
         groups |= WS_METRICS_DELAY;
     if (options->critical_path)
         groups |= WS_METRICS_CRITICAL_PATH;
+    if (ws_trace_has_openmp(t))
+        groups |= WS_METRICS_OPENMP | (options->delay_model != WS_DELAY_NONE ? WS_METRICS_OPENMP_DELAY : 0u);
     ws_result *r = result_new(t, groups, err);
     if (!r) {
         ws_sync_free(sync);
@@ -139,7 +141,9 @@ static int analyze_all(const ws_trace *t, const uint32_t *locations, uint32_t n,
     r->has_wait_records = options->wait_records != 0;
     ws_analysis a;
     memset(&a, 0, sizeof a);
-    a.trace = t;
+    a.trace = omp ? &omp->view : t;
+    a.store = t;
+    a.omp = omp;
     a.sync = sync;
     a.transport = tr;
     a.result = r;
@@ -265,7 +269,13 @@ fail:
 int ws_analyze(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_transport *tr,
                const ws_analysis_options *options, const ws_progress *progress, ws_result **out, ws_error *err)
 {
-    int rc = analyze_all(t, locations, n, tr, options, progress, out, err);
+    ws_omp *omp = NULL;
+    int rc = ws_omp_build(t, locations, n, &omp, err);
+    /* (collective: the others go on to the matching only if all built theirs) */
+    rc = ws_agree_status(tr, rc, err);
+    if (rc == WS_OK)
+        rc = analyze_all(t, omp, locations, n, tr, options, progress, out, err);
+    ws_omp_free(omp);
     /* problems of the trace's content name the trace (and, where found,
      * the location's event file: ws_trace_error_at) */
     if (rc == WS_ERR_MATCH || rc == WS_ERR_FORMAT)

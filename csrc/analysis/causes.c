@@ -521,7 +521,8 @@ static int p5_coll_active(void *state, const ws_replay_env *env, uint32_t loc, u
 {
     ws_causes *c = state;
     uint8_t cls = env->sync->locs[loc].sites[site].cls;
-    return c->locs[loc].sites[site].anywait && delay_site_class(cls);
+    /* (no indirect OpenMP waiting is reported, as in Scalasca 2.6) */
+    return c->locs[loc].sites[site].anywait && delay_site_class(cls) && !ws_site_is_omp(cls);
 }
 
 static int p5_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site, ws_buffer *out,

@@ -16,7 +16,7 @@ enum { SP_LS = 1, SP_LR = 2, SP_SITE = 3 };
 enum { NCLS = WS_WAIT_CLASS_COUNT };
 /* the classes whose waiting the delay analysis handles, 1..NGL (handled()):
  * only they carry long-term costs */
-enum { NGL = WS_WAIT_N21 };
+enum { NGL = WS_WAIT_OMPIDLE };
 
 /* A synchronization point (48 bytes).  Its own waiting is in the call
  * path of its call (call_cp); a site's communicator, class and root are
@@ -230,7 +230,8 @@ static inline double site_sync_time(const cause_loc *cl, uint32_t site)
 /* collectives whose waiting has delay costs (pass 4 charges them there) */
 static inline int delay_site_class(uint8_t cls)
 {
-    return cls == WS_SITE_BARRIER || cls == WS_SITE_NXN || cls == WS_SITE_1TON || cls == WS_SITE_NTO1;
+    return cls == WS_SITE_BARRIER || cls == WS_SITE_NXN || cls == WS_SITE_1TON || cls == WS_SITE_NTO1 ||
+           cls == WS_SITE_OMP_BARRIER;
 }
 
 /* the path comes to a location: it holds it from `time` down */
@@ -244,8 +245,7 @@ static inline void take_token(cause_loc *cl, double time)
 /* wait states whose cost the delay analysis accounts */
 static inline int handled(uint8_t wclass)
 {
-    return wclass == WS_WAIT_LATESENDER || wclass == WS_WAIT_LATERECEIVER || wclass == WS_WAIT_BARRIER ||
-           wclass == WS_WAIT_NXN || wclass == WS_WAIT_12N || wclass == WS_WAIT_N21;
+    return wclass >= WS_WAIT_LATESENDER && wclass <= WS_WAIT_OMPIDLE;
 }
 
 static inline void add(ws_causes *c, int metric, uint32_t cp, uint32_t loc, double v)
@@ -271,8 +271,11 @@ uint32_t ws_point_event(const ws_causes *c, uint32_t loc, uint32_t k);
 uint32_t ws_point_of_message(ws_causes *c, uint32_t loc, uint32_t row, uint8_t type);
 /* the latest point before point k, in an earlier call, shared with q */
 uint32_t ws_previous_point(const ws_causes *c, uint32_t loc, uint32_t k, uint32_t q);
-/* call path active right after event i */
-uint32_t ws_callpath_after(const ws_trace *t, const ws_events *e, int64_t i);
+/* the delay costs of idle OpenMP worker threads (omp_delay.c), before pass 4 */
+int ws_omp_idle_costs(ws_causes *c, ws_error *err);
+/* time per call path of `loc` in events [from, to) into the accumulator
+ * (intervals.c), less the waiting of its points in between */
+void ws_events_profile(ws_causes *c, uint32_t loc, uint64_t from, uint64_t to);
 /* mini-profile of `loc` in the interval of point k opened at point j */
 void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k);
 /* appends the accumulated profile (positive entries) to out */

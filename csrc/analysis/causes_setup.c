@@ -101,6 +101,10 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
          * memory serves the next location's points */
         ws_waitstates_release(&a->locs[a->local[i]]);
     }
+    if (c->delay && (rc = ws_omp_idle_costs(c, err))) {
+        ws_causes_free(c);
+        return rc;
+    }
     if ((rc = choose_walk(c, err))) {
         ws_causes_free(c);
         return rc;
@@ -124,7 +128,8 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
         uint32_t loc = a->local[i];
         const ws_events *e = &t->locations[loc].events;
         const ws_loc_sync *ls = &a->sync->locs[loc];
-        fin[i] = e->n ? e->time[e->n - 1] : -INFINITY;
+        /* (a thread that is no MPI location ends before its process's MPI location) */
+        fin[i] = e->n && t->locations[loc].rank != WS_NONE32 ? e->time[e->n - 1] : -INFINITY;
         for (uint32_t s = 0; s < ls->n_sites; s++)
             if (ls->sites[s].cls == WS_SITE_FINALIZE) {
                 fin[i] = ws_site_enter(e, &ls->sites[s]);
@@ -285,7 +290,8 @@ int ws_causes_finish(ws_causes *c, ws_error *err)
                     add(c, WS_M_MPI_WAIT_PROPAGATING_LS, p->call_cp, loc, prop);
                 else if (p->wclass == WS_WAIT_LATERECEIVER)
                     add(c, WS_M_MPI_WAIT_PROPAGATING_LR, p->call_cp, loc, prop);
-                else if (p->type == SP_SITE && handled(p->wclass) && p->wait > 0.0)
+                else if (p->type == SP_SITE && handled(p->wclass) && p->wclass != WS_WAIT_OMPBARRIER &&
+                         p->wait > 0.0)
                     add(c, WS_M_MPI_WAIT_PROPAGATING_COLLECTIVE, p->call_cp, loc, prop);
             }
         }

@@ -80,7 +80,10 @@ void ws_derive_delay(ws_analysis *a)
     static const int coll[] = {WS_M_DELAY_BARRIER_AGGREGATE, WS_M_DELAY_N2N_AGGREGATE, WS_M_DELAY_12N_AGGREGATE,
                                WS_M_DELAY_N21_AGGREGATE, -1};
     static const int mpi[] = {WS_M_DELAY_P2P, WS_M_DELAY_COLLECTIVE, -1};
-    static const int all[] = {WS_M_DELAY_MPI, -1};
+    static const int ompbar_agg[] = {WS_M_DELAY_OMPBARRIER, WS_M_DELAY_OMPBARRIER_LONGTERM, -1};
+    static const int ompidle_agg[] = {WS_M_DELAY_OMPIDLE, WS_M_DELAY_OMPIDLE_LONGTERM, -1};
+    static const int omp[] = {WS_M_DELAY_OMPBARRIER_AGGREGATE, WS_M_DELAY_OMPIDLE_AGGREGATE, -1};
+    static const int all[] = {WS_M_DELAY_MPI, WS_M_DELAY_OMP, -1};
     static const int direct[] = {WS_M_MPI_WAIT_DIRECT_LATESENDER, WS_M_MPI_WAIT_DIRECT_LATERECEIVER,
                                  WS_M_MPI_WAIT_DIRECT_COLLECTIVE, -1};
     static const int indirect[] = {WS_M_MPI_WAIT_INDIRECT_LATESENDER, WS_M_MPI_WAIT_INDIRECT_LATERECEIVER,
@@ -101,7 +104,9 @@ void ws_derive_delay(ws_analysis *a)
                       {WS_M_DELAY_BARRIER_AGGREGATE, bar_agg},    {WS_M_DELAY_N2N_AGGREGATE, n2n_agg},
                       {WS_M_DELAY_12N_AGGREGATE, o2n_agg},        {WS_M_DELAY_N21_AGGREGATE, n21_agg},
                       {WS_M_DELAY_P2P, p2p},                      {WS_M_DELAY_COLLECTIVE, coll},
-                      {WS_M_DELAY_MPI, mpi},                      {WS_M_DELAY, all}},
+                      {WS_M_DELAY_MPI, mpi},                      {WS_M_DELAY_OMPBARRIER_AGGREGATE, ompbar_agg},
+                      {WS_M_DELAY_OMPIDLE_AGGREGATE, ompidle_agg}, {WS_M_DELAY_OMP, omp},
+                      {WS_M_DELAY, all}},
       wait_tree[] = {{WS_M_MPI_WAIT_DIRECT, direct},
                      {WS_M_MPI_WAIT_INDIRECT, indirect},
                      {WS_M_WAITSTATES_DIRECT_VS_INDIRECT, dvi},
@@ -148,10 +153,12 @@ void ws_derive_delay(ws_analysis *a)
  * MPI_Init (no wait state is charged there). */
 static double activity(const ws_analysis *a, uint32_t cp, uint32_t loc)
 {
-    static const int waits[] = {WS_M_MPI_LATESENDER,  WS_M_MPI_LATERECEIVER,  WS_M_MPI_BARRIER_WAIT, WS_M_MPI_WAIT_NXN,
-                                WS_M_MPI_LATEBROADCAST, WS_M_MPI_EARLYREDUCE, WS_M_MPI_FINALIZE_WAIT};
+    static const int waits[] = {WS_M_MPI_LATESENDER,    WS_M_MPI_LATERECEIVER,  WS_M_MPI_BARRIER_WAIT,
+                                WS_M_MPI_WAIT_NXN,      WS_M_MPI_LATEBROADCAST, WS_M_MPI_EARLYREDUCE,
+                                WS_M_MPI_FINALIZE_WAIT, WS_M_OMP_EBARRIER_WAIT, WS_M_OMP_IBARRIER_WAIT,
+                                WS_M_OMP_IDLE_THREADS};
     ws_result *r = a->result;
-    double v = cell(r, WS_M_TIME, cp, loc);
+    double v = cell(r, WS_M_TIME, cp, loc) - ws_omp_tail(a->omp, loc, cp);
     for (size_t k = 0; k < sizeof waits / sizeof waits[0]; k++)
         v -= cell(r, waits[k], cp, loc);
     return v > 0.0 ? v : 0.0;

@@ -9,11 +9,13 @@ static const int short_metric[NCLS] = {
     [WS_WAIT_LATESENDER] = WS_M_DELAY_LATESENDER, [WS_WAIT_LATERECEIVER] = WS_M_DELAY_LATERECEIVER,
     [WS_WAIT_BARRIER] = WS_M_DELAY_BARRIER,       [WS_WAIT_NXN] = WS_M_DELAY_N2N,
     [WS_WAIT_12N] = WS_M_DELAY_12N,               [WS_WAIT_N21] = WS_M_DELAY_N21,
+    [WS_WAIT_OMPBARRIER] = WS_M_DELAY_OMPBARRIER, [WS_WAIT_OMPIDLE] = WS_M_DELAY_OMPIDLE,
 };
 static const int long_metric[NCLS] = {
     [WS_WAIT_LATESENDER] = WS_M_DELAY_LATESENDER_LONGTERM, [WS_WAIT_LATERECEIVER] = WS_M_DELAY_LATERECEIVER_LONGTERM,
     [WS_WAIT_BARRIER] = WS_M_DELAY_BARRIER_LONGTERM,       [WS_WAIT_NXN] = WS_M_DELAY_N2N_LONGTERM,
     [WS_WAIT_12N] = WS_M_DELAY_12N_LONGTERM,               [WS_WAIT_N21] = WS_M_DELAY_N21_LONGTERM,
+    [WS_WAIT_OMPBARRIER] = WS_M_DELAY_OMPBARRIER_LONGTERM, [WS_WAIT_OMPIDLE] = WS_M_DELAY_OMPIDLE_LONGTERM,
 };
 
 /* ---- mini-profiles ----------------------------------------------------- */
@@ -48,6 +50,13 @@ uint32_t ws_callpath_after(const ws_trace *t, const ws_events *e, int64_t i)
             return t->callpaths.parent[e->ref[i]];
     }
     return WS_NONE32;
+}
+
+/* Is point k of `loc` an OpenMP fork? */
+static int is_omp_fork(const ws_causes *c, uint32_t loc, uint32_t k)
+{
+    const sync_point *p = &c->locs[loc].sp[k];
+    return p->type == SP_SITE && c->a->sync->locs[loc].sites[p->index].cls == WS_SITE_OMP_FORK;
 }
 
 /* The points of `loc` strictly between the calls of points j (WS_NONE32:
@@ -85,7 +94,13 @@ void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k)
      * nothing is open before it, and after j's call the loop below starts
      * at its Leave */
     uint32_t cp = WS_NONE32;
-    if (j != WS_NONE32) {
+    if (j != WS_NONE32 && is_omp_fork(c, loc, j)) {
+        /* an OpenMP fork opens the interval at the thread's Enter of the
+         * parallel region: its time from the fork on counts, less the
+         * part before the team's first thread entered (the point's
+         * completion; Scalasca 2.6) */
+        acc_add(c, cl->sp[j].call_cp, -cl->sp[j].completion);
+    } else if (j != WS_NONE32) {
         /* skip j's call, count its completion part */
         acc_add(c, cl->sp[j].call_cp, cl->sp[j].completion);
         int depth = 0;
@@ -125,6 +140,27 @@ void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k)
     intermediate_points(cl, j, k, &lo, &hi);
     for (uint32_t q = lo; q < hi; q++)
         if (cl->sp[q].wait > 0.0)
+            acc_add(c, cl->sp[q].call_cp, -cl->sp[q].wait);
+    for (uint32_t x = 0; x < c->n_touched; x++)
+        if (c->acc[c->touched[x]] < 0.0)
+            c->acc[c->touched[x]] = 0.0;
+}
+
+void ws_events_profile(ws_causes *c, uint32_t loc, uint64_t from, uint64_t to)
+{
+    const ws_trace *t = c->a->trace;
+    const ws_events *e = &t->locations[loc].events;
+    const cause_loc *cl = &c->locs[loc];
+    uint32_t cp = from ? ws_callpath_after(t, e, (int64_t)from - 1) : WS_NONE32;
+    for (uint64_t i = from; i < to && i + 1 < e->n; i++) {
+        if (e->kind[i] == WS_EV_ENTER)
+            cp = e->ref[i];
+        else if (e->kind[i] == WS_EV_LEAVE)
+            cp = t->callpaths.parent[e->ref[i]];
+        acc_add(c, cp, e->time[i + 1] - e->time[i]);
+    }
+    for (uint32_t q = 0; q < cl->n_sp; q++)
+        if (cl->sp[q].call_ev >= from && cl->sp[q].call_ev < to && cl->sp[q].wait > 0.0)
             acc_add(c, cl->sp[q].call_cp, -cl->sp[q].wait);
     for (uint32_t x = 0; x < c->n_touched; x++)
         if (c->acc[c->touched[x]] < 0.0)

@@ -5,6 +5,8 @@
 #define WS WS_METRICS_WAITSTATES
 #define DL WS_METRICS_DELAY
 #define CP WS_METRICS_CRITICAL_PATH
+#define OMP WS_METRICS_OPENMP
+#define OMPDL WS_METRICS_OPENMP_DELAY
 
 /* Every entry must sit at the index its enum constant names. */
 const ws_metric_def ws_metric_table[WS_M_COUNT] = {
@@ -39,7 +41,25 @@ const ws_metric_def ws_metric_table[WS_M_COUNT] = {
     [WS_M_MPI_IO] = {"mpi_io", "MPI File I/O", "sec", "mpi", "Time in MPI file reads and writes.", WS},
     [WS_M_MPI_IO_INDIVIDUAL] = {"mpi_io_individual", "Individual", "sec", "mpi_io", "Time in individual (non-collective) MPI file I/O.", WS},
     [WS_M_MPI_IO_COLLECTIVE] = {"mpi_io_collective", "Collective", "sec", "mpi_io", "Time in collective MPI file I/O.", WS},
+    [WS_M_OMP_TIME] = {"omp_time", "OpenMP", "sec", "execution", "Time in the OpenMP runtime: thread management, synchronization and flushes.", OMP},
+    [WS_M_OMP_MANAGEMENT] = {"omp_management", "Management", "sec", "omp_time", "Time of a parallel region's threads between the master's fork and their start, and between their end and the master's join.", OMP},
+    [WS_M_OMP_FORK] = {"omp_fork", "Fork", "sec", "omp_management", "Time from the master's fork to a thread's start of the parallel region.", OMP},
+    [WS_M_OMP_SYNCHRONIZATION] = {"omp_synchronization", "Synchronization", "sec", "omp_time", "Time in OpenMP barriers, critical sections, lock calls, ordered regions and taskwaits.", OMP},
+    [WS_M_OMP_BARRIER] = {"omp_barrier", "Barrier", "sec", "omp_synchronization", "Time in OpenMP barriers.", OMP},
+    [WS_M_OMP_EBARRIER] = {"omp_ebarrier", "Explicit", "sec", "omp_barrier", "Time in explicit OpenMP barriers (#pragma omp barrier).", OMP},
+    [WS_M_OMP_EBARRIER_WAIT] = {"omp_ebarrier_wait", "Wait at Barrier", "sec", "omp_ebarrier", "Time in an explicit OpenMP barrier before the last thread of the team has entered it.", OMP},
+    [WS_M_OMP_IBARRIER] = {"omp_ibarrier", "Implicit", "sec", "omp_barrier", "Time in the implicit barriers at the end of parallel regions and worksharing constructs.", OMP},
+    [WS_M_OMP_IBARRIER_WAIT] = {"omp_ibarrier_wait", "Wait at Barrier", "sec", "omp_ibarrier", "Time in an implicit OpenMP barrier before the last thread of the team has entered it.", OMP},
+    [WS_M_OMP_CRITICAL] = {"omp_critical", "Critical", "sec", "omp_synchronization", "Time in OpenMP critical sections and atomics.", OMP},
+    [WS_M_OMP_LOCK_CONTENTION_CRITICAL] = {"omp_lock_contention_critical", "Lock Contention", "sec", "omp_critical", "Time waiting to enter a critical section while another thread is inside.", OMP},
+    [WS_M_OMP_LOCK_API] = {"omp_lock_api", "Lock API", "sec", "omp_synchronization", "Time in the OpenMP lock calls (omp_set_lock, ...).", OMP},
+    [WS_M_OMP_LOCK_CONTENTION_API] = {"omp_lock_contention_api", "Lock Contention", "sec", "omp_lock_api", "Time waiting for an OpenMP lock that another thread holds.", OMP},
+    [WS_M_OMP_ORDERED] = {"omp_ordered", "Ordered", "sec", "omp_synchronization", "Time in OpenMP ordered regions.", OMP},
+    [WS_M_OMP_TASKWAIT] = {"omp_taskwait", "Task Wait", "sec", "omp_synchronization", "Time in OpenMP taskwait.", OMP},
+    [WS_M_OMP_FLUSH] = {"omp_flush", "Flush", "sec", "omp_time", "Time in OpenMP flush.", OMP},
     [WS_M_OVERHEAD] = {"overhead", "Overhead", "sec", "time", "Time spent in the measurement system (e.g. trace buffer flushes).", WS},
+    [WS_M_OMP_IDLE_THREADS] = {"omp_idle_threads", "Idle threads", "sec", "time", "Time an OpenMP worker thread of a process is idle: outside parallel regions, at the master's call paths.", OMP},
+    [WS_M_OMP_LIMITED_PARALLELISM] = {"omp_limited_parallelism", "Limited parallelism", "sec", "omp_idle_threads", "Idle time of worker threads left out of a parallel region's team.", OMP},
     [WS_M_VISITS] = {"visits", "Visits", "occ", NULL, "Number of times a call path was entered.", WS},
     [WS_M_SYNCS] = {"syncs", "Synchronizations", "occ", NULL, "Synchronization operations (messages without data, barriers).", WS},
     [WS_M_SYNCS_P2P] = {"syncs_p2p", "Point-to-point", "occ", "syncs", "Zero-byte point-to-point messages.", WS},
@@ -90,6 +110,13 @@ const ws_metric_def ws_metric_table[WS_M_COUNT] = {
     [WS_M_DELAY_N21_AGGREGATE] = {"delay_n21_aggregate", "Early Reduce", "sec", "delay_collective", "Short- plus long-term costs of N-to-1 waiting.", DL},
     [WS_M_DELAY_N21] = {"delay_n21", "Short-term", "sec", "delay_n21_aggregate", "N-to-1 waiting of the root caused directly by the first sender.", DL},
     [WS_M_DELAY_N21_LONGTERM] = {"delay_n21_longterm", "Long-term", "sec", "delay_n21_aggregate", "N-to-1 waiting caused indirectly.", DL},
+    [WS_M_DELAY_OMP] = {"delay_omp", "OpenMP", "sec", "delay", "Delay costs of OpenMP wait states and idle threads.", OMPDL},
+    [WS_M_DELAY_OMPBARRIER_AGGREGATE] = {"delay_ompbarrier_aggregate", "Wait at Barrier", "sec", "delay_omp", "Short- plus long-term costs of OpenMP barrier waiting.", OMPDL},
+    [WS_M_DELAY_OMPBARRIER] = {"delay_ompbarrier", "Short-term", "sec", "delay_ompbarrier_aggregate", "OpenMP barrier waiting caused directly by the last thread to arrive.", OMPDL},
+    [WS_M_DELAY_OMPBARRIER_LONGTERM] = {"delay_ompbarrier_longterm", "Long-term", "sec", "delay_ompbarrier_aggregate", "OpenMP barrier waiting caused indirectly, through propagation.", OMPDL},
+    [WS_M_DELAY_OMPIDLE_AGGREGATE] = {"delay_ompidle_aggregate", "Idle threads", "sec", "delay_omp", "Short- plus long-term costs of idle worker threads.", OMPDL},
+    [WS_M_DELAY_OMPIDLE] = {"delay_ompidle", "Short-term", "sec", "delay_ompidle_aggregate", "Worker threads idle while the master thread works alone, charged to that work.", OMPDL},
+    [WS_M_DELAY_OMPIDLE_LONGTERM] = {"delay_ompidle_longterm", "Long-term", "sec", "delay_ompidle_aggregate", "Worker threads idle while the master thread waits, charged to the delays that made it wait.", OMPDL},
     [WS_M_WAITSTATES_DIRECT_VS_INDIRECT] = {"waitstates_direct_vs_indirect", "Direct vs. Indirect", "sec", NULL, "Handled waiting time split by its cause (Böhme, Wolf, Geimer 2012).", DL},
     [WS_M_MPI_WAIT_DIRECT] = {"mpi_wait_direct", "Direct", "sec", "waitstates_direct_vs_indirect", "Waiting caused by excess work of the partner (not by its waiting).", DL},
     [WS_M_MPI_WAIT_DIRECT_LATESENDER] = {"mpi_wait_direct_latesender", "Late Sender", "sec", "mpi_wait_direct", "Direct Late Sender waiting.", DL},

@@ -25,6 +25,19 @@ static const char *const event_kinds[WS_EV_KIND_COUNT] = {
     [WS_EV_PROGRAM_END] = "program_end",
     [WS_EV_MEASUREMENT_ON] = "measurement_on",
     [WS_EV_MEASUREMENT_OFF] = "measurement_off",
+    [WS_EV_THREAD_FORK] = "thread_fork",
+    [WS_EV_THREAD_JOIN] = "thread_join",
+    [WS_EV_THREAD_TEAM_BEGIN] = "thread_team_begin",
+    [WS_EV_THREAD_TEAM_END] = "thread_team_end",
+    [WS_EV_THREAD_ACQUIRE_LOCK] = "thread_acquire_lock",
+    [WS_EV_THREAD_RELEASE_LOCK] = "thread_release_lock",
+    [WS_EV_THREAD_TASK_CREATE] = "thread_task_create",
+    [WS_EV_THREAD_TASK_SWITCH] = "thread_task_switch",
+    [WS_EV_THREAD_TASK_COMPLETE] = "thread_task_complete",
+    [WS_EV_THREAD_CREATE] = "thread_create",
+    [WS_EV_THREAD_BEGIN] = "thread_begin",
+    [WS_EV_THREAD_WAIT] = "thread_wait",
+    [WS_EV_THREAD_END] = "thread_end",
 };
 
 static const char *const otf2_records[WS_EV_KIND_COUNT] = {
@@ -44,6 +57,19 @@ static const char *const otf2_records[WS_EV_KIND_COUNT] = {
     [WS_EV_PROGRAM_END] = "PROGRAM_END",
     [WS_EV_MEASUREMENT_ON] = "MEASUREMENT_ON_OFF",
     [WS_EV_MEASUREMENT_OFF] = "MEASUREMENT_ON_OFF",
+    [WS_EV_THREAD_FORK] = "THREAD_FORK",
+    [WS_EV_THREAD_JOIN] = "THREAD_JOIN",
+    [WS_EV_THREAD_TEAM_BEGIN] = "THREAD_TEAM_BEGIN",
+    [WS_EV_THREAD_TEAM_END] = "THREAD_TEAM_END",
+    [WS_EV_THREAD_ACQUIRE_LOCK] = "THREAD_ACQUIRE_LOCK",
+    [WS_EV_THREAD_RELEASE_LOCK] = "THREAD_RELEASE_LOCK",
+    [WS_EV_THREAD_TASK_CREATE] = "THREAD_TASK_CREATE",
+    [WS_EV_THREAD_TASK_SWITCH] = "THREAD_TASK_SWITCH",
+    [WS_EV_THREAD_TASK_COMPLETE] = "THREAD_TASK_COMPLETE",
+    [WS_EV_THREAD_CREATE] = "THREAD_CREATE",
+    [WS_EV_THREAD_BEGIN] = "THREAD_BEGIN",
+    [WS_EV_THREAD_WAIT] = "THREAD_WAIT",
+    [WS_EV_THREAD_END] = "THREAD_END",
 };
 
 static const char *const region_roles[OTF2_REGION_ROLE_FILE_IO_METADATA + 1] = {
@@ -157,8 +183,11 @@ static const char *const wait_classes[WS_WAIT_CLASS_COUNT] = {
     [WS_WAIT_NXN] = "n2n",
     [WS_WAIT_12N] = "12n",
     [WS_WAIT_N21] = "n21",
+    [WS_WAIT_OMPBARRIER] = "ompbarrier",
+    [WS_WAIT_OMPIDLE] = "ompidle",
     [WS_WAIT_SCAN] = "scan",
     [WS_WAIT_FINALIZE] = "finalize",
+    [WS_WAIT_OMPFORK] = "ompfork",
 };
 
 const ws_name_table ws_name_tables[WS_NAMES_COUNT] = {

@@ -182,7 +182,9 @@ static int site_records(cause_loc *cl, ws_loc_data *d, uint32_t n_sites, const s
         memcpy(&w, from + (size_t)s * sizeof w, sizeof w);
         if (w.wait > 0.0 && !w.pad)
             cl->pointless[cl->n_pointless++] = (pointless_wait){s, 0, w.sync_time};
-        cause_site cs = {.sp = WS_NONE32, .delayer = w.delayer, .anywait = w.anywait, .waited = w.wait > 0.0};
+        /* (a thread of an OpenMP team other than its master takes the critical path from the fork) */
+        cause_site cs = {.sp = WS_NONE32, .delayer = w.delayer, .anywait = w.anywait,
+                         .waited = w.wait > 0.0 || w.kind == WS_WAIT_OMPFORK};
         memcpy(to + (size_t)s * sizeof cs, &cs, sizeof cs);
     }
     if (!in_place) {
@@ -332,7 +334,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         p->time = d->site_waits[s].sync_time;
         p->partner = d->site_waits[s].delayer;
         p->wclass = d->site_waits[s].kind;
-        p->call_ev = enter_of_call(e, ls->sites[s].event);
+        p->call_ev = ws_site_is_omp(cls) ? ls->sites[s].enter_event : enter_of_call(e, ls->sites[s].event);
         p->call_cp = ls->sites[s].callpath;
         /* as the start of the next interval, its call counts only its
          * completion (Scalasca 2.6) */
@@ -510,7 +512,8 @@ static uint32_t interval_floor(const ws_causes *c, uint32_t loc, uint32_t k)
         /* (a broadcast or reduction synchronizes a member with the root only) */
         uint8_t qc = ls->sites[q->index].cls;
         if (qc == WS_SITE_INIT || qc == WS_SITE_FINALIZE ||
-            ((qc == WS_SITE_BARRIER || qc == WS_SITE_NXN) && ls->sites[q->index].instance >> 40 == comm))
+            ((qc == WS_SITE_BARRIER || qc == WS_SITE_NXN || ws_site_is_omp(qc)) &&
+             ls->sites[q->index].instance >> 40 == comm))
             return j;
     }
     return WS_NONE32;

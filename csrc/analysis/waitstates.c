@@ -35,6 +35,30 @@ static int region_category(const ws_trace *t, const ws_region *r)
     if (r->paradigm == OTF2_PARADIGM_MEASUREMENT_SYSTEM &&
         (strcmp(name, "TRACE BUFFER FLUSH") == 0 || strcmp(name, "TRACING") == 0))
         return CATEGORY_OVERHEAD;
+    if (r->paradigm == OTF2_PARADIGM_OPENMP) {
+        /* (Scalasca's classification of OpenMP regions, by role and name) */
+        switch (r->role) {
+        case OTF2_REGION_ROLE_BARRIER:
+            return WS_M_OMP_EBARRIER;
+        case OTF2_REGION_ROLE_IMPLICIT_BARRIER:
+            return WS_M_OMP_IBARRIER;
+        case OTF2_REGION_ROLE_CRITICAL:
+        case OTF2_REGION_ROLE_ATOMIC:
+            return WS_M_OMP_CRITICAL;
+        case OTF2_REGION_ROLE_ORDERED:
+            return WS_M_OMP_ORDERED;
+        case OTF2_REGION_ROLE_TASK_WAIT:
+            return WS_M_OMP_TASKWAIT;
+        case OTF2_REGION_ROLE_FLUSH:
+            return WS_M_OMP_FLUSH;
+        default:
+            break;
+        }
+        static const char *const locks[] = {"omp_destroy_lock", "omp_init_lock", "omp_set_lock", "omp_test_lock",
+                                            "omp_unset_lock", "omp_destroy_nest_lock", "omp_init_nest_lock",
+                                            "omp_set_nest_lock", "omp_test_nest_lock", "omp_unset_nest_lock", NULL};
+        return is_one_of(name, locks) ? WS_M_OMP_LOCK_API : CATEGORY_COMP;
+    }
     if (r->paradigm != OTF2_PARADIGM_MPI)
         return CATEGORY_COMP;
     static const char *const init_exit[] = {"MPI_Init", "MPI_Init_thread", "MPI_Initialized", "MPI_Finalize",
@@ -99,6 +123,10 @@ static const int pattern_metric[WS_WP_COUNT] = {
     [WS_WP_EARLYSCAN] = WS_M_MPI_EARLYSCAN,
     [WS_WP_FINALIZE] = WS_M_MPI_FINALIZE_WAIT,
     [WS_WP_INIT_COMPLETION] = WS_M_MPI_INIT_COMPLETION,
+    [WS_WP_OMP_EBARRIER] = WS_M_OMP_EBARRIER_WAIT,
+    [WS_WP_OMP_IBARRIER] = WS_M_OMP_IBARRIER_WAIT,
+    [WS_WP_OMP_CRITICAL] = WS_M_OMP_LOCK_CONTENTION_CRITICAL,
+    [WS_WP_OMP_LOCK_API] = WS_M_OMP_LOCK_CONTENTION_API,
 };
 
 int ws_wait_pattern_metric(int pattern)
@@ -260,12 +288,15 @@ void ws_waitstates_handlers(ws_analysis *a, int pass, ws_handler *h)
 /* ---- finishing: time hierarchy and sums ------------------------------- */
 
 /* Exclusive time and visits per call path: the time between two events
- * belongs to the innermost open region. */
+ * belongs to the innermost open region; none outside every region (a
+ * thread of an OpenMP team between its parallel regions, whose outermost
+ * region has the master's call path as its parent). */
 static void time_profile(const ws_trace *t, const ws_analysis_options *o, uint32_t loc, ws_loc_data *d)
 {
     const ws_events *e = &t->locations[loc].events;
     const uint32_t *parent = t->callpaths.parent;
     uint32_t cur = WS_NONE32;
+    uint64_t depth = 0;
     double last = 0.0;
     for (uint64_t i = 0; i < e->n; i++) {
         double now = e->time[i];
@@ -275,10 +306,13 @@ static void time_profile(const ws_trace *t, const ws_analysis_options *o, uint32
         uint8_t kind = e->kind[i];
         if (kind == WS_EV_ENTER) {
             cur = e->ref[i];
+            depth++;
             if (ws_window_has(o, now))
                 d->visits[cur] += 1.0;
         } else if (kind == WS_EV_LEAVE) {
-            cur = parent[e->ref[i]];
+            cur = depth > 1 ? parent[e->ref[i]] : WS_NONE32;
+            if (depth)
+                depth--;
         }
     }
 }
@@ -291,7 +325,6 @@ static void add_chain(ws_analysis *a, int metric, uint32_t cp, uint32_t loc, dou
 
 int ws_waitstates_finish(ws_analysis *a, ws_error *err)
 {
-    (void)err;
     const ws_trace *t = a->trace;
     ws_result *r = a->result;
     for (uint32_t i = 0; i < a->n_local; i++) {
@@ -316,6 +349,9 @@ int ws_waitstates_finish(ws_analysis *a, ws_error *err)
             }
         }
     }
+    int rc = ws_omp_metrics(a, err);
+    if (rc)
+        return rc;
     /* count parents are sums of their children */
     static const int sums[][3] = {
         {WS_M_SYNCS_P2P, WS_M_SYNCS_SEND, WS_M_SYNCS_RECV}, {WS_M_SYNCS, WS_M_SYNCS_P2P, WS_M_SYNCS_COLL},

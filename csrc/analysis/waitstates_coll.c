@@ -28,6 +28,7 @@ typedef struct coll_cache {
     double latest;        /* the begin everybody that synchronizes waits for */
     uint32_t latest_member;
     double first_end;     /* the earliest end among the members that synchronize */
+    double earliest;      /* the earliest begin (OpenMP forks: of the parallel region, as recorded) */
     int full;             /* N x N: every member synchronizes */
     int any_wait;
 } coll_cache;
@@ -52,7 +53,7 @@ static double site_begin(const ws_events *e, const ws_site *st)
 static int p1_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site, ws_buffer *out,
                            ws_error *err)
 {
-    (void)state;
+    const ws_analysis *a = state;
     const ws_loc_sync *ls = &env->sync->locs[loc];
     const ws_site *st = &ls->sites[site];
     coll_info c;
@@ -67,7 +68,11 @@ static int p1_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
         c.end = e->time[ev];
         c.sent = e->coll_sent[e->ref[ev]];
         c.received = e->coll_received[e->ref[ev]];
-    } else { /* MPI_Init, MPI_Finalize */
+    } else if (st->cls == WS_SITE_OMP_FORK) {
+        /* the recorded Enter of the parallel region, and the fork's time (omp.h) */
+        c.begin = a->store->locations[loc].events.time[ev];
+        c.end = e->time[ev];
+    } else { /* MPI_Init, MPI_Finalize, OpenMP barriers */
         c.begin = ws_site_enter(e, st);
         c.end = ws_site_leave(e, st);
     }
@@ -98,6 +103,8 @@ static int member_syncs(uint8_t cls, const coll_cache *k, uint32_t member, uint3
     case WS_SITE_BARRIER:
     case WS_SITE_INIT:
     case WS_SITE_FINALIZE:
+    case WS_SITE_OMP_FORK:
+    case WS_SITE_OMP_BARRIER:
         return 1;
     case WS_SITE_NXN:
         return k->full || (c->received > 0 && c->begin < k->latest) || (c->sent > 0 && member == k->latest_member);
@@ -119,7 +126,7 @@ static int member_syncs(uint8_t cls, const coll_cache *k, uint32_t member, uint3
 static double member_wait(uint8_t cls, const coll_cache *k, uint32_t member, uint32_t root, const coll_info *c,
                           double *until_out)
 {
-    if (cls == WS_SITE_SCAN || !member_syncs(cls, k, member, root, c))
+    if (cls == WS_SITE_SCAN || cls == WS_SITE_OMP_FORK || !member_syncs(cls, k, member, root, c))
         return 0.0;
     double until = k->latest < c->end ? k->latest : c->end;
     double w = until - c->begin;
@@ -156,7 +163,7 @@ static int coll_clock_violation(uint8_t cls, const coll_cache *k, const ws_coll_
         return 0;
     double needed = -INFINITY;
     if (cls == WS_SITE_BARRIER || cls == WS_SITE_NXN || cls == WS_SITE_INIT || cls == WS_SITE_FINALIZE ||
-        (cls == WS_SITE_NTO1 && me == root) || (cls == WS_SITE_1TON && me != root))
+        cls == WS_SITE_OMP_BARRIER || (cls == WS_SITE_NTO1 && me == root) || (cls == WS_SITE_1TON && me != root))
         needed = k->latest;
     else if (cls == WS_SITE_SCAN)
         needed = ((const scan_prefix *)v->shared)[me].latest;
@@ -215,10 +222,13 @@ static int p1_coll_combine(void *state, const ws_replay_env *env, uint32_t loc, 
     }
     /* the begin that the members wait for */
     double first_end_all = INFINITY;
+    k->earliest = INFINITY;
     for (uint32_t m = 0; m < v->n_members; m++) {
         coll_info c = member_info(v, m);
         if (c.end < first_end_all)
             first_end_all = c.end;
+        if (c.begin < k->earliest)
+            k->earliest = c.begin;
         int candidate = cls == WS_SITE_NTO1 ? c.sent > 0 : 1;
         if (candidate && c.begin > k->latest) {
             k->latest = c.begin;
@@ -252,6 +262,12 @@ static int p1_coll_combine(void *state, const ws_replay_env *env, uint32_t loc, 
         if (!(root_begin < k->latest))
             k->latest_member = WS_NONE32;
         break;
+    case WS_SITE_OMP_FORK:
+        /* the team's threads start from the master's fork */
+        k->latest = member_info(v, root).end;
+        k->latest_member = root;
+        k->any_wait = 1;
+        return WS_OK;
     default:
         break;
     }
@@ -276,7 +292,8 @@ static int p1_coll_combine(void *state, const ws_replay_env *env, uint32_t loc, 
         return WS_OK;
     }
     /* the earliest end among the members that synchronize */
-    if (cls == WS_SITE_BARRIER || cls == WS_SITE_INIT || cls == WS_SITE_FINALIZE || (cls == WS_SITE_NXN && k->full)) {
+    if (cls == WS_SITE_BARRIER || cls == WS_SITE_INIT || cls == WS_SITE_FINALIZE || cls == WS_SITE_OMP_BARRIER ||
+        (cls == WS_SITE_NXN && k->full)) {
         k->first_end = first_end_all;
     } else {
         double first = INFINITY;
@@ -403,13 +420,32 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
             return rc;
         kind = WS_WAIT_FINALIZE;
         break;
+    case WS_SITE_OMP_BARRIER:
+        /* (as an opening point the barrier counts nothing of its call) */
+        if ((rc = ws_add_wait(a, own.op == WS_SITE_OP_OMP_EBARRIER ? WS_WP_OMP_EBARRIER : WS_WP_OMP_IBARRIER, cp, loc,
+                              wait, &wi, err)))
+            return rc;
+        kind = WS_WAIT_OMPBARRIER;
+        completion = 0.0;
+        break;
+    case WS_SITE_OMP_FORK:
+        /* no waiting; a thread other than the master takes the critical
+         * path from the master's fork.  As the point that opens the
+         * intervals after it, the fork counts the thread's time in the
+         * parallel region from the fork on, less the time until the
+         * team's first thread entered it (Scalasca 2.6; the completion
+         * records that part, points.c) */
+        wait = 0.0;
+        kind = me != root ? WS_WAIT_OMPFORK : WS_WAIT_NONE;
+        completion = k->earliest > own.end ? k->earliest - own.end : 0.0;
+        break;
     default:
         wait = 0.0;
         break;
     }
     /* counted on every collective record, single-member communicators
      * included (as Scalasca does; only the waiting skips them) */
-    if (own.op != 0xff && ws_window_has(&a->options, env->trace->locations[loc].events.time[ev])) {
+    if (own.op != 0xff && !ws_site_is_omp(cls) && ws_window_has(&a->options, env->trace->locations[loc].events.time[ev])) {
         if (own.sent == 0 && own.received == 0)
             add(a, WS_M_SYNCS_COLL, cp, loc, 1.0);
         else if (own.sent && own.received)

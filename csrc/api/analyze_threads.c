@@ -171,6 +171,9 @@ int ws_analyze_threads(const ws_trace *t, const ws_analysis_options *options, ui
     uint32_t n_loc = t->n_locations;
     if (n_threads > n_loc)
         n_threads = n_loc ? n_loc : 1;
+    /* (the threads of a process stay together: at most one part per process) */
+    if (ws_trace_has_threads(t) && n_threads > t->n_location_groups)
+        n_threads = t->n_location_groups;
     if (n_threads == 1)
         return ws_analyze_all(t, options, progress, out, err);
     for (uint32_t i = 0; i < n_loc; i++)
@@ -194,10 +197,15 @@ int ws_analyze_threads(const ws_trace *t, const ws_analysis_options *options, ui
         rc = ws_error_nomem(err, "the threaded analysis");
         goto done;
     }
-    /* blocks as the parallel mode's block_owners: (l * P) / n */
-    for (uint32_t l = 0; l < n_loc; l++) {
-        owner[l] = (uint32_t)(((uint64_t)l * n_threads) / n_loc);
-        locs[l] = l;
+    /* blocks as the parallel mode's block_owners (ws_block_owners): the
+     * locations in order of their owners */
+    ws_block_owners(t, n_threads, owner);
+    {
+        uint32_t k = 0;
+        for (uint32_t p = 0; p < n_threads; p++)
+            for (uint32_t l = 0; l < n_loc; l++)
+                if (owner[l] == p)
+                    locs[k++] = l;
     }
     if ((rc = ws_comm_layout_of(t, &layout, err)) ||
         (rc = ws_thread_hub_new(n_threads, &layout, owner, &sh.hub, err)))

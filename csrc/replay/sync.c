@@ -264,6 +264,7 @@ int ws_sync_build(const ws_trace *t, const uint32_t *locs, uint32_t n, ws_transp
         lo[k] = none;
     uint64_t *init_hi = hi + t->n_comms, *init_lo = lo + t->n_comms;
     uint64_t *fin_hi = init_hi + 1, *fin_lo = init_lo + 1;
+    uint32_t n_mpi = 0;
     for (uint32_t i = 0; rc == WS_OK && i < n; i++) {
         uint32_t loc = locs[i];
         if (loc >= t->n_locations || !t->locations[loc].loaded) {
@@ -275,14 +276,18 @@ int ws_sync_build(const ws_trace *t, const uint32_t *locs, uint32_t n, ws_transp
         uint64_t ni = 0, nf = 0;
         if ((rc = ws_sync_build_location(t, s, loc, &s->locs[loc], &ni, &nf, comms, &ranks, err)))
             break;
-        if (ni > *init_hi)
-            *init_hi = ni;
-        if (ni < *init_lo)
-            *init_lo = ni;
-        if (nf > *fin_hi)
-            *fin_hi = nf;
-        if (nf < *fin_lo)
-            *fin_lo = nf;
+        /* (a thread that is no MPI location has no MPI_Init or MPI_Finalize of its own) */
+        if (t->locations[loc].rank != WS_NONE32) {
+            n_mpi++;
+            if (ni > *init_hi)
+                *init_hi = ni;
+            if (ni < *init_lo)
+                *init_lo = ni;
+            if (nf > *fin_hi)
+                *fin_hi = nf;
+            if (nf < *fin_lo)
+                *fin_lo = nf;
+        }
         for (uint32_t c = 0; c < t->n_comms; c++) {
             if (t->comms[c].is_self)
                 continue;
@@ -331,6 +336,7 @@ int ws_sync_build(const ws_trace *t, const uint32_t *locs, uint32_t n, ws_transp
     local_members = NULL;
     s->n_comms = t->n_comms;
     s->n_local = n;
+    s->n_local_mpi = n_mpi;
     if ((rc = match_messages(t, s, locs, n, tr, err)))
         goto fail;
     free(comms);

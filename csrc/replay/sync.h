@@ -43,8 +43,19 @@ enum ws_site_class {
     WS_SITE_SCAN = 5,     /* Scan, Exscan                                 */
     WS_SITE_INIT = 6,     /* MPI_Init / MPI_Init_thread                   */
     WS_SITE_FINALIZE = 7, /* MPI_Finalize                                 */
-    WS_SITE_OTHER = 8     /* other collective records (handles, ...)      */
+    WS_SITE_OTHER = 8,    /* other collective records (handles, ...)      */
+    WS_SITE_OMP_FORK = 9, /* a thread's start of an OpenMP parallel region (its Enter), on the team */
+    WS_SITE_OMP_BARRIER = 10 /* an OpenMP barrier (its Leave), on the team  */
 };
+
+/* ws_site.op of the OpenMP sites */
+enum { WS_SITE_OP_OMP_FORK = 0xfd, WS_SITE_OP_OMP_EBARRIER = 0xfc, WS_SITE_OP_OMP_IBARRIER = 0xfb };
+
+/* Is this an OpenMP site? */
+static inline int ws_site_is_omp(uint8_t cls)
+{
+    return cls == WS_SITE_OMP_FORK || cls == WS_SITE_OMP_BARRIER;
+}
 
 /* One message record, as the replays see it (32 bytes).  What the store
  * already holds is not copied: the call holding the record, the call
@@ -71,7 +82,8 @@ typedef struct ws_msg {
  * at every site come first). */
 typedef struct ws_site {
     uint64_t instance;       /* communicator << 40 | sequence number on it */
-    uint32_t event;          /* event replayed as the site (MpiCollectiveEnd, or Leave of Init/Finalize) */
+    uint32_t event;          /* event replayed as the site (MpiCollectiveEnd, the Leave of Init/Finalize or of an
+                                OpenMP barrier, or the Enter of a parallel region) */
     uint32_t member;         /* this location's index among the members */
     uint32_t n_members;      /* every one contributes to the instance */
     uint8_t cls;             /* enum ws_site_class */
@@ -128,6 +140,7 @@ typedef struct ws_sync {
     uint32_t *comm_local;
     uint32_t n_comms;
     uint32_t n_local;
+    uint32_t n_local_mpi;   /* of them MPI locations (rank != WS_NONE32): the members of MPI_Init and MPI_Finalize */
     uint8_t *region_mpi;    /* per region: WS_MPIFN_* class, see sync.c */
     uint32_t n_regions;
 } ws_sync;
@@ -149,7 +162,7 @@ enum {
 static inline uint32_t ws_site_expected_local(const ws_sync *s, const ws_site *st)
 {
     if (st->cls == WS_SITE_INIT || st->cls == WS_SITE_FINALIZE)
-        return s->n_local;
+        return s->n_local_mpi;
     uint64_t comm = st->instance >> 40;
     return comm < s->n_comms ? s->comm_local[comm] : 0;
 }

@@ -235,6 +235,43 @@ static inline uint64_t request_at(const ws_events *e, uint64_t *cursor, uint64_t
     return *cursor < e->n_requests && e->req_event[*cursor] == i ? e->req_id[*cursor] : WS_NONE64;
 }
 
+/* An OpenMP site of the thread team `team` (sync.h: the fork at the
+ * thread's Enter of the parallel region, rooted at the team's master;
+ * a barrier at its Leave), numbered among the team's sites. */
+static int add_omp_site(const ws_trace *t, ws_loc_sync *s, loc_pass *p, uint32_t loc, uint32_t team,
+                        comm_counter *comms, const ws_map64 *ranks, uint8_t cls, uint8_t op, uint32_t event,
+                        uint32_t enter_event, uint32_t callpath, ws_error *err)
+{
+    comm_counter *cc = &comms[team];
+    if (!cc->known) {
+        cc->rank = ws_sync_comm_rank(t, ranks, team, loc);
+        cc->known = 1;
+    }
+    if (cc->rank == WS_NONE32) {
+        ws_error_set(err, WS_ERR_MATCH, "location %u: event %u belongs to a thread team of which the location is "
+                     "not a member", (unsigned)loc, (unsigned)event);
+        return ws_trace_error_at(t, loc, err);
+    }
+    if (team >= (1u << 19))
+        return ws_error_set(err, WS_ERR_ARGUMENT, "more than 2^19 communicators are not supported");
+    if (add_site(s, p) != 0)
+        return ws_error_nomem(err, "collective sites");
+    uint32_t k = s->n_sites++;
+    s->sites[k] = (ws_site){
+        .instance = ((uint64_t)team << 40) | cc->count++,
+        .event = event,
+        .member = cc->rank,
+        .n_members = t->comms[team].size,
+        .cls = cls,
+        .op = op,
+        .root = cls == WS_SITE_OMP_FORK ? 0 : WS_NONE32,
+        .callpath = callpath,
+        .enter_event = enter_event,
+        .leave_event = event,
+    };
+    return WS_OK;
+}
+
 int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, ws_loc_sync *s, uint64_t *init_count,
                            uint64_t *finalize_count, comm_counter *comms, const ws_map64 *ranks, ws_error *err)
 {
@@ -252,6 +289,10 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
     uint32_t depth = 0;
     uint64_t req_cursor = 0;
     uint32_t n_init = 0, n_finalize = 0;
+    /* OpenMP: the thread team the location is in (WS_NONE32: none), and
+     * whether its parallel region is still to be entered */
+    uint32_t team = WS_NONE32;
+    int fork_pending = 0;
 
     if (alloc_messages(s, e->n_messages) != 0) {
         rc = ws_error_nomem(err, "message annotations");
@@ -296,6 +337,13 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
             p.stack[depth].enter_event = (uint32_t)i;
             p.stack[depth].enter = time;
             depth++;
+            if (fork_pending) {
+                /* the thread starts the team's parallel region */
+                fork_pending = 0;
+                if ((rc = add_omp_site(t, s, &p, loc, team, comms, ranks, WS_SITE_OMP_FORK, WS_SITE_OP_OMP_FORK,
+                                       (uint32_t)i, (uint32_t)i, e->ref[i], err)))
+                    goto done;
+            }
             break;
         case WS_EV_LEAVE: {
             if (depth == 0) {
@@ -322,7 +370,17 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
             }
             uint32_t cp = e->ref[i];
             uint8_t fn = sync->region_mpi[t->callpaths.region[cp]];
-            if (fn == WS_MPIFN_INIT || fn == WS_MPIFN_FINALIZE) {
+            if (team != WS_NONE32) {
+                const ws_region *rg = &t->regions[t->callpaths.region[cp]];
+                if (rg->paradigm == OTF2_PARADIGM_OPENMP &&
+                    (rg->role == OTF2_REGION_ROLE_BARRIER || rg->role == OTF2_REGION_ROLE_IMPLICIT_BARRIER) &&
+                    (rc = add_omp_site(t, s, &p, loc, team, comms, ranks, WS_SITE_OMP_BARRIER,
+                                       rg->role == OTF2_REGION_ROLE_BARRIER ? WS_SITE_OP_OMP_EBARRIER
+                                                                            : WS_SITE_OP_OMP_IBARRIER,
+                                       (uint32_t)i, p.stack[depth - 1].enter_event, cp, err)))
+                    goto done;
+            }
+            if ((fn == WS_MPIFN_INIT || fn == WS_MPIFN_FINALIZE) && t->locations[loc].rank != WS_NONE32) {
                 if (add_site(s, &p) != 0) {
                     rc = ws_error_nomem(err, "collective sites");
                     goto done;
@@ -332,8 +390,9 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
                 s->sites[k] = (ws_site){
                     .instance = ((uint64_t)(t->n_comms + (fn == WS_MPIFN_INIT ? 0u : 1u)) << 40) | seq,
                     .event = (uint32_t)i,
-                    .member = loc,
-                    .n_members = t->n_locations,
+                    /* the MPI locations (a process's other threads take no part) */
+                    .member = t->locations[loc].rank,
+                    .n_members = t->world_size,
                     .cls = fn == WS_MPIFN_INIT ? WS_SITE_INIT : WS_SITE_FINALIZE,
                     .op = 0xff,
                     .root = WS_NONE32,
@@ -492,6 +551,14 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
             }
             break;
         }
+        case WS_EV_THREAD_TEAM_BEGIN:
+            team = e->thr_comm[e->ref[i]];
+            fork_pending = team != WS_NONE32;
+            break;
+        case WS_EV_THREAD_TEAM_END:
+            team = WS_NONE32;
+            fork_pending = 0;
+            break;
         default:
             break;
         }

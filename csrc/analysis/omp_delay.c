@@ -1,0 +1,180 @@
+/* The delay costs of idle OpenMP worker threads (Scalasca 2.6's OpenMP
+ * idleness delay costs): while the master thread of a process runs
+ * outside parallel regions, its n - 1 worker threads idle.  Each stretch
+ * from a join (or the start) to the next fork (or the end) is an interval
+ * whose idle time, (n - 1) times its length, the delay kernel charges to
+ * what the master did there: its work as short-term cost
+ * (delay_ompidle), its own waiting as a wait state that passes the cost
+ * on as long-term cost (delay_ompidle_longterm, charged where pass 4
+ * finds what caused that waiting).  Computed before pass 4, from the
+ * master's events alone: it only adds long-term costs to the master's
+ * waiting points, which pass 4 then carries. */
+#include "causes_int.h"
+
+typedef struct idle_scratch {
+    uint32_t *cps, *points;
+    double *delta, *waits, *shortc, *longc, *prop_s, *prop_l;
+    size_t cap_n, cap_m;
+} idle_scratch;
+
+static int reserve(idle_scratch *s, size_t n, size_t m)
+{
+    if (n > s->cap_n) {
+        size_t cap = n * 2;
+        void *p;
+        if (!(p = ws_realloc(s->cps, cap * sizeof *s->cps)))
+            return -1;
+        s->cps = p;
+        if (!(p = ws_realloc(s->delta, cap * sizeof *s->delta)))
+            return -1;
+        s->delta = p;
+        if (!(p = ws_realloc(s->shortc, cap * sizeof *s->shortc)))
+            return -1;
+        s->shortc = p;
+        if (!(p = ws_realloc(s->longc, cap * sizeof *s->longc)))
+            return -1;
+        s->longc = p;
+        s->cap_n = cap;
+    }
+    if (m > s->cap_m) {
+        size_t cap = m * 2;
+        void *p;
+        if (!(p = ws_realloc(s->points, cap * sizeof *s->points)))
+            return -1;
+        s->points = p;
+        if (!(p = ws_realloc(s->waits, cap * sizeof *s->waits)))
+            return -1;
+        s->waits = p;
+        if (!(p = ws_realloc(s->prop_s, cap * sizeof *s->prop_s)))
+            return -1;
+        s->prop_s = p;
+        if (!(p = ws_realloc(s->prop_l, cap * sizeof *s->prop_l)))
+            return -1;
+        s->prop_l = p;
+        s->cap_m = cap;
+    }
+    return 0;
+}
+
+/* Waiting at MPI_Finalize in [from, to) of loc, taken out of the
+ * accumulated profile: no wait state with delay costs, but the master's
+ * waiting all the same (it is no work). */
+static double finalize_wait(ws_causes *c, uint32_t loc, uint64_t from, uint64_t to)
+{
+    const ws_analysis *a = c->a;
+    const ws_loc_sync *ls = &a->sync->locs[loc];
+    ws_result *r = a->result;
+    double w = 0.0;
+    for (uint32_t s = 0; s < ls->n_sites; s++)
+        if (ls->sites[s].cls == WS_SITE_FINALIZE && ls->sites[s].enter_event >= from &&
+            ls->sites[s].enter_event < to && r->slot[WS_M_MPI_FINALIZE_WAIT] >= 0) {
+            uint32_t cp = ls->sites[s].callpath;
+            double v = *ws_cube_cell(r, WS_M_MPI_FINALIZE_WAIT, cp, loc);
+            if (cp < a->trace->callpaths.n && c->in_acc[cp]) {
+                if (v > c->acc[cp])
+                    v = c->acc[cp];
+                c->acc[cp] -= v;
+                w += v;
+            }
+        }
+    return w;
+}
+
+/* The idle interval [from, to) of master loc with `idle` worker threads. */
+static int charge(ws_causes *c, idle_scratch *s, uint32_t loc, uint64_t from, uint64_t to, double idle, ws_error *err)
+{
+    const ws_analysis *a = c->a;
+    const ws_events *e = &a->trace->locations[loc].events;
+    cause_loc *cl = &c->locs[loc];
+    if (to > e->n)
+        to = e->n;
+    if (from >= to)
+        return WS_OK;
+    ws_events_profile(c, loc, from, to);
+    double fin = finalize_wait(c, loc, from, to);
+    size_t m = 0;
+    for (uint32_t q = 0; q < cl->n_sp; q++)
+        m += cl->sp[q].call_ev >= from && cl->sp[q].call_ev < to && cl->sp[q].wait > 0.0;
+    if (reserve(s, c->n_touched + 1, m + 1) != 0) {
+        ws_profile_reset(c);
+        return ws_error_nomem(err, "idle threads");
+    }
+    size_t n = 0;
+    double sum = 0.0;
+    for (uint32_t i = 0; i < c->n_touched; i++) {
+        uint32_t cp = c->touched[i];
+        if (c->acc[cp] > 0.0) {
+            s->cps[n] = cp;
+            s->delta[n++] = c->acc[cp];
+            sum += c->acc[cp];
+        }
+    }
+    ws_profile_reset(c);
+    m = 0;
+    for (uint32_t q = 0; q < cl->n_sp; q++)
+        if (cl->sp[q].call_ev >= from && cl->sp[q].call_ev < to && cl->sp[q].wait > 0.0) {
+            s->points[m] = q;
+            s->waits[m++] = cl->sp[q].wait;
+            sum += cl->sp[q].wait;
+        }
+    /* in an analysis window: only the part of the interval inside it */
+    double t0 = e->time[from], t1 = e->time[to < e->n ? to : e->n - 1];
+    double ratio = ws_window_part(&a->options, t0, t1, 1.0);
+    if (t1 <= t0)
+        ratio = ws_window_has(&a->options, t0) ? 1.0 : 0.0;
+    cl->undistributed += idle * fin * ratio;
+    double wait = idle * sum;
+    if (!(wait > 0.0) || ratio == 0.0)
+        return WS_OK;
+    if (ws_delay_kernel(c->model, 0, wait, 0.0, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
+                        s->prop_l) != 0) {
+        cl->undistributed += wait * ratio;
+        return WS_OK;
+    }
+    for (size_t i = 0; i < n; i++)
+        add(c, WS_M_DELAY_OMPIDLE, s->cps[i], loc, s->shortc[i] * ratio);
+    for (size_t j = 0; j < m; j++) {
+        double *gl = point_gl(cl, s->points[j]);
+        gl[WS_WAIT_OMPIDLE - 1] += s->prop_s[j] * ratio;
+    }
+    return WS_OK;
+}
+
+int ws_omp_idle_costs(ws_causes *c, ws_error *err)
+{
+    const ws_analysis *a = c->a;
+    const ws_omp *o = a->omp;
+    if (!o)
+        return WS_OK;
+    const ws_trace *t = a->trace;
+    idle_scratch s;
+    memset(&s, 0, sizeof s);
+    int rc = WS_OK;
+    for (uint32_t i = 0; i < a->n_local && rc == WS_OK; i++) {
+        uint32_t loc = a->local[i];
+        uint32_t g = t->locations[loc].group;
+        if (g >= t->n_location_groups || o->group_master[g] != loc || o->group_threads[g] < 2)
+            continue;
+        double idle = (double)(o->group_threads[g] - 1);
+        const ws_omp_loc *ml = &o->locs[loc];
+        uint64_t from = 0, n = t->locations[loc].events.n;
+        for (uint32_t f = 0; f < ml->n_forks && rc == WS_OK && from < n; f++) {
+            const ws_omp_fork *fk = &ml->forks[f];
+            if (fk->depth)
+                continue;
+            rc = charge(c, &s, loc, from, fk->fork_ev, idle, err);
+            from = fk->join_ev != WS_NONE32 ? fk->join_ev : n;
+        }
+        if (rc == WS_OK)
+            rc = charge(c, &s, loc, from, n, idle, err);
+    }
+    free(s.cps);
+    free(s.points);
+    free(s.delta);
+    free(s.waits);
+    free(s.shortc);
+    free(s.longc);
+    free(s.prop_s);
+    free(s.prop_l);
+    return rc;
+}
