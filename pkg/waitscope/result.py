@@ -32,11 +32,13 @@ CallpathKey = Union[int, str]
 WRONG_ORDER = ("", "same", "different")
 """Values of the ``wrong_order`` field of wait-state records (index = the C core's code)."""
 
-DELAY_SHORT = ("delay_latesender", "delay_latereceiver", "delay_barrier", "delay_n2n", "delay_12n", "delay_n21")
+DELAY_SHORT = ("delay_latesender", "delay_latereceiver", "delay_barrier", "delay_n2n", "delay_12n", "delay_n21",
+               "delay_ompbarrier", "delay_ompidle")
 DELAY_LONG = tuple(m + "_longterm" for m in DELAY_SHORT)
 HANDLED_WAITS = ("mpi_latesender", "mpi_latereceiver", "mpi_barrier_wait", "mpi_wait_nxn",
-                 "mpi_latebroadcast", "mpi_earlyreduce")
-"""The wait states whose cost the delay analysis accounts."""
+                 "mpi_latebroadcast", "mpi_earlyreduce", "omp_ebarrier_wait", "omp_ibarrier_wait")
+"""The wait states whose cost the delay analysis accounts (with the idle
+time of OpenMP worker threads outside parallel regions: handled_waiting)."""
 
 
 class LabelledArray(np.ndarray):
@@ -345,21 +347,30 @@ class AnalysisResult:
     def delay_short(self) -> np.ndarray:
         """Short-term delay costs charged per [call path, location] (all wait-state classes)."""
         self._require("delay_latesender", 'delay_model="proportional" or "wait-first"')
-        return sum(self.get(m) for m in DELAY_SHORT)  # type: ignore[return-value]
+        return sum(self.get(m) for m in DELAY_SHORT if m in self._metric_index)  # type: ignore[return-value]
 
     @property
     def delay_long(self) -> np.ndarray:
         """Long-term delay costs charged per [call path, location] (all wait-state classes)."""
         self._require("delay_latesender", 'delay_model="proportional" or "wait-first"')
-        return sum(self.get(m) for m in DELAY_LONG)  # type: ignore[return-value]
+        return sum(self.get(m) for m in DELAY_LONG if m in self._metric_index)  # type: ignore[return-value]
 
-    def delay_vectors(self) -> tuple[LabelledArray, LabelledArray]:
-        """Per-rank delay vectors: (short, long) costs as [call path, rank] arrays.
+    def delay_vectors(self, by: str = "rank") -> tuple[LabelledArray, LabelledArray]:
+        """Delay vectors: (short, long) costs as [call path, rank] arrays.
 
-        Locations of the same rank (threads) are summed.  Both are
-        :class:`LabelledArray`: ``short.callpaths`` names the rows,
-        ``short.ranks`` the columns, ``short.to_pandas()`` gives a table.
+        ``by="rank"`` sums the locations of a rank (its threads); ``by="location"``
+        gives one column per location (per thread of an MPI+OpenMP process),
+        labelled with ``.locations``.  Both are :class:`LabelledArray`:
+        ``short.callpaths`` names the rows, ``short.ranks`` (or
+        ``short.locations``) the columns, ``short.to_pandas()`` gives a table.
         """
+        if by not in ("rank", "location"):
+            raise ValueError(f"delay_vectors: by must be 'rank' or 'location', not {by!r}")
+        if by == "location":
+            return (LabelledArray(np.asarray(self.delay_short), self.callpath_names,
+                                  np.arange(len(self.location_ranks)), "location"),
+                    LabelledArray(np.asarray(self.delay_long), self.callpath_names,
+                                  np.arange(len(self.location_ranks)), "location"))
         ranks = self.location_ranks
         n_ranks = int(ranks.max()) + 1 if len(ranks) else 0
         out = []
@@ -372,8 +383,13 @@ class AnalysisResult:
         return out[0], out[1]
 
     def handled_waiting(self) -> float:
-        """Total waiting time of the wait states the delay analysis accounts."""
-        return sum(self.total(m) for m in HANDLED_WAITS)
+        """Total waiting time of the wait states the delay analysis accounts,
+        and the time OpenMP worker threads idle outside parallel regions
+        (omp_idle_threads without omp_limited_parallelism)."""
+        total = sum(self.total(m) for m in HANDLED_WAITS if m in self._metric_index)
+        if "omp_idle_threads" in self._metric_index:
+            total += self.total("omp_idle_threads") - self.total("omp_limited_parallelism")
+        return total
 
     @property
     def delay_records(self) -> np.ndarray:
