@@ -17,6 +17,8 @@
  * call keep their relative position in it.  See docs/simulate.md. */
 #include "simulate_int.h"
 
+#include <otf2/otf2.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +116,23 @@ static int sim_event(void *state, const ws_replay_env *env, uint32_t loc, uint64
         tn = st->time[ev - 1] + (st->mpi_depth ? g : g * st->fac[st->depth - 1]);
     }
     uint8_t kind = e->kind[ev];
+    if (st->fork_pending) {
+        /* a thread of a team starts from the master's fork, with its
+         * recorded delay: the events from its ThreadTeamBegin on (its idle
+         * time before them is no work) */
+        st->fork_pending = 0;
+        uint64_t b = ev;
+        while (b > 0 && e->kind[b] != WS_EV_THREAD_TEAM_BEGIN)
+            b--;
+        double floor = b > 0 ? st->time[b - 1] : -INFINITY;
+        for (uint64_t k = b; k < ev; k++) {
+            double v = st->new_fork + (e->time[k] - st->fork);
+            st->time[k] = v > floor ? v : floor;
+            floor = st->time[k];
+        }
+        double v = st->new_fork + (x - st->fork);
+        tn = v > floor ? v : floor;
+    }
     if (kind == WS_EV_ENTER || kind == WS_EV_LEAVE) {
         uint32_t cp = e->ref[ev];
         int mpi = cp < t->callpaths.n && s->cp_mpi[cp];
@@ -219,8 +238,20 @@ static int sim_coll_produce(void *state, const ws_replay_env *env, uint32_t loc,
                             ws_error *err)
 {
     sim *s = state;
-    double enter = ws_site_enter(&env->trace->locations[loc].events, &env->sync->locs[loc].sites[site]);
+    const ws_site *st = &env->sync->locs[loc].sites[site];
+    const ws_events *e = &env->trace->locations[loc].events;
+    double enter = ws_site_enter(e, st);
     member_time p = {enter, new_of(s, loc, enter)};
+    if (st->cls == WS_SITE_OMP_FORK && st->member == st->root) {
+        /* the team's master: its ThreadFork (processed already) */
+        uint64_t f = st->enter_event;
+        while (f > 0 && e->kind[f] != WS_EV_THREAD_FORK)
+            f--;
+        if (e->kind[f] == WS_EV_THREAD_FORK) {
+            p.enter = e->time[f];
+            p.new_enter = s->locs[loc].time[f];
+        }
+    }
     if (ws_buffer_append(out, &p, sizeof p) != 0)
         return ws_error_nomem(err, "payload");
     return WS_OK;
@@ -282,7 +313,8 @@ static int coll_constraint(const ws_loc_sync *ls, uint32_t site, const ws_coll_v
     case WS_SITE_BARRIER:
     case WS_SITE_NXN:
     case WS_SITE_INIT:
-    case WS_SITE_FINALIZE: { /* the latest arrival */
+    case WS_SITE_FINALIZE:
+    case WS_SITE_OMP_BARRIER: { /* the latest arrival */
         arrival_cache *k = view->cache;
         if (!k->ready) {
             k->ready = 1;
@@ -334,6 +366,18 @@ static int sim_coll_consume(void *state, const ws_replay_env *env, uint32_t loc,
     sim_loc *st = &s->locs[loc];
     const ws_loc_sync *ls = &env->sync->locs[loc];
     double C = 0.0, Cn = 0.0;
+    if (ls->sites[site].cls == WS_SITE_OMP_FORK) {
+        member_time p;
+        int rc = member_at(view, ls->sites[site].root, &p, err);
+        if (rc < 0)
+            return err->code;
+        if (rc && ls->sites[site].member != ls->sites[site].root) {
+            st->fork_pending = 1;
+            st->fork = p.enter;
+            st->new_fork = p.new_enter;
+        }
+        return WS_OK;
+    }
     int has = coll_constraint(ls, site, view, &C, &Cn, err);
     if (has < 0)
         return err->code;
@@ -375,7 +419,10 @@ static int run(sim *s, ws_transport *tr, const ws_progress *progress, ws_error *
         return ws_error_nomem(err, "simulation");
     for (uint32_t cp = 0; cp < C; cp++) {
         uint32_t r = t->callpaths.region[cp];
-        s->cp_mpi[cp] = r < s->sync->n_regions && s->sync->region_mpi[r] != WS_MPIFN_NONE;
+        const ws_region *rg = &t->regions[r];
+        s->cp_mpi[cp] = (r < s->sync->n_regions && s->sync->region_mpi[r] != WS_MPIFN_NONE) ||
+                        (rg->paradigm == OTF2_PARADIGM_OPENMP &&
+                         (rg->role == OTF2_REGION_ROLE_BARRIER || rg->role == OTF2_REGION_ROLE_IMPLICIT_BARRIER));
         s->cp_ssend[cp] = s->cp_mpi[cp] && region_named(t, cp, "MPI_Ssend", "MPI_Issend");
     }
     int rc = WS_OK;

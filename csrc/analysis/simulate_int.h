@@ -24,6 +24,11 @@ typedef struct sim_loc {
     double M;             /* network model: the new Leave */
     double s;             /* factor of its non-waiting time */
     int64_t last;         /* last event processed */
+    /* a thread of an OpenMP team other than its master, at the fork site
+     * (its Enter of the parallel region): the master's recorded and new
+     * fork times, from which its part of the region starts */
+    int fork_pending;
+    double fork, new_fork;
 } sim_loc;
 
 typedef struct sim {
@@ -33,7 +38,7 @@ typedef struct sim {
     const uint32_t *local;
     uint32_t n_local;
     sim_loc *locs;       /* indexed by location */
-    uint8_t *cp_mpi;     /* per call path: an MPI region */
+    uint8_t *cp_mpi;     /* per call path: a call with constraints (an MPI region or an OpenMP barrier) */
     uint8_t *cp_ssend;   /* per call path: MPI_Ssend / MPI_Issend */
     ws_sim_stats stats;
 } sim;

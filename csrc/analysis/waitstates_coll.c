@@ -16,6 +16,7 @@ typedef struct coll_info {
     uint32_t location;
     uint32_t root; /* the root this member recorded (member index; WS_NONE32: none) */
     uint32_t pad;
+    double tasks;  /* OpenMP barriers: time the thread ran tasks inside the barrier (no waiting) */
 } coll_info;
 
 /* What the members of an instance make of it together (Scalasca 2.6's
@@ -50,6 +51,25 @@ static double site_begin(const ws_events *e, const ws_site *st)
     return ws_site_enter(e, st);
 }
 
+/* Time an OpenMP thread ran tasks inside a barrier (the task regions
+ * entered directly in it): no waiting (Scalasca 2.6 subtracts it too). */
+static double barrier_tasks(const ws_trace *t, const ws_events *e, const ws_site *st)
+{
+    double sum = 0.0, since = 0.0;
+    int depth = 0;
+    for (uint64_t i = (uint64_t)st->enter_event + 1; i < st->leave_event && i < e->n; i++) {
+        if (e->kind[i] == WS_EV_ENTER) {
+            if (depth++ == 0 && t->regions[t->callpaths.region[e->ref[i]]].role == OTF2_REGION_ROLE_TASK)
+                since = e->time[i];
+            else if (depth == 1)
+                since = NAN;
+        } else if (e->kind[i] == WS_EV_LEAVE && depth > 0 && --depth == 0 && !isnan(since)) {
+            sum += e->time[i] - since;
+        }
+    }
+    return sum;
+}
+
 static int p1_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site, ws_buffer *out,
                            ws_error *err)
 {
@@ -75,6 +95,8 @@ static int p1_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
     } else { /* MPI_Init, MPI_Finalize, OpenMP barriers */
         c.begin = ws_site_enter(e, st);
         c.end = ws_site_leave(e, st);
+        if (st->cls == WS_SITE_OMP_BARRIER)
+            c.tasks = barrier_tasks(env->trace, e, st);
     }
     if (ws_buffer_append(out, &c, sizeof c) != 0)
         return ws_error_nomem(err, "payload");
@@ -421,7 +443,10 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
         kind = WS_WAIT_FINALIZE;
         break;
     case WS_SITE_OMP_BARRIER:
-        /* (as an opening point the barrier counts nothing of its call) */
+        /* less the tasks the thread ran meanwhile (as an opening point the
+         * barrier counts nothing of its call) */
+        wait = wait > own.tasks ? wait - own.tasks : 0.0;
+        wi.end = wi.start + wait;
         if ((rc = ws_add_wait(a, own.op == WS_SITE_OP_OMP_EBARRIER ? WS_WP_OMP_EBARRIER : WS_WP_OMP_IBARRIER, cp, loc,
                               wait, &wi, err)))
             return rc;

@@ -58,6 +58,7 @@ typedef struct evt_ctx {
     uint32_t base; /* the parent of the regions entered at depth 0: inside a thread team that another
                       thread forked, the call path at which its master forked it; else WS_NONE32 */
     int in_team;   /* inside such a team */
+    uint32_t fork_requested; /* threads the last ThreadFork asked for (0: none or not said) */
     int program_open; /* the program region is the outermost open region */
     double inv_resolution;
     uint64_t offset;

@@ -14,6 +14,7 @@
  * locations of a process together, masters first). */
 #include "otf2_evt_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,6 +106,16 @@ static int index_master_teams(evt_ctx *c, uint32_t m)
     return rc;
 }
 
+/* "thread team 3" (its OTF2 id; Score-P leaves team communicators unnamed) */
+static const char *team_name(const ws_trace *t, const ws_comm *cm, char *buf, size_t size)
+{
+    const char *name = ws_trace_string(t, cm->name);
+    if (name && *name)
+        return name;
+    snprintf(buf, size, "thread team %llu", (unsigned long long)cm->otf2_id);
+    return buf;
+}
+
 static OTF2_CallbackCode on_team_begin(OTF2_LocationRef l, OTF2_TimeStamp time, uint64_t pos, void *user,
                                        OTF2_AttributeList *a, OTF2_CommRef team)
 {
@@ -120,13 +131,17 @@ static OTF2_CallbackCode on_team_begin(OTF2_LocationRef l, OTF2_TimeStamp time, 
         EVT_FAIL(c, WS_ERR_FORMAT, "event %llu: a thread team begins without its team communicator",
                  (unsigned long long)c->ev->n);
     const ws_comm *cm = &t->comms[comm];
+    char buf[48];
+    const char *tname = team_name(t, cm, buf, sizeof buf);
     if (c->in_team)
-        EVT_FAIL(c, WS_ERR_FORMAT, "event %llu: thread team '%s' begins inside another team of this thread",
-                 (unsigned long long)c->ev->n, ws_trace_string(t, cm->name));
+        EVT_FAIL(c, WS_ERR_FORMAT, "event %llu: %s begins inside another team of this thread",
+                 (unsigned long long)c->ev->n, tname);
     uint32_t master = cm->size && cm->rank_location ? cm->rank_location[0] : WS_NONE32;
     if (master == WS_NONE32)
-        EVT_FAIL(c, WS_ERR_FORMAT, "event %llu: thread team '%s' has no members", (unsigned long long)c->ev->n,
-                 ws_trace_string(t, cm->name));
+        EVT_FAIL(c, WS_ERR_FORMAT, "event %llu: %s has no members", (unsigned long long)c->ev->n, tname);
+    if (master == c->loc && c->fork_requested && cm->size > c->fork_requested)
+        EVT_FAIL(c, WS_ERR_FORMAT, "event %llu: %s has %u threads but the fork before it asked for %u: the trace is "
+                 "inconsistent", (unsigned long long)c->ev->n, tname, (unsigned)cm->size, (unsigned)c->fork_requested);
     uint64_t k = 0;
     ws_map64_get(&c->s->team_count, comm, &k);
     k++;
@@ -134,8 +149,8 @@ static OTF2_CallbackCode on_team_begin(OTF2_LocationRef l, OTF2_TimeStamp time, 
         EVT_FAIL(c, WS_ERR_NOMEM, "out of memory for thread teams");
     if (master != c->loc) {
         if (c->depth != 0)
-            EVT_FAIL(c, WS_ERR_FORMAT, "event %llu: this thread joins team '%s' inside a region of its own, "
-                     "which only the team's master may", (unsigned long long)c->ev->n, ws_trace_string(t, cm->name));
+            EVT_FAIL(c, WS_ERR_FORMAT, "event %llu: this thread joins %s inside a region of its own, which only the "
+                     "team's master may", (unsigned long long)c->ev->n, tname);
         const ws_location *ml = &t->locations[master];
         if (!ml->loaded)
             EVT_FAIL(c, WS_ERR_FORMAT,
@@ -147,9 +162,9 @@ static OTF2_CallbackCode on_team_begin(OTF2_LocationRef l, OTF2_TimeStamp time, 
         uint64_t cp;
         if (!ws_map64_get(&c->s->team_cp, (uint64_t)comm << 40 | k, &cp))
             EVT_FAIL(c, WS_ERR_FORMAT,
-                     "event %llu: thread team '%s' begins %llu times on this thread but fewer times on its master "
-                     "(location %llu): the trace is inconsistent", (unsigned long long)c->ev->n,
-                     ws_trace_string(t, cm->name), (unsigned long long)k, (unsigned long long)ml->otf2_id);
+                     "event %llu: %s begins %llu times on this thread but fewer times on its master (location %llu): "
+                     "the trace is inconsistent", (unsigned long long)c->ev->n, tname, (unsigned long long)k,
+                     (unsigned long long)ml->otf2_id);
         /* (a master forking outside any region: the thread's regions stay roots) */
         c->base = cp == UINT64_MAX ? WS_NONE32 : (uint32_t)cp;
         c->in_team = 1;
@@ -183,6 +198,7 @@ static OTF2_CallbackCode on_fork(OTF2_LocationRef l, OTF2_TimeStamp time, uint64
     (void)l;
     (void)pos;
     (void)a;
+    ((evt_ctx *)user)->fork_requested = requested;
     return push_thread(user, time, WS_EV_THREAD_FORK, WS_NONE32, (uint8_t)model, requested, 0);
 }
 

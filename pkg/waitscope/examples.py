@@ -25,7 +25,8 @@ with these functions.  They return a :class:`waitscope.synth.Program`
 
 :data:`PING_PONG` is the path of the bundled Score-P trace, :data:`HALO2D`
 the directory of a measurement made with ``waitscope trace --profile`` (a
-trace and a profile of the same run).
+trace and a profile of the same run), :data:`OMP_IMBALANCE` a Score-P trace of
+a hybrid MPI+OpenMP program.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from . import synth
 __all__ = [
     "PING_PONG",
     "HALO2D",
+    "OMP_IMBALANCE",
     "chain",
     "CHAIN_CASES",
     "sweep3d",
@@ -61,6 +63,14 @@ PING_PONG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "sc
 """Anchor file of the bundled real Score-P trace: two ranks exchanging 1 MiB messages
 (from the pipit project's test data; see ``data/NOTICE.md``).  The examples in
 README.md and docs/ open it, so that they run as written."""
+
+OMP_IMBALANCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "scorep-omp-imbalance",
+                             "traces.otf2")
+"""Anchor file of a bundled real Score-P 7.1 trace of a hybrid MPI+OpenMP program
+(``data/scorep-omp-imbalance/omp_imbalance.c``: 2 ranks x 2 OpenMP threads, 4
+iterations of a parallel region in which thread 1 works 80 ms longer than the
+master (implicit-barrier waiting), serial work of the master and an MPI_Send to
+rank 1, which waits 80 ms as a Late Sender).  See ``data/NOTICE.md``."""
 
 HALO2D = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "halo2d-run")
 """Directory of a bundled measurement: ``waitscope trace --profile -- mpiexec.mpich -n 2
