@@ -176,3 +176,32 @@ def test_random_damage_to_a_thread_file_raises_or_loads(locks_copy):
             t.analyze(delay_model="proportional", critical_path=True)
         except waitscope.TraceError as exc:
             assert "traces.otf2" in str(exc), str(exc)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_identity_simulation_reproduces_the_trace(name):
+    """Simulating nothing changed gives back every time of every thread
+    (forks start the team's threads from the master's fork with their
+    recorded delays, barriers release at the last arrival)."""
+    t = waitscope.open(str(trace_dir(name)))
+    s = t.simulate()
+    for loc in range(t.n_locations):
+        np.testing.assert_allclose(s.events(loc).time, t.events(loc).time, rtol=0, atol=1e-12)
+
+
+def test_scaling_the_parallel_work_scales_the_barrier_waiting():
+    """omp_imbalance: in each parallel region the master works 40 ms and
+    thread 1 120 ms (the master waits 80 ms at the implicit barrier).
+    Making that work (one call path, on both threads) 3 times faster leaves
+    40/3 and 40 ms: the masters wait a third as long, the regions end 80 ms
+    sooner (4 x 80 ms off the run), and the Late Sender between the ranks
+    (both ranks' regions shrink alike) stays as it was."""
+    t = waitscope.open(str(trace_dir("omp_imbalance")))
+    before = t.analyze()
+    s = t.simulate(scale={"!$omp parallel @omp_imbalance.c:63/work_until": 3.0})
+    after = s.analyze()
+    masters = [loc.index for loc in t.locations if not loc.thread]
+    np.testing.assert_allclose(after.by_location("omp_ibarrier_wait")[masters],
+                               before.by_location("omp_ibarrier_wait")[masters] / 3, rtol=0.05)
+    assert after.total("mpi_latesender") == pytest.approx(before.total("mpi_latesender"), rel=0.02)
+    assert t.run_length - s.run_length > 4 * 0.080 * 0.95
