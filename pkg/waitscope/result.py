@@ -180,7 +180,10 @@ class AnalysisResult:
     callpath_names : list of str
         Region names joined by '/' from the root, e.g. ``main/MPI_Recv``.
     location_ranks : ndarray
-        MPI rank of every location, in location order.
+        MPI rank of every location, in location order (the rank of its
+        process: the threads of an MPI+OpenMP process share it).
+    location_threads : ndarray
+        Thread number of every location within its process (0: master).
     cube : ndarray, shape (metrics, call paths, locations)
     """
 
@@ -197,6 +200,8 @@ class AnalysisResult:
         self._callpath_index = {n: i for i, n in enumerate(self.callpath_names)}
         self.callpath_parent: np.ndarray = trace.callpath_parent
         self.location_ranks: np.ndarray = trace.location_ranks
+        self.location_threads: np.ndarray = np.asarray(trace.location_threads, dtype=np.int64)
+        """Thread number of every location within its process (0: the master thread)."""
         self.clock_violations: np.ndarray = raw["clock_violations"]
         """Receives per location that end before their send starts."""
         self.delay_model: str | None = raw["delay_model"]
@@ -225,6 +230,17 @@ class AnalysisResult:
     @property
     def n_locations(self) -> int:
         return self.cube.shape[2]
+
+    @property
+    def has_threads(self) -> bool:
+        """Whether a process of the trace has several locations (threads: a hybrid MPI+OpenMP run)."""
+        return bool(np.any(self.location_threads != 0))
+
+    def location_label(self, location: int) -> str:
+        """How reports name a location: its rank (``"3"``), or rank.thread
+        (``"1.1"``: thread 1 of rank 1) when the run has threads."""
+        rank = int(self.location_ranks[location])
+        return f"{rank}.{int(self.location_threads[location])}" if self.has_threads else str(rank)
 
     def metric(self, metric_id: str) -> Metric:
         """The :class:`Metric` a key names (see :meth:`metric_index`)."""
@@ -649,7 +665,8 @@ class AnalysisResult:
         (inclusive values, display names, % of total time adding up per
         level), the computation and the MPI time by call path, every non-zero
         wait-state pattern with its top `top` call paths (min / mean / max over
-        ranks and the rank of the maximum), and the delay costs (with the
+        ranks and the rank of the maximum; over locations, named rank.thread,
+        in a run with threads), and the delay costs (with the
         direct / indirect and propagating / terminal wait states apart) and
         critical path when the result has them.  See :mod:`waitscope.report`."""
         from .report import summary

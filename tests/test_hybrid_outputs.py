@@ -1,0 +1,165 @@
+"""Everything that shows a result accepts hybrid MPI+OpenMP traces.
+
+The six Score-P 7.1 traces of ../shared/data/hybrid/ (2 ranks x 2 OpenMP
+threads, with the report of the real Scalasca 2.6 ``scout.hyb`` as
+``scalasca.json``) through the text report, the JSON document, Cube
+reports, Perfetto, the plots, compare/diff, the POP efficiencies and the
+Hatchet export.  Expected values come from elsewhere than the code under
+test: Scalasca's report (per metric, call path and location, for the
+metrics where tests/test_scalasca_hybrid.py shows waitscope equal to it),
+Scalasca's own Cube file (its system tree), the trace's events, or the
+result's cube by another route than the code under test takes.
+
+Location order (cube and JSON alike): rank 0 master, rank 0 OMP thread 1,
+rank 1 master, rank 1 OMP thread 1.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import re
+import tarfile
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import waitscope
+from waitscope import _core, cli, export, report
+
+from conftest import SHARED_DATA
+
+HYBRID = SHARED_DATA / "hybrid"
+LABELS = ["0.0", "0.1", "1.0", "1.1"]  # rank.thread of the four locations
+# waitscope equals Scalasca 2.6 on these (test_scalasca_hybrid.py); seconds
+ATOL = 2e-6
+
+
+def _dir(name: str) -> Path:
+    d = HYBRID / name
+    if not (d / "traces.otf2").exists():
+        pytest.skip(f"{d} is not available")
+    return d
+
+
+@functools.lru_cache(maxsize=None)
+def reference(name: str) -> dict:
+    """Scalasca 2.6's report: metric -> call path -> [4 values] (seconds)."""
+    ref = json.loads((_dir(name) / "scalasca.json").read_text())
+    return {m: {p: np.asarray(v, dtype=np.float64) for p, v in e["paths"].items()} for m, e in ref["metrics"].items()}
+
+
+def ref_by_location(name: str, metric: str) -> np.ndarray:
+    return sum(reference(name).get(metric, {}).values(), np.zeros(4))
+
+
+@functools.lru_cache(maxsize=None)
+def analysed(name: str, model: str = "proportional") -> waitscope.AnalysisResult:
+    trace = waitscope.open(str(_dir(name)))
+    return trace.analyze(delay_model=model, critical_path=True, wait_records=True, delay_records=True)
+
+
+# ---- the text report --------------------------------------------------------------------------
+
+
+def _table_rows(text: str, title: str) -> dict[str, list[str]]:
+    """The rows of the call-path table under the pattern line starting with `title`: call path -> columns."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith(title))
+    rows = {}
+    for line in lines[start + 1:]:
+        if not re.match(r"^ {8}\d", line):
+            break
+        cols = line.split()
+        # value s % time % min mean max location callpath (the call path may hold spaces)
+        rows[" ".join(cols[8:])] = cols[:8]
+    return rows
+
+
+@pytest.mark.parametrize("name, metric", [("omp_imbalance", "omp_ibarrier_wait"),
+                                          ("omp_imbalance", "mpi_latesender"),
+                                          ("omp_locks", "omp_lock_contention_api"),
+                                          ("omp_critical", "omp_lock_contention_critical"),
+                                          ("omp_explicit_barrier", "omp_ebarrier_wait")])
+def test_wait_state_tables_are_per_thread(name, metric):
+    """The report lists the OpenMP wait states too, and spreads each call path over the four
+    locations: min / mean / max over them and the location of the max as rank.thread, the
+    values of Scalasca's report."""
+    r = analysed(name)
+    text = r.summary(top=20)
+    assert "4 locations (2 ranks x 2 threads)" in text.splitlines()[0]
+    assert "location (rank.thread) of the max" in text
+    rows = _table_rows(text, f"{metric} (")
+    ref = reference(name)[metric]
+    assert set(rows) == {p for p, v in ref.items() if v.sum() > 5e-7}
+    for path, values in ref.items():
+        if values.sum() <= 5e-7:
+            continue
+        cols = rows[path]
+        assert float(cols[0]) == pytest.approx(values.sum(), abs=ATOL)
+        assert [float(c) for c in cols[4:7]] == pytest.approx([values.min(), values.mean(), values.max()], abs=ATOL)
+        assert cols[7] == LABELS[int(np.argmax(values))]
+
+
+def test_tables_of_a_trace_without_threads_stay_per_rank(pingpong_dir):
+    r = waitscope.open(pingpong_dir).analyze()
+    text = r.summary()
+    assert "min / mean / max over ranks, rank of the max" in text and "location (rank.thread)" not in text
+    assert report.TABLE_HEADER in text and report.table_header(r) == report.TABLE_HEADER
+    assert "(2 ranks);" in text.splitlines()[0] and "OpenMP" not in text
+
+
+def test_metric_tree_has_the_openmp_part():
+    """Under Execution the OpenMP runtime with Scalasca's names; Idle threads beside Execution;
+    the OpenMP wait states of Scalasca's report."""
+    r = analysed("omp_critical")
+    rows = {row.id: row for row in report.metric_rows(r, "time")}
+    expected = {"omp_time": ("OpenMP", "execution"), "omp_management": ("Management", "omp_time"),
+                "omp_fork": ("Fork", "omp_management"), "omp_synchronization": ("Synchronization", "omp_time"),
+                "omp_barrier": ("Barrier", "omp_synchronization"), "omp_ibarrier": ("Implicit", "omp_barrier"),
+                "omp_ibarrier_wait": ("Wait at Barrier", "omp_ibarrier"),
+                "omp_critical": ("Critical", "omp_synchronization"),
+                "omp_lock_contention_critical": ("Lock Contention", "omp_critical"),
+                "omp_idle_threads": ("Idle threads", "time")}
+    for mid, (name, parent) in expected.items():
+        assert (rows[mid].name, rows[mid].parent) == (name, parent), mid
+    for mid in ("omp_ibarrier_wait", "omp_lock_contention_critical", "omp_fork"):
+        assert rows[mid].value == pytest.approx(ref_by_location("omp_critical", mid).sum(), abs=ATOL), mid
+    # the levels add up: Execution = Computation + MPI + OpenMP, Time = Execution + Idle threads (+ overhead)
+    total = r.total
+    assert total("execution") == pytest.approx(total("comp") + total("mpi") + total("omp_time"), rel=1e-12)
+    text = r.summary()
+    assert re.search(r"^    omp_idle_threads +Idle threads ", text, re.M)  # beside execution
+    assert "OpenMP time by call path (metric omp_time;" in text
+
+
+def test_culprit_is_a_thread():
+    """The call path whose delays caused the most waiting and the thread where it caused most,
+    worked out from Scalasca's delay costs (which waitscope equals on this program)."""
+    ref = reference("omp_imbalance")
+    per_path: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(4))
+    for metric, paths in ref.items():
+        if metric.startswith("delay_"):  # Scalasca's leaves: short- and long-term costs of each class
+            for path, values in paths.items():
+                per_path[path] += values
+    path = max(per_path, key=lambda p: per_path[p].sum())
+    loc = int(np.argmax(per_path[path]))
+    r = analysed("omp_imbalance")
+    found = report.culprit(r)
+    assert r.callpath_names[found.callpath] == path
+    assert (found.location, found.rank, found.thread) == (loc, loc // 2, loc % 2)
+    assert found.cost == pytest.approx(per_path[path][loc], abs=ATOL)
+    share = per_path[path][loc] / per_path[path].sum()
+    assert f"most on thread {loc % 2} of rank {loc // 2} ({100 * share:.0f} % of it)" in report.culprit_line(r)
+
+
+def test_metric_table_names_locations(capsys):
+    d = _dir("omp_locks")
+    assert cli.main(["analyze", str(d), "--metric", "omp_lock_contention_api", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "location (rank.thread) of the max" in out and re.search(r"\blocation  call path$", out, re.M)
+    values = next(iter(reference("omp_locks")["omp_lock_contention_api"].values()))
+    line = next(line for line in out.splitlines() if "omp_set_lock" in line)
+    assert line.split()[7] == LABELS[int(np.argmax(values))]
