@@ -163,3 +163,65 @@ def test_metric_table_names_locations(capsys):
     values = next(iter(reference("omp_locks")["omp_lock_contention_api"].values()))
     line = next(line for line in out.splitlines() if "omp_set_lock" in line)
     assert line.split()[7] == LABELS[int(np.argmax(values))]
+
+
+# ---- POP ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["omp_imbalance", "omp_idle", "omp_critical"])
+def test_pop_hybrid_efficiencies(name):
+    """POP's multiplicative hybrid model, worked out from the cube another way: useful time per
+    thread is Time less MPI, the OpenMP runtime, idleness and measurement overhead; a process's
+    time outside MPI that of its master thread's Execution less MPI."""
+    r = analysed(name)
+    pop = r.pop_metrics(ideal=None)
+    by = r.by_location
+    useful = by("time") - by("mpi") - by("omp_time") - by("omp_idle_threads") - by("overhead")
+    outside = (by("execution") - by("mpi"))[[0, 2]]
+    runtime = r.trace.run_length
+    h = pop.hybrid
+    assert (h.processes, h.threads) == (2, 4)
+    assert pop.parallel_efficiency == pytest.approx(useful.mean() / runtime, rel=1e-9)
+    assert h.mpi_load_balance == pytest.approx(outside.mean() / outside.max(), rel=1e-9)
+    assert h.mpi_communication_efficiency == pytest.approx(outside.max() / runtime, rel=1e-9)
+    assert h.mpi_parallel_efficiency == pytest.approx(outside.mean() / runtime, rel=1e-9)
+    assert h.openmp_communication_efficiency == pytest.approx(useful.max() / outside.max(), rel=1e-9)
+    assert h.openmp_load_balance == pytest.approx((useful.mean() / useful.max()) / (outside.mean() / outside.max()),
+                                                  rel=1e-9)
+    assert h.openmp_parallel_efficiency == pytest.approx(useful.mean() / outside.mean(), rel=1e-9)
+    assert h.mpi_parallel_efficiency * h.openmp_parallel_efficiency == pytest.approx(pop.parallel_efficiency,
+                                                                                     rel=1e-12)
+    # the OpenMP runtime and idle workers cost OpenMP efficiency, not MPI efficiency
+    assert h.openmp_parallel_efficiency < 1 and h.mpi_parallel_efficiency > pop.parallel_efficiency
+    # no ideal-network simulation of threads: the MPI serialisation and transfer need a given run time
+    assert pop.serialisation_efficiency is None and h.mpi_transfer_efficiency is None
+    given = r.pop_metrics(ideal=0.8 * runtime).hybrid
+    assert given.mpi_transfer_efficiency == pytest.approx(0.8, rel=1e-12)
+    assert given.mpi_serialisation_efficiency == pytest.approx(outside.max() / (0.8 * runtime), rel=1e-9)
+
+
+def test_pop_report_lines(capsys):
+    d = _dir("omp_idle")
+    assert cli.main(["analyze", str(d), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    h = analysed("omp_idle").pop_metrics(ideal=None).hybrid
+    assert "POP's hybrid model" in out and "does not model OpenMP threads" in out
+    for label, value in (("MPI parallel efficiency", h.mpi_parallel_efficiency),
+                         ("MPI load balance", h.mpi_load_balance),
+                         ("OpenMP parallel efficiency", h.openmp_parallel_efficiency),
+                         ("OpenMP communication efficiency", h.openmp_communication_efficiency)):
+        assert re.search(rf"^ +{label} +{100 * value:.2f} %", out, re.M), label
+
+
+def test_pop_of_a_trace_without_threads_is_unchanged(pingpong_dir):
+    r = waitscope.open(pingpong_dir).analyze()
+    pop = r.pop_metrics(ideal=None)
+    useful = r.by_location("comp")
+    assert pop.hybrid is None
+    assert (pop.parallel_efficiency, pop.load_balance, pop.communication_efficiency) == pytest.approx(
+        (useful.mean() / r.run_length, useful.mean() / useful.max(), useful.max() / r.run_length), rel=1e-12)
+    lines = pop.lines()
+    assert [line[:30] for line in lines] == ["  parallel efficiency         ", "    load balance              ",
+                                             "    communication efficiency  ", "      serialisation efficiency",
+                                             "      transfer efficiency     "]
+    assert not any("MPI" in line or "OpenMP" in line for line in lines)

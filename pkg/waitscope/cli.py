@@ -244,9 +244,11 @@ def ideal_runtime(trace: Trace, window: tuple[float, float] | None) -> tuple[flo
     Simulates ``trace.simulate(network="ideal")``; in the parallel mode every
     process must call this (the simulation and the reductions are collective)."""
     from . import TraceError
-    from .pop import ideal_span
+    from .pop import NO_THREAD_SIMULATION, ideal_span
 
     comm = trace.comm
+    if trace.has_threads:
+        return None, NO_THREAD_SIMULATION
     try:
         ideal = trace.simulate(network="ideal", progress=False)
     except (TraceError, ValueError, NotImplementedError) as exc:

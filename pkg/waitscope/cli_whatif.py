@@ -36,8 +36,14 @@ def pop_lines(result: AnalysisResult, ideal: Any = "simulate", why: str = "") ->
             return ["", f"POP efficiencies: not available ({exc})"]
         # the ideal-network simulation failed: the efficiencies that need none
         pop, note = result.pop_metrics(None), f" (no ideal-network simulation: {exc})"
+    if not note and pop.hybrid is not None and isinstance(ideal, str) and pop.runtime_ideal is None:
+        from .pop import NO_THREAD_SIMULATION
+
+        note = f" (no serialisation and transfer efficiency: {NO_THREAD_SIMULATION})"
     over = "" if pop.window is None else f" over the window {pop.window[0]:.6f} s to {pop.window[1]:.6f} s"
-    return ["", f"POP efficiencies{over} (useful = time outside MPI per location){note}:"] + pop.lines()
+    useful = "time outside MPI per location" if pop.hybrid is None else \
+        "time outside MPI, the OpenMP runtime and idleness per thread; POP's hybrid model"
+    return ["", f"POP efficiencies{over} (useful = {useful}){note}:"] + pop.lines()
 
 
 OPTIONS = {"balance": "--balance", "scale": "--scale", "network": "--network"}

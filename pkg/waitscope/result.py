@@ -655,7 +655,10 @@ class AnalysisResult:
         and transfer efficiency need: ``"simulate"`` simulates it with
         ``trace.simulate(network="ideal")`` where available, None leaves
         them out (None in the result), a number of seconds, a simulated
-        Trace or its AnalysisResult give it."""
+        Trace or its AnalysisResult give it.  A run with threads also gets
+        POP's hybrid efficiencies (``.hybrid``: MPI and OpenMP parallel
+        efficiency and their factors); the simulation does not model its
+        threads, so ``"simulate"`` leaves serialisation and transfer out."""
         from .pop import pop_metrics
 
         return pop_metrics(self, ideal)
