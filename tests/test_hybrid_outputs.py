@@ -165,6 +165,41 @@ def test_metric_table_names_locations(capsys):
     assert line.split()[7] == LABELS[int(np.argmax(values))]
 
 
+# ---- JSON ---------------------------------------------------------------------------------
+
+
+def test_json_locations_and_pop(capsys):
+    from test_json import SCHEMA, _conforms, _validate
+
+    d = _dir("omp_idle")
+    assert cli.main(["analyze", str(d), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    _validate(doc, analysis=True)
+    # every location with its process rank, thread and own MPI rank (Score-P: workers have none)
+    assert [(loc["rank"], loc["thread"], loc["mpi_rank"], loc["name"]) for loc in doc["locations"]] == [
+        (0, 0, 0, "Master thread"), (0, 1, -1, "OMP thread 1"), (1, 0, 1, "Master thread"), (1, 1, -1, "OMP thread 1")]
+    assert [t["name"] for t in doc["topologies"]] == ["Process x Thread"]
+    # metrics as without threads: per location, Scalasca's values
+    assert doc["metrics"]["omp_ibarrier_wait"]["by_location"] == pytest.approx(
+        list(ref_by_location("omp_idle", "omp_ibarrier_wait")), abs=ATOL)
+    hybrid = doc["pop"]["hybrid"]
+    _conforms(hybrid, "pop hybrid", "pop.hybrid")
+    assert set(SCHEMA["pop hybrid"]) == set(hybrid)
+    comp = np.asarray(doc["metrics"]["comp"]["by_location"])
+    omp = np.asarray(doc["metrics"]["omp_time"]["by_location"])
+    outside = (comp + omp)[[0, 2]]  # the masters
+    assert hybrid["outside_mpi_max"] == pytest.approx(outside.max(), rel=1e-12)
+    assert hybrid["mpi_load_balance"] == pytest.approx(outside.mean() / outside.max(), rel=1e-12)
+    assert hybrid["mpi_parallel_efficiency"] * hybrid["openmp_parallel_efficiency"] == pytest.approx(
+        doc["pop"]["parallel_efficiency"], rel=1e-12)
+
+
+def test_json_of_a_trace_without_threads_has_no_hybrid_pop(pingpong_dir):
+    doc = export.analysis_document(waitscope.open(pingpong_dir).analyze())
+    assert doc["pop"]["hybrid"] is None
+    assert [loc["mpi_rank"] for loc in doc["locations"]] == [0, 1]
+
+
 # ---- POP ---------------------------------------------------------------------------------------
 
 

@@ -50,7 +50,7 @@ def trace_document(trace: "Trace", event_counts: Sequence[int] | None = None) ->
         "events": int(np.sum(counts)),
         "locations": [
             {"index": loc.index, "rank": loc.rank, "process": loc.process, "thread": loc.thread,
-             "name": loc.name, "events": int(counts[loc.index])}
+             "mpi_rank": loc.mpi_rank, "name": loc.name, "events": int(counts[loc.index])}
             for loc in trace.locations
         ],
         "topologies": [
