@@ -200,6 +200,75 @@ def test_json_of_a_trace_without_threads_has_no_hybrid_pop(pingpong_dir):
     assert [loc["mpi_rank"] for loc in doc["locations"]] == [0, 1]
 
 
+# ---- Cube ---------------------------------------------------------------------------------
+
+
+def _system(path: Path) -> list[tuple[str, str, str, list[tuple[str, str, str]]]]:
+    """(process name, rank, type, [(location name, rank, type)]) of every location group, via pycubexr."""
+    pycubexr = pytest.importorskip("pycubexr")
+    out = []
+    with pycubexr.CubexParser(str(path)) as cube:
+        for node in cube._anchor_result.system_tree_nodes:
+            for group in node.all_location_groups():
+                out.append((group.name, str(group.rank), group.type,
+                            [(loc.name, str(loc.rank), loc.type) for loc in group.all_locations()]))
+    return out
+
+
+@pytest.mark.parametrize("name", ["omp_imbalance", "omp_locks"])
+def test_cube_system_tree_is_scalascas(name, tmp_path):
+    """Processes with their threads as in Scalasca's own report of the trace: location groups of
+    type process named by the rank, holding a location of type thread per thread."""
+    r = analysed(name)
+    path = Path(r.to_cube(tmp_path / "hybrid.cubex"))
+    ours = _system(path)
+    assert ours == _system(_dir(name) / "scout.cubex")
+    assert ours == [("MPI Rank 0", "0", "process", [("Master thread", "0", "thread"), ("OMP thread 1", "1", "thread")]),
+                    ("MPI Rank 1", "1", "process", [("Master thread", "0", "thread"), ("OMP thread 1", "1", "thread")])]
+    with tarfile.open(path) as tar:
+        anchor = ET.fromstring(tar.extractfile("anchor.xml").read())
+    cart = anchor.find("system").find("topologies").find("cart")
+    assert cart.get("name") == "Process x Thread"
+    assert [c.text for c in cart.findall("coord")] == ["0 0", "0 1", "1 0", "1 1"]
+
+
+def test_cube_reads_back_every_thread_and_the_openmp_metrics(tmp_path):
+    pycubexr = pytest.importorskip("pycubexr")
+    name = "omp_locks"
+    r = analysed(name)
+    path = r.to_cube(tmp_path / "hybrid.cubex")
+    parents = {"omp_time": "execution", "omp_management": "omp_time", "omp_fork": "omp_management",
+               "omp_flush": "omp_time", "omp_synchronization": "omp_time", "omp_barrier": "omp_synchronization",
+               "omp_ebarrier": "omp_barrier", "omp_ebarrier_wait": "omp_ebarrier", "omp_ibarrier": "omp_barrier",
+               "omp_ibarrier_wait": "omp_ibarrier", "omp_critical": "omp_synchronization",
+               "omp_lock_contention_critical": "omp_critical", "omp_lock_api": "omp_synchronization",
+               "omp_lock_contention_api": "omp_lock_api", "omp_ordered": "omp_synchronization",
+               "omp_taskwait": "omp_synchronization", "omp_idle_threads": "time",
+               "omp_limited_parallelism": "omp_idle_threads", "delay_omp": "delay",
+               "delay_ompbarrier_aggregate": "delay_omp", "delay_ompbarrier": "delay_ompbarrier_aggregate",
+               "delay_ompbarrier_longterm": "delay_ompbarrier_aggregate", "delay_ompidle_aggregate": "delay_omp",
+               "delay_ompidle": "delay_ompidle_aggregate", "delay_ompidle_longterm": "delay_ompidle_aggregate"}
+    with pycubexr.CubexParser(str(path)) as cube:
+        parent_of = {}
+
+        def walk(children, parent):
+            for m in children:
+                parent_of[m.name] = parent
+                walk(m.childs, m.name)
+
+        walk(cube.get_metrics(), None)
+        assert {m: parent_of[m] for m in parents} == parents
+        assert [(loc.name, loc.rank) for loc in cube.get_locations()] == [
+            ("Master thread", "0"), ("OMP thread 1", "1"), ("Master thread", "0"), ("OMP thread 1", "1")]
+        with pycubexr.CubexParser(str(_dir(name) / "scout.cubex")) as theirs:
+            for metric in ("omp_ibarrier_wait", "omp_lock_contention_api", "omp_fork", "delay_ompbarrier"):
+                got, want = (sum((np.asarray(c.get_metric_values(c.get_metric_by_name(metric)).cnode_values(n),
+                                             dtype=np.float64) for n in c.all_cnodes()), np.zeros(4))
+                             for c in (cube, theirs))
+                np.testing.assert_allclose(got, want, atol=ATOL, err_msg=metric)
+                assert got[1] + got[3] > 0 or got[0] + got[2] > 0
+
+
 # ---- POP ---------------------------------------------------------------------------------------
 
 
