@@ -269,6 +269,65 @@ def test_cube_reads_back_every_thread_and_the_openmp_metrics(tmp_path):
                 assert got[1] + got[3] > 0 or got[0] + got[2] > 0
 
 
+# ---- Perfetto -------------------------------------------------------------------------------
+
+
+def test_perfetto_threads_of_a_rank_are_one_process():
+    from test_perfetto import validate
+
+    r = analysed("omp_locks")
+    doc = waitscope.perfetto.trace_events(r)
+    validate(doc)
+    meta = [e for e in doc["traceEvents"] if e["ph"] == "M"]
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in meta if e["name"] == "thread_name"}
+    processes = {e["pid"]: e["args"]["name"] for e in meta if e["name"] == "process_name"}
+    # one process per rank (pid rank + 1), one thread per location
+    assert processes == {1: "rank 0", 2: "rank 1", waitscope.perfetto.SUMMARY_PID: "critical path"}
+    for loc, (pid, name) in enumerate([(1, "Master thread"), (1, "OMP thread 1"), (2, "Master thread"),
+                                       (2, "OMP thread 1")]):
+        assert names[(pid, loc + 1)] == name
+    # OpenMP wait states as slices on the thread's wait track, adding up to Scalasca's values
+    waited: dict[tuple[str, int], float] = defaultdict(float)
+    track = {}
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "wait":
+            waited[(e["name"], e["pid"])] += e["dur"] / 1e6
+            track.setdefault(e["args"]["metric"], set()).add(names[(e["pid"], e["tid"])])
+    for metric in ("omp_lock_contention_api", "omp_ibarrier_wait"):
+        want = ref_by_location("omp_locks", metric)
+        for loc in range(4):
+            if want[loc]:
+                assert track[metric] >= {f"{'Master thread' if loc % 2 == 0 else 'OMP thread 1'} wait states"}
+        assert [waited[(metric, pid)] for pid in (1, 2)] == pytest.approx(
+            [want[0] + want[1], want[2] + want[3]], abs=ATOL)
+    assert track["omp_lock_contention_api"] == {"OMP thread 1 wait states"}
+    # the critical path names the thread it runs on: the locations Scalasca puts it on
+    segments = [e for e in doc["traceEvents"] if e.get("cat") == "critical_path"]
+    on_path = ref_by_location("omp_locks", "critical_path")
+    assert {(s["args"]["location"], s["args"]["thread"]) for s in segments if s["dur"] > 0} == \
+        {(loc, loc % 2) for loc in range(4) if on_path[loc] > 0}
+
+
+def test_perfetto_window_keeps_worker_threads_to_their_regions():
+    """Cut at a window, a worker thread's track opens only the regions the worker entered (the
+    parallel region and below), never its master's call path above them."""
+    from test_perfetto import validate
+
+    r = analysed("omp_locks")
+    trace = r.trace
+    t0, t1 = trace.run_length * 0.3, trace.run_length * 0.6
+    doc = waitscope.perfetto.trace_events(r, window=(t0, t1))
+    validate(doc)
+    for loc in range(4):
+        ev = trace.events(loc)
+        entered = {trace.region_names[int(trace.callpath_region[int(cp)])]
+                   for k, cp in zip(ev.kind, ev.callpath) if k == _core.EV_ENTER}
+        sliced = {e["name"] for e in doc["traceEvents"] if e["ph"] == "B" and e["tid"] == loc + 1}
+        assert sliced and sliced <= entered, loc
+        if loc % 2:
+            assert "main" not in sliced
+
+
 # ---- POP ---------------------------------------------------------------------------------------
 
 

@@ -464,7 +464,11 @@ class AnalysisResult:
         values of these metrics: ``mpi_latesender``, ``mpi_latereceiver``,
         ``mpi_barrier_wait``, ``mpi_barrier_completion``, ``mpi_wait_nxn``,
         ``mpi_nxn_completion``, ``mpi_latebroadcast``, ``mpi_earlyreduce``,
-        ``mpi_earlyscan``, ``mpi_finalize_wait``, ``mpi_init_completion``.
+        ``mpi_earlyscan``, ``mpi_finalize_wait``, ``mpi_init_completion`` and,
+        in a hybrid MPI+OpenMP trace, the OpenMP wait states
+        ``omp_ibarrier_wait``, ``omp_ebarrier_wait``,
+        ``omp_lock_contention_critical``, ``omp_lock_contention_api`` (on the
+        thread that waited; ``rank`` is its process's rank).
         Only instances with a positive waiting time are listed.
 
         Fields:
