@@ -328,6 +328,124 @@ def test_perfetto_window_keeps_worker_threads_to_their_regions():
             assert "main" not in sliced
 
 
+# ---- plots -----------------------------------------------------------------------------------
+
+
+def test_heatmap_on_the_process_x_thread_grid():
+    pytest.importorskip("matplotlib")
+    from waitscope import plot
+
+    r = analysed("omp_imbalance")
+    assert plot.thread_topology(r).dims == (2, 2) and r.trace.cart_topology.name == "Process x Thread"
+    for metric in ("omp_ibarrier_wait", "delay_ompbarrier", "delay_ompidle"):
+        v = ref_by_location("omp_imbalance", metric)
+        want = np.array([[v[0], v[2]], [v[1], v[3]]])  # [thread, process]: processes across, threads down
+        fig = plot.heatmap(r, metric)
+        ax = fig.axes[0]
+        np.testing.assert_allclose(np.ma.getdata(ax.images[0].get_array()), want, atol=ATOL)
+        assert (ax.get_xlabel(), ax.get_ylabel()) == ("Process", "Thread")
+    assert fig.axes[0].get_title().startswith("OpenMP idle threads: short-term delay costs")
+    # the four OpenMP panels of the README's picture side by side on one scale
+    fig = plot.heatmaps(r, ["omp_ibarrier_wait", "delay_ompbarrier", "omp_idle_threads", "delay_ompidle"])
+    assert [ax.get_title().splitlines()[0] for ax in fig.axes[:4]] == [
+        "OpenMP wait at implicit barrier", "OpenMP barrier: short-term delay costs", "OpenMP idle threads",
+        "OpenMP idle threads: short-term delay costs"]
+
+
+def test_heatmap_sums_the_threads_of_a_process_on_an_application_topology():
+    """An application topology places a process's MPI location; its threads share that cell."""
+    pytest.importorskip("matplotlib")
+    from waitscope import plot
+    from waitscope.trace import CartTopology
+
+    r = analysed("omp_imbalance")
+    line = CartTopology("ranks", 0, ("x",), (2,), (False,), np.array([[0], [1]]), np.array([0, 2]))
+    grid = plot.topology_grid(r, "delay_ompbarrier", topology=line)
+    v = ref_by_location("omp_imbalance", "delay_ompbarrier")
+    np.testing.assert_allclose(grid.filled(np.nan)[0, 0], [v[0] + v[1], v[2] + v[3]], atol=ATOL)
+
+
+def _covered(time: np.ndarray, kind: np.ndarray) -> float:
+    """Time a location spends inside regions it entered, from its events."""
+    depth = np.cumsum((kind == _core.EV_ENTER).astype(int) - (kind == _core.EV_LEAVE).astype(int))
+    return float(np.sum(np.diff(time)[depth[:-1] > 0]))
+
+
+def test_timeline_rows_are_rank_thread_and_workers_idle():
+    pytest.importorskip("matplotlib")
+    from waitscope import plot
+
+    name = "omp_imbalance"
+    r = analysed(name)
+    trace = r.trace
+    fig = plot.timeline(trace, r, window="all")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["0:0", "0:1", "1:0", "1:1"]
+    assert ax.get_ylabel() == "rank:thread"
+    regions = next(c for c in ax.collections if c.get_gid() == "regions")
+    bars = defaultdict(float)
+    for path in regions.get_paths():
+        xs, ys = path.vertices[:, 0], path.vertices[:, 1]
+        bars[int(round(ys.mean()))] += xs.max() - xs.min()
+    for loc in range(4):  # a worker's bar covers its parallel regions only: idle time stays empty
+        ev = trace.events(loc)
+        assert bars[loc] == pytest.approx(_covered(np.asarray(ev.time), np.asarray(ev.kind)), abs=1e-9), loc
+    assert bars[1] < trace.run_length - r.by_location("omp_idle_threads")[1] + 1e-9
+    # the implicit-barrier waiting is hatched: one rectangle per wait (4 iterations x 2 masters)
+    hatched = next(p for p in ax.patches if p.get_gid() == "waits:omp_ibarrier_wait")
+    closed = int(np.count_nonzero(hatched.get_path().codes == hatched.get_path().CLOSEPOLY))
+    assert closed == 8
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "OpenMP wait at implicit barrier" in labels and "Late Sender" in labels
+
+
+def test_profiles_and_whatif_accept_hybrid_results():
+    pytest.importorskip("matplotlib")
+    from waitscope import plot
+
+    name = "omp_imbalance"
+    ref = reference(name)
+    r1, r2 = analysed(name), analysed(name, "wait-first")
+    fig = plot.delay_profile({"proportional": r1, "wait-first": r2}, top=20)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+
+    def widths(gid):
+        return {lab: p.get_width() for lab, p in zip(labels, [p for p in ax.patches if p.get_gid() == gid])}
+
+    short, long_ = widths("short:proportional"), widths("long:proportional")
+    want_short, want_long = defaultdict(float), defaultdict(float)
+    for metric, paths in ref.items():
+        if metric.startswith("delay_"):
+            target = want_long if metric.endswith("_longterm") else want_short
+            for path, values in paths.items():
+                target[plot._short(path)] += values.sum()
+    for lab in labels:
+        assert short[lab] == pytest.approx(want_short[lab], abs=ATOL), lab
+        assert long_[lab] == pytest.approx(want_long[lab], abs=ATOL), lab
+    assert set(labels) == {k for k in set(want_short) | set(want_long) if want_short[k] + want_long[k] > 0}
+
+    fig = plot.critical_path_profile(r1, top=20)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    on_path = {plot._short(p): v.sum() for p, v in ref["critical_path"].items()}
+    bars = [p for p in ax.patches if p.get_gid() in ("critical_path", "imbalance")]
+    per_label = defaultdict(float)
+    for p in bars:
+        per_label[labels[int(round(p.get_y() + p.get_height() / 2 + 0.19))]] += p.get_width()
+    for lab in labels:
+        assert per_label[lab] == pytest.approx(on_path[lab], abs=ATOL), lab
+    assert "average per location (thread)" in [t.get_text() for t in ax.get_legend().get_texts()]
+
+    fig = plot.whatif(r1, r2, "delay_ompidle_longterm", ["main/work_until"])
+    grids = [np.ma.getdata(ax.images[0].get_array()) for ax in fig.axes if ax.images]
+    for grid, result in zip(grids, (r1, r2)):
+        v = result.inclusive("delay_ompidle_longterm")[result.callpath_index("main/work_until")]
+        np.testing.assert_allclose(grid, [[v[0], v[2]], [v[1], v[3]]], rtol=1e-12)
+    np.testing.assert_allclose(grids[0], [[ref["delay_ompidle_longterm"][f"{name}/main/work_until"][i]
+                                           for i in (0, 2)], [0.0, 0.0]], atol=ATOL)
+
+
 # ---- POP ---------------------------------------------------------------------------------------
 
 
