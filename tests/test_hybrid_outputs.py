@@ -446,6 +446,56 @@ def test_profiles_and_whatif_accept_hybrid_results():
                                            for i in (0, 2)], [0.0, 0.0]], atol=ATOL)
 
 
+# ---- compare / diff ----------------------------------------------------------------------------
+
+
+def test_compare_aligns_by_rank_and_thread():
+    pytest.importorskip("pandas")
+    a, b = analysed("omp_imbalance"), analysed("omp_idle")
+    table = waitscope.compare(a, b, metrics=["omp_ibarrier_wait", "omp_idle_threads"], locations=True)
+    assert list(table.columns[:4]) == ["metric", "callpath", "rank", "thread"]
+    rows = table[table["metric"] == "omp_ibarrier_wait"]
+    for name, column in (("omp_imbalance", "before"), ("omp_idle", "after")):
+        (path, values), = reference(name)["omp_ibarrier_wait"].items()
+        got = rows[rows["callpath"] == path]
+        by_place = {(int(r), int(t)): float(v) for r, t, v in zip(got["rank"], got["thread"], got[column]) if v}
+        assert set(by_place) == {(loc // 2, loc % 2) for loc in range(4) if values[loc] > 0}
+        for (rank, thread), value in by_place.items():
+            assert value == pytest.approx(values[2 * rank + thread], abs=ATOL)
+    idle = table[table["metric"] == "omp_idle_threads"]
+    assert set(idle["thread"]) == {1}  # only workers idle
+    for rank in (0, 1):
+        sel = idle[idle["rank"] == rank]
+        assert sel["before"].sum() == pytest.approx(a.by_location("omp_idle_threads")[2 * rank + 1], rel=1e-12)
+
+
+def test_compare_explains_openmp_waiting_by_thread():
+    """A changed OpenMP barrier wait is explained by the barrier delay costs of the thread that
+    arrived late; rows per location name rank and thread."""
+    a, b = analysed("omp_imbalance"), analysed("omp_imbalance", "wait-first")
+    from waitscope.compare import compare_rows, format_rows
+
+    rows = compare_rows(a, b, locations=True)
+    assert all(r.thread in (0, 1) for r in rows[1:])
+    assert all(r.change == pytest.approx(0.0, abs=1e-12) for r in rows if r.metric == "omp_ibarrier_wait")
+    text = format_rows(rows, top=50)
+    assert re.search(r"\(rank [01] thread [01]\)$", text, re.M)
+    with pytest.raises(ValueError, match="ranks and threads"):
+        compare_rows(a, waitscope.open(waitscope.examples.PING_PONG).analyze(), locations=True)
+
+
+def test_diff_ranks_lists_threads(capsys):
+    a, b = _dir("omp_imbalance"), _dir("omp_explicit_barrier")
+    assert cli.main(["diff", str(a), str(b), "--ranks", "--top", "80"]) == 0
+    out = capsys.readouterr().out
+    want = ref_by_location("omp_explicit_barrier", "omp_ebarrier_wait")
+    assert len(re.findall(r"^omp_ebarrier_wait .*\(rank [01] thread [01]\)$", out, re.M)) == np.count_nonzero(want)
+    for loc in np.flatnonzero(want):
+        line = next(line for line in out.splitlines()
+                    if line.startswith("omp_ebarrier_wait") and line.endswith(f"(rank {loc // 2} thread {loc % 2})"))
+        assert float(line.split()[2]) == pytest.approx(want[loc], abs=ATOL)
+
+
 # ---- POP ---------------------------------------------------------------------------------------
 
 
