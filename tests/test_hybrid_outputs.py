@@ -556,3 +556,26 @@ def test_pop_of_a_trace_without_threads_is_unchanged(pingpong_dir):
                                              "    communication efficiency  ", "      serialisation efficiency",
                                              "      transfer efficiency     "]
     assert not any("MPI" in line or "OpenMP" in line for line in lines)
+
+
+# ---- Hatchet -------------------------------------------------------------------------------------
+
+
+def test_hatchet_index_is_rank_and_thread():
+    pytest.importorskip("hatchet")
+    r = analysed("omp_critical")
+    gf = r.to_hatchet()
+    df = gf.dataframe
+    assert df.index.names == ["node", "rank", "thread"]
+    assert len(df) == 4 * len(r.callpath_names)
+    ref = reference("omp_critical")
+    for metric in ("omp_lock_contention_critical", "omp_ibarrier_wait"):
+        for path, values in ref[metric].items():
+            region = path.rsplit("/", 1)[-1]
+            rows = df[df["name"] == region].reset_index()
+            got = {(int(a), int(b)): v for a, b, v in zip(rows["rank"], rows["thread"], rows[metric])}
+            assert [got[(loc // 2, loc % 2)] for loc in range(4)] == pytest.approx(list(values), abs=ATOL), metric
+    # Hatchet's own operations: the mean over ranks and threads, one row per call path
+    mean = gf.deepcopy()
+    mean.drop_index_levels()
+    assert len(mean.dataframe) == len(r.callpath_names)

@@ -612,7 +612,8 @@ class AnalysisResult:
 
     def to_hatchet(self) -> Any:
         """The result as a Hatchet ``GraphFrame``: the call-path tree as its graph,
-        every metric per (call path, rank), exclusive and inclusive (``"time (inc)"``).
+        every metric per (call path, rank), exclusive and inclusive (``"time (inc)"``);
+        per (call path, rank, thread) for a result with threads (hybrid MPI+OpenMP).
 
         Needs Hatchet (``pip install llnl-hatchet``); Thicket takes such
         GraphFrames for studies over several runs.  See :mod:`waitscope._hatchet`.
