@@ -33,11 +33,12 @@ WAIT_HATCHES = {"mpi_latesender": "////", "mpi_latereceiver": "\\\\\\\\", "mpi_b
                 "mpi_barrier_completion": "++", "mpi_wait_nxn": "xxx", "mpi_nxn_completion": "++",
                 "mpi_latebroadcast": "xxx", "mpi_earlyreduce": "xxx", "mpi_earlyscan": "xxx",
                 "mpi_finalize_wait": "...", "mpi_init_completion": "++",
-                "omp_ibarrier_wait": "--", "omp_ebarrier_wait": "--", "omp_lock_contention_critical": "||",
-                "omp_lock_contention_api": "||"}
+                "omp_ibarrier_wait": "--", "omp_ebarrier_wait": "oo", "omp_lock_contention_critical": "||",
+                "omp_lock_contention_api": "**"}
 """Hatch of each wait-state metric in :func:`timeline` (keys: the ``metric`` of
-:attr:`AnalysisResult.wait_states`), in drawing order: MPI's, then OpenMP's (barrier
-waiting ``--``, critical-section and lock contention ``||``)."""
+:attr:`AnalysisResult.wait_states`), in drawing order: MPI's, then OpenMP's (waiting at
+implicit barriers ``--`` and explicit ones ``oo``, critical-section contention ``||``,
+lock contention ``**``)."""
 
 
 
@@ -184,8 +185,9 @@ def timeline(trace: "Trace", result: AnalysisResult | None = None, *,
       (both locations shown);
     * ``waits``: every wait-state instance hatched over its interval
       (Late Sender ``////``, Late Receiver ``\\\\``, collective waits
-      ``xxx``, completions ``++``, Wait at Finalize ``...``, OpenMP barrier
-      waiting ``--``, critical-section and lock contention ``||``; see
+      ``xxx``, completions ``++``, Wait at Finalize ``...``, OpenMP waiting
+      at implicit barriers ``--`` and explicit ones ``oo``, critical-section
+      contention ``||``, lock contention ``**``; see
       :data:`WAIT_HATCHES`): the records of
       :attr:`AnalysisResult.wait_states`, taken from `result` when it was
       analyzed with ``wait_records=True``; otherwise the trace is analyzed
