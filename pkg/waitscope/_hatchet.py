@@ -4,7 +4,10 @@
 ``hatchet.GraphFrame`` whose graph is the call-path tree (one node per
 call path, its frame ``{"name": region, "type": "region"}``) and whose
 dataframe is indexed by (node, rank): one row per call path and MPI rank,
-the locations (threads) of a rank summed.  Columns: ``name``, every
+the locations of a rank summed.  A hybrid MPI+OpenMP result (a process
+with several threads) is indexed by (node, rank, thread), as Hatchet's
+readers of threaded profiles do: one row per call path and location, the
+thread numbered within its rank (0: the master thread).  Columns: ``name``, every
 metric of the result by its id as an exclusive metric (``time``,
 ``mpi_latesender``, ...; seconds, counts or bytes as in the cube) and, for
 each of them, the inclusive value ``"<id> (inc)"`` (the call path and
@@ -74,21 +77,37 @@ def to_hatchet(result: "AnalysisResult") -> Any:
     graph.enumerate_traverse()
 
     ranks = np.asarray(result.location_ranks, dtype=np.int64)
-    n_ranks = int(ranks.max()) + 1 if len(ranks) and ranks.max() >= 0 else 0
-    cp_idx = np.repeat(np.arange(n_cp), n_ranks)
+    threaded = bool(getattr(result, "has_threads", False))
+    if threaded:  # one column per location, in (rank, thread) order
+        threads = np.asarray(result.location_threads, dtype=np.int64)
+        order = np.lexsort((threads, ranks))
+        keep = order[ranks[order] >= 0]
+        n_cols = len(keep)
+
+        def columns_of(values: np.ndarray) -> np.ndarray:
+            return np.asarray(values, dtype=np.float64)[:, keep]
+    else:
+        n_cols = int(ranks.max()) + 1 if len(ranks) and ranks.max() >= 0 else 0
+
+        def columns_of(values: np.ndarray) -> np.ndarray:
+            return per_rank(values, ranks, n_cols)
+    cp_idx = np.repeat(np.arange(n_cp), n_cols)
     columns: dict[str, Any] = {
         "node": [nodes[int(c)] for c in cp_idx],
-        "rank": np.tile(np.arange(n_ranks), n_cp),
-        "name": [names[int(c)] for c in cp_idx],
+        "rank": np.tile(ranks[keep] if threaded else np.arange(n_cols), n_cp),
     }
+    if threaded:
+        columns["thread"] = np.tile(threads[keep], n_cp)
+    columns["name"] = [names[int(c)] for c in cp_idx]
     exc, inc = [], []
     for mid in result.metric_ids:
-        columns[mid] = per_rank(result.get(mid), ranks, n_ranks).reshape(-1)
+        columns[mid] = columns_of(result.get(mid)).reshape(-1)
         exc.append(mid)
     for mid in result.metric_ids:
-        columns[f"{mid} (inc)"] = per_rank(result.inclusive(mid), ranks, n_ranks).reshape(-1)
+        columns[f"{mid} (inc)"] = columns_of(result.inclusive(mid)).reshape(-1)
         inc.append(f"{mid} (inc)")
-    frame = pd.DataFrame(columns).set_index(["node", "rank"]).sort_index()
+    index = ["node", "rank", "thread"] if threaded else ["node", "rank"]
+    frame = pd.DataFrame(columns).set_index(index).sort_index()
     metadata = {"source": str(trace.path), "generator": "waitscope", "delay_model": result.delay_model}
     return hatchet.GraphFrame(graph, frame, exc_metrics=exc, inc_metrics=inc, default_metric="time",
                               metadata=metadata)

@@ -32,11 +32,44 @@ def _metric_info(result: AnalysisResult, metric: str) -> Metric:
     return result.metric(metric)  # KeyError naming the metrics the result has
 
 
-def _metric_title(result: AnalysisResult, info: Metric) -> str:
-    """The metric's name; "Late Sender: short-term delay costs" for the delay metrics named "Short-term"."""
+OPENMP_TITLES = {
+    "omp_management": "OpenMP management",
+    "omp_synchronization": "OpenMP synchronization",
+    "omp_barrier": "OpenMP barrier",
+    "omp_ebarrier": "OpenMP explicit barrier",
+    "omp_ebarrier_wait": "OpenMP wait at explicit barrier",
+    "omp_ibarrier": "OpenMP implicit barrier",
+    "omp_ibarrier_wait": "OpenMP wait at implicit barrier",
+    "omp_critical": "OpenMP critical",
+    "omp_lock_contention_critical": "OpenMP critical contention",
+    "omp_lock_api": "OpenMP lock API",
+    "omp_lock_contention_api": "OpenMP lock API contention",
+    "omp_idle_threads": "OpenMP idle threads",
+    "omp_limited_parallelism": "OpenMP limited parallelism",
+    "delay_omp": "OpenMP delay costs",
+    "delay_ompbarrier_aggregate": "OpenMP barrier",
+    "delay_ompidle_aggregate": "OpenMP idle threads",
+}
+"""Titles of the OpenMP metrics whose display names (Scalasca's: "Wait at Barrier",
+"Management", "Lock Contention") are also those of MPI metrics (as Scalasca's own report
+names them: "OMP Wait at Implicit Barrier", ...)."""
+
+
+def metric_title(result: AnalysisResult, metric: str) -> str:
+    """A metric's name as the plots title it: its display name, OpenMP metrics that share it with
+    MPI metrics told apart (:data:`OPENMP_TITLES`), delay metrics named "Short-term" or "Long-term"
+    with their class ("Late Sender: short-term delay costs")."""
+    info = _metric_info(result, metric)
     if info.name in ("Short-term", "Long-term") and info.parent in result.metric_ids:
-        return f"{result.metric(info.parent).name}: {info.name.lower()} delay costs"
-    return info.name
+        return f"{metric_title(result, info.parent)}: {info.name.lower()} delay costs"
+    return OPENMP_TITLES.get(info.id, info.name)
+
+
+def _metric_title(result: AnalysisResult, info: Metric) -> str:
+    """:func:`metric_title` of a :class:`Metric`."""
+    if info.id in DELAY_ALIASES and info.id not in result.metric_ids:
+        return info.name
+    return metric_title(result, info.id)
 
 
 def _matrix(result: AnalysisResult, metric: str) -> np.ndarray:
@@ -124,6 +157,13 @@ def _placement(result: AnalysisResult, topology: "CartTopology | None", dims: Se
             grid = tuple(int(d) for d in topo.dims)
             xy = topo.location_coords(n)
             names = tuple(topo.dim_names)
+            # an application topology places the MPI locations only: a process's other
+            # threads share its cell (Score-P's "Process x Thread" places every thread)
+            placed = np.all(xy >= 0, axis=1)
+            for loc in np.flatnonzero(~placed):
+                same = np.flatnonzero(placed & (ranks == ranks[loc]))
+                if ranks[loc] >= 0 and len(same):
+                    xy[loc] = xy[same[0]]
     if not 1 <= len(grid) <= 3:
         raise ValueError(f"a topology grid shows 1 to 3 dimensions, not {len(grid)}")
     bad = np.any((xy >= np.asarray(grid)) & (xy >= 0), axis=1)
@@ -153,6 +193,21 @@ def topology_grid(result: AnalysisResult, metric: str, callpath: CallpathKey | N
     values = location_values(result, metric, callpath, inclusive)
     xy, grid, _ = _placement(result, topology, dims, coords, transpose)
     return _grid(values, xy, grid)
+
+
+def thread_topology(result: AnalysisResult) -> "CartTopology | None":
+    """Score-P's "Process x Thread" topology of the result's trace (a location per process and
+    thread: the processes along coordinate 0, the threads along coordinate 1), or None.
+
+    :func:`heatmap` uses it by default when the trace defines no application
+    topology; pass it as ``topology=`` to see a hybrid run's threads on a trace
+    that also has an application topology."""
+    try:
+        tops = result.trace.cart_topologies
+    except AttributeError:  # profile estimates
+        return None
+    found = [t for t in tops if t.name.startswith("Process x Thread")]
+    return found[0] if found else None
 
 
 def _grid(values: np.ndarray, xy: np.ndarray, grid: tuple[int, ...]) -> np.ma.MaskedArray:

@@ -70,7 +70,8 @@ def activity_average(result: AnalysisResult) -> np.ndarray:
 
     The activity time of the critical-path analysis (``critical_path_activities``
     plus ``non_critical_path_activities``) summed over locations, divided by
-    the number of locations that ran (time > 0).
+    the number of locations that ran (time > 0): in a hybrid MPI+OpenMP run
+    every thread counts, as in the critical-path imbalance.
     """
     activity = result.by_callpath("critical_path_activities") + result.by_callpath("non_critical_path_activities")
     procs = int(np.count_nonzero(result.by_location("time") > 0))
@@ -112,7 +113,8 @@ def critical_path_profile(result: AnalysisResult, *, top: int = 10, ax: Axes | N
     ax.barh(y - h / 2, path - imb, height=h, color=color, label="critical path", gid="critical_path")
     ax.barh(y - h / 2, imb, left=path - imb, height=h, color=_mix(color, 0.45), hatch="///", edgecolor="white",
             linewidth=0, label="critical-path imbalance", gid="imbalance")
-    ax.barh(y + h / 2, average[order], height=h, color="#9e9e9e", label="average per process", gid="average")
+    per = "per location (thread)" if getattr(result, "has_threads", False) else "per process"
+    ax.barh(y + h / 2, average[order], height=h, color="#9e9e9e", label=f"average {per}", gid="average")
     ax.set_yticks(y)
     ax.set_yticklabels([_short(result.callpath_names[i]) for i in order])
     ax.set_ylim(max(len(order), 1) - 0.5, -0.5)

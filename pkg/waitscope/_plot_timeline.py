@@ -17,6 +17,7 @@ from matplotlib.path import Path
 
 from . import _core
 from ._messages import matched_messages
+from ._plot_heatmap import _metric_title
 from .result import AnalysisResult
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,9 +32,13 @@ INIT_REGIONS = ("MPI_Init", "MPI_Init_thread")
 WAIT_HATCHES = {"mpi_latesender": "////", "mpi_latereceiver": "\\\\\\\\", "mpi_barrier_wait": "xxx",
                 "mpi_barrier_completion": "++", "mpi_wait_nxn": "xxx", "mpi_nxn_completion": "++",
                 "mpi_latebroadcast": "xxx", "mpi_earlyreduce": "xxx", "mpi_earlyscan": "xxx",
-                "mpi_finalize_wait": "...", "mpi_init_completion": "++"}
+                "mpi_finalize_wait": "...", "mpi_init_completion": "++",
+                "omp_ibarrier_wait": "--", "omp_ebarrier_wait": "oo", "omp_lock_contention_critical": "||",
+                "omp_lock_contention_api": "**"}
 """Hatch of each wait-state metric in :func:`timeline` (keys: the ``metric`` of
-:attr:`AnalysisResult.wait_states`), in drawing order."""
+:attr:`AnalysisResult.wait_states`), in drawing order: MPI's, then OpenMP's (waiting at
+implicit barriers ``--`` and explicit ones ``oo``, critical-section contention ``||``,
+lock contention ``**``)."""
 
 
 
@@ -82,7 +87,11 @@ def _region_colors(trace: "Trace") -> np.ndarray:
 
 def _states(time: np.ndarray, kind: np.ndarray, callpath: np.ndarray, parent: np.ndarray,
             t0: float, t1: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Intervals of the innermost open call path inside [t0, t1]: (start, end, call path)."""
+    """Intervals of the innermost open call path inside [t0, t1]: (start, end, call path).
+
+    Only regions the location entered count: after the Leave of its
+    outermost region a location is in none (an OpenMP worker thread between
+    parallel regions is idle, not in its master's call path)."""
     n = len(time)
     if n < 2:
         return np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64)
@@ -96,6 +105,8 @@ def _states(time: np.ndarray, kind: np.ndarray, callpath: np.ndarray, parent: np
     state = cp.copy()
     ok = left & (cp >= 0)
     state[ok] = parent[cp[ok]]
+    steps = (kind[:hi] == _core.EV_ENTER).astype(np.int64) - (kind[:hi] == _core.EV_LEAVE).astype(np.int64)
+    state[np.cumsum(steps)[lo:hi] <= 0] = -1  # nothing open on this location
     start = np.maximum(time[i], t0)
     end = np.minimum(time[i + 1], t1)
     keep = (end > start) & (state >= 0)
@@ -174,7 +185,9 @@ def timeline(trace: "Trace", result: AnalysisResult | None = None, *,
       (both locations shown);
     * ``waits``: every wait-state instance hatched over its interval
       (Late Sender ``////``, Late Receiver ``\\\\``, collective waits
-      ``xxx``, completions ``++``, Wait at Finalize ``...``; see
+      ``xxx``, completions ``++``, Wait at Finalize ``...``, OpenMP waiting
+      at implicit barriers ``--`` and explicit ones ``oo``, critical-section
+      contention ``||``, lock contention ``**``; see
       :data:`WAIT_HATCHES`): the records of
       :attr:`AnalysisResult.wait_states`, taken from `result` when it was
       analyzed with ``wait_records=True``; otherwise the trace is analyzed
@@ -201,7 +214,9 @@ def timeline(trace: "Trace", result: AnalysisResult | None = None, *,
     names the trace and the window.
 
     `locations` (default: all loaded) are shown top to bottom, at most
-    `max_locations` of them.  Regions and messages are bulk collections
+    `max_locations` of them; rows are labelled by rank, or rank:thread in a
+    trace with threads (MPI+OpenMP), where a worker thread's row is empty
+    while it idles between parallel regions.  Regions and messages are bulk collections
     (a :class:`~matplotlib.collections.PolyCollection` with gid
     ``"regions"``, a :class:`~matplotlib.collections.LineCollection` with
     gid ``"messages"``): a window of 100,000 events on 64 locations
@@ -270,7 +285,7 @@ def timeline(trace: "Trace", result: AnalysisResult | None = None, *,
             ax.add_patch(PathPatch(Path.make_compound_path_from_polys(rects), facecolor="none",
                                    edgecolor="black", linewidth=0, hatch=hatch, gid=f"waits:{metric}",
                                    zorder=2))
-            label = source.metric(metric).name if metric in source.metric_ids else metric
+            label = _metric_title(source, source.metric(metric)) if metric in source.metric_ids else metric
             handles.append(Patch(facecolor="white", edgecolor="black", hatch=hatch, label=label))
     if messages:
         m = matched_messages(trace, locs)

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ._plot_base import DEFAULT_CMAP, Axes, Figure, _figure_of, _new_figure, _short, mcolors
-from ._plot_heatmap import (Coords, _cmap, _draw_plane, _flat_axes, _grid, _metric_info, _norm, _placement,
-                            location_values)
+from ._plot_heatmap import (Coords, _cmap, _draw_plane, _flat_axes, _grid, _metric_info, _metric_title, _norm,
+                            _placement, location_values)
 from .result import AnalysisResult, CallpathKey
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,15 +39,17 @@ def whatif(before: AnalysisResult, after: AnalysisResult, metric: str = "mpi_lat
     by name (a call path missing there counts 0).  For a 3D topology one
     plane is shown: `plane` (coordinate 2; default: the middle one).
     Placement as :func:`waitscope.plot.heatmap`: the topology of
-    `before`'s trace, or `topology`, `dims` or `coords`; without any of
+    `before`'s trace (a hybrid MPI+OpenMP trace of Score-P: processes by
+    threads), or `topology`, `dims` or `coords`; without any of
     them the ranks in a row; `transpose` swaps the first two coordinates.
     `axes`: 2 x columns Axes, row by row.  Returns the Figure.
     """
     info = _metric_info(before, metric)
     _metric_info(after, metric)
     if len(before.location_ranks) != len(after.location_ranks) or \
-            not np.array_equal(before.location_ranks, after.location_ranks):
-        raise ValueError("before and after must have the same locations (ranks) to share a topology")
+            not np.array_equal(before.location_ranks, after.location_ranks) or \
+            not np.array_equal(before.location_threads, after.location_threads):
+        raise ValueError("before and after must have the same locations (ranks and threads) to share a topology")
     names = [before.callpath_names[before.callpath_index(cp)] for cp in
              (callpaths if callpaths is not None else _default_callpaths(before, metric, 3))]
     if not names:
@@ -87,5 +89,5 @@ def whatif(before: AnalysisResult, after: AnalysisResult, metric: str = "mpi_lat
             ax.set_title(f"{head}\n{labels[r]}{z_note}", fontsize="small")
     from matplotlib.cm import ScalarMappable
 
-    fig.colorbar(ScalarMappable(norm=norm, cmap=cm), ax=flat, label=f"{info.name} ({info.unit})")
+    fig.colorbar(ScalarMappable(norm=norm, cmap=cm), ax=flat, label=f"{_metric_title(before, info)} ({info.unit})")
     return fig

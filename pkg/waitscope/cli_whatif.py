@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from . import open as open_trace
-from .compare import compare_rows, format_rows, program_difference, side_by_side
+from .compare import _aligned_ranks, compare_rows, format_rows, program_difference, side_by_side
 from .result import AnalysisResult
 
 
@@ -37,7 +37,9 @@ def pop_lines(result: AnalysisResult, ideal: Any = "simulate", why: str = "") ->
         # the ideal-network simulation failed: the efficiencies that need none
         pop, note = result.pop_metrics(None), f" (no ideal-network simulation: {exc})"
     over = "" if pop.window is None else f" over the window {pop.window[0]:.6f} s to {pop.window[1]:.6f} s"
-    return ["", f"POP efficiencies{over} (useful = time outside MPI per location){note}:"] + pop.lines()
+    useful = "time outside MPI per location" if pop.hybrid is None else \
+        "time outside MPI, the OpenMP runtime and idleness per thread; POP's hybrid model"
+    return ["", f"POP efficiencies{over} (useful = {useful}){note}:"] + pop.lines()
 
 
 OPTIONS = {"balance": "--balance", "scale": "--scale", "network": "--network"}
@@ -64,10 +66,10 @@ def cmd_diff(args: argparse.Namespace) -> int:
         trace = open_trace(path, progress=False)
         results.append(trace.analyze(delay_model=args.delay, progress=False))
     a, b = results
-    if args.ranks and (len(a.location_ranks) != len(b.location_ranks)
-                       or sorted(a.location_ranks) != sorted(b.location_ranks)):
+    if args.ranks and not _aligned_ranks(a, b):
+        what = "ranks and threads" if a.has_threads or b.has_threads else "MPI ranks"
         print(f"waitscope: error: --ranks: {args.before} has {len(a.location_ranks)} locations, "
-              f"{args.after} {len(b.location_ranks)}; they need the same MPI ranks", file=sys.stderr)
+              f"{args.after} {len(b.location_ranks)}; they need the same {what}", file=sys.stderr)
         return 2
     different = program_difference(a, b)
     if different is not None:
@@ -149,7 +151,8 @@ def add_parsers(sub: Any) -> None:
                       help="delay cost model (default proportional)")
     diff.add_argument("--top", type=_positive_int, default=20, help="how many changes to list")
     diff.add_argument("--ranks", action="store_true",
-                      help="one row per MPI rank (both runs must have the same ranks)")
+                      help="one row per MPI rank (both runs must have the same ranks; runs with threads: "
+                           "one row per thread, aligned by rank and thread)")
     diff.set_defaults(func=cmd_diff)
 
     whatif = sub.add_parser("whatif", help="predict the effect of balancing or speeding up regions (re-simulated trace)")

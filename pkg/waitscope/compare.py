@@ -7,7 +7,9 @@ path, (rank,) before, after and change, sorted by the size of the change.
 Call paths are aligned by their names (``main/hsmoc/comm2/MPI_Waitall``):
 a call path that only one result has counts 0 in the other.  With
 ``locations=True`` the rows are also split by MPI rank, which needs both
-results to have the same ranks.
+results to have the same ranks; runs with threads (hybrid MPI+OpenMP) are
+split by location, aligned by (rank, thread), which needs both results to
+have the same threads.
 
 For a wait-state metric that changed, the ``explanation`` column says
 which delay costs changed with it, when both results have delay costs
@@ -27,11 +29,11 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
-from .report import WAIT_PATTERNS
+from .report import OMP_WAIT_PATTERNS, WAIT_PATTERNS
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
@@ -54,20 +56,26 @@ PATTERN_DELAYS = {
     "mpi_wait_nxn": ("delay_n2n", "delay_n2n_longterm"),
     "mpi_latebroadcast": ("delay_12n", "delay_12n_longterm"),
     "mpi_earlyreduce": ("delay_n21", "delay_n21_longterm"),
+    "omp_ibarrier_wait": ("delay_ompbarrier", "delay_ompbarrier_longterm"),
+    "omp_ebarrier_wait": ("delay_ompbarrier", "delay_ompbarrier_longterm"),
+    "omp_idle_threads": ("delay_ompidle", "delay_ompidle_longterm"),
 }
 """The delay-cost metrics (short-term, long-term) that account for each wait-state metric."""
 
 DEFAULT_METRICS = (
-    ("comp", "mpi") + tuple(WAIT_PATTERNS)
+    ("comp", "mpi", "omp_time", "omp_idle_threads") + tuple(WAIT_PATTERNS) + tuple(OMP_WAIT_PATTERNS)
     + ("mpi_wait_direct", "mpi_wait_indirect", "delay")
-    + tuple(f"delay_{k}_aggregate" for k in ("latesender", "latereceiver", "barrier", "n2n", "12n", "n21"))
+    + tuple(f"delay_{k}_aggregate" for k in ("latesender", "latereceiver", "barrier", "n2n", "12n", "n21",
+                                               "ompbarrier", "ompidle"))
 )
-"""The metrics :func:`compare` lists unless told otherwise (those both results have)."""
+"""The metrics :func:`compare` lists unless told otherwise (those both results have: the
+OpenMP ones only results of traces with threads)."""
 
 
 @dataclass(frozen=True)
 class Row:
-    """One line of a comparison (``rank`` is None unless split by rank)."""
+    """One line of a comparison (``rank`` is None unless split by rank; ``thread`` is None
+    unless split by location in runs with threads)."""
 
     metric: str
     callpath: str
@@ -75,6 +83,14 @@ class Row:
     before: float
     after: float
     explanation: str = ""
+    thread: int | None = None
+
+    @property
+    def place(self) -> str:
+        """Where the row is: ``""``, ``"rank 3"`` or ``"rank 1 thread 1"``."""
+        if self.rank is None:
+            return ""
+        return f"rank {self.rank}" + ("" if self.thread is None else f" thread {self.thread}")
 
     @property
     def change(self) -> float:
@@ -96,18 +112,52 @@ def rank_ranges(ranks: Iterable[int]) -> str:
     return ", ".join(parts)
 
 
+def _threaded(result: "AnalysisResult") -> bool:
+    return bool(getattr(result, "has_threads", False))
+
+
+def _place_keys(result: "AnalysisResult", threads: bool) -> list[tuple[int, ...]]:
+    """The place of every location: (rank,), or (rank, thread) when aligning threads."""
+    ranks = [int(r) for r in result.location_ranks]
+    if not threads:
+        return [(r,) for r in ranks]
+    return [(r, int(t)) for r, t in zip(ranks, getattr(result, "location_threads", [0] * len(ranks)))]
+
+
+def _places(a: "AnalysisResult", b: "AnalysisResult") -> list[tuple[int, ...]] | None:
+    """The places both results share, sorted: ranks, or (rank, thread) pairs when either has
+    threads; None when the two differ."""
+    threads = _threaded(a) or _threaded(b)
+    ka, kb = _place_keys(a, threads), _place_keys(b, threads)
+    if len(ka) != len(kb) or sorted(ka) != sorted(kb):
+        return None
+    return sorted(set(ka))
+
+
 def _aligned_ranks(a: "AnalysisResult", b: "AnalysisResult") -> bool:
-    ra, rb = np.asarray(a.location_ranks), np.asarray(b.location_ranks)
-    return len(ra) == len(rb) and bool(np.array_equal(np.sort(ra), np.sort(rb)))
+    return _places(a, b) is not None
 
 
-def _per_rank(result: "AnalysisResult", matrix: np.ndarray, ranks: np.ndarray) -> np.ndarray:
-    """[call path, location] -> [call path, rank] in the order of `ranks`."""
+def _per_rank(result: "AnalysisResult", matrix: np.ndarray, ranks: Sequence[Any]) -> np.ndarray:
+    """[call path, location] -> [call path, place] in the order of `ranks` (ranks, or the
+    (rank,) / (rank, thread) keys of :func:`_places`)."""
     out = np.zeros((matrix.shape[0], len(ranks)))
-    where = {int(r): i for i, r in enumerate(ranks)}
-    for loc, r in enumerate(result.location_ranks):
-        out[:, where[int(r)]] += matrix[:, loc]
+    keys = [k if isinstance(k, tuple) else (int(k),) for k in ranks]
+    where = {k: i for i, k in enumerate(keys)}
+    for loc, key in enumerate(_place_keys(result, len(keys[0]) == 2 if keys else False)):
+        out[:, where[key]] += matrix[:, loc]
     return out
+
+
+def _places_text(places: Sequence[tuple[int, ...]]) -> str:
+    """``ranks 0-3, 7`` for rank keys, ``locations 0.1, 1.1`` (rank.thread) for (rank, thread) keys."""
+    if places and len(places[0]) == 2:
+        labels = [f"{r}.{t}" for r, t in places]
+        shown = ", ".join(labels[:6]) + (f", ... ({len(labels)} locations)" if len(labels) > 6 else "")
+        return f"location{'s' if len(labels) > 1 else ''} {shown}"
+    ranges = rank_ranges([p[0] for p in places]).split(", ")
+    shown = ", ".join(ranges[:6]) + (f", ... ({len(places)} ranks)" if len(ranges) > 6 else "")
+    return f"rank{'s' if len(places) > 1 else ''} {shown}"
 
 
 def _by_name(result: "AnalysisResult", matrix: np.ndarray, names: Sequence[str]) -> np.ndarray:
@@ -135,7 +185,7 @@ def _delay_matrix(result: "AnalysisResult", pattern: str) -> np.ndarray | None:
 
 
 def _explain_pattern(a: "AnalysisResult", b: "AnalysisResult", pattern: str, names: Sequence[str],
-                     ranks: np.ndarray | None, top: int, eps: float) -> str:
+                     ranks: Sequence[tuple[int, ...]] | None, top: int, eps: float) -> str:
     """Which delay costs of `pattern` changed, per call path of the delaying activity (and ranks)."""
     da, db = _delay_matrix(a, pattern), _delay_matrix(b, pattern)
     if da is None or db is None:
@@ -157,11 +207,9 @@ def _explain_pattern(a: "AnalysisResult", b: "AnalysisResult", pattern: str, nam
             order = np.argsort(-row, kind="stable")
             cum = np.cumsum(row[order])
             n = int(np.searchsorted(cum, 0.9 * cum[-1] - eps)) + 1 if cum[-1] > 0 else 0
-            chosen = [int(ranks[i]) for i in order[:max(n, 1)] if row[i] > eps]
+            chosen = [ranks[i] for i in order[:max(n, 1)] if row[i] > eps]
             if chosen:
-                ranges = rank_ranges(chosen).split(", ")
-                shown = ", ".join(ranges[:6]) + (f", ... ({len(chosen)} ranks)" if len(ranges) > 6 else "")
-                text += f" on rank{'s' if len(chosen) > 1 else ''} {shown}"
+                text += f" on {_places_text(chosen)}"
         parts.append(f"{text} {_verb(per_cp[cp])} {abs(per_cp[cp]):.3g} s")
     return "; ".join(parts)
 
@@ -174,7 +222,8 @@ def compare_rows(a: "AnalysisResult", b: "AnalysisResult", metrics: Sequence[str
     The first row is always :data:`RUN_TIME` (the two run lengths).  Rows
     whose before and after are both within `tolerance` of 0 are left out
     (default: 1e-9 of the larger summed ``time``).  `top` limits the call
-    paths an explanation names.
+    paths an explanation names.  With `locations`, rows of runs with threads
+    are per location, aligned by (rank, thread) (:attr:`Row.thread`).
     """
     names = list(dict.fromkeys(list(a.callpath_names) + list(b.callpath_names)))
     ids = [m for m in (DEFAULT_METRICS if metrics is None else metrics)]
@@ -183,11 +232,11 @@ def compare_rows(a: "AnalysisResult", b: "AnalysisResult", metrics: Sequence[str
         raise ValueError(f"metrics {missing} are not in both results (before has {len(a.metric_ids)} metrics, "
                          f"after {len(b.metric_ids)}; delay metrics need analyze(delay_model=...) on both)")
     ids = [m for m in ids if m not in missing]
-    aligned = _aligned_ranks(a, b)
-    if locations and not aligned:
-        raise ValueError(f"locations=True needs the same MPI ranks in both results; before has "
+    ranks = _places(a, b)
+    if locations and ranks is None:
+        what = "ranks and threads (rank, thread)" if _threaded(a) or _threaded(b) else "MPI ranks"
+        raise ValueError(f"locations=True needs the same {what} in both results; before has "
                          f"{len(a.location_ranks)} locations, after {len(b.location_ranks)}")
-    ranks = np.unique(np.asarray(a.location_ranks)) if aligned else None
     scale = max(abs(a.total("time")) if "time" in a.metric_ids else 0.0,
                 abs(b.total("time")) if "time" in b.metric_ids else 0.0, 1.0)
     eps = 1e-9 * scale if tolerance is None else float(tolerance)
@@ -214,8 +263,9 @@ def compare_rows(a: "AnalysisResult", b: "AnalysisResult", metrics: Sequence[str
                 if changed and abs(after - before) > eps and explanations.get(mid):
                     note = f"{_pattern_name(a, mid)} in {name} {_verb(after - before)} {abs(after - before):.3g} s; " \
                            f"{explanations[mid]}"
-                rank = None if col is None else int(ranks[col])  # type: ignore[index]
-                rows.append(Row(mid, name, rank, before, after, note))
+                key = None if col is None else ranks[col]  # type: ignore[index]
+                rows.append(Row(mid, name, None if key is None else key[0], before, after, note,
+                                None if key is None or len(key) < 2 else key[1]))
     rows.sort(key=lambda r: -abs(r.change))
     return [Row(RUN_TIME, "", None, a.run_length, b.run_length)] + rows
 
@@ -229,7 +279,9 @@ def compare(a: "AnalysisResult", b: "AnalysisResult", metrics: Sequence[str] | N
     ``before``, ``after``, ``change`` (after - before), ``relative``
     (change / before; NaN where before is 0) and ``explanation`` (for
     wait-state metrics that changed: which delay costs changed with them).
-    The first row is the run time (metric :data:`RUN_TIME`).
+    The first row is the run time (metric :data:`RUN_TIME`).  With
+    ``locations=True`` runs with threads get a ``thread`` column after
+    ``rank``: their rows are per location, aligned by (rank, thread).
 
     `metrics` defaults to :data:`DEFAULT_METRICS` (those both results
     have); metrics named explicitly must be in both.  Call paths are aligned
@@ -250,9 +302,11 @@ def compare(a: "AnalysisResult", b: "AnalysisResult", metrics: Sequence[str] | N
         "after": np.array([r.after for r in rows]),
     }
     if locations:
-        data = {"metric": data["metric"], "callpath": data["callpath"],
-                "rank": pd.array([r.rank for r in rows], dtype="Int64"),
-                "before": data["before"], "after": data["after"]}
+        placed = {"metric": data["metric"], "callpath": data["callpath"],
+                  "rank": pd.array([r.rank for r in rows], dtype="Int64")}
+        if _threaded(a) or _threaded(b):
+            placed["thread"] = pd.array([r.thread for r in rows], dtype="Int64")
+        data = {**placed, "before": data["before"], "after": data["after"]}
     frame = pd.DataFrame(data)
     frame["change"] = frame["after"] - frame["before"]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -291,7 +345,8 @@ def merge_repeats(rows: Sequence[Row], tolerance: float = 0.0) -> list[tuple[lis
     groups: list[tuple[list[str], Row]] = []
     for r in rows:
         for k, (metrics, first) in enumerate(groups):
-            if (first.callpath == r.callpath and first.rank == r.rank and first.metric != RUN_TIME
+            if (first.callpath == r.callpath and first.rank == r.rank and first.thread == r.thread
+                    and first.metric != RUN_TIME
                     and r.metric != RUN_TIME and abs(first.before - r.before) <= tolerance
                     and abs(first.after - r.after) <= tolerance):
                 metrics.append(r.metric)
@@ -363,7 +418,7 @@ def format_rows(rows: Sequence[Row], top: int = 20, label_before: str = "before"
     for metrics, r in groups:
         lines.append(f"{_label(metrics):<{width}} {r.before:12.6f} {r.after:12.6f} {r.change:+12.6f} "
                      f"{percent_change(r.before, r.after, run)}  "
-                     f"{r.callpath}{'' if r.rank is None else f' (rank {r.rank})'}")
+                     f"{r.callpath}{f' ({r.place})' if r.place else ''}")
         if r.explanation:
             lines.append(f"{'':<{width}}   {r.explanation}")
     return "\n".join(lines)
@@ -387,7 +442,7 @@ def side_by_side(a: "AnalysisResult", b: "AnalysisResult", top: int = 5, label_b
     run = a.run_length
     lines = [header, _line("run time (s)", a.run_length, b.run_length, run)]
     eps = 1e-9 * max(a.total("time"), b.total("time"), 1.0)
-    patterns = [m for m in WAIT_PATTERNS if m in a.metric_ids and m in b.metric_ids
+    patterns = [m for m in WAIT_PATTERNS + OMP_WAIT_PATTERNS if m in a.metric_ids and m in b.metric_ids
                 and max(abs(a.total(m)), abs(b.total(m))) > eps]
     lines.append("waiting time per pattern (s, summed over locations):")
     if not patterns:

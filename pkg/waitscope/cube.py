@@ -12,8 +12,11 @@ A ``.cubex`` file is a tar archive (ustar headers) holding
     The metadata: ``<cube version="4.4">``, report attributes, the metric
     tree, the program dimension (regions, then the call tree of cnodes)
     and the system dimension (system tree nodes, location groups =
-    processes with their MPI rank, locations = threads), followed by the
-    Cartesian topologies of the trace.
+    processes with their MPI rank, Cube type ``process``; locations =
+    threads numbered within their process, type ``thread``: every OpenMP
+    thread of a hybrid trace, as Scalasca's reports have them), followed
+    by the Cartesian topologies of the trace (Score-P's "Process x Thread"
+    among them).
 ``<id>.index`` and ``<id>.data`` for every metric id
     The index file is ``CUBEX.INDEX``, a uint32 endianness mark (1), a
     uint16 version (0), a uint8 format (1 = sparse), a uint32 row count and

@@ -9,6 +9,7 @@ output against it.  Both documents share the keys that describe the trace
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -49,7 +50,7 @@ def trace_document(trace: "Trace", event_counts: Sequence[int] | None = None) ->
         "events": int(np.sum(counts)),
         "locations": [
             {"index": loc.index, "rank": loc.rank, "process": loc.process, "thread": loc.thread,
-             "name": loc.name, "events": int(counts[loc.index])}
+             "mpi_rank": loc.mpi_rank, "name": loc.name, "events": int(counts[loc.index])}
             for loc in trace.locations
         ],
         "topologies": [
@@ -112,12 +113,20 @@ def _delay(result: "AnalysisResult") -> dict[str, Any] | None:
 
 
 def _pop(result: "AnalysisResult") -> dict[str, Any] | None:
-    """POP efficiencies that need no simulation (docs/json.md, "pop"); None without useful time."""
+    """POP efficiencies that need no simulation (docs/json.md, "pop"; with threads also
+    "pop hybrid"); None without useful time."""
     try:
         pop = result.pop_metrics(ideal=None)
     except ValueError:
         return None
-    return {k: float(v) for k, v in pop.as_dict().items() if v is not None and k != "window"}
+    doc: dict[str, Any] = {k: float(v) for k, v in pop.as_dict().items()
+                           if v is not None and k not in ("window", "hybrid")}
+    hybrid = None
+    if pop.hybrid is not None:
+        hybrid = {k: (v if isinstance(v, int) else float(v)) for k, v in asdict(pop.hybrid).items()
+                  if v is not None}
+    doc["hybrid"] = hybrid
+    return doc
 
 
 def analysis_document(result: "AnalysisResult", event_counts: Sequence[int] | None = None) -> dict[str, Any]:

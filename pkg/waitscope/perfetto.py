@@ -10,11 +10,14 @@ microseconds since the trace's global offset.
   (``tid`` = location index + 1; Perfetto keeps pid and tid 0 for the idle
   process, and takes a tid as unique over all processes); metadata events
   (``ph: "M"``) name them ("rank N", the location's name) and fix their
-  order;
+  order.  In a hybrid MPI+OpenMP trace the threads of a rank ("Master
+  thread", "OMP thread 1", ...) are the threads of its process: one pid,
+  a tid each;
 * the regions as nested duration slices (``B``/``E``) named by region, in the order of the
   location's events, so that equal timestamps keep their nesting; with a
   window, slices open at its edges are cut at the edges;
-* the wait states (``wait_records=True``) on a track of their own per
+* the wait states (``wait_records=True``; MPI's and OpenMP's: barrier
+  waiting, critical-section and lock contention) on a track of their own per
   location ("<location> wait states"), as complete slices (``X``) named by
   the metric, with the waiting time, partner, call path and, when the
   result has delay records, the delay costs the wait caused in ``args``;
@@ -124,7 +127,9 @@ def _region_events(result: "AnalysisResult", loc: int, window: tuple[float, floa
     opened_at_start = False
     first = 0
     if window is not None:
-        # skip to the window: the regions open there are the innermost open call path and its ancestors
+        # skip to the window: the regions open there are the innermost open call path and its
+        # ancestors, as many of them as this location entered (an OpenMP worker thread enters
+        # only the parallel region, not the master's call path above it)
         first = int(np.searchsorted(time, t0, side="left"))
         if first > 0:
             cp = int(cps[first - 1])
@@ -134,6 +139,9 @@ def _region_events(result: "AnalysisResult", loc: int, window: tuple[float, floa
                 stack.append(cp)
                 cp = int(parent[cp])
             stack.reverse()
+            before = kind[:first]
+            depth = int(np.count_nonzero(before == _ENTER)) - int(np.count_nonzero(before == _LEAVE))
+            stack = stack[len(stack) - max(depth, 0):] if depth < len(stack) else stack
     for i in range(first, len(time)):
         t = float(time[i])
         if window is not None and not opened_at_start and t >= t0:
@@ -343,6 +351,7 @@ def _critical_path_events(result: "AnalysisResult", window: tuple[float, float] 
     """Complete slices of the critical path's segments (all of the path, whatever locations are shown)."""
     path = result.critical_path
     seg = path.segments
+    threads = np.asarray(result.location_threads, dtype=np.int64)
     out: list[dict[str, Any]] = []
     for s in seg:
         a, b = float(s["start"]), float(s["end"])
@@ -355,6 +364,7 @@ def _critical_path_events(result: "AnalysisResult", window: tuple[float, float] 
         out.append({"ph": "X", "name": name, "cat": "critical_path", "ts": _us(a), "dur": max(_us(b) - _us(a), 0.0),
                     "pid": pid, "tid": SUMMARY_TID,
                     "args": {"location": int(s["location"]), "rank": int(s["rank"]),
+                             "thread": int(threads[int(s["location"])]),
                              "callpath": names[cp] if cp >= 0 else ""}})
     out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": SUMMARY_TID, "args": {"name": "critical path"}})
     return out

@@ -3,7 +3,9 @@
 * :func:`heatmap`, :func:`heatmaps`: a metric per location on the Cartesian
   process topology, as Cube's topology view shows it (as in Figs. 5, 8, 9
   and 12 of Böhme et al., ICPP 2010); several panels share one colour
-  scale; without a topology the ranks in a row (or ``dims=``);
+  scale; without a topology the ranks in a row (or ``dims=``); a hybrid
+  MPI+OpenMP trace of Score-P on its "Process x Thread" grid, ranks by
+  threads (:func:`thread_topology`);
 * :func:`timeline`: regions per location over time, messages, wait states
   (hatched) and the critical path;
 * :func:`delay_profile`: short- and long-term delay costs per call path,
@@ -57,8 +59,8 @@ from ._plot_base import (DEFAULT_CMAP, GRID_BAD_COLOR, MODEL_COLORS, MPI_COLORS,
 from ._plot_heatmap import (ANNOTATE_CELLS, DELAY_ALIASES, STRIP_LABEL, Coords, Panel, _annotate, _callpath_label,
                             _check_share, _cmap, _draw_plane, _flat_axes, _grid, _matrix, _metric_info,
                             _metric_title, _norm, _parse_panels, _placement, _share_colorbar, _share_norm,
-                            _subtree_sum, format_value, heatmap, heatmaps, location_values, run_length,
-                            topology_grid)
+                            _subtree_sum, format_value, heatmap, heatmaps, location_values, metric_title,
+                            run_length, thread_topology, topology_grid)
 from ._plot_comm import comm_matrix
 from ._plot_profiles import activity_average, critical_path_profile, delay_profile
 from ._plot_timeseries import timeseries
@@ -72,6 +74,8 @@ __all__ = [
     "heatmap",
     "heatmaps",
     "topology_grid",
+    "thread_topology",
+    "metric_title",
     "location_values",
     "run_length",
     "timeline",

@@ -20,6 +20,32 @@ infinite bandwidth; :meth:`waitscope.Trace.simulate` with
 
 Every location (process or thread) counts as one process.
 
+Hybrid MPI+OpenMP runs (a process with several locations) also get the
+POP hybrid efficiencies of the multiplicative model (:class:`HybridPop`;
+the POP CoE's "POP Standard Metrics for Performance Analysis of Hybrid
+Parallel Applications" and its co-design catalogue of metrics, hybrid
+multiplicative model).  There the efficiencies above are the *hybrid*
+ones (useful = ``comp``: outside MPI, outside the OpenMP runtime and not
+idle; mean and maximum over all threads), and with *outside MPI* =
+the time of each process's master thread outside MPI (``comp`` +
+``omp_time``: for MPI, the OpenMP runtime counts as useful):
+
+* MPI load balance             MPI_LB  = mean_p(outside MPI) / max_p(outside MPI)
+* MPI communication efficiency MPI_CommE = max_p(outside MPI) / runtime
+* MPI parallel efficiency      MPI_PE  = MPI_LB * MPI_CommE
+  (MPI_CommE = MPI_SerE * MPI_TE with MPI_SerE = max_p(outside MPI) /
+  runtime_ideal and MPI_TE = runtime_ideal / runtime)
+* OpenMP load balance          OMP_LB  = LB / MPI_LB
+* OpenMP communication eff.    OMP_CommE = CommE / MPI_CommE = max(useful) / max_p(outside MPI)
+* OpenMP parallel efficiency   OMP_PE  = OMP_LB * OMP_CommE
+  so that PE = MPI_PE * OMP_PE.
+
+The ideal-network simulation (:meth:`waitscope.Trace.simulate`) moves a
+process's OpenMP threads with their master (forks start the team's threads
+from the master's fork, barriers release at the last arrival), so
+``ideal="simulate"`` gives the MPI serialisation and transfer efficiency of
+a trace with threads too.
+
 Over a time window (``analyze(window=(start, end))``) the useful time is
 that inside the window and *runtime* the part of the window that lies in
 the run (:attr:`AnalysisResult.analysed_span`), so that the efficiencies
@@ -43,7 +69,31 @@ if TYPE_CHECKING:  # pragma: no cover
     from .result import AnalysisResult
     from .trace import Trace
 
-__all__ = ["PopMetrics", "pop_metrics", "ideal_span"]
+__all__ = ["PopMetrics", "HybridPop", "pop_metrics", "hybrid_pop", "ideal_span"]
+
+
+@dataclass(frozen=True)
+class HybridPop:
+    """POP's hybrid MPI+OpenMP efficiencies (multiplicative model; see :mod:`waitscope.pop`).
+
+    ``mpi_parallel_efficiency * openmp_parallel_efficiency`` is the hybrid
+    parallel efficiency (:attr:`PopMetrics.parallel_efficiency`)."""
+
+    mpi_parallel_efficiency: float
+    mpi_load_balance: float
+    mpi_communication_efficiency: float
+    mpi_serialisation_efficiency: float | None
+    mpi_transfer_efficiency: float | None
+    openmp_parallel_efficiency: float
+    openmp_load_balance: float
+    openmp_communication_efficiency: float
+    outside_mpi_mean: float
+    """Mean over the processes of their master thread's time outside MPI (``comp`` + ``omp_time``), seconds."""
+    outside_mpi_max: float
+    """The largest of those, seconds."""
+    processes: int
+    threads: int
+    """Locations (threads) of all processes."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +114,8 @@ class PopMetrics:
     useful_max: float
     window: tuple[float, float] | None = None
     """The part of the run the efficiencies describe (start, end in seconds), None for the whole run."""
+    hybrid: HybridPop | None = None
+    """The MPI and OpenMP parallel efficiencies of a run with threads (None without threads)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -74,18 +126,41 @@ class PopMetrics:
             return "       -" if v is None else f"{100 * v:7.2f} %"
 
         what = "run time" if self.window is None else "window length"
-        out = [
-            f"  parallel efficiency         {pct(self.parallel_efficiency)}  (= load balance x communication efficiency)",
-            f"    load balance              {pct(self.load_balance)}  (mean / max useful time: "
-            f"{self.useful_mean:.6f} / {self.useful_max:.6f} s)",
-            f"    communication efficiency  {pct(self.communication_efficiency)}  (= serialisation x transfer "
-            f"efficiency; max useful time / {what} {self.runtime:.6f} s)",
-            f"      serialisation efficiency{pct(self.serialisation_efficiency)}"
-            + ("" if self.runtime_ideal is None else f"  (max useful time / {what} on an ideal network)"),
-            f"      transfer efficiency     {pct(self.transfer_efficiency)}"
-            + ("" if self.runtime_ideal is None else f"  ({what} on an ideal network {self.runtime_ideal:.6f} s)"),
+        ideal = self.runtime_ideal is not None
+        h = self.hybrid
+        rows: list[tuple[int, str, float | None, str]] = [
+            (0, "parallel efficiency", self.parallel_efficiency,
+             "(= load balance x communication efficiency" + (" = MPI x OpenMP parallel efficiency)" if h else ")")),
+            (1, "load balance", self.load_balance,
+             f"(mean / max useful time: {self.useful_mean:.6f} / {self.useful_max:.6f} s)"),
+            (1, "communication efficiency", self.communication_efficiency,
+             f"(= serialisation x transfer efficiency; max useful time / {what} {self.runtime:.6f} s)"),
+            (2, "serialisation efficiency", self.serialisation_efficiency,
+             f"(max useful time / {what} on an ideal network)" if ideal else ""),
+            (2, "transfer efficiency", self.transfer_efficiency,
+             f"({what} on an ideal network {self.runtime_ideal:.6f} s)" if ideal else ""),
         ]
-        return out
+        if h is not None:
+            rows += [
+                (1, "MPI parallel efficiency", h.mpi_parallel_efficiency,
+                 "(= MPI load balance x MPI communication efficiency)"),
+                (2, "MPI load balance", h.mpi_load_balance,
+                 f"(mean / max time outside MPI of the {h.processes} processes' master threads: "
+                 f"{h.outside_mpi_mean:.6f} / {h.outside_mpi_max:.6f} s)"),
+                (2, "MPI communication efficiency", h.mpi_communication_efficiency,
+                 f"(= MPI serialisation x transfer efficiency; max time outside MPI / {what})"),
+                (3, "MPI serialisation efficiency", h.mpi_serialisation_efficiency,
+                 f"(max time outside MPI / {what} on an ideal network)" if ideal else ""),
+                (3, "MPI transfer efficiency", h.mpi_transfer_efficiency, ""),
+                (1, "OpenMP parallel efficiency", h.openmp_parallel_efficiency,
+                 "(= OpenMP load balance x OpenMP communication efficiency)"),
+                (2, "OpenMP load balance", h.openmp_load_balance, "(= load balance / MPI load balance)"),
+                (2, "OpenMP communication efficiency", h.openmp_communication_efficiency,
+                 f"(max useful time / max time outside MPI, over {h.threads} threads)"),
+            ]
+        width = max([28] + [2 * depth + len(label) for depth, label, _, _ in rows])
+        return [f"  {'  ' * depth + label:<{width}}{pct(value)}" + (f"  {note}" if note else "")
+                for depth, label, value, note in rows]
 
 
 def _runtime_of(ideal: Any, result: "AnalysisResult") -> float:
@@ -139,16 +214,61 @@ def ideal_span(recorded: "Trace", ideal: "Trace", span: tuple[float, float]) -> 
     return lo, hi
 
 
+def _has_threads(result: "AnalysisResult") -> bool:
+    return bool(np.any(np.asarray(getattr(result, "location_threads", ()), dtype=np.int64) != 0))
+
+
+def hybrid_pop(result: "AnalysisResult", runtime: float, runtime_ideal: float | None = None) -> HybridPop | None:
+    """The POP hybrid efficiencies of `result` (:class:`HybridPop`; None for a run without threads).
+
+    `runtime` is the run's (or window's) length in seconds, `runtime_ideal`
+    that on an ideal network (None: no MPI serialisation and transfer
+    efficiency).  Raises ValueError when the result lacks ``comp`` or
+    ``omp_time``.
+    """
+    if not _has_threads(result):
+        return None
+    for needed in ("comp", "omp_time"):
+        if needed not in result.metric_ids:
+            raise ValueError(f"the POP hybrid efficiencies need the metric {needed!r} in the result")
+    useful = np.asarray(result.by_location("comp"), dtype=np.float64)
+    outside = useful + np.asarray(result.by_location("omp_time"), dtype=np.float64)
+    ranks = np.asarray(result.location_ranks, dtype=np.int64)
+    threads = np.asarray(result.location_threads, dtype=np.int64)
+    masters = [int(np.flatnonzero(ranks == r)[np.argmin(threads[ranks == r])]) for r in np.unique(ranks)]
+    per_process = outside[masters]
+    out_mean, out_max = float(per_process.mean()), float(per_process.max())
+    use_mean, use_max = float(useful.mean()), float(useful.max())
+    lb = use_mean / use_max if use_max > 0 else 1.0
+    comm = use_max / runtime
+    mpi_lb = out_mean / out_max if out_max > 0 else 1.0
+    mpi_comm = out_max / runtime
+    omp_lb = lb / mpi_lb if mpi_lb > 0 else 1.0
+    omp_comm = comm / mpi_comm if mpi_comm > 0 else 1.0
+    ser = te = None
+    if runtime_ideal is not None:
+        ser, te = out_max / runtime_ideal, runtime_ideal / runtime
+    return HybridPop(mpi_parallel_efficiency=mpi_lb * mpi_comm, mpi_load_balance=mpi_lb,
+                     mpi_communication_efficiency=mpi_comm, mpi_serialisation_efficiency=ser,
+                     mpi_transfer_efficiency=te, openmp_parallel_efficiency=omp_lb * omp_comm,
+                     openmp_load_balance=omp_lb, openmp_communication_efficiency=omp_comm,
+                     outside_mpi_mean=out_mean, outside_mpi_max=out_max, processes=len(masters),
+                     threads=len(useful))
+
+
 def pop_metrics(result: "AnalysisResult", ideal: Any = "simulate") -> PopMetrics:
     """The POP efficiencies of `result` (see the module docstring).
 
     `ideal` gives the run time on an ideal network: ``"simulate"`` (the
     default) simulates it with ``result.trace.simulate(network="ideal")``
     when this waitscope has :meth:`Trace.simulate` and the trace is in one
-    process; None leaves serialisation and transfer efficiency out; a
+    process; None leaves
+    serialisation and transfer efficiency out; a
     number (seconds; for a windowed result the length of the window's
     piece of execution on the ideal network), a simulated Trace or its
     AnalysisResult give it.
+    A run with threads also gets :attr:`PopMetrics.hybrid`, the MPI and
+    OpenMP parallel efficiencies (:func:`hybrid_pop`).
     """
     if "comp" not in result.metric_ids:
         raise ValueError("pop_metrics needs the metric 'comp' (time outside MPI) in the result")
@@ -182,4 +302,5 @@ def pop_metrics(result: "AnalysisResult", ideal: Any = "simulate") -> PopMetrics
     return PopMetrics(parallel_efficiency=lb * comm, load_balance=lb, communication_efficiency=comm,
                       serialisation_efficiency=ser, transfer_efficiency=te, runtime=runtime,
                       runtime_ideal=runtime_ideal, useful_mean=mean, useful_max=peak,
-                      window=None if window is None else result.analysed_span)
+                      window=None if window is None else result.analysed_span,
+                      hybrid=hybrid_pop(result, runtime, runtime_ideal))

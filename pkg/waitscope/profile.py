@@ -186,6 +186,7 @@ class _Definitions:
         ]
         self.callpath_region = np.array([region_index[leaf] for leaf in leaves], dtype=np.int64)
         self.location_ranks = np.arange(ranks, dtype=np.int64)
+        self.location_threads = np.zeros(ranks, dtype=np.int64)
         self.locations = [Location(index=r, id=r, name="Master thread", rank=r, process=f"MPI Rank {r}", thread=0,
                                    type="cpu_thread", n_records=0) for r in range(ranks)]
         self.cart_topologies: list[Any] = []

@@ -9,16 +9,22 @@ Laid out like Cube's metric tree and ``cube_stat``:
   sub-metrics an indented ``(rest of ...)`` line makes the percentages of
   every level add up to their parent's;
 * where the computation and the MPI time go: the call paths with the most
-  ``comp`` and ``mpi`` time;
-* every non-zero wait-state pattern with its top call paths: value,
-  percentage of total time, minimum / mean / maximum over ranks and the
-  rank of the maximum;
+  ``comp`` and ``mpi`` time (and ``omp_time``, the OpenMP runtime, in a
+  hybrid run);
+* every non-zero wait-state pattern (MPI, and OpenMP in a hybrid run)
+  with its top call paths: value, percentage of total time, minimum /
+  mean / maximum over ranks and the rank of the maximum;
 * the delay costs when the analysis computed them: the largest cause of
   waiting (:func:`culprit`: the call path whose delays caused the most
   waiting, and the rank where it did), by wait-state pattern,
   by the call paths whose delays caused the waiting, and apart from them
   the wait states split into direct / indirect and propagating / terminal;
 * the critical path when the analysis computed it.
+
+In a run with threads (MPI+OpenMP) the columns are per location instead
+of per rank: minimum / mean / maximum over the locations, and the
+location of the maximum named rank.thread (``1.1``: thread 1 of rank 1);
+the culprit is a thread of a rank.
 
 Every table has a line of column headings.  With a window
 (``analyze(window=...)``) every value is that of the window.
@@ -43,6 +49,11 @@ WAIT_PATTERNS = (
     "mpi_earlyreduce", "mpi_earlyscan", "mpi_finalize_wait", "mpi_init_completion",
 )
 """The wait-state metrics whose call paths the summary lists (in this order)."""
+
+OMP_WAIT_PATTERNS = ("omp_ibarrier_wait", "omp_ebarrier_wait", "omp_lock_contention_critical",
+                     "omp_lock_contention_api")
+"""The OpenMP wait states the summary lists after :data:`WAIT_PATTERNS` (only results of
+traces with threads have these metrics)."""
 
 TIME_ROOTS = ("time",)
 """Trees of the time hierarchy; the other trees in seconds (delay costs, wait-state
@@ -101,6 +112,29 @@ def per_rank(result: "AnalysisResult", values: np.ndarray) -> tuple[np.ndarray, 
     return keys, sums
 
 
+def _threaded(result: "AnalysisResult") -> bool:
+    return bool(getattr(result, "has_threads", False))
+
+
+def per_place(result: "AnalysisResult", values: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """The places the tables spread a call path's value over: (labels, values).
+
+    Ranks (the locations of a rank summed, labels ``"3"``) for a run
+    without threads; for a run with threads every location on its own,
+    labelled rank.thread (``"1.1"``: thread 1 of rank 1)."""
+    if _threaded(result):
+        return [result.location_label(i) for i in range(len(values))], np.asarray(values, dtype=np.float64)
+    ranks, sums = per_rank(result, values)
+    return [str(int(r)) for r in ranks], sums
+
+
+def _over(result: "AnalysisResult") -> str:
+    """What the min / mean / max columns run over, in words."""
+    if _threaded(result):
+        return "min / mean / max over locations, location (rank.thread) of the max"
+    return "min / mean / max over ranks, rank of the max"
+
+
 def _seconds(value: float) -> str:
     return f"{value:12.6f} s"
 
@@ -142,11 +176,12 @@ def _callpath_table(result: "AnalysisResult", matrix: np.ndarray, total: float, 
     """The `top` call paths of a [call path, location] matrix with min / mean / max over ranks."""
     per_cp = matrix.sum(axis=1)
     lines = []
+    width = _place_width(result)
     small = _tolerance(result) if unit == "sec" else 0.0
     for cp in np.argsort(-per_cp, kind="stable")[:max(top, 0)]:
         if per_cp[cp] <= small:
             break
-        ranks, values = per_rank(result, matrix[cp])
+        labels, values = per_place(result, matrix[cp])
         worst = int(np.argmax(values))
         if unit == "sec":
             spread = f"{values.min():10.6f} {values.mean():10.6f} {values.max():10.6f}"
@@ -154,17 +189,33 @@ def _callpath_table(result: "AnalysisResult", matrix: np.ndarray, total: float, 
             mean = f"{values.mean():10,.1f}" if abs(values.mean()) < 1e5 else f"{values.mean():10,.0f}"
             spread = f"{values.min():10,.0f} {mean} {values.max():10,.0f}"
         lines.append(f"{indent}{_format_value(per_cp[cp], unit)} {_percent(per_cp[cp], total)}  "
-                     f"{spread}  {int(ranks[worst]):>5}  {result.callpath_names[cp]}")
+                     f"{spread}  {labels[worst]:>{width}}  {result.callpath_names[cp]}")
     return lines
 
 
-def _table_header(percent_of: str = "% time", indent: str = "    ") -> str:
-    return f"{indent}{'value':>14} {percent_of:>9}  {'min':>10} {'mean':>10} {'max':>10}  {'rank':>5}  call path"
+def _place_width(result: "AnalysisResult | None") -> int:
+    """Width of the column naming the rank (or location) of the maximum."""
+    if result is None or not _threaded(result):
+        return 5
+    return max([8] + [len(result.location_label(i)) for i in range(result.n_locations)])
+
+
+def _table_header(percent_of: str = "% time", indent: str = "    ", result: "AnalysisResult | None" = None) -> str:
+    place = "location" if result is not None and _threaded(result) else "rank"
+    return (f"{indent}{'value':>14} {percent_of:>9}  {'min':>10} {'mean':>10} {'max':>10}  "
+            f"{place:>{_place_width(result)}}  call path")
 
 
 TABLE_HEADER = _table_header()
 """Columns of the call-path tables: summed value, % of total time, min / mean / max over
-ranks (seconds) and the rank of the maximum."""
+ranks (seconds) and the rank of the maximum (over locations and the location of the maximum,
+``rank.thread``, in a run with threads: :func:`table_header`)."""
+
+
+def table_header(result: "AnalysisResult", percent_of: str = "% time") -> str:
+    """The column headings of `result`'s call-path tables (:data:`TABLE_HEADER` for a run
+    without threads; a ``location`` column for one with threads)."""
+    return _table_header(percent_of, result=result)
 
 PATH_HEADER = f"    {'on the path':>14} {'% path':>9}  {'imbalance':>12}  call path"
 """Columns of the critical-path table: time on the path, % of the path length, the critical-path
@@ -180,7 +231,8 @@ def metric_table(result: "AnalysisResult", metric: str, top: int = 10, inclusive
     (``inclusive=True``: including the call paths below); the table gives
     the value summed over locations, its percentage (of the total time for
     times, of the metric's total otherwise), minimum, mean and maximum over
-    ranks and the rank of the maximum.
+    ranks and the rank of the maximum (over locations and the location of
+    the maximum, rank.thread, in a run with threads).
     """
     if top < 0:
         raise ValueError(f"top must be 0 or more, not {top}")
@@ -199,8 +251,8 @@ def metric_table(result: "AnalysisResult", metric: str, top: int = 10, inclusive
     shown = min(top, n_nonzero)
     unit = "" if m.unit == "sec" else f" (in {m.unit})"
     lines = [f"{m.id} ({m.name}): {total}{share}; {kind} values{unit} of the top {shown} of {n_nonzero} call paths "
-             "(min / mean / max over ranks, rank of the max):",
-             _table_header(of)]
+             f"({_over(result)}):",
+             _table_header(of, result=result)]
     lines += _callpath_table(result, matrix, base, top, unit=m.unit)
     if n_nonzero == 0:
         lines.append("    (zero on every call path)")
@@ -214,19 +266,24 @@ class Culprit:
     callpath: int
     """Index of the call path (the delaying activity)."""
     rank: int
-    """The MPI rank where it delayed most."""
+    """The MPI rank where it delayed most (of the thread, in a run with threads)."""
     cost: float
-    """Its delay costs on that rank, short- plus long-term (seconds)."""
+    """Its delay costs on that rank (thread), short- plus long-term (seconds)."""
     callpath_cost: float
     """Its delay costs over all ranks (seconds)."""
     share: float
     """`callpath_cost` as a share of all delay costs (of the waiting the delay analysis handled)."""
+    thread: int | None = None
+    """In a run with threads: the thread of `rank` where it delayed most (None without threads)."""
+    location: int | None = None
+    """In a run with threads: that thread's location index (None without threads)."""
 
 
 def culprit(result: "AnalysisResult") -> Culprit | None:
     """The call path whose delays caused the most waiting (short- plus long-term
-    delay costs summed over locations), and the rank where it caused most;
-    None without a delay analysis or without delay costs."""
+    delay costs summed over locations), and the rank where it caused most
+    (in a run with threads: the location, a thread of a rank); None without
+    a delay analysis or without delay costs."""
     if "delay" not in result.metric_ids:
         return None
     costs = np.asarray(result.delay_short, dtype=np.float64) + np.asarray(result.delay_long, dtype=np.float64)
@@ -235,6 +292,10 @@ def culprit(result: "AnalysisResult") -> Culprit | None:
         return None
     per_cp = costs.sum(axis=1)
     cp = int(np.argmax(per_cp))
+    if _threaded(result):
+        loc = int(np.argmax(costs[cp]))
+        return Culprit(cp, int(result.location_ranks[loc]), float(costs[cp, loc]), float(per_cp[cp]),
+                       float(per_cp[cp]) / total, thread=int(result.location_threads[loc]), location=loc)
     ranks, values = per_rank(result, costs[cp])
     worst = int(np.argmax(values))
     return Culprit(cp, int(ranks[worst]), float(values[worst]), float(per_cp[cp]), float(per_cp[cp]) / total)
@@ -247,8 +308,9 @@ def culprit_line(result: "AnalysisResult") -> str | None:
     if found is None:
         return None
     share = found.cost / found.callpath_cost if found.callpath_cost else 0.0
-    where = (f"most on rank {found.rank} ({100 * share:.0f} % of it)" if share < 0.995
-             else f"all of it on rank {found.rank}")
+    place = f"rank {found.rank}" if found.thread is None else f"thread {found.thread} of rank {found.rank}"
+    where = (f"most on {place} ({100 * share:.0f} % of it)" if share < 0.995
+             else f"all of it on {place}")
     return (f"{result.callpath_names[found.callpath]}, whose delays caused {found.callpath_cost:.6f} s of waiting "
             f"({100 * found.share:.1f} % of the delay costs), {where}")
 
@@ -266,14 +328,26 @@ def _window_lines(result: "AnalysisResult") -> list[str]:
             f"({end - start:.6f} s{clipped})"]
 
 
+def _processes(result: "AnalysisResult") -> str:
+    """``2 ranks``; with threads ``2 ranks x 2 threads`` (or ``2 ranks, 5 threads`` when they differ)."""
+    ranks = np.asarray(result.location_ranks, dtype=np.int64)
+    keys = np.unique(ranks)
+    text = f"{len(keys)} rank{'s' if len(keys) != 1 else ''}"
+    if not _threaded(result):
+        return text
+    counts = {int(np.count_nonzero(ranks == k)) for k in keys}
+    if len(counts) == 1:
+        return f"{text} x {counts.pop()} threads"
+    return f"{text}, {len(ranks)} threads"
+
+
 def summary(result: "AnalysisResult", top: int = 5) -> str:
     """The text summary (see the module docstring); `top` call paths per table."""
     if top < 0:
         raise ValueError(f"top must be 0 or more, not {top}")
     ids = set(result.metric_ids)
     total = result.total("time") if "time" in ids else 0.0
-    ranks = np.unique(result.location_ranks)
-    lines = [f"total time {total:.6f} s, summed over {result.n_locations} locations ({len(ranks)} ranks); "
+    lines = [f"total time {total:.6f} s, summed over {result.n_locations} locations ({_processes(result)}); "
              f"run length {result.run_length:.6f} s"]
     lines += _window_lines(result)
 
@@ -288,20 +362,20 @@ def summary(result: "AnalysisResult", top: int = 5) -> str:
         lines.append("  " + ", ".join(f"{m} ({result.metric(m).name}) {result.total(m):,.0f} {result.metric(m).unit}"
                                       for m in counts))
 
-    for metric, what in (("comp", "Computation"), ("mpi", "MPI time")):
+    header = table_header(result)
+    for metric, what in (("comp", "Computation"), ("mpi", "MPI time"), ("omp_time", "OpenMP time")):
         if metric in ids and result.total(metric) > 0:
             lines.append("")
-            lines.append(f"{what} by call path (metric {metric}; min / mean / max over ranks, rank of the max):")
-            lines.append(TABLE_HEADER)
+            lines.append(f"{what} by call path (metric {metric}; {_over(result)}):")
+            lines.append(header)
             lines += _callpath_table(result, np.asarray(result.get(metric)), total, top)
 
     eps = _tolerance(result)
-    patterns = [m for m in WAIT_PATTERNS if m in ids and result.total(m) > eps]
+    patterns = [m for m in WAIT_PATTERNS + OMP_WAIT_PATTERNS if m in ids and result.total(m) > eps]
     lines.append("")
     if patterns:
-        lines.append("wait states (non-zero patterns) and their top call paths "
-                     "(min / mean / max over ranks, rank of the max):")
-        lines.append(TABLE_HEADER)
+        lines.append(f"wait states (non-zero patterns) and their top call paths ({_over(result)}):")
+        lines.append(header)
         for mid in patterns:
             m = result.metric(mid)
             lines.append(f"  {mid} ({m.name}): {result.total(mid):.6f} s {_percent(result.total(mid), total).strip()}")
@@ -323,7 +397,7 @@ def summary(result: "AnalysisResult", top: int = 5) -> str:
         lines.append(TREE_HEADER)
         lines += _tree_lines(result, "delay", total, skip_root=True)
         lines.append("  call paths whose delays caused the most waiting (short + long term):")
-        lines.append(TABLE_HEADER)
+        lines.append(header)
         lines += _callpath_table(result, short + long_, total, top)
         for root, title in (("waitstates_direct_vs_indirect",
                              "wait states by cause: direct (caused by a delay of the partner) or indirect "

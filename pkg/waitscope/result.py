@@ -180,7 +180,10 @@ class AnalysisResult:
     callpath_names : list of str
         Region names joined by '/' from the root, e.g. ``main/MPI_Recv``.
     location_ranks : ndarray
-        MPI rank of every location, in location order.
+        MPI rank of every location, in location order (the rank of its
+        process: the threads of an MPI+OpenMP process share it).
+    location_threads : ndarray
+        Thread number of every location within its process (0: master).
     cube : ndarray, shape (metrics, call paths, locations)
     """
 
@@ -197,6 +200,8 @@ class AnalysisResult:
         self._callpath_index = {n: i for i, n in enumerate(self.callpath_names)}
         self.callpath_parent: np.ndarray = trace.callpath_parent
         self.location_ranks: np.ndarray = trace.location_ranks
+        self.location_threads: np.ndarray = np.asarray(trace.location_threads, dtype=np.int64)
+        """Thread number of every location within its process (0: the master thread)."""
         self.clock_violations: np.ndarray = raw["clock_violations"]
         """Receives per location that end before their send starts."""
         self.delay_model: str | None = raw["delay_model"]
@@ -225,6 +230,17 @@ class AnalysisResult:
     @property
     def n_locations(self) -> int:
         return self.cube.shape[2]
+
+    @property
+    def has_threads(self) -> bool:
+        """Whether a process of the trace has several locations (threads: a hybrid MPI+OpenMP run)."""
+        return bool(np.any(self.location_threads != 0))
+
+    def location_label(self, location: int) -> str:
+        """How reports name a location: its rank (``"3"``), or rank.thread
+        (``"1.1"``: thread 1 of rank 1) when the run has threads."""
+        rank = int(self.location_ranks[location])
+        return f"{rank}.{int(self.location_threads[location])}" if self.has_threads else str(rank)
 
     def metric(self, metric_id: str) -> Metric:
         """The :class:`Metric` a key names (see :meth:`metric_index`)."""
@@ -448,7 +464,11 @@ class AnalysisResult:
         values of these metrics: ``mpi_latesender``, ``mpi_latereceiver``,
         ``mpi_barrier_wait``, ``mpi_barrier_completion``, ``mpi_wait_nxn``,
         ``mpi_nxn_completion``, ``mpi_latebroadcast``, ``mpi_earlyreduce``,
-        ``mpi_earlyscan``, ``mpi_finalize_wait``, ``mpi_init_completion``.
+        ``mpi_earlyscan``, ``mpi_finalize_wait``, ``mpi_init_completion`` and,
+        in a hybrid MPI+OpenMP trace, the OpenMP wait states
+        ``omp_ibarrier_wait``, ``omp_ebarrier_wait``,
+        ``omp_lock_contention_critical``, ``omp_lock_contention_api`` (on the
+        thread that waited; ``rank`` is its process's rank).
         Only instances with a positive waiting time are listed.
 
         Fields:
@@ -592,7 +612,8 @@ class AnalysisResult:
 
     def to_hatchet(self) -> Any:
         """The result as a Hatchet ``GraphFrame``: the call-path tree as its graph,
-        every metric per (call path, rank), exclusive and inclusive (``"time (inc)"``).
+        every metric per (call path, rank), exclusive and inclusive (``"time (inc)"``);
+        per (call path, rank, thread) for a result with threads (hybrid MPI+OpenMP).
 
         Needs Hatchet (``pip install llnl-hatchet``); Thicket takes such
         GraphFrames for studies over several runs.  See :mod:`waitscope._hatchet`.
@@ -639,7 +660,10 @@ class AnalysisResult:
         and transfer efficiency need: ``"simulate"`` simulates it with
         ``trace.simulate(network="ideal")`` where available, None leaves
         them out (None in the result), a number of seconds, a simulated
-        Trace or its AnalysisResult give it."""
+        Trace or its AnalysisResult give it.  A run with threads also gets
+        POP's hybrid efficiencies (``.hybrid``: MPI and OpenMP parallel
+        efficiency and their factors; the simulation moves a process's
+        threads with their master)."""
         from .pop import pop_metrics
 
         return pop_metrics(self, ideal)
@@ -649,7 +673,8 @@ class AnalysisResult:
         (inclusive values, display names, % of total time adding up per
         level), the computation and the MPI time by call path, every non-zero
         wait-state pattern with its top `top` call paths (min / mean / max over
-        ranks and the rank of the maximum), and the delay costs (with the
+        ranks and the rank of the maximum; over locations, named rank.thread,
+        in a run with threads), and the delay costs (with the
         direct / indirect and propagating / terminal wait states apart) and
         critical path when the result has them.  See :mod:`waitscope.report`."""
         from .report import summary

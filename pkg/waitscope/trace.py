@@ -238,6 +238,18 @@ class Trace:
         return self._defs["locations"]["rank"].copy()
 
     @property
+    def location_threads(self) -> np.ndarray:
+        """Thread number of every location within its process, in location
+        order (0: the master thread; all 0 in a trace without threads)."""
+        return np.asarray(self._defs["locations"]["thread"], dtype=np.int64).copy()
+
+    @property
+    def has_threads(self) -> bool:
+        """Whether some process of the trace has more than one location
+        (OpenMP or POSIX threads: a hybrid trace)."""
+        return bool(np.any(self._defs["locations"]["thread"] != 0))
+
+    @property
     def regions(self) -> list[Region]:
         d = self._defs["regions"]
         return [
