@@ -543,6 +543,27 @@ def test_write_and_read_back(tmp_path):
     assert 'CART_TOPOLOGY                          0  Name: "Process x Thread"' in defs.stdout
 
 
+def test_threads_without_a_parallel_region(tmp_path):
+    """Worker threads that never join a team are defined (Program(n,
+    threads=T) has T threads per process) with no events, and their empty
+    event files read back; the masters' events are the MPI program's."""
+    prog = synth.Program(2, threads=2)
+    prog.rank(0).compute("w", 1.0).send(1)
+    prog.rank(1).recv(0)
+    mem = prog.run()._core
+    assert [len(mem.events(i)["kind"]) for i in range(4)] == [13, 0, 11, 0]
+    disk = read(prog.write(tmp_path / "t"))
+    assert_same_events(mem, disk)
+    assert_same_definitions(mem, disk)
+    plain = synth.Program(2)
+    plain.rank(0).compute("w", 1.0).send(1)
+    plain.rank(1).recv(0)
+    one = plain.run()._core
+    for loc in (0, 1):
+        np.testing.assert_array_equal(mem.events(2 * loc)["time"], one.events(loc)["time"])
+        np.testing.assert_array_equal(mem.events(2 * loc)["kind"], one.events(loc)["kind"])
+
+
 # ---- bad programs ----------------------------------------------------------------
 
 
