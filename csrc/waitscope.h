@@ -163,7 +163,13 @@ enum ws_synth_op {
     WS_SYNTH_ALLTOALL = 17, /* size, comm                                 */
     WS_SYNTH_ALLGATHER = 18,/* size, comm                                 */
     WS_SYNTH_SCAN = 19,     /* size, comm                                 */
-    WS_SYNTH_OP_END = 20
+    WS_SYNTH_PARALLEL = 20, /* a: parallel region (its row in teams); a rank's operation only */
+    /* the operations of a thread in a parallel region (besides COMPUTE,
+     * ENTER and LEAVE) */
+    WS_SYNTH_OMP_BARRIER = 21,  /* an explicit OpenMP barrier             */
+    WS_SYNTH_OMP_CRITICAL = 22, /* a: critical section (0 <= a < 2^31), b: duration index, size: region or -1 */
+    WS_SYNTH_OMP_LOCK = 23,     /* a: lock (0 <= a < 2^31), b: duration index, size: region or -1 */
+    WS_SYNTH_OP_END = 24
 };
 
 #define WS_SYNTH_FIELDS 5
@@ -205,6 +211,26 @@ typedef struct ws_synth_program {
      * (role ARTIFICIAL, paradigm MEASUREMENT_SYSTEM, canonical name
      * "/synthetic/<name>") names ProgramBegin */
     const char *name;
+
+    /* OpenMP (pkg/waitscope/synth.py documents the model).  Every process
+     * has n_threads threads (0 or 1: its master thread alone).  Parallel
+     * region j, executed by the one operation WS_SYNTH_PARALLEL with a = j
+     * of some rank, is the row teams[j] of WS_SYNTH_FIELDS values
+     *     (threads, name, fork, join, barrier)
+     * threads: the team's size (1..n_threads); name: index into
+     * parallel_names; fork: the duration index (of the rank) of the first
+     * of `threads` consecutive delays from the fork to each thread's
+     * start; join: of the delay from the end to the join; barrier: of the
+     * overhead of every barrier in the region.  Thread i of region j
+     * executes the rows thread_ops[thread_ptr[b + i] .. thread_ptr[b + i +
+     * 1]), b being the sum of the sizes of regions 0..j-1. */
+    uint32_t n_threads;
+    uint32_t n_teams;
+    const int64_t *teams;        /* n_teams rows */
+    const int64_t *thread_ptr;   /* (sum of the sizes) + 1 offsets (rows) into thread_ops */
+    const int64_t *thread_ops;   /* rows of WS_SYNTH_FIELDS values */
+    uint32_t n_parallel_names;
+    const char *const *parallel_names;
 } ws_synth_program;
 
 typedef struct ws_synth_params {

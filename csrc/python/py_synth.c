@@ -13,8 +13,9 @@
 /* Holds the converted inputs; everything is released by release(). */
 typedef struct inputs {
     PyArrayObject *rank_ptr, *ops, *dur_ptr, *durations, *req_ptr, *requests, *comm_ptr, *comm_members;
-    PyObject *regions, *comm_names, *carts; /* tuples */
-    const char **region_names, **comm_name_ptrs;
+    PyArrayObject *teams, *thread_ptr, *thread_ops; /* OpenMP */
+    PyObject *regions, *comm_names, *carts, *parallel_names; /* tuples */
+    const char **region_names, **comm_name_ptrs, **parallel_name_ptrs;
     ws_synth_cart *cart_list;
     PyArrayObject **cart_arrays; /* 2 per topology */
     Py_ssize_t n_carts;
@@ -30,6 +31,9 @@ static void release(inputs *in)
     Py_XDECREF(in->requests);
     Py_XDECREF(in->comm_ptr);
     Py_XDECREF(in->comm_members);
+    Py_XDECREF(in->teams);
+    Py_XDECREF(in->thread_ptr);
+    Py_XDECREF(in->thread_ops);
     if (in->cart_arrays)
         for (Py_ssize_t i = 0; i < 2 * in->n_carts; i++)
             Py_XDECREF(in->cart_arrays[i]);
@@ -37,8 +41,10 @@ static void release(inputs *in)
     PyMem_Free(in->cart_list);
     PyMem_Free(in->region_names);
     PyMem_Free(in->comm_name_ptrs);
+    PyMem_Free(in->parallel_name_ptrs);
     Py_XDECREF(in->regions);
     Py_XDECREF(in->comm_names);
+    Py_XDECREF(in->parallel_names);
     Py_XDECREF(in->carts);
 }
 
@@ -142,17 +148,29 @@ static PyObject *py_synth_run(PyObject *module, PyObject *args, PyObject *kwargs
     static char *kwlist[] = {"nranks",   "rank_ptr", "ops",          "dur_ptr",    "durations",  "req_ptr",
                              "requests", "regions",  "comm_ptr",     "comm_members", "comm_names", "carts",
                              "latency",  "bandwidth", "eager_limit", "overhead",   "resolution", "progress",
-                             "name",     NULL};
-    unsigned long long nranks_arg, eager_limit, resolution;
+                             "name",     "threads",  "teams",        "thread_ptr", "thread_ops", "parallel_names",
+                             NULL};
+    unsigned long long nranks_arg, eager_limit, resolution, threads = 1;
     PyObject *o_rank_ptr, *o_ops, *o_dur_ptr, *o_durations, *o_req_ptr, *o_requests, *o_regions, *o_comm_ptr,
         *o_comm_members, *o_comm_names, *o_carts, *callback = Py_None;
+    PyObject *o_teams = NULL, *o_thread_ptr = NULL, *o_thread_ops = NULL, *o_parallel_names = NULL;
     const char *name = NULL;
     double latency, bandwidth, overhead;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KOOOOOOOOOOOddKdK|Oz", kwlist, &nranks_arg, &o_rank_ptr, &o_ops,
-                                     &o_dur_ptr, &o_durations, &o_req_ptr, &o_requests, &o_regions, &o_comm_ptr,
-                                     &o_comm_members, &o_comm_names, &o_carts, &latency, &bandwidth, &eager_limit,
-                                     &overhead, &resolution, &callback, &name))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KOOOOOOOOOOOddKdK|OzKOOOO", kwlist, &nranks_arg, &o_rank_ptr,
+                                     &o_ops, &o_dur_ptr, &o_durations, &o_req_ptr, &o_requests, &o_regions,
+                                     &o_comm_ptr, &o_comm_members, &o_comm_names, &o_carts, &latency, &bandwidth,
+                                     &eager_limit, &overhead, &resolution, &callback, &name, &threads, &o_teams,
+                                     &o_thread_ptr, &o_thread_ops, &o_parallel_names))
         return NULL;
+    if (threads == 0 || threads > UINT32_MAX / 2) {
+        PyErr_SetString(PyExc_ValueError, "synth_run: threads out of range");
+        return NULL;
+    }
+    if ((o_teams || o_thread_ptr || o_thread_ops || o_parallel_names) &&
+        !(o_teams && o_thread_ptr && o_thread_ops && o_parallel_names)) {
+        PyErr_SetString(PyExc_TypeError, "synth_run: teams, thread_ptr, thread_ops and parallel_names go together");
+        return NULL;
+    }
     if (nranks_arg == 0 || nranks_arg >= UINT32_MAX - 1) {
         PyErr_SetString(PyExc_ValueError, "synth_run: nranks out of range");
         return NULL;
@@ -178,6 +196,39 @@ static PyObject *py_synth_run(PyObject *module, PyObject *args, PyObject *kwargs
     if (PyArray_SIZE(in.ops) % WS_SYNTH_FIELDS != 0) {
         PyErr_Format(PyExc_ValueError, "synth_run: ops must have rows of %d values", WS_SYNTH_FIELDS);
         goto done;
+    }
+    npy_intp n_teams = 0;
+    if (o_teams) {
+        if (!(in.teams = as_array(o_teams, NPY_INT64, "teams")) ||
+            !(in.thread_ptr = as_array(o_thread_ptr, NPY_INT64, "thread_ptr")) ||
+            !(in.thread_ops = as_array(o_thread_ops, NPY_INT64, "thread_ops")) ||
+            string_list(o_parallel_names, &in.parallel_names, &in.parallel_name_ptrs, "parallel region names") != 0)
+            goto done;
+        if (PyArray_SIZE(in.teams) % WS_SYNTH_FIELDS != 0 || PyArray_SIZE(in.thread_ops) % WS_SYNTH_FIELDS != 0) {
+            PyErr_Format(PyExc_ValueError, "synth_run: teams and thread_ops must have rows of %d values",
+                         WS_SYNTH_FIELDS);
+            goto done;
+        }
+        n_teams = PyArray_SIZE(in.teams) / WS_SYNTH_FIELDS;
+        /* thread_ptr: one entry per team thread, plus one */
+        npy_intp n_team_threads = 0;
+        const int64_t *rows = PyArray_DATA(in.teams);
+        for (npy_intp j = 0; j < n_teams; j++) {
+            int64_t size = rows[j * WS_SYNTH_FIELDS];
+            if (size < 1 || (uint64_t)size > threads) {
+                PyErr_Format(PyExc_ValueError, "synth_run: parallel region %zd has a team of %lld threads (1 to %llu)",
+                             (Py_ssize_t)j, (long long)size, threads);
+                goto done;
+            }
+            n_team_threads += (npy_intp)size;
+        }
+        if (check_offsets(in.thread_ptr, n_team_threads + 1, PyArray_SIZE(in.thread_ops) / WS_SYNTH_FIELDS,
+                          "thread operation"))
+            goto done;
+        if (n_teams > (npy_intp)UINT32_MAX / 2 || PyTuple_GET_SIZE(in.parallel_names) > (Py_ssize_t)UINT32_MAX / 2) {
+            PyErr_SetString(PyExc_ValueError, "synth_run: too many parallel regions");
+            goto done;
+        }
     }
     if (check_offsets(in.rank_ptr, nranks + 1, PyArray_SIZE(in.ops) / WS_SYNTH_FIELDS, "operation") ||
         check_offsets(in.dur_ptr, nranks + 1, PyArray_SIZE(in.durations), "duration") ||
@@ -206,6 +257,13 @@ static PyObject *py_synth_run(PyObject *module, PyObject *args, PyObject *kwargs
         .n_carts = (uint32_t)in.n_carts,
         .carts = in.cart_list,
         .name = name,
+        .n_threads = (uint32_t)threads,
+        .n_teams = (uint32_t)n_teams,
+        .teams = in.teams ? PyArray_DATA(in.teams) : NULL,
+        .thread_ptr = in.thread_ptr ? PyArray_DATA(in.thread_ptr) : NULL,
+        .thread_ops = in.thread_ops ? PyArray_DATA(in.thread_ops) : NULL,
+        .n_parallel_names = in.parallel_names ? (uint32_t)PyTuple_GET_SIZE(in.parallel_names) : 0,
+        .parallel_names = in.parallel_name_ptrs,
     };
     ws_synth_params params = {
         .latency = latency,
@@ -235,8 +293,9 @@ done:
 static PyMethodDef synth_functions[] = {
     {"synth_run", (PyCFunction)(void (*)(void))py_synth_run, METH_VARARGS | METH_KEYWORDS,
      "synth_run(nranks, rank_ptr, ops, dur_ptr, durations, req_ptr, requests, regions, comm_ptr, comm_members,\n"
-     "          comm_names, carts, latency, bandwidth, eager_limit, overhead, resolution, progress=None)\n"
-     "Executes a packed synthetic MPI program (see waitscope.synth) and returns a Trace."},
+     "          comm_names, carts, latency, bandwidth, eager_limit, overhead, resolution, progress=None,\n"
+     "          name=None, threads=1, teams=None, thread_ptr=None, thread_ops=None, parallel_names=None)\n"
+     "Executes a packed synthetic MPI(+OpenMP) program (see waitscope.synth) and returns a Trace."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -252,7 +311,8 @@ int ws_py_register_synth(PyObject *module)
         {"waitall", WS_SYNTH_WAITALL},     {"barrier", WS_SYNTH_BARRIER},     {"bcast", WS_SYNTH_BCAST},
         {"scatter", WS_SYNTH_SCATTER},     {"reduce", WS_SYNTH_REDUCE},       {"gather", WS_SYNTH_GATHER},
         {"allreduce", WS_SYNTH_ALLREDUCE}, {"alltoall", WS_SYNTH_ALLTOALL},   {"allgather", WS_SYNTH_ALLGATHER},
-        {"scan", WS_SYNTH_SCAN},
+        {"scan", WS_SYNTH_SCAN},           {"parallel", WS_SYNTH_PARALLEL},   {"omp_barrier", WS_SYNTH_OMP_BARRIER},
+        {"omp_critical", WS_SYNTH_OMP_CRITICAL}, {"omp_lock", WS_SYNTH_OMP_LOCK},
     };
     PyObject *d = PyDict_New();
     if (!d)

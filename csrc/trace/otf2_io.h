@@ -5,6 +5,8 @@
 #include "../waitscope.h" /* ws_progress */
 #include "trace.h"
 
+#include <otf2/OTF2_EvtWriter.h>
+
 /* Installs, on the first call in the process, an OTF2 error handler that
  * only returns the code (libotf2 would print to stderr; the kernel reports
  * through ws_error).  Later calls do nothing, so a host that installs its
@@ -44,5 +46,10 @@ int ws_otf2_bare_read(const char *path, int global, uint64_t *n_records, ws_erro
  * given anchor path ("dir/traces.otf2" or "dir": then "dir/traces.otf2").
  * Ticks are recomputed from the seconds with the trace's clock. */
 int ws_otf2_write(const ws_trace *t, const char *path, const ws_progress *progress, ws_error *err);
+
+/* The writer's part for thread records (otf2_threads.c): writes event
+ * `kind` of thread-table row `ref` of ev (checked by the caller). */
+OTF2_ErrorCode ws_otf2_write_thread_record(OTF2_EvtWriter *ew, OTF2_TimeStamp ts, const ws_trace *t,
+                                          const ws_events *ev, uint8_t kind, uint32_t ref);
 
 #endif

@@ -11,8 +11,11 @@
  * thread is the k-th ThreadTeamBegin of the same team communicator on the
  * team's master (its member 0), whose call path there is the one of its
  * fork.  The master must have been read before (the loaders read the
- * locations of a process together, masters first). */
+ * locations of a process together, masters first).
+ *
+ * The writer (otf2_writer.c) writes the records back here. */
 #include "otf2_evt_int.h"
+#include "otf2_io.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -276,4 +279,43 @@ void ws_otf2_thread_callbacks(OTF2_EvtReaderCallbacks *cbs)
     OTF2_EvtReaderCallbacks_SetThreadBeginCallback(cbs, on_thread_begin);
     OTF2_EvtReaderCallbacks_SetThreadWaitCallback(cbs, on_thread_wait);
     OTF2_EvtReaderCallbacks_SetThreadEndCallback(cbs, on_thread_end);
+}
+
+/* ---- writing ---------------------------------------------------------------- */
+
+OTF2_ErrorCode ws_otf2_write_thread_record(OTF2_EvtWriter *ew, OTF2_TimeStamp ts, const ws_trace *t,
+                                          const ws_events *ev, uint8_t kind, uint32_t ref)
+{
+    uint32_t cm = ev->thr_comm[ref];
+    OTF2_CommRef comm = cm == WS_NONE32 ? OTF2_UNDEFINED_COMM : (OTF2_CommRef)t->comms[cm].otf2_id;
+    OTF2_Paradigm model = (OTF2_Paradigm)ev->thr_model[ref];
+    uint64_t a = ev->thr_a[ref], b = ev->thr_b[ref];
+    switch (kind) {
+    case WS_EV_THREAD_FORK:
+        return OTF2_EvtWriter_ThreadFork(ew, NULL, ts, model, (uint32_t)a);
+    case WS_EV_THREAD_JOIN:
+        return OTF2_EvtWriter_ThreadJoin(ew, NULL, ts, model);
+    case WS_EV_THREAD_TEAM_BEGIN:
+        return OTF2_EvtWriter_ThreadTeamBegin(ew, NULL, ts, comm);
+    case WS_EV_THREAD_TEAM_END:
+        return OTF2_EvtWriter_ThreadTeamEnd(ew, NULL, ts, comm);
+    case WS_EV_THREAD_ACQUIRE_LOCK:
+        return OTF2_EvtWriter_ThreadAcquireLock(ew, NULL, ts, model, (uint32_t)a, (uint32_t)b);
+    case WS_EV_THREAD_RELEASE_LOCK:
+        return OTF2_EvtWriter_ThreadReleaseLock(ew, NULL, ts, model, (uint32_t)a, (uint32_t)b);
+    case WS_EV_THREAD_TASK_CREATE:
+        return OTF2_EvtWriter_ThreadTaskCreate(ew, NULL, ts, comm, (uint32_t)a, (uint32_t)b);
+    case WS_EV_THREAD_TASK_SWITCH:
+        return OTF2_EvtWriter_ThreadTaskSwitch(ew, NULL, ts, comm, (uint32_t)a, (uint32_t)b);
+    case WS_EV_THREAD_TASK_COMPLETE:
+        return OTF2_EvtWriter_ThreadTaskComplete(ew, NULL, ts, comm, (uint32_t)a, (uint32_t)b);
+    case WS_EV_THREAD_CREATE:
+        return OTF2_EvtWriter_ThreadCreate(ew, NULL, ts, comm, b);
+    case WS_EV_THREAD_BEGIN:
+        return OTF2_EvtWriter_ThreadBegin(ew, NULL, ts, comm, b);
+    case WS_EV_THREAD_WAIT:
+        return OTF2_EvtWriter_ThreadWait(ew, NULL, ts, comm, b);
+    default:
+        return OTF2_EvtWriter_ThreadEnd(ew, NULL, ts, comm, b);
+    }
 }

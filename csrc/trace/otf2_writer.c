@@ -399,58 +399,13 @@ static int write_location_events(writer *w, uint32_t index, const ws_progress *p
             case WS_EV_THREAD_CREATE:
             case WS_EV_THREAD_BEGIN:
             case WS_EV_THREAD_WAIT:
-            case WS_EV_THREAD_END: {
+            case WS_EV_THREAD_END:
                 if (ref >= ev->n_threads)
                     BAD_REF("thread record row");
-                uint32_t cm = ev->thr_comm[ref];
-                if (cm != WS_NONE32 && cm >= t->n_comms)
+                if (ev->thr_comm[ref] != WS_NONE32 && ev->thr_comm[ref] >= t->n_comms)
                     BAD_REF("thread team or contingent");
-                OTF2_CommRef comm = cm == WS_NONE32 ? OTF2_UNDEFINED_COMM : (OTF2_CommRef)t->comms[cm].otf2_id;
-                OTF2_Paradigm model = (OTF2_Paradigm)ev->thr_model[ref];
-                uint64_t a = ev->thr_a[ref], b = ev->thr_b[ref];
-                switch (ev->kind[e]) {
-                case WS_EV_THREAD_FORK:
-                    s = OTF2_EvtWriter_ThreadFork(ew, NULL, ts, model, (uint32_t)a);
-                    break;
-                case WS_EV_THREAD_JOIN:
-                    s = OTF2_EvtWriter_ThreadJoin(ew, NULL, ts, model);
-                    break;
-                case WS_EV_THREAD_TEAM_BEGIN:
-                    s = OTF2_EvtWriter_ThreadTeamBegin(ew, NULL, ts, comm);
-                    break;
-                case WS_EV_THREAD_TEAM_END:
-                    s = OTF2_EvtWriter_ThreadTeamEnd(ew, NULL, ts, comm);
-                    break;
-                case WS_EV_THREAD_ACQUIRE_LOCK:
-                    s = OTF2_EvtWriter_ThreadAcquireLock(ew, NULL, ts, model, (uint32_t)a, (uint32_t)b);
-                    break;
-                case WS_EV_THREAD_RELEASE_LOCK:
-                    s = OTF2_EvtWriter_ThreadReleaseLock(ew, NULL, ts, model, (uint32_t)a, (uint32_t)b);
-                    break;
-                case WS_EV_THREAD_TASK_CREATE:
-                    s = OTF2_EvtWriter_ThreadTaskCreate(ew, NULL, ts, comm, (uint32_t)a, (uint32_t)b);
-                    break;
-                case WS_EV_THREAD_TASK_SWITCH:
-                    s = OTF2_EvtWriter_ThreadTaskSwitch(ew, NULL, ts, comm, (uint32_t)a, (uint32_t)b);
-                    break;
-                case WS_EV_THREAD_TASK_COMPLETE:
-                    s = OTF2_EvtWriter_ThreadTaskComplete(ew, NULL, ts, comm, (uint32_t)a, (uint32_t)b);
-                    break;
-                case WS_EV_THREAD_CREATE:
-                    s = OTF2_EvtWriter_ThreadCreate(ew, NULL, ts, comm, b);
-                    break;
-                case WS_EV_THREAD_BEGIN:
-                    s = OTF2_EvtWriter_ThreadBegin(ew, NULL, ts, comm, b);
-                    break;
-                case WS_EV_THREAD_WAIT:
-                    s = OTF2_EvtWriter_ThreadWait(ew, NULL, ts, comm, b);
-                    break;
-                default:
-                    s = OTF2_EvtWriter_ThreadEnd(ew, NULL, ts, comm, b);
-                    break;
-                }
+                s = ws_otf2_write_thread_record(ew, ts, t, ev, ev->kind[e], ref);
                 break;
-            }
             default:
                 rc = ws_error_set(w->err, WS_ERR_INTERNAL, "location %llu, event %llu: unknown event kind %u",
                                   (unsigned long long)loc->otf2_id, (unsigned long long)e, (unsigned)ev->kind[e]);
@@ -493,7 +448,17 @@ static uint64_t node_id(const ws_trace *t, uint32_t index)
     return index < t->n_system_nodes ? t->system_nodes[index].otf2_id : OTF2_UNDEFINED_SYSTEM_TREE_NODE;
 }
 
-static int write_definitions(writer *w, OTF2_GlobalDefWriter *gw, OTF2_StringRef mpi_name, int extra_mpi_string)
+/* The OTF2 id of the store's string `str` (OTF2_UNDEFINED_STRING: none). */
+static OTF2_StringRef string_ref(const writer *w, const char *str)
+{
+    for (uint32_t i = 0; i < w->t->n_strings; i++)
+        if (strcmp(w->t->strings[i], str) == 0)
+            return (OTF2_StringRef)w->string_id[i];
+    return OTF2_UNDEFINED_STRING;
+}
+
+static int write_definitions(writer *w, OTF2_GlobalDefWriter *gw, OTF2_StringRef mpi_name, int extra_mpi_string,
+                             OTF2_StringRef omp_name, int extra_omp_string)
 {
     const ws_trace *t = w->t;
     CHECK(OTF2_GlobalDefWriter_WriteClockProperties(gw, t->clock.resolution, t->clock.offset, t->clock.length,
@@ -507,8 +472,14 @@ static int write_definitions(writer *w, OTF2_GlobalDefWriter *gw, OTF2_StringRef
         CHECK(OTF2_GlobalDefWriter_WriteString(gw, w->program_name_ref, w->program_stem), "strings");
         CHECK(OTF2_GlobalDefWriter_WriteString(gw, w->program_name, w->program_canonical), "strings");
     }
+    if (extra_omp_string)
+        CHECK(OTF2_GlobalDefWriter_WriteString(gw, omp_name, "OpenMP"), "strings");
     if (mpi_name != OTF2_UNDEFINED_STRING)
         CHECK(OTF2_GlobalDefWriter_WriteParadigm(gw, OTF2_PARADIGM_MPI, mpi_name, OTF2_PARADIGM_CLASS_PROCESS),
+              "paradigm");
+    if (omp_name != OTF2_UNDEFINED_STRING)
+        CHECK(OTF2_GlobalDefWriter_WriteParadigm(gw, OTF2_PARADIGM_OPENMP, omp_name,
+                                                 OTF2_PARADIGM_CLASS_THREAD_FORK_JOIN),
               "paradigm");
     for (uint32_t i = 0; i < t->n_system_nodes; i++) {
         const ws_system_node *n = &t->system_nodes[i];
@@ -702,23 +673,23 @@ int ws_otf2_write(const ws_trace *t, const char *path, const ws_progress *progre
             w.next_string = w.string_id[i] + 1;
     w.program_name = program_name(&w);
 
-    /* the MPI paradigm is defined when MPI regions or MPI groups exist */
-    int mpi = t->has_mpi_paradigm;
-    for (uint32_t i = 0; i < t->n_regions && !mpi; i++)
-        mpi = t->regions[i].paradigm == OTF2_PARADIGM_MPI;
-    OTF2_StringRef mpi_name = OTF2_UNDEFINED_STRING;
-    int extra_mpi_string = 0;
-    if (mpi) {
-        for (uint32_t i = 0; i < t->n_strings; i++)
-            if (strcmp(t->strings[i], "MPI") == 0) {
-                mpi_name = (OTF2_StringRef)w.string_id[i];
-                break;
-            }
-        if (mpi_name == OTF2_UNDEFINED_STRING) {
-            mpi_name = (OTF2_StringRef)w.next_string;
-            extra_mpi_string = 1;
-        }
+    /* the MPI paradigm is defined when MPI regions or MPI groups exist,
+     * OpenMP's when OpenMP regions or groups do (as Score-P defines it for
+     * hybrid runs); a name the store lacks gets a string of its own (MPI's
+     * before the program's, OpenMP's after) */
+    int mpi = t->has_mpi_paradigm, omp = 0;
+    for (uint32_t i = 0; i < t->n_regions; i++) {
+        mpi |= t->regions[i].paradigm == OTF2_PARADIGM_MPI;
+        omp |= t->regions[i].paradigm == OTF2_PARADIGM_OPENMP;
     }
+    for (uint32_t i = 0; i < t->n_groups; i++)
+        omp |= t->groups[i].paradigm == OTF2_PARADIGM_OPENMP;
+    OTF2_StringRef mpi_name = mpi ? string_ref(&w, "MPI") : OTF2_UNDEFINED_STRING;
+    OTF2_StringRef omp_name = omp ? string_ref(&w, "OpenMP") : OTF2_UNDEFINED_STRING;
+    int extra_mpi_string = mpi && mpi_name == OTF2_UNDEFINED_STRING;
+    int extra_omp_string = omp && omp_name == OTF2_UNDEFINED_STRING;
+    if (extra_mpi_string)
+        mpi_name = (OTF2_StringRef)w.next_string;
     if (w.program_name == OTF2_UNDEFINED_STRING) {
         /* the program region the store lacks: named after the archive,
          * canonical name "/synthetic/<name>" (as waitscope.synth names its
@@ -741,6 +712,9 @@ int ws_otf2_write(const ws_trace *t, const char *path, const ws_progress *progre
                 region = t->regions[i].otf2_id + 1;
         w.program_region = (OTF2_RegionRef)region;
     }
+
+    if (extra_omp_string)
+        omp_name = (OTF2_StringRef)(w.next_string + (uint64_t)extra_mpi_string + 2u * (uint64_t)w.extra_program);
 
     /* a definition chunk must hold the largest group record */
     uint64_t largest = 0;
@@ -832,7 +806,7 @@ int ws_otf2_write(const ws_trace *t, const char *path, const ws_progress *progre
         rc = ws_error_set(err, WS_ERR_IO, "%s: cannot open the global definition writer", anchor);
         goto done;
     }
-    if ((rc = write_definitions(&w, gw, mpi_name, extra_mpi_string)))
+    if ((rc = write_definitions(&w, gw, mpi_name, extra_mpi_string, omp_name, extra_omp_string)))
         goto done;
     s = OTF2_Archive_Close(w.archive);
     w.archive = NULL;

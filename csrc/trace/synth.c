@@ -2,7 +2,8 @@
  *
  * Work is done in passes over the packed operations, each O(operations)
  * (pass 0, the communicators, and 1 in synth_validate.c, 2 and 3 in
- * synth_match.c, 4 in synth_defs.c, 5 in synth_exec.c, 6 here):
+ * synth_match.c, 4 in synth_defs.c, 5 in synth_exec.c, 6 here; OpenMP
+ * parallel regions in synth_omp.c):
  *   1. validation and exact event/record counts per rank;
  *   2. message matching: the n-th send from s to d with tag T on comm C
  *      matches the n-th receive by d from s with tag T on C (MPI's
@@ -15,7 +16,9 @@
  *      of other members of a collective), then waits on a ready queue; a
  *      rank is woken exactly when that time becomes known.  An empty queue
  *      with unfinished ranks is a deadlock;
- *   6. call paths, in location order like the OTF2 reader creates them.
+ *   6. call paths, in location order like the OTF2 reader creates them
+ *      (the regions a worker thread enters in a team below the call path
+ *      of its master's fork).
  * Apart from the tables sized in passes 1-4 nothing is allocated per
  * event.
  */
@@ -77,6 +80,12 @@ void synth_describe(const synth *s, uint32_t r, uint64_t pc, char *buf, size_t s
     case WS_SYNTH_LEAVE:
         snprintf(b, room, "leave region '%s')", region_name(s, op[1]));
         break;
+    case WS_SYNTH_PARALLEL:
+        snprintf(b, room, "parallel region '%s')",
+                 op[1] >= 0 && (uint64_t)op[1] < s->p->n_teams
+                     ? parallel_name(s, s->p->teams[(size_t)op[1] * WS_SYNTH_FIELDS + 1])
+                     : "?");
+        break;
     case WS_SYNTH_SEND:
     case WS_SYNTH_SSEND:
     case WS_SYNTH_ISEND:
@@ -112,46 +121,84 @@ void synth_describe_op(const synth *s, uint64_t gi, char *buf, size_t size)
 
 /* ---- pass 6: call paths --------------------------------------------------------- */
 
+/* The call path of master location m at each of its ThreadTeamBegin
+ * records, in order, with the team (the reader's otf2_threads.c). */
+typedef struct team_paths {
+    uint32_t *comm, *cp;
+    uint64_t n;
+} team_paths;
+
 static int finish(synth *s)
 {
     ws_trace *t = s->t;
     uint32_t *stack = ws_malloc_array(s->max_depth, sizeof *stack);
-    if (!stack)
-        return ws_error_nomem(s->err, "call stack");
+    team_paths tp = {NULL, NULL, 0};
+    if (s->max_teams) {
+        tp.comm = ws_malloc_array(s->max_teams, sizeof *tp.comm);
+        tp.cp = ws_malloc_array(s->max_teams, sizeof *tp.cp);
+    }
+    int rc = WS_OK;
+    if (!stack || (s->max_teams && (!tp.comm || !tp.cp))) {
+        rc = ws_error_nomem(s->err, "call stack");
+        goto done;
+    }
     int64_t end = 0;
-    for (uint32_t r = 0; r < s->n; r++) {
-        ws_location *l = &t->locations[r];
-        ws_events *ev = &l->events;
+    for (uint32_t l = 0; l < t->n_locations; l++) {
+        ws_location *loc = &t->locations[l];
+        ws_events *ev = &loc->events;
+        uint32_t thread = l % s->T;
         /* pass 1 counted exactly what pass 5 wrote */
-        int rc = WS_CHECK(ev->n == s->st[r].n_events, s->err);
-        if (rc != WS_OK) {
-            free(stack);
-            return rc;
-        }
-        uint32_t depth = 0;
+        if ((rc = WS_CHECK(ev->n == s->loc_events[l] && ev->n_threads == s->loc_threads[l], s->err)) != WS_OK)
+            goto done;
+        if (thread == 0)
+            tp.n = 0;
+        uint64_t next_team = 0;
+        uint32_t depth = 0, base = WS_NONE32;
         for (uint64_t e = 0; e < ev->n; e++) {
-            if (ev->kind[e] == WS_EV_ENTER) {
-                uint32_t parent = depth ? stack[depth - 1] : WS_NONE32;
+            uint8_t kind = ev->kind[e];
+            if (kind == WS_EV_ENTER) {
+                uint32_t parent = depth ? stack[depth - 1] : base;
                 uint32_t cp = ws_callpath_child(&t->callpaths, parent, ev->ref[e]);
                 if (cp == WS_NONE32 || depth >= s->max_depth) {
-                    free(stack);
-                    return ws_error_nomem(s->err, "call paths");
+                    rc = ws_error_nomem(s->err, "call paths");
+                    goto done;
                 }
                 stack[depth++] = cp;
                 ev->ref[e] = cp;
-            } else if (ev->kind[e] == WS_EV_LEAVE) {
+            } else if (kind == WS_EV_LEAVE) {
                 ev->ref[e] = stack[--depth];
+            } else if (kind == WS_EV_THREAD_TEAM_BEGIN) {
+                uint32_t comm = ev->thr_comm[ev->ref[e]];
+                if (thread == 0) {
+                    if ((rc = WS_CHECK(tp.n < s->max_teams, s->err)) != WS_OK)
+                        goto done;
+                    tp.comm[tp.n] = comm;
+                    tp.cp[tp.n++] = depth ? stack[depth - 1] : WS_NONE32;
+                } else {
+                    /* the master's next begin of the same team */
+                    while (next_team < tp.n && tp.comm[next_team] != comm)
+                        next_team++;
+                    if ((rc = WS_CHECK(next_team < tp.n, s->err)) != WS_OK)
+                        goto done;
+                    base = tp.cp[next_team++];
+                }
+            } else if (kind == WS_EV_THREAD_TEAM_END) {
+                base = WS_NONE32;
             }
         }
-        l->loaded = 1;
-        l->n_events_defined = ev->n;
+        loc->loaded = 1;
+        loc->n_events_defined = ev->n;
         t->n_events += ev->n;
+    }
+    for (uint32_t r = 0; r < s->n; r++)
         if (s->st[r].t > end)
             end = s->st[r].t;
-    }
-    free(stack);
     t->clock.length = (uint64_t)end;
-    return WS_OK;
+done:
+    free(stack);
+    free(tp.comm);
+    free(tp.cp);
+    return rc;
 }
 
 /* ---- entry point ------------------------------------------------------------------ */
@@ -174,6 +221,16 @@ static void synth_free(synth *s)
     free(s->st);
     free(s->queue);
     free(s->user_region);
+    free(s->loc_events);
+    free(s->loc_threads);
+    free(s->team_rank);
+    free(s->team_base);
+    free(s->team_comm);
+    free(s->omp_used);
+    free(s->omp_region);
+    free(s->th);
+    free(s->locks);
+    ws_map64_free(&s->lock_index);
 }
 
 int ws_synth_run(const ws_synth_program *program, const ws_synth_params *params, const ws_progress *progress,
@@ -202,7 +259,10 @@ int ws_synth_run(const ws_synth_program *program, const ws_synth_params *params,
     s.inv = 1.0 / (double)params->resolution;
     s.bandwidth = isinf(params->bandwidth) ? 0.0 : params->bandwidth;
     s.eager = params->eager_limit;
+    s.T = p->n_threads ? p->n_threads : 1;
+    s.hybrid = s.T > 1 || p->n_teams > 0;
     ws_map64_init(&s.comm_rank);
+    ws_map64_init(&s.lock_index);
     int rc;
     if (params->latency * s.res >= (double)COST_MAX || params->overhead * s.res >= (double)COST_MAX) {
         rc = ws_error_set(err, WS_ERR_ARGUMENT, "latency or overhead too large for the clock");
@@ -219,11 +279,17 @@ int ws_synth_run(const ws_synth_program *program, const ws_synth_params *params,
         rc = ws_error_set(err, WS_ERR_ARGUMENT, "synthetic program: missing operations");
         goto fail;
     }
+    if ((uint64_t)s.n * s.T >= WS_NONE32 - 1) {
+        rc = ws_error_set(err, WS_ERR_ARGUMENT, "%u ranks of %u threads are more than 2^32-2 locations",
+                          (unsigned)s.n, (unsigned)s.T);
+        goto fail;
+    }
     s.st = ws_calloc(s.n, sizeof *s.st);
+    s.th = ws_malloc_array(s.T, sizeof *s.th);
     s.queue = ws_malloc_array(s.n, sizeof *s.queue);
     s.link = ws_malloc_array(s.n_ops ? s.n_ops : 1, sizeof *s.link);
     s.post = ws_malloc_array(s.n_ops ? s.n_ops : 1, sizeof *s.post);
-    if (!s.st || !s.queue || !s.link || !s.post) {
+    if (!s.st || !s.th || !s.queue || !s.link || !s.post) {
         rc = ws_error_nomem(err, "program tables");
         goto fail;
     }

@@ -8,17 +8,6 @@
 
 /* ---- pass 5: timed execution ------------------------------------------------- */
 
-static inline uint64_t emit(synth *s, ws_events *ev, int64_t time, uint8_t kind, uint32_t ref)
-{
-    uint64_t i = ev->n++;
-    /* exactly the reader's conversion: (ticks - offset) / resolution */
-    ev->time[i] = (double)time * s->inv;
-    ev->kind[i] = kind;
-    ev->ref[i] = ref;
-    s->produced++;
-    return i;
-}
-
 static inline void emit_message(synth *s, ws_events *ev, int64_t time, uint8_t kind, uint32_t peer, uint32_t comm,
                                 uint32_t tag, uint64_t bytes)
 {
@@ -214,7 +203,7 @@ static int64_t receive_arrival(const synth *s, uint64_t send, int64_t recv_post)
 static int step(synth *s, uint32_t r, int *blocked)
 {
     rank_state *st = &s->st[r];
-    ws_events *ev = &s->t->locations[r].events;
+    ws_events *ev = &s->t->locations[loc_of(s, r, 0)].events;
     uint64_t n_user = n_user_ops(s, r);
 
     if (st->pc == 0 || st->pc == n_user + 1) { /* MPI_Init, MPI_Finalize */
@@ -290,6 +279,12 @@ static int step(synth *s, uint32_t r, int *blocked)
     case WS_SYNTH_ENTER:
     case WS_SYNTH_LEAVE:
         emit(s, ev, st->t, kind == WS_SYNTH_ENTER ? WS_EV_ENTER : WS_EV_LEAVE, s->user_region[op[1]]);
+        break;
+    case WS_SYNTH_PARALLEL:
+        /* the whole team at once: its threads wait for nothing outside the process */
+        if ((rc = synth_run_team(s, r, (uint64_t)op[1], st->t, &leave)))
+            return rc;
+        st->t = leave;
         break;
     case WS_SYNTH_SEND:
     case WS_SYNTH_SSEND: {
@@ -440,7 +435,7 @@ static int step(synth *s, uint32_t r, int *blocked)
         break;
     }
     }
-    if (kind != WS_SYNTH_COMPUTE && kind != WS_SYNTH_ENTER && kind != WS_SYNTH_LEAVE) {
+    if (kind != WS_SYNTH_COMPUTE && kind != WS_SYNTH_ENTER && kind != WS_SYNTH_LEAVE && kind != WS_SYNTH_PARALLEL) {
         if ((rc = time_check(s, r, leave)))
             return rc;
         emit(s, ev, leave, WS_EV_LEAVE, region);

@@ -1,6 +1,7 @@
 /* Internals of the synthetic MPI program executor, shared by its passes
  * (synth.c: entry point and pass 6; synth_validate.c, synth_match.c,
- * synth_defs.c, synth_exec.c: passes 0-5). */
+ * synth_defs.c, synth_exec.c: passes 0-5; synth_omp.c: OpenMP parallel
+ * regions in passes 1 and 5). */
 #ifndef WS_TRACE_SYNTH_INT_H
 #define WS_TRACE_SYNTH_INT_H
 
@@ -148,11 +149,30 @@ typedef struct rank_state {
     uint64_t wait_id;      /* operation or instance the rank waits for */
     uint64_t n_started;    /* isend/irecv operations started */
     uint64_t n_events, n_messages, n_requests, n_collectives; /* sizes from pass 1 */
+    uint64_t n_teams;      /* parallel regions of the rank (pass 1) */
+    uint32_t n_locks;      /* OpenMP locks given an OTF2 id so far (pass 5) */
     uint8_t phase;
     uint8_t wait_kind;
     uint8_t done;
 } rank_state;
 
+
+/* OpenMP: the constructs of a parallel region's name, each a region */
+enum { OMP_R_PARALLEL, OMP_R_IBARRIER, OMP_R_BARRIER, OMP_R_CRITICAL, OMP_R_SBLOCK, OMP_R_COUNT };
+
+/* a thread of the team being executed (synth_omp.c) */
+typedef struct omp_thread {
+    uint64_t pc, end;      /* its next and its end row of thread_ops */
+    int64_t t;             /* its time (ticks) */
+    uint8_t state;         /* enum in synth_omp.c */
+} omp_thread;
+
+/* an OpenMP lock or critical section of a rank (synth_omp.c) */
+typedef struct omp_lock {
+    int64_t release;       /* the last release (ticks) */
+    uint32_t id;           /* OTF2 lock id */
+    uint32_t order;        /* acquisitions so far */
+} omp_lock;
 
 typedef struct synth {
     const ws_synth_program *p;
@@ -193,9 +213,44 @@ typedef struct synth {
     uint32_t max_depth;
 
     uint64_t total_events, produced, next_report;
+
+    /* OpenMP (synth_omp.c): location r * T + k is thread k of rank r */
+    uint32_t T;                  /* threads per process (1: the master alone) */
+    int hybrid;                  /* OpenMP definitions: T > 1 or parallel regions */
+    uint64_t *loc_events;        /* per location: events (pass 1) */
+    uint64_t *loc_threads;       /* per location: thread records (pass 1) */
+    uint32_t *team_rank;         /* per parallel region: its rank (pass 1) */
+    uint64_t *team_base;         /* per parallel region: its first entry of thread_ptr */
+    uint32_t *team_comm;         /* per (rank, size), r * T + size - 1: the team's communicator or WS_NONE32 */
+    uint8_t *omp_used;           /* per parallel name: the constructs used (1 << OMP_R_*) */
+    uint32_t *omp_region;        /* per parallel name: OMP_R_COUNT regions (WS_NONE32: unused) */
+    uint32_t set_lock_region, unset_lock_region; /* omp_set_lock, omp_unset_lock or WS_NONE32 */
+    int any_lock;                /* some thread calls omp_set_lock */
+    uint64_t max_teams;          /* the most parallel regions of one rank */
+    omp_thread *th;              /* the team being executed */
+    omp_lock *locks;             /* every rank's locks ... */
+    size_t n_locks, cap_locks;
+    ws_map64 lock_index;         /* ... by (rank << 32 | lock key) */
 } synth;
 
 /* ---- small helpers --------------------------------------------------------- */
+
+/* the location of thread k of rank r */
+static inline uint32_t loc_of(const synth *s, uint32_t r, uint32_t k)
+{
+    return r * s->T + k;
+}
+
+static inline uint64_t emit(synth *s, ws_events *ev, int64_t time, uint8_t kind, uint32_t ref)
+{
+    uint64_t i = ev->n++;
+    /* exactly the reader's conversion: (ticks - offset) / resolution */
+    ev->time[i] = (double)time * s->inv;
+    ev->kind[i] = kind;
+    ev->ref[i] = ref;
+    s->produced++;
+    return i;
+}
 
 static inline const int64_t *op_row(const synth *s, uint64_t gi)
 {
@@ -285,5 +340,23 @@ int synth_build_definitions(synth *s);
 
 /* synth_exec.c: pass 5 (timed execution) */
 int synth_execute(synth *s);
+
+/* synth_omp.c: OpenMP parallel regions */
+/* pass 1: the parallel regions' table (team_rank, team_base, ...) */
+int synth_setup_teams(synth *s);
+/* pass 1: checks parallel region j of rank r (whose master has `depth`
+ * regions open) and counts its events on every location */
+int synth_validate_team(synth *s, uint32_t r, uint64_t pc, int64_t j, uint32_t depth);
+/* pass 5: executes parallel region j of rank r forked at t; *join: the
+ * master's ThreadJoin */
+int synth_run_team(synth *s, uint32_t r, uint64_t j, int64_t t, int64_t *join);
+/* "thread 1, operation 2 (compute in 'work')" of parallel region j */
+void synth_describe_thread_op(const synth *s, uint64_t j, uint32_t thread, uint64_t row, char *buf, size_t size);
+static inline const char *parallel_name(const synth *s, int64_t name)
+{
+    if (name < 0 || (uint64_t)name >= s->p->n_parallel_names || !s->p->parallel_names)
+        return "?";
+    return s->p->parallel_names[name];
+}
 
 #endif

@@ -86,8 +86,13 @@ int synth_validate(synth *s)
     s->n_counts = n_counts;
     s->counts = ws_calloc(n_counts, sizeof *s->counts);
     s->req_base = ws_calloc((size_t)s->n + 1, sizeof *s->req_base);
-    if (!s->counts || !s->req_base)
+    size_t n_loc = (size_t)s->n * s->T;
+    s->loc_events = ws_calloc(n_loc, sizeof *s->loc_events);
+    s->loc_threads = ws_calloc(n_loc, sizeof *s->loc_threads);
+    if (!s->counts || !s->req_base || !s->loc_events || !s->loc_threads)
         return ws_error_nomem(s->err, "program tables");
+    if ((rc = synth_setup_teams(s)))
+        return rc;
     for (uint32_t r = 0; r < s->n; r++)
         s->counts[s->comm[0].count_base + r] = 2; /* MPI_Init and MPI_Finalize */
 
@@ -117,6 +122,8 @@ int synth_validate(synth *s)
     } while (0)
             if (kind < WS_SYNTH_COMPUTE || kind >= WS_SYNTH_OP_END)
                 OP_FAIL("unknown operation kind %d", kind);
+            if (kind > WS_SYNTH_PARALLEL)
+                OP_FAIL("operation kind %d belongs to a thread of a parallel region", kind);
             if (kind == WS_SYNTH_COMPUTE || kind == WS_SYNTH_ENTER || kind == WS_SYNTH_LEAVE) {
                 if (a < 0 || (uint64_t)a >= p->n_regions)
                     OP_FAIL("unknown region %lld", (long long)a);
@@ -156,6 +163,11 @@ int synth_validate(synth *s)
                     OP_FAIL("region '%s' is not the innermost open region", region_name(s, a));
                 depth--;
                 n_ev += 1;
+                break;
+            case WS_SYNTH_PARALLEL:
+                if ((rc = synth_validate_team(s, r, k + 1, a, depth)))
+                    goto fail;
+                st->n_teams++;
                 break;
             case WS_SYNTH_SEND:
             case WS_SYNTH_SSEND:
@@ -206,19 +218,30 @@ int synth_validate(synth *s)
                           region_name(s, stack[depth - 1]));
             goto fail;
         }
-        if (n_ev > UINT32_MAX) {
-            rc = ARG_FAIL("rank %u: more than 2^32 events on one location are not supported", (unsigned)r);
-            goto fail;
-        }
-        st->n_events = n_ev;
+        uint32_t master = loc_of(s, r, 0);
+        s->loc_events[master] += n_ev;
+        for (uint32_t k = 0; k < s->T; k++)
+            if (s->loc_events[master + k] > UINT32_MAX) {
+                rc = ARG_FAIL("rank %u, thread %u: more than 2^32 events on one location are not supported",
+                              (unsigned)r, (unsigned)k);
+                goto fail;
+            }
+        if (st->n_teams > s->max_teams)
+            s->max_teams = st->n_teams;
+        st->n_events = s->loc_events[master];
         st->n_messages = n_msg;
         st->n_requests = n_rq;
         st->n_collectives = n_coll;
-        s->total_events += n_ev;
+        for (uint32_t k = 0; k < s->T; k++)
+            s->total_events += s->loc_events[master + k];
         s->req_base[r + 1] = n_requests;
     }
     free(stack);
     stack = NULL;
+    for (uint32_t j = 0; j < s->p->n_teams; j++)
+        if (s->team_rank[j] == WS_NONE32)
+            return ARG_FAIL("parallel region %u ('%s') is executed by no rank", (unsigned)j,
+                            parallel_name(s, s->p->teams[(size_t)j * WS_SYNTH_FIELDS + 1]));
     s->max_depth += 4; /* the program, main, MPI function */
 
     /* request slots: the k-th isend/irecv of a rank is its request k+1 */

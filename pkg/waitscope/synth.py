@@ -1,4 +1,4 @@
-"""Synthetic MPI programs: state a program per rank, execute it, get a trace.
+"""Synthetic MPI and MPI+OpenMP programs: state a program per rank, execute it, get a trace.
 
 This is the factory for analysis tests.  A :class:`Program` holds one list
 of operations per rank; :meth:`Program.run` executes it in C with MPI's
@@ -104,6 +104,87 @@ role Score-P gives it, source file "MPI"), groups COMM_LOCATIONS (all
 locations), COMM_GROUP of the world, COMM_SELF and one COMM_GROUP per
 sub-communicator, communicators MPI_COMM_WORLD, MPI_COMM_SELF and the
 sub-communicators (parent MPI_COMM_WORLD), and Cartesian topologies.
+
+OpenMP
+------
+``Program(nranks, threads=T)`` gives every process T OpenMP threads
+(default 1: an MPI program, exactly as above).  Thread 0, the master, is
+the rank: it makes the MPI calls, outside parallel regions.  A rank forks
+parallel regions whose work is stated per thread.  OpenMP example::
+
+    prog = synth.Program(2, threads=2)
+    r0 = prog.rank(0)
+    r0.compute("serial", 1.0)
+    with r0.parallel("loop", fork=[0.0, 0.5], join=0.25) as team:
+        team.thread(0).compute("work", 1.0).barrier().compute("more", 0.5)
+        team.thread(1).compute("work", 2.0).barrier().critical(0.25).lock(7, 0.5)
+    r0.send(1, tag=0)
+    prog.rank(1).recv(0, tag=0)
+    result = prog.run().analyze(delay_model="proportional")
+    result.by_location("omp_ebarrier_wait")  # [1.5, 0, 0, 0]: the master waits for thread 1
+    result.by_location("omp_ibarrier_wait")  # [0.25, 0, 0, 0]
+    result.by_location("mpi_latesender")     # [0, 0, 4.5, 0]
+
+(locations: rank 0's master and thread 1, rank 1's master and thread 1).
+Times are ticks as above; t is the rank's time when it reaches the region.
+
+``rank.parallel(name, num_threads=None, fork=0.0, join=0.0, barrier=0.0)``
+    A team of threads 0..num_threads-1 (default: all T; the others idle).
+    The master's ThreadFork (requested threads: the team's size) at t;
+    thread i's ThreadTeamBegin and Enter of "!$omp parallel @<name>" at
+    t + fork[i] (``fork``: one delay for every thread, or one per thread);
+    the thread's operations; then the implicit barrier "!$omp implicit
+    barrier @<name>": each thread Enters it when done, all Leave it at the
+    latest Enter + ``barrier``, then Leave the parallel region and end the
+    team (ThreadTeamEnd) at that time E.  The master's ThreadJoin at
+    E + ``join``, where the rank continues.  ``with rank.parallel(...) as
+    team:`` refuses the rank's own operations inside the block.
+``team.thread(i).compute(R, d)``, ``with team.thread(i).region(R):``
+    As on a rank.
+``thread.barrier()``
+    "!$omp barrier @<name>".  Every thread of the team reaches the same
+    number of barriers; the k-th of every thread is one barrier: each
+    Enters it at its time, all Leave it at the latest Enter + ``barrier``.
+``thread.critical(d, name=None, region=None)``
+    Enter "!$omp critical @<name>" at the entry time e; acquisition at
+    a = max(e, the section's last release): ThreadAcquireLock and Enter
+    "!$omp critical sblock @<name>" at a; the work (inside the user region
+    ``region`` if given) until a + d; Leave of the sblock,
+    ThreadReleaseLock and Leave of the critical construct at a + d.
+    Sections of one ``name`` (None: the unnamed one) share one lock.
+``thread.lock(k, d, region=None)``
+    omp_set_lock of lock k (0 <= k < 2^31): Enter omp_set_lock at the entry
+    e, ThreadAcquireLock and its Leave at a = max(e, lock k's last
+    release), the work until a + d, then Enter omp_unset_lock,
+    ThreadReleaseLock and Leave at a + d.
+
+A region's threads run until they need each other.  Critical sections and
+locks are acquired in the order of their entries (ties: the lower thread
+number): the threads run until each is done, at a barrier or at an entry;
+the earliest entry acquires; with none pending, all are at the same
+barrier.  A parallel region waits for nothing outside its process.  Lock
+ids are numbered per process from 0 in the order of first acquisition
+(critical sections and locks alike), acquisition orders per lock from 1
+over the whole run, as Score-P records them.  Worker threads have events
+only in their teams; their regions have the master's call path at the
+fork as parent (``main/!$omp parallel @loop/work``), as the OTF2 reader
+builds them.  Bad statements raise ``ValueError``: a thread outside the
+team, ``num_threads`` above T, a ``fork`` list of another length, threads
+reaching different numbers of barriers, the rank's operations inside
+its ``with`` block, a region left open in a thread.
+
+Hybrid definitions, as Score-P writes them: location groups "MPI Rank
+<r>" holding the master (OTF2 id r) and "OMP thread <k>" (id k << 32 | r),
+the MPI locations group of the masters only; paradigm OpenMP; a
+COMM_LOCATIONS group "OpenMP" of every location; per team that occurs (a
+rank's first n threads) a COMM_GROUP of paradigm OpenMP and its
+communicator (name "", the master as rank 0); the groups
+PROCESSXTHREADS_GROUP_LOCATIONS / PROCESSXTHREADS_GROUP, the communicator
+"Process x Threads CPU Locations" and on it the Cartesian topology
+"Process x Thread" (dimensions "Process" and "Thread", thread k of rank r
+at (r, k)), the first topology; regions of paradigm OpenMP with the roles
+PARALLEL, IMPLICIT_BARRIER, BARRIER, CRITICAL, CRITICAL_SBLOCK, and
+omp_set_lock / omp_unset_lock (role WRAPPER, source file "OMP").
 """
 from __future__ import annotations
 
@@ -115,11 +196,12 @@ from typing import TYPE_CHECKING, Callable, Dict, Iterable, Iterator, List, Opti
 import numpy as np
 
 from . import _core
+from ._synth_threads import Team, ThreadProgram, _int, _seconds
 
 if TYPE_CHECKING:
     from .trace import Trace
 
-__all__ = ["Program", "RankProgram", "Comm", "Request", "TraceError"]
+__all__ = ["Program", "RankProgram", "Team", "ThreadProgram", "Comm", "Request", "TraceError"]
 
 #: raised when a program cannot be executed (same class as waitscope._core.TraceError)
 TraceError = _core.TraceError
@@ -135,6 +217,7 @@ _ISEND = _OP["isend"]
 _IRECV = _OP["irecv"]
 _WAIT = _OP["wait"]
 _WAITALL = _OP["waitall"]
+_PARALLEL = _OP["parallel"]
 
 _TAG_MAX = 2**32 - 1
 
@@ -193,17 +276,7 @@ class _RegionBlock:
         return self._rank
 
     def __exit__(self, *exc: object) -> None:
-        self._rank._ops.extend((_LEAVE, self._region, 0, 0, 0))
-
-
-def _int(value: object, what: str, low: int = 0, high: Optional[int] = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{what} must be an integer, not {value!r}")
-    v = int(value)
-    if v < low or (high is not None and v > high):
-        bound = f"[{low}, {high}]" if high is not None else f">= {low}"
-        raise ValueError(f"{what} {v} is out of range (must be {bound})")
-    return v
+        self._rank._add((_LEAVE, self._region, 0, 0, 0))
 
 
 class RankProgram:
@@ -213,7 +286,7 @@ class RankProgram:
     can be chained.
     """
 
-    __slots__ = ("_program", "rank", "_ops", "_durations", "_requests", "_n_started")
+    __slots__ = ("_program", "rank", "_ops", "_durations", "_requests", "_n_started", "_open_team")
 
     def __init__(self, program: "Program", rank: int) -> None:
         self._program = program
@@ -222,12 +295,27 @@ class RankProgram:
         self._durations = array("d")
         self._requests = array("q")
         self._n_started = 0
+        self._open_team: Optional[Team] = None  # the team of an open ``with rank.parallel(...)`` block
 
     def __len__(self) -> int:
         """Number of operations stated so far."""
         return len(self._ops) // 5
 
     # ---- helpers --------------------------------------------------------
+    def _add(self, row: Tuple[int, int, int, int, int]) -> None:
+        """Appends an operation row, unless a ``with rank.parallel(...)`` block is open."""
+        if self._open_team is not None:
+            raise ValueError(
+                f"rank {self.rank} is inside the with block of parallel region {self._open_team.name!r}: state "
+                f"the threads' work with team.thread(i); the rank's own operations follow the block")
+        self._ops.extend(row)
+
+    def _duration(self, value: object, what: str = "duration") -> int:
+        """Stores a duration of this rank; returns its index."""
+        d = _seconds(value, what)
+        self._durations.append(d)
+        return len(self._durations) - 1
+
     def _comm(self, comm: Optional[Comm]) -> Tuple[Comm, int]:
         """The communicator and this rank's rank in it."""
         c = self._program.world if comm is None else comm
@@ -243,13 +331,13 @@ class RankProgram:
         peer = _int(peer, "peer rank", 0, c.size - 1)
         tag = _int(tag, "tag", 0, _TAG_MAX)
         size = _int(size, "message size")
-        self._ops.extend((kind, peer, tag, size, c.index))
+        self._add((kind, peer, tag, size, c.index))
 
     def _collective(self, name: str, root: Optional[int], size: int, comm: Optional[Comm]) -> "RankProgram":
         c, _ = self._comm(comm)
         a = -1 if root is None else _int(root, "root", 0, c.size - 1)
         size = _int(size, "size")
-        self._ops.extend((_OP[name], a, 0, size, c.index))
+        self._add((_OP[name], a, 0, size, c.index))
         return self
 
     def _request_entry(self, request: Union[Request, int]) -> int:
@@ -267,15 +355,52 @@ class RankProgram:
         d = float(duration)
         if not math.isfinite(d) or d < 0:
             raise ValueError(f"duration must be a finite number >= 0, not {duration!r}")
-        self._ops.extend((_COMPUTE, r, len(self._durations), 0, 0))
+        self._add((_COMPUTE, r, len(self._durations), 0, 0))
         self._durations.append(d)
         return self
 
     def region(self, name: str) -> _RegionBlock:
         """``with rank.region(name):`` encloses the operations of the block in a user region."""
         r = self._program._region(name)
-        self._ops.extend((_ENTER, r, 0, 0, 0))
+        self._add((_ENTER, r, 0, 0, 0))
         return _RegionBlock(self, r)
+
+    # ---- OpenMP ---------------------------------------------------------
+    def parallel(
+        self,
+        name: str,
+        num_threads: Optional[int] = None,
+        fork: Union[float, Sequence[float]] = 0.0,
+        join: float = 0.0,
+        barrier: float = 0.0,
+    ) -> "Team":
+        """An OpenMP parallel region of `num_threads` threads (default: all
+        the program's threads), forked by this rank's master thread.
+
+        `fork` is the delay from the master's fork to each thread's start
+        (one number for all, or one per thread), `join` the delay from the
+        region's end to the master's join, `barrier` the overhead of every
+        barrier of the region (explicit and implicit), all in seconds.
+        State each thread's work with the returned team's ``thread(i)``;
+        ``with rank.parallel(...) as team:`` keeps the rank's own
+        operations out of the block.
+        """
+        prog = self._program
+        if not isinstance(name, str) or not name or "\0" in name:
+            raise ValueError(f"a parallel region's name must be a non-empty string, not {name!r}")
+        size = prog.threads if num_threads is None else _int(num_threads, "num_threads", 1, prog.threads)
+        delays = [fork] * size if isinstance(fork, (int, float, np.integer, np.floating)) else list(fork)
+        if len(delays) != size:
+            raise ValueError(f"fork needs one delay per thread of the team ({size}), not {len(delays)}")
+        delays = [_seconds(x, f"the fork delay of thread {i}") for i, x in enumerate(delays)]
+        join_s, barrier_s = _seconds(join, "join"), _seconds(barrier, "barrier")
+        team = Team(self, len(prog._teams), name, size)
+        self._add((_PARALLEL, team.index, 0, 0, 0))
+        first = len(self._durations)
+        self._durations.extend(delays)
+        team._row = (size, prog._parallel_name(name), first, self._duration(join_s), self._duration(barrier_s))
+        prog._teams.append(team)
+        return team
 
     # ---- point-to-point -------------------------------------------------
     def send(self, dest: int, tag: int = 0, size: int = 0, comm: Optional[Comm] = None) -> "RankProgram":
@@ -308,14 +433,14 @@ class RankProgram:
     def wait(self, request: Union[Request, int]) -> "RankProgram":
         """MPI_Wait for one request."""
         entry = self._request_entry(request)
-        self._ops.extend((_WAIT, len(self._requests), 1, 0, 0))
+        self._add((_WAIT, len(self._requests), 1, 0, 0))
         self._requests.append(entry)
         return self
 
     def waitall(self, requests: Iterable[Union[Request, int]]) -> "RankProgram":
         """MPI_Waitall for the requests (completion records in this order)."""
         entries = [self._request_entry(q) for q in requests]
-        self._ops.extend((_WAITALL, len(self._requests), len(entries), 0, 0))
+        self._add((_WAITALL, len(self._requests), len(entries), 0, 0))
         self._requests.extend(entries)
         return self
 
@@ -366,10 +491,20 @@ class Program:
     `name` names the program as Score-P does: written archives define the
     program region (role ARTIFICIAL, paradigm MEASUREMENT_SYSTEM, canonical
     name "/synthetic/<name>") and name ProgramBegin with it.
+
+    `threads` is the number of OpenMP threads of every process (1: MPI
+    only); their work is stated per parallel region (:meth:`RankProgram.parallel`).
     """
 
-    def __init__(self, nranks: int, name: str = "synthetic") -> None:
+    def __init__(self, nranks: int, name: str = "synthetic", threads: int = 1) -> None:
         self.nranks = _int(nranks, "nranks", 1, 2**32 - 3)
+        #: OpenMP threads per process (thread 0 is the master, which calls MPI)
+        self.threads = _int(threads, "threads", 1, 2**31 - 1)
+        if self.nranks * self.threads > 2**32 - 3:
+            raise ValueError(f"{self.nranks} ranks of {self.threads} threads are too many locations")
+        self._teams: List[Team] = []
+        self._parallel_names: Dict[str, int] = {}
+        self._criticals: Dict[Optional[str], int] = {}
         if not isinstance(name, str) or not name or "\0" in name:
             raise ValueError(f"name must be a non-empty string, not {name!r}")
         #: the program's name: Score-P's program region (canonical name
@@ -388,8 +523,13 @@ class Program:
                 raise ValueError(f"a region name must be a non-empty string, not {name!r}")
             if name.startswith("MPI_"):
                 raise ValueError(f"region name {name!r}: names starting with 'MPI_' are reserved for MPI functions")
+            if name.startswith("!$omp"):
+                raise ValueError(f"region name {name!r}: names starting with '!$omp' are reserved for OpenMP constructs")
             r = self._regions[name] = len(self._regions)
         return r
+
+    def _parallel_name(self, name: str) -> int:
+        return self._parallel_names.setdefault(name, len(self._parallel_names))
 
     def comm(self, ranks: Sequence[int], name: Optional[str] = None) -> Comm:
         """A sub-communicator of the world: communicator rank i is world rank ``ranks[i]``."""
@@ -472,6 +612,14 @@ class Program:
         comm_ptr = np.zeros(len(subs) + 1, dtype=np.int64)
         comm_ptr[1:] = np.cumsum([c.size for c in subs], dtype=np.int64)
         members = [w for c in subs for w in c.ranks]
+        thread_ptr = [0]
+        parts_thread: List[np.ndarray] = []
+        for team in self._teams:
+            team._check_barriers()
+            for th in team._threads:
+                thread_ptr.append(thread_ptr[-1] + len(th))
+                if len(th):
+                    parts_thread.append(np.frombuffer(th._ops, dtype=np.int64))
         return dict(
             nranks=n,
             rank_ptr=rank_ptr,
@@ -485,6 +633,11 @@ class Program:
             comm_members=np.asarray(members, dtype=np.int64),
             comm_names=[c.name for c in subs],
             carts=list(self._carts),
+            threads=self.threads,
+            teams=np.asarray([t._row for t in self._teams], dtype=np.int64).reshape(-1, 5),
+            thread_ptr=np.asarray(thread_ptr, dtype=np.int64),
+            thread_ops=cat(parts_thread, np.int64).reshape(-1, 5),
+            parallel_names=list(self._parallel_names),
         )
 
     def run(
@@ -547,4 +700,5 @@ class Program:
 
     def __repr__(self) -> str:
         n_ops = sum(len(b) for b in self._ranks if b is not None)
-        return f"Program(nranks={self.nranks}, operations={n_ops}, communicators={len(self._comms)})"
+        threads = f", threads={self.threads}" if self.threads > 1 else ""
+        return f"Program(nranks={self.nranks}{threads}, operations={n_ops}, communicators={len(self._comms)})"
