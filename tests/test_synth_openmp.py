@@ -367,26 +367,22 @@ def test_idle_threads_and_limited_parallelism():
     assert r.total("delay") + r.undistributed == pytest.approx(21, rel=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="analysis defect: the wait-first model compares the master's waiting "
-                   "with the idle threads' thread-time (csrc/analysis/omp_delay.c passes the master's profile "
-                   "unscaled to the delay kernel)")
-def test_wait_first_idle_cost_of_a_waiting_master():
+@pytest.mark.parametrize("model", ["proportional", "wait-first"])
+def test_idle_cost_of_a_waiting_master(model):
     """The smallest program: two ranks of three threads; rank 0 forks an
     empty region at 0, computes 'tail' [0, 1] and waits in MPI_Barrier
     [1, 2] for rank 1 ('w' [0, 2]).  Rank 0's two workers idle 2 x 1 while
     their master computes (delay_ompidle on 'tail': 2) and 2 x 1 while it
     waits (delay_ompidle_longterm: 2, to the barrier's cause, rank 1's w),
-    whatever the model.  The proportional model gives 2 and 2 (as in
-    test_idle_threads_and_limited_parallelism); wait-first gives 3 and 1: it lets the master's 1 s of waiting absorb only 1 of
-    the workers' 2 thread-seconds idle meanwhile (gamma_wait = min(wait_t,
-    gamma_s) with wait_t the master's time, gamma_s thread-time) and
-    charges the rest to 'tail', more than the workers idled during it."""
+    whatever the model: the idle thread-time of the master's waiting (2 x
+    1) is what the wait-first model gives its waiting first, not the
+    master's 1 s."""
     prog = synth.Program(2, threads=3)
     r0 = prog.rank(0)
     r0.parallel("empty")
     r0.compute("tail", 1.0).barrier()
     prog.rank(1).compute("w", 2.0).barrier()
-    r = prog.run().analyze(delay_model="wait-first")
+    r = prog.run().analyze(delay_model=model)
     assert r.total("delay") + r.undistributed == pytest.approx(r.handled_waiting(), rel=1e-12)
     assert cell(r, "delay_ompidle", "main/tail", 0) == 2
     assert cell(r, "delay_ompidle_longterm", "main/w", 3) == 2

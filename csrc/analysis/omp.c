@@ -232,7 +232,8 @@ static int view_times(const ws_trace *t, ws_omp *o, uint32_t loc, ws_error *err)
 int ws_omp_build(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_omp **out, ws_error *err)
 {
     *out = NULL;
-    int any = 0;
+    /* (threads of an OpenMP program that never forked a team are idle all the time) */
+    int any = ws_trace_has_threads(t) && ws_trace_has_openmp(t);
     for (uint32_t i = 0; i < n && !any; i++)
         any = has_teams(&t->locations[locations[i]].events);
     if (!any)

@@ -126,6 +126,13 @@ static int charge(ws_causes *c, idle_scratch *s, uint32_t loc, uint64_t from, ui
     double wait = idle * sum;
     if (!(wait > 0.0) || ratio == 0.0)
         return WS_OK;
+    /* the idle threads' time is thread-time: the master's work and waiting
+     * in the interval as the threads' idle time during them, so that the
+     * wait-first model lets the master's waiting take what idled then */
+    for (size_t i = 0; i < n; i++)
+        s->delta[i] *= idle;
+    for (size_t j = 0; j < m; j++)
+        s->waits[j] *= idle;
     if (ws_delay_kernel(c->model, 0, wait, 0.0, s->delta, n, s->waits, m, s->shortc, s->longc, s->prop_s,
                         s->prop_l) != 0) {
         cl->undistributed += wait * ratio;
