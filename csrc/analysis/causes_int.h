@@ -276,6 +276,8 @@ int ws_omp_idle_costs(ws_causes *c, ws_error *err);
 /* time per call path of `loc` in events [from, to) into the accumulator
  * (intervals.c), less the waiting of its points in between */
 void ws_events_profile(ws_causes *c, uint32_t loc, uint64_t from, uint64_t to);
+/* the points of `loc` whose calls begin in events [from, to): [*lo, *hi) (they are sorted by call) */
+void ws_points_between(const ws_causes *c, uint32_t loc, uint64_t from, uint64_t to, uint32_t *lo, uint32_t *hi);
 /* mini-profile of `loc` in the interval of point k opened at point j */
 void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k);
 /* appends the accumulated profile (positive entries) to out */

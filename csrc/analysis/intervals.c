@@ -146,6 +146,29 @@ void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k)
             c->acc[c->touched[x]] = 0.0;
 }
 
+void ws_points_between(const ws_causes *c, uint32_t loc, uint64_t from, uint64_t to, uint32_t *lo, uint32_t *hi)
+{
+    const cause_loc *cl = &c->locs[loc];
+    uint32_t a = 0, b = cl->n_sp;
+    while (a < b) {
+        uint32_t mid = a + (b - a) / 2;
+        if (cl->sp[mid].call_ev < from)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    *lo = a;
+    b = cl->n_sp;
+    while (a < b) {
+        uint32_t mid = a + (b - a) / 2;
+        if (cl->sp[mid].call_ev < to)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    *hi = a;
+}
+
 void ws_events_profile(ws_causes *c, uint32_t loc, uint64_t from, uint64_t to)
 {
     const ws_trace *t = c->a->trace;
@@ -159,8 +182,10 @@ void ws_events_profile(ws_causes *c, uint32_t loc, uint64_t from, uint64_t to)
             cp = t->callpaths.parent[e->ref[i]];
         acc_add(c, cp, e->time[i + 1] - e->time[i]);
     }
-    for (uint32_t q = 0; q < cl->n_sp; q++)
-        if (cl->sp[q].call_ev >= from && cl->sp[q].call_ev < to && cl->sp[q].wait > 0.0)
+    uint32_t lo, hi;
+    ws_points_between(c, loc, from, to, &lo, &hi);
+    for (uint32_t q = lo; q < hi; q++)
+        if (cl->sp[q].wait > 0.0)
             acc_add(c, cl->sp[q].call_cp, -cl->sp[q].wait);
     for (uint32_t x = 0; x < c->n_touched; x++)
         if (c->acc[c->touched[x]] < 0.0)

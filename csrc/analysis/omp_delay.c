@@ -56,32 +56,32 @@ static int reserve(idle_scratch *s, size_t n, size_t m)
     return 0;
 }
 
-/* Waiting at MPI_Finalize in [from, to) of loc, taken out of the
- * accumulated profile: no wait state with delay costs, but the master's
- * waiting all the same (it is no work). */
-static double finalize_wait(ws_causes *c, uint32_t loc, uint64_t from, uint64_t to)
+/* Waiting at MPI_Finalize of loc (its site `fin`, WS_NONE32: none) if
+ * its call begins in [from, to), taken out of the accumulated profile: no
+ * wait state with delay costs, but the master's waiting all the same (it
+ * is no work). */
+static double finalize_wait(ws_causes *c, uint32_t loc, uint32_t fin, uint64_t from, uint64_t to)
 {
     const ws_analysis *a = c->a;
-    const ws_loc_sync *ls = &a->sync->locs[loc];
     ws_result *r = a->result;
-    double w = 0.0;
-    for (uint32_t s = 0; s < ls->n_sites; s++)
-        if (ls->sites[s].cls == WS_SITE_FINALIZE && ls->sites[s].enter_event >= from &&
-            ls->sites[s].enter_event < to && r->slot[WS_M_MPI_FINALIZE_WAIT] >= 0) {
-            uint32_t cp = ls->sites[s].callpath;
-            double v = *ws_cube_cell(r, WS_M_MPI_FINALIZE_WAIT, cp, loc);
-            if (cp < a->trace->callpaths.n && c->in_acc[cp]) {
-                if (v > c->acc[cp])
-                    v = c->acc[cp];
-                c->acc[cp] -= v;
-                w += v;
-            }
-        }
-    return w;
+    if (fin == WS_NONE32 || r->slot[WS_M_MPI_FINALIZE_WAIT] < 0)
+        return 0.0;
+    const ws_site *st = &a->sync->locs[loc].sites[fin];
+    if (st->enter_event < from || st->enter_event >= to)
+        return 0.0;
+    uint32_t cp = st->callpath;
+    double v = *ws_cube_cell(r, WS_M_MPI_FINALIZE_WAIT, cp, loc);
+    if (cp >= a->trace->callpaths.n || !c->in_acc[cp])
+        return 0.0;
+    if (v > c->acc[cp])
+        v = c->acc[cp];
+    c->acc[cp] -= v;
+    return v;
 }
 
 /* The idle interval [from, to) of master loc with `idle` worker threads. */
-static int charge(ws_causes *c, idle_scratch *s, uint32_t loc, uint64_t from, uint64_t to, double idle, ws_error *err)
+static int charge(ws_causes *c, idle_scratch *s, uint32_t loc, uint32_t fin, uint64_t from, uint64_t to, double idle,
+                  ws_error *err)
 {
     const ws_analysis *a = c->a;
     const ws_events *e = &a->trace->locations[loc].events;
@@ -91,10 +91,12 @@ static int charge(ws_causes *c, idle_scratch *s, uint32_t loc, uint64_t from, ui
     if (from >= to)
         return WS_OK;
     ws_events_profile(c, loc, from, to);
-    double fin = finalize_wait(c, loc, from, to);
+    double fin_wait = finalize_wait(c, loc, fin, from, to);
+    uint32_t lo, hi;
+    ws_points_between(c, loc, from, to, &lo, &hi);
     size_t m = 0;
-    for (uint32_t q = 0; q < cl->n_sp; q++)
-        m += cl->sp[q].call_ev >= from && cl->sp[q].call_ev < to && cl->sp[q].wait > 0.0;
+    for (uint32_t q = lo; q < hi; q++)
+        m += cl->sp[q].wait > 0.0;
     if (reserve(s, c->n_touched + 1, m + 1) != 0) {
         ws_profile_reset(c);
         return ws_error_nomem(err, "idle threads");
@@ -111,8 +113,8 @@ static int charge(ws_causes *c, idle_scratch *s, uint32_t loc, uint64_t from, ui
     }
     ws_profile_reset(c);
     m = 0;
-    for (uint32_t q = 0; q < cl->n_sp; q++)
-        if (cl->sp[q].call_ev >= from && cl->sp[q].call_ev < to && cl->sp[q].wait > 0.0) {
+    for (uint32_t q = lo; q < hi; q++)
+        if (cl->sp[q].wait > 0.0) {
             s->points[m] = q;
             s->waits[m++] = cl->sp[q].wait;
             sum += cl->sp[q].wait;
@@ -122,7 +124,7 @@ static int charge(ws_causes *c, idle_scratch *s, uint32_t loc, uint64_t from, ui
     double ratio = ws_window_part(&a->options, t0, t1, 1.0);
     if (t1 <= t0)
         ratio = ws_window_has(&a->options, t0) ? 1.0 : 0.0;
-    cl->undistributed += idle * fin * ratio;
+    cl->undistributed += idle * fin_wait * ratio;
     double wait = idle * sum;
     if (!(wait > 0.0) || ratio == 0.0)
         return WS_OK;
@@ -164,16 +166,21 @@ int ws_omp_idle_costs(ws_causes *c, ws_error *err)
             continue;
         double idle = (double)(o->group_threads[g] - 1);
         const ws_omp_loc *ml = &o->locs[loc];
+        const ws_loc_sync *ls = &a->sync->locs[loc];
+        uint32_t fin = WS_NONE32;
+        for (uint32_t k = ls->n_sites; k-- > 0 && fin == WS_NONE32;)
+            if (ls->sites[k].cls == WS_SITE_FINALIZE)
+                fin = k;
         uint64_t from = 0, n = t->locations[loc].events.n;
         for (uint32_t f = 0; f < ml->n_forks && rc == WS_OK && from < n; f++) {
             const ws_omp_fork *fk = &ml->forks[f];
             if (fk->depth)
                 continue;
-            rc = charge(c, &s, loc, from, fk->fork_ev, idle, err);
+            rc = charge(c, &s, loc, fin, from, fk->fork_ev, idle, err);
             from = fk->join_ev != WS_NONE32 ? fk->join_ev : n;
         }
         if (rc == WS_OK)
-            rc = charge(c, &s, loc, from, n, idle, err);
+            rc = charge(c, &s, loc, fin, from, n, idle, err);
     }
     free(s.cps);
     free(s.points);
