@@ -4,6 +4,7 @@
  *   functions.c     the MPI functions the library knows (names, OTF2 roles)
  *   wrappers_env.c  MPI_Init/Finalize/Abort, communicators, topologies
  *   wrappers_p2p.c  point to point and request completion
+ *   wrappers_mprobe.c matched probes and receives (MPI_Mprobe, MPI_Mrecv, ...)
  *   wrappers_coll.c blocking collectives
  *   coll_bytes.c    what a collective records (operation, root, bytes)
  *   wrappers_large.c the MPI-4 large-count (_c) variants
@@ -15,6 +16,7 @@
  *   symtab.c        function names from ELF symbol tables
  *   callpath.c      user call paths: stack frames or -finstrument-functions
  *   stackwalk.c     the call stack at an MPI call, with a cache of the last walk
+ *   pyframes.c      Python frames on the call path (mpi4py)
  *   sampling.c      timer samples of the call stack between MPI calls
  *   tracer.c        per-rank event and definition files that survive a crash
  *   unseen.c        the note of a process that never saw an MPI call
@@ -56,7 +58,7 @@ enum ws_fn {
     WF_TESTANY, WF_TESTSOME,
     WF_BARRIER, WF_BCAST, WF_REDUCE, WF_ALLREDUCE, WF_GATHER, WF_GATHERV, WF_SCATTER, WF_SCATTERV,
     WF_ALLGATHER, WF_ALLGATHERV, WF_ALLTOALL, WF_ALLTOALLV, WF_REDUCE_SCATTER, WF_SCAN, WF_EXSCAN,
-    WF_Request_free,
+    WF_Request_free, WF_MPROBE, WF_IMPROBE, WF_MRECV, WF_IMRECV,
 #define WS_PLAIN_ENUM(NAME, ROLE, PARAMS, ARGS) WF_##NAME,
     WS_PLAIN_REGIONS(WS_PLAIN_ENUM)
 #undef WS_PLAIN_ENUM
@@ -119,10 +121,18 @@ typedef struct ws_stack_cache {
     uint64_t hits, misses;
 } ws_stack_cache;
 
+/* Python frames (pyframes.c) */
+typedef struct ws_python_rt {
+    int state;                 /* 0: not looked up, 1: CPython's API found, -1: not */
+    const struct py_api *api;  /* its functions */
+    ws_map64 code_region;      /* code object -> region id (1 << 32: left out) */
+} ws_python_rt;
+
 typedef struct ws_callpaths_rt {
     int instrument;            /* frames come from -finstrument-functions hooks */
     int no_hooks;              /* WAITSCOPE_CALLPATH=stack: the hooks are ignored */
     int python;                /* the executable is a Python interpreter */
+    ws_python_rt py;           /* its frames */
     ws_frames current;         /* user frames now entered in the trace */
     uint32_t overflow;         /* instrumented frames deeper than `current` holds */
     uint32_t main_region;      /* region id of the entry (main, a Fortran program), 0 until seen */
@@ -150,6 +160,8 @@ void ws_callpath_after_call(ws_callpaths_rt *c, uint64_t t1);
 /* Leaves all user frames (at MPI_Finalize). */
 void ws_callpath_leave_all(ws_callpaths_rt *c, uint64_t now);
 const char *ws_callpath_region_name(const ws_callpaths_rt *c, uint32_t region);
+/* The user region of this name, defined at its first use; 0 on failure. */
+uint32_t ws_callpath_region_named(ws_callpaths_rt *c, const char *name);
 /* Region of the user function containing `addr`, 0 if none (cached). */
 uint32_t ws_callpath_region_of(ws_callpaths_rt *c, const void *addr);
 /* The user regions of the current call stack, innermost first (0: not
@@ -158,6 +170,15 @@ uint32_t ws_callpath_region_of(ws_callpaths_rt *c, const void *addr);
 int ws_stack_regions(ws_callpaths_rt *c, const uint32_t **regions);
 /* "main/solver/MPI_Recv" of an interned call path; returns malloc'ed text */
 char *ws_callpath_text(const ws_callpaths_rt *c, uint32_t path);
+
+/* The Python frames of the calling thread, outermost first, as regions
+ * (at most `max`); their number, -1 when the process runs no CPython
+ * (its API is not found), -2 when the interpreter is not running. */
+int ws_python_frames(ws_callpaths_rt *c, uint32_t *out, int max);
+/* "MPI.Comm.allreduce" of a Cython wrapper's symbol
+ * (__pyx_pw_6mpi4py_3MPI_4Comm_143allreduce, __pyx_getprop_...): 0, or -1
+ * when the symbol is no Cython wrapper. */
+int ws_python_cython_name(const char *symbol, char *out, size_t size);
 
 /* ---- samples of the call stack between MPI calls (sampling.c) ------------ */
 #define WS_SAMPLE_DEPTH 64
@@ -279,6 +300,7 @@ typedef struct ws_pmpi {
     size_t n_req_pool, cap_req_pool;
     uint32_t req_free; /* head of the free list, UINT32_MAX if none */
     uint64_t next_request;
+    ws_map64 messages; /* matched-probe message handle -> local communicator id */
     /* the MPI call in progress */
     int call_fn;
     uint32_t call_path;
@@ -325,9 +347,13 @@ uint64_t ws_type_bytes(long long count, MPI_Datatype type);
 /* Shared by the int and the MPI-4 large-count (_c) wrappers */
 void ws_send_begin(int fn, uint64_t bytes, int dest, int tag, MPI_Comm comm);
 void ws_recv_end(int fn, int rc, MPI_Comm comm, const MPI_Status *st);
+/* the same with the communicator's local id (UINT32_MAX: unknown) */
+void ws_recv_end_id(int fn, int rc, uint32_t comm, const MPI_Status *st);
 uint64_t ws_isend_begin(int fn, uint64_t bytes, int dest, int tag, MPI_Comm comm);
 void ws_isend_end(int fn, int rc, MPI_Request *req, uint64_t id, MPI_Comm comm, uint64_t bytes);
 void ws_irecv_end(int fn, int rc, uint64_t t0, int source, MPI_Comm comm, MPI_Request *req);
+/* a receive request started on the communicator with local id `comm` */
+void ws_irecv_end_id(int fn, int rc, uint64_t t0, uint32_t comm, MPI_Request *req);
 uint64_t ws_coll_begin(int fn);
 /* root < 0: the operation has no root */
 void ws_coll_end(int fn, MPI_Comm comm, uint8_t op, int root, uint64_t sent, uint64_t received, uint64_t payload,
