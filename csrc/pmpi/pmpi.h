@@ -21,6 +21,7 @@
  *   tracer.c        per-rank event and definition files that survive a crash
  *   unseen.c        the note of a process that never saw an MPI call
  *   profiler.c      the wait-state profile of seed 003 (003_2d6b9c36e94631c5.txt)
+ *   calibrate.c     the profile's no-wait baselines, measured at MPI_Finalize
  *   rankfiles.c     parses the per-rank definition files
  *   unify.c         builds the OTF2 archive from the per-rank files
  *
@@ -230,11 +231,28 @@ typedef struct ws_prof_entry {
     double sum, min;
 } ws_prof_entry;
 
+/* A category of point-to-point calls to calibrate (calibrate.c): an MPI
+ * function and size class, with the partners the rank had in it */
+#define WS_CAL_PARTNERS 4
+typedef struct ws_cal_need {
+    int16_t fn;
+    int8_t size_class;
+    uint8_t n_partners;
+    int partner[WS_CAL_PARTNERS]; /* ranks in MPI_COMM_WORLD */
+    double bytes;                 /* summed over the calls */
+    uint64_t count;
+    /* the no-wait durations measured at MPI_Finalize */
+    uint32_t n_samples;
+    double min, median, max;
+} ws_cal_need;
+
 typedef struct ws_profiler {
     int on;
     char *dir;
     ws_prof_entry *slots;
     size_t cap, n;
+    ws_cal_need *needs;
+    size_t n_needs, cap_needs;
 } ws_profiler;
 
 int ws_profiler_setup(ws_profiler *p, const char *dir);
@@ -242,6 +260,13 @@ void ws_profiler_record(ws_profiler *p, uint32_t path, int fn, uint64_t bytes, i
 /* Collective over MPI_COMM_WORLD (PMPI): rank 0 writes DIR/profile.json. */
 void ws_profiler_finalize(ws_profiler *p, const ws_callpaths_rt *c, int rank, int size, double exec_time,
                           double mpi_time, const char *command);
+/* The calibration (calibrate.c), collective over `comm` (a duplicate of
+ * MPI_COMM_WORLD): the no-wait durations of the rank's point-to-point
+ * categories, measured with the partners it had, into p->needs. */
+void ws_calibrate(ws_profiler *p, MPI_Comm comm, int rank, int size);
+/* The partners of the call in progress (ws_pmpi.call_partner) join the
+ * calibration category of (fn, bytes) (profiler.c). */
+void ws_profiler_partners(ws_profiler *p, int fn, uint64_t bytes, const int *partners, int n);
 
 /* ---- Fortran bindings (fortran.c) --------------------------------------- */
 typedef struct ws_fortran_rt {
@@ -255,6 +280,8 @@ typedef struct ws_fortran_rt {
 typedef struct ws_comm_entry {
     MPI_Comm comm;
     uint32_t id;
+    int *world; /* rank in MPI_COMM_WORLD of each rank, NULL until asked */
+    int size;
 } ws_comm_entry;
 
 
@@ -305,6 +332,8 @@ typedef struct ws_pmpi {
     int call_fn;
     uint32_t call_path;
     uint64_t call_t0;
+    int call_partner[WS_CAL_PARTNERS]; /* its partners (world ranks), for the calibration */
+    int n_call_partners;
 } ws_pmpi;
 
 extern ws_pmpi ws_pmpi_g;
@@ -342,6 +371,9 @@ void ws_call_end(int fn, uint64_t t1, uint64_t bytes, int has_bytes, int root);
 void ws_emit(uint64_t time, uint8_t kind, uint32_t a, uint32_t comm, uint32_t tag, uint64_t bytes, uint64_t req,
              uint8_t op);
 uint32_t ws_comm_id(MPI_Comm comm);
+/* Notes rank `peer` of the communicator with local id `comm` as a partner
+ * of the call in progress (profiling only). */
+void ws_call_partner(uint32_t comm, int peer);
 uint64_t ws_type_bytes(long long count, MPI_Datatype type);
 
 /* Shared by the int and the MPI-4 large-count (_c) wrappers */

@@ -108,6 +108,7 @@ uint64_t ws_request_complete(uint64_t now, MPI_Request r, const MPI_Status *st)
         return 0;
     uint64_t bytes = status_bytes(st);
     ws_emit(now, WS_EV_IRECV, (uint32_t)st->MPI_SOURCE, q.comm, (uint32_t)st->MPI_TAG, bytes, id, 0);
+    ws_call_partner(q.comm, st->MPI_SOURCE);
     return bytes;
 }
 
@@ -117,8 +118,11 @@ void ws_send_begin(int fn, uint64_t bytes, int dest, int tag, MPI_Comm comm)
 {
     uint64_t t0 = ws_call_begin(fn);
     uint32_t c = ws_comm_id(comm);
-    if (dest != MPI_PROC_NULL && c != UINT32_MAX)
+    if (dest != MPI_PROC_NULL && c != UINT32_MAX) {
         ws_emit(t0, WS_EV_SEND, (uint32_t)dest, c, (uint32_t)tag, bytes, 0, 0);
+        if (fn == WF_SSEND || fn == WF_SEND)
+            ws_call_partner(c, dest); /* Late Receiver: the partner that receives */
+    }
 }
 
 void ws_recv_end(int fn, int rc, MPI_Comm comm, const MPI_Status *st)
@@ -131,8 +135,10 @@ void ws_recv_end_id(int fn, int rc, uint32_t c, const MPI_Status *st)
     uint64_t t1 = ws_now(), bytes = 0;
     if (rc == MPI_SUCCESS && st->MPI_SOURCE != MPI_PROC_NULL) {
         bytes = status_bytes(st);
-        if (c != UINT32_MAX)
+        if (c != UINT32_MAX) {
             ws_emit(t1, WS_EV_RECV, (uint32_t)st->MPI_SOURCE, c, (uint32_t)st->MPI_TAG, bytes, 0, 0);
+            ws_call_partner(c, st->MPI_SOURCE);
+        }
     }
     ws_call_end(fn, t1, bytes, 1, 0);
 }
