@@ -10,7 +10,7 @@
  *   wrappers_large.c the MPI-4 large-count (_c) variants
  *   fortran.c       the Fortran bindings: the MPI's own binding, handles,
  *                   statuses and sentinels (fortran.h)
- *   fortran_env.c, fortran_p2p.c, fortran_coll.c, fortran_plain.c
+ *   fortran_env.c, fortran_p2p.c, fortran_coll.c, fortran_plain.c, fortran_mprobe.c
  *                   the Fortran wrappers (mpif.h, use mpi, use mpi_f08)
  *   plain_regions.c the calls recorded as plain MPI regions (plain_regions.h)
  *   symtab.c        function names from ELF symbol tables
@@ -422,6 +422,12 @@ ws_coll_info ws_coll_alltoallv(int send_in_place, const int sendcounts[], MPI_Da
 ws_coll_info ws_coll_reduce_scatter(const int recvcounts[], MPI_Datatype type, MPI_Comm comm);
 /* ws_coll_end with what `k` says */
 void ws_coll_finish(int fn, MPI_Comm comm, const ws_coll_info *k);
+
+/* Matched probes (wrappers_mprobe.c): the probe that matched message `m`
+ * on `comm` notes it; a matched receive takes its communicator's local id
+ * (UINT32_MAX: unknown) and forgets the handle. */
+void ws_message_note(MPI_Message m, MPI_Comm comm);
+uint32_t ws_message_take(MPI_Message m);
 
 /* Request table (wrappers_p2p.c) */
 void ws_requests_free_all(void);

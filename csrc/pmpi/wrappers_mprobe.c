@@ -25,17 +25,14 @@ static uint64_t message_key(MPI_Message m)
     return k;
 }
 
-/* After a probe that matched message `m` on `comm`. */
-static void note_message(MPI_Message m, MPI_Comm comm)
+void ws_message_note(MPI_Message m, MPI_Comm comm)
 {
     uint32_t c = ws_comm_id(comm);
     if (m != MPI_MESSAGE_NULL && m != MPI_MESSAGE_NO_PROC && c != UINT32_MAX)
         ws_map64_put(&ws_pmpi_g.messages, message_key(m), c);
 }
 
-/* The communicator of message `m` (UINT32_MAX: unknown), forgotten: a
- * matched receive consumes the handle. */
-static uint32_t take_message(MPI_Message m)
+uint32_t ws_message_take(MPI_Message m)
 {
     uint64_t c;
     if (m == MPI_MESSAGE_NULL || m == MPI_MESSAGE_NO_PROC || !ws_map64_get(&ws_pmpi_g.messages, message_key(m), &c))
@@ -51,7 +48,7 @@ WS_EXPORT int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *messag
     ws_call_begin(WF_MPROBE);
     int rc = PMPI_Mprobe(source, tag, comm, message, status);
     if (rc == MPI_SUCCESS)
-        note_message(*message, comm);
+        ws_message_note(*message, comm);
     ws_call_end(WF_MPROBE, ws_now(), 0, 0, 0);
     return rc;
 }
@@ -63,7 +60,7 @@ WS_EXPORT int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Mes
     ws_call_begin(WF_IMPROBE);
     int rc = PMPI_Improbe(source, tag, comm, flag, message, status);
     if (rc == MPI_SUCCESS && *flag)
-        note_message(*message, comm);
+        ws_message_note(*message, comm);
     ws_call_end(WF_IMPROBE, ws_now(), 0, 0, 0);
     return rc;
 }
@@ -74,7 +71,7 @@ WS_EXPORT int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *me
         return PMPI_Mrecv(buf, count, type, message, status);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    uint32_t c = take_message(*message);
+    uint32_t c = ws_message_take(*message);
     ws_call_begin(WF_MRECV);
     int rc = PMPI_Mrecv(buf, count, type, message, st);
     ws_recv_end_id(WF_MRECV, rc, c, st);
@@ -85,7 +82,7 @@ WS_EXPORT int MPI_Imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *m
 {
     if (PASS_THROUGH)
         return PMPI_Imrecv(buf, count, type, message, req);
-    uint32_t c = take_message(*message);
+    uint32_t c = ws_message_take(*message);
     uint64_t t0 = ws_call_begin(WF_IMRECV);
     int rc = PMPI_Imrecv(buf, count, type, message, req);
     ws_irecv_end_id(WF_IMRECV, rc, t0, c, req);
@@ -100,7 +97,7 @@ WS_EXPORT int MPI_Mrecv_c(void *buf, MPI_Count count, MPI_Datatype type, MPI_Mes
         return PMPI_Mrecv_c(buf, count, type, message, status);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    uint32_t c = take_message(*message);
+    uint32_t c = ws_message_take(*message);
     ws_call_begin(WF_MRECV);
     int rc = PMPI_Mrecv_c(buf, count, type, message, st);
     ws_recv_end_id(WF_MRECV, rc, c, st);
@@ -111,7 +108,7 @@ WS_EXPORT int MPI_Imrecv_c(void *buf, MPI_Count count, MPI_Datatype type, MPI_Me
 {
     if (PASS_THROUGH)
         return PMPI_Imrecv_c(buf, count, type, message, req);
-    uint32_t c = take_message(*message);
+    uint32_t c = ws_message_take(*message);
     uint64_t t0 = ws_call_begin(WF_IMRECV);
     int rc = PMPI_Imrecv_c(buf, count, type, message, req);
     ws_irecv_end_id(WF_IMRECV, rc, t0, c, req);
