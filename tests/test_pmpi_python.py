@@ -171,3 +171,10 @@ def visits_of(trace: waitscope.Trace, path: str) -> list[int]:
     names = relative_names(result)
     full = result.callpath_names[names.index(path)]
     return [int(result.get("visits", full, loc)) for loc in range(trace.n_locations)]
+
+
+def test_the_call_path_line_says_python() -> None:
+    from waitscope.cli_measure import describe_callpaths
+
+    line = describe_callpaths(["mpiexec.mpich", "-n", "2", sys.executable, "prog.py"], {})
+    assert line.startswith("call paths: the Python frames at each MPI call") and "not sampled" in line
