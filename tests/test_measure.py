@@ -243,7 +243,8 @@ def test_static_imbalance_calibrated_estimate(mpi, tmp_path):
     long).  The seed method finds no receive that did not wait and takes the waiting
     for processing time; the calibrated estimate measures against the no-wait
     duration of the receive, measured at MPI_Finalize, and comes within 2 points of
-    the trace (asserted where strict(2): two idle cores).  Open MPI's sends block in
+    the trace (asserted where strict(2): two idle cores; on a loaded machine the
+    scheduler lets some receives find their message there).  Open MPI's sends block in
     this configuration (Late Receiver in the trace), which the program's nominal model
     does not cover: the waiting it measured is the reference."""
     out = tmp_path / "m"
@@ -256,9 +257,11 @@ def test_static_imbalance_calibrated_estimate(mpi, tmp_path):
     row = next(r for r in rows(profile.compare(result, as_pandas=False))
                if r["metric"] == "mpi_latesender" and r["function"] == "MPI_Recv")
     assert row["trace_ratio"] > 15.0, row
-    assert row["difference"] < -10.0, row  # the seed estimate misses most of it
     assert row["calibrated_difference"] >= -2.0, row
+    assert row["calibrated_wait"] >= row["profile_wait"], row
     if strict(2):
+        # on an idle machine every receive of rank 1 waits: the seed estimate misses most of it
+        assert row["difference"] < -10.0, row
         assert abs(row["calibrated_difference"]) <= 2.0, row
     # the no-wait receive takes microseconds, not the 15 ms the fastest receive took
     cal = profile.calibration[("MPI_Recv", 9)]

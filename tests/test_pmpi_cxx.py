@@ -22,9 +22,12 @@ Injected: Late Sender ITERS x EXTRA, Wait at N x N ITERS x LATE.  Each
 rank also stamps its calls (CLOCK_MONOTONIC, one clock on one machine) and
 rank 0 prints the waiting by Scalasca's definitions from the stamps.  The
 trace must find the measured waiting (2 %) on the call paths named as the
-C++ source writes them, and the injected one within a few percent; the
-profile's calibrated estimates must find it too (the seed estimate of the
-Late Sender cannot: rank 0 waits in every MPI_Waitall).
+C++ source writes them; on an idle machine with a core per rank
+(WAITSCOPE_STRICT_ACCURACY=1, as in test_measure.py) also the injected
+waiting within 5 %, and the profile's calibrated estimates within 2 points
+of the time, where the seed estimate of the Late Sender misses most of it
+(rank 0 waits in every MPI_Waitall).  Other work on the machine stretches
+the sleeps and delays returns from MPI calls.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import pytest
 
 import waitscope
 from conftest import relative_names
+from test_measure import strict
 from test_pmpi import MPIS, compile_program, run
 
 ITERS, WORK, EXTRA, LATE = 10, 5, 50, 40  # ms
@@ -173,16 +177,23 @@ def test_cxx_program_known_waiting(mpi: str, tmp_path: Path) -> None:
     assert ls[1] < 0.05 * ls[0] and nxn[0] < 0.05 * nxn[1], (ls, nxn)
     assert ls.sum() == pytest.approx(measured_ls, rel=0.02)
     assert nxn.sum() == pytest.approx(measured_nxn, rel=0.02)
-    assert ls.sum() == pytest.approx(injected_ls, rel=0.05)
-    assert nxn.sum() == pytest.approx(injected_nxn, rel=0.05)
 
-    # the profile's estimates within 2 points of the time of the trace's (Mao et al.'s
-    # bound): they also count a busy-polling rank's return after its message arrived
+    # the profile: at least what the trace found (it also counts a busy-polling
+    # rank's return after its message arrived), and the seed estimate at most what
+    # the calibrated one finds
     profile = waitscope.open_profile(out)
     seed, cal = profile.estimates(), profile.estimates("calibrated")
-    bound = 0.02 * float(profile.execution_time.sum())
-    assert cal.get("mpi_latesender", EXCHANGE).sum() == pytest.approx(ls.sum(), abs=bound)
-    assert cal.get("mpi_wait_nxn", RESIDUAL).sum() == pytest.approx(nxn.sum(), abs=bound)
-    assert seed.get("mpi_wait_nxn", RESIDUAL).sum() == pytest.approx(nxn.sum(), abs=bound)
-    # every Waitall of rank 0 waited: its fastest is no no-wait duration
-    assert seed.get("mpi_latesender", EXCHANGE).sum() < 0.5 * ls.sum()
+    bound = 0.02 * float(profile.execution_time.sum())  # 2 points of the time: Mao et al.'s bound
+    cal_ls, cal_nxn = cal.get("mpi_latesender", EXCHANGE).sum(), cal.get("mpi_wait_nxn", RESIDUAL).sum()
+    seed_ls = seed.get("mpi_latesender", EXCHANGE).sum()
+    assert cal_ls >= ls.sum() - bound and cal_nxn >= nxn.sum() - bound
+    assert seed_ls <= cal_ls + 1e-9
+    if strict(2):
+        # on an idle machine with a core per rank: what the program injects, and the
+        # estimates within the bound; every Waitall of rank 0 waited, so its fastest is
+        # no no-wait duration and the seed estimate misses most of the Late Sender
+        assert ls.sum() == pytest.approx(injected_ls, rel=0.05)
+        assert nxn.sum() == pytest.approx(injected_nxn, rel=0.05)
+        assert cal_ls == pytest.approx(ls.sum(), abs=bound) and cal_nxn == pytest.approx(nxn.sum(), abs=bound)
+        assert seed.get("mpi_wait_nxn", RESIDUAL).sum() == pytest.approx(nxn.sum(), abs=bound)
+        assert seed_ls < 0.5 * ls.sum()

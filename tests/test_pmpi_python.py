@@ -85,19 +85,18 @@ PREFIX = "prog.py:<module>/prog.py:main"
 RECV = f"{PREFIX}/prog.py:Halo.exchange/MPI.Comm.Recv/MPI_Recv"
 
 
-def waits(output: str, thread: bool) -> list[float]:
+def waits(output: str) -> list[float]:
     """Per step, how long rank 1 waited for rank 0 to start its send, from
     the CLOCK_MONOTONIC stamps (one clock on one machine) both ranks took
-    just before their calls (none where rank 1 came later).  With a Python
-    thread computing, rank 1's main thread gets the GIL back only every
-    switch interval (5 ms) and may reach its receive late."""
+    just before their calls (none where rank 1 came later).  Rank 0 sleeps
+    SLEEP before each send; rank 1 may reach its receive somewhat late on a
+    loaded machine, or with a Python thread computing (its main thread gets
+    the GIL back only every switch interval, 5 ms)."""
     t = {(int(r), int(i)): float(v) for r, i, v in re.findall(r"before (\d) (\d+) ([0-9.]+)", output)}
     assert len(t) == 2 * STEPS, output
-    w = [t[0, i] - t[1, i] for i in range(STEPS)]
-    if not thread:
-        assert all(x > 0.9 * SLEEP for x in w), w  # rank 0 slept before each send
+    w = [max(t[0, i] - t[1, i], 0.0) for i in range(STEPS)]
     assert sum(w) > 0.25 * STEPS * SLEEP, w
-    return [max(x, 0.0) for x in w]
+    return w
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +111,7 @@ def measure(mpi: str, tmp_path: Path, *args: str) -> tuple[waitscope.Trace, list
     script.write_text(textwrap.dedent(PROGRAM))
     out = tmp_path / "out"
     proc = run(mpi, 2, [sys.executable, str(script), *args], trace=out, profile=out)
-    return waitscope.open(out), waits(proc.stdout, "--thread" in args)
+    return waitscope.open(out), waits(proc.stdout)
 
 
 def message_paths(trace: waitscope.Trace, names: list[str]) -> list[tuple[str, str, int, int]]:

@@ -52,6 +52,8 @@ struct py_api {
     void (*incref)(void *);
     void (*decref)(void *);
     void (*err_clear)(void);
+    void (*err_fetch)(void **, void **, void **);
+    void (*err_restore)(void *, void *, void *);
 };
 typedef struct py_api py_api;
 
@@ -60,7 +62,8 @@ static int lookup(ws_python_rt *p)
     static const char *const names[] = {"Py_IsInitialized", "PyGILState_Check", "PyGILState_Ensure",
                                         "PyGILState_Release", "PyEval_GetFrame", "PyFrame_GetBack",
                                         "PyFrame_GetCode", "PyObject_GetAttrString", "PyUnicode_AsUTF8",
-                                        "Py_IncRef", "Py_DecRef", "PyErr_Clear"};
+                                        "Py_IncRef", "Py_DecRef", "PyErr_Clear", "PyErr_Fetch",
+                                        "PyErr_Restore"};
     _Static_assert(sizeof names / sizeof names[0] == sizeof(py_api) / sizeof(void (*)(void)), "one name per entry");
     void *found[sizeof names / sizeof names[0]];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -106,7 +109,10 @@ static uint32_t code_region(ws_callpaths_rt *c, const py_api *api, void *code)
     if (ws_map64_get(&c->py.code_region, (uint64_t)(uintptr_t)code, &v))
         return v == LEFT_OUT ? 0 : (uint32_t)v;
     char name[512];
+    void *type, *value, *trace; /* an exception mpi4py may be handling stays as it is */
+    api->err_fetch(&type, &value, &trace);
     code_name(api, code, name, sizeof name);
+    api->err_restore(type, value, trace);
     uint32_t r = name[0] ? ws_callpath_region_named(c, name) : 0;
     api->incref(code); /* its address now names this region: never freed */
     ws_map64_put(&c->py.code_region, (uint64_t)(uintptr_t)code, r ? r : LEFT_OUT);
