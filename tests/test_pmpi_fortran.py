@@ -272,7 +272,9 @@ def test_fortran_program(mpi: str, binding: str, tmp_path: Path) -> None:
     assert len(paths) == 1
     e = entries[paths[0]]
     assert e["count"] == [0, 2]
-    assert e["sum"][1] == pytest.approx(sum(waits), rel=0.05)
+    # the receive lasts the waiting plus the message's delivery; on a loaded
+    # machine the receiver may also be scheduled late after the send
+    assert 0.97 * sum(waits) <= e["sum"][1] <= 1.05 * sum(waits) + 0.05
 
 
 # one rank: a request completed by each of MPI_Waitany, Testany, Waitsome and
