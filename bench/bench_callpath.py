@@ -13,10 +13,13 @@ one rank, in interleaved rounds (--repeat), as
 
 and the table shows, per depth, the fastest round's time per MPI call and
 what the library adds to it (the aim of issue 35: at most 0.5 us at
-depth 12).  The machine has 2 cores shared with other work: the fastest
+depth 12).  With ``--python`` the program is an mpi4py script instead
+(DEPTH Python functions, then ``comm.Iprobe`` in a loop): the cost of the
+Python call paths (the frames read through CPython's API, the mpi4py
+method from the cached stack walk).  The machine has 2 cores shared with other work: the fastest
 of the rounds is what the code costs.
 
-    python bench/bench_callpath.py [--mpi mpich|openmpi] [--calls N] [--repeat R] [--depths 1 6 12]
+    python bench/bench_callpath.py [--mpi mpich|openmpi] [--calls N] [--repeat R] [--depths 1 6 12] [--python]
 """
 
 from __future__ import annotations
@@ -70,6 +73,21 @@ int main(int argc, char **argv) {
 }
 """
 
+PYTHON_PROGRAM = """
+import sys, time
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+calls = int(sys.argv[2])
+def probe_loop():
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        comm.Iprobe(source=MPI.ANY_SOURCE, tag=1)
+    return time.perf_counter() - t0
+def level(depth):
+    return probe_loop() if depth <= 1 else level(depth - 1)
+print("loop %.9f" % level(int(sys.argv[1])))
+"""
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -77,14 +95,22 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=200000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--depths", type=int, nargs="*", default=[1, 6, 12])
+    parser.add_argument("--python", action="store_true", help="an mpi4py program (the MPI mpi4py is built against)")
     args = parser.parse_args()
     library = pmpi.library_path(args.mpi)
     with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, "depth.c")
-        exe = os.path.join(tmp, "depth")
-        with open(src, "w") as f:
-            f.write(textwrap.dedent(PROGRAM))
-        subprocess.run([f"mpicc.{args.mpi}", "-O2", "-g", "-o", exe, src], check=True)
+        if args.python:
+            exe = os.path.join(tmp, "depth.py")
+            with open(exe, "w") as f:
+                f.write(PYTHON_PROGRAM)
+            program = [sys.executable, exe]
+        else:
+            src = os.path.join(tmp, "depth.c")
+            exe = os.path.join(tmp, "depth")
+            with open(src, "w") as f:
+                f.write(textwrap.dedent(PROGRAM))
+            subprocess.run([f"mpicc.{args.mpi}", "-O2", "-g", "-o", exe, src], check=True)
+            program = [exe]
         base = dict(os.environ, **LAUNCHERS[args.mpi][1])
         base.pop("LD_PRELOAD", None)
         modes = {
@@ -97,7 +123,7 @@ def main() -> int:
         for _ in range(args.repeat):
             for depth in args.depths:
                 for mode, env in modes.items():
-                    out = subprocess.run([*LAUNCHERS[args.mpi][0], "-n", "1", exe, str(depth), str(args.calls)],
+                    out = subprocess.run([*LAUNCHERS[args.mpi][0], "-n", "1", *program, str(depth), str(args.calls)],
                                          env=env, capture_output=True, text=True, timeout=600)
                     m = re.search(r"loop ([0-9.]+)", out.stdout)
                     if out.returncode != 0 or not m:
@@ -106,7 +132,8 @@ def main() -> int:
                     per_call = float(m.group(1)) / args.calls * 1e6
                     key = (depth, mode)
                     best[key] = min(best.get(key, per_call), per_call)
-    print(f"cost per MPI call (MPI_Iprobe, {args.calls} calls, 1 rank, {args.mpi}, fastest of {args.repeat}), us")
+    what = "mpi4py comm.Iprobe" if args.python else "MPI_Iprobe"
+    print(f"cost per MPI call ({what}, {args.calls} calls, 1 rank, {args.mpi}, fastest of {args.repeat}), us")
     print(f"{'depth':>5} {'plain':>8} {'profile':>8} {'+':>7} {'trace':>8} {'+':>7}")
     for depth in args.depths:
         plain = best[depth, "plain"]

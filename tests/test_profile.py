@@ -138,6 +138,126 @@ def test_waitall_is_flagged_unreliable(est):
     assert "MPI_Waitall" in est.summary()
 
 
+# ---- the calibrated estimates --------------------------------------------------------
+# PROFILE with the no-wait durations measured at MPI_Finalize: rank 1's MPI_Recv of
+# size class 10 (16 samples, median 20 us, from 10 to 50 us) and its MPI_Ssend of size
+# class 20 (8 samples, median 0.2 ms, from 0.1 to 0.4 ms).  By hand, method "calibrated":
+#  Recv size class 10, rank 1: main/solve 10 ms - 4 x 20 us = 9.92 ms (seed 9.2 ms),
+#    main/other 0.6 ms - 2 x 20 us = 0.56 ms (seed 0.2 ms);
+#  Recv size class 3, rank 0 (not calibrated): the fastest call, 1.5 ms as with seed;
+#  Waitall (not calibrated): 15 ms and 0.5 ms as with seed;
+#  Ssend, rank 1: 3.5 ms - 3 x 0.2 ms = 2.9 ms (seed 2 ms); the collectives as with seed.
+CALIBRATION = [
+    {"function": "MPI_Recv", "size_class": 10, "samples": [0, 16], "min": [N, 1e-5], "median": [N, 2e-5],
+     "max": [N, 5e-5]},
+    {"function": "MPI_Ssend", "size_class": 20, "samples": [0, 8], "min": [N, 1e-4], "median": [N, 2e-4],
+     "max": [N, 4e-4]},
+]
+
+
+@pytest.fixture
+def calibrated(tmp_path: Path) -> waitscope.Profile:
+    write(tmp_path, dict(PROFILE, calibration=CALIBRATION))
+    return waitscope.open_profile(tmp_path)
+
+
+def test_calibrated_estimates_use_the_measured_no_wait_durations(calibrated):
+    seed, cal = calibrated.estimates("seed"), calibrated.estimates(method="calibrated")
+    assert cal.method == "calibrated" and seed.method == "seed"
+    assert cal.get("mpi_latesender", "main/solve/MPI_Recv", 1) == pytest.approx(0.00992)
+    assert cal.get("mpi_latesender", "main/other/MPI_Recv", 1) == pytest.approx(0.00056)
+    assert cal.get("mpi_latesender", "main/solve/MPI_Recv", 0) == pytest.approx(0.0015)
+    assert cal.get("mpi_latesender", "main/solve/MPI_Waitall", 0) == pytest.approx(0.015)
+    assert cal.get("mpi_latereceiver", "main/solve/MPI_Ssend", 1) == pytest.approx(0.0029)
+    assert seed.get("mpi_latereceiver", "main/solve/MPI_Ssend", 1) == pytest.approx(0.002)
+    for metric in ("mpi_wait_nxn", "mpi_barrier_wait", "mpi_latebroadcast", "mpi_earlyreduce", "mpi", "comp"):
+        assert np.array_equal(cal.get(metric), seed.get(metric)), metric
+    # the seed estimates are the same with or without a calibration in the file
+    assert seed.total("mpi_latesender") == pytest.approx(0.0092 + 0.0002 + 0.0015 + 0.015 + 0.0005)
+
+
+def test_reliability_says_what_each_estimate_rests_on(calibrated):
+    rows = {(r["metric"], r["callpath"]): r for r in calibrated.estimates("calibrated").reliability}
+    solve = rows[("mpi_latesender", "main/solve/MPI_Recv")]
+    # 4 calls of rank 1 against the calibration, 3 of rank 0 against its fastest call
+    assert solve["source"] == "mixed" and solve["calls"] == 7 and solve["samples"] == 16
+    assert solve["baseline"] == pytest.approx((4 * 2e-5 + 3 * 0.0005) / 7)
+    assert solve["spread"] == pytest.approx(4e-5) and solve["bound"] == pytest.approx(4 * 4e-5)
+    other = rows[("mpi_latesender", "main/other/MPI_Recv")]
+    assert other["source"] == "calibration" and other["calls"] == 2 and other["baseline"] == pytest.approx(2e-5)
+    assert other["estimate"] == pytest.approx(0.00056) and other["bound"] == pytest.approx(8e-5)
+    ssend = rows[("mpi_latereceiver", "main/solve/MPI_Ssend")]
+    assert ssend["samples"] == 8 and ssend["bound"] == pytest.approx(3 * 3e-4)
+    seed_rows = {(r["metric"], r["callpath"]): r for r in calibrated.estimates().reliability}
+    s = seed_rows[("mpi_latesender", "main/solve/MPI_Recv")]
+    # the fastest of rank 1's 6 calls of size class 10 and of rank 0's 3 of size class 3
+    assert s["source"] == "calls" and s["samples"] == 9 and math.isnan(s["bound"])
+    assert s["measured_baseline"] == pytest.approx(2e-5)
+    nxn = seed_rows[("mpi_wait_nxn", "main/step/MPI_Allreduce")]
+    assert nxn["source"] == "calls" and nxn["calls"] == 20 and nxn["samples"] == 20
+    text = calibrated.estimates("calibrated").summary()
+    assert "how reliable the estimates are (method 'calibrated'" in text
+    assert "the median of 16 no-wait samples measured at MPI_Finalize" in text
+    seed_text = calibrated.estimates().summary()
+    assert "right only if one of them did not wait" in seed_text and "method='calibrated' estimates" in seed_text
+
+
+def test_estimated_waiting_names_a_calibrated_difference(tmp_path):
+    # rank 1 waits 15 ms in each of its 6 receives of size class 10 (a static imbalance):
+    # the fastest takes 15 ms, the no-wait one 20 us.  Late Sender, seed: rank 0's 1.5 ms
+    # and the Waitall's 15.5 ms, 0.85 % of the 2 s; calibrated: 60 ms - 4 x 20 us and
+    # 30 ms - 2 x 20 us more, 5.3 %
+    doc = dict(PROFILE, calibration=CALIBRATION)
+    doc["entries"] = [dict(e) for e in PROFILE["entries"]]
+    doc["entries"][1].update(sum=[0.0, 0.060], min=[N, 0.015])
+    doc["entries"][2].update(sum=[0.0, 0.030], min=[N, 0.015])
+    doc["mpi_time"] = [0.193, 0.1348 + 0.050 + 0.0294]
+    profile = waitscope.open_profile(write(tmp_path, doc))
+    assert profile.estimates().get("mpi_latesender", "main/solve/MPI_Recv", 1) == pytest.approx(0.0)
+    assert profile.estimates("calibrated").get("mpi_latesender", "main/solve/MPI_Recv", 1) == \
+        pytest.approx(0.060 - 4 * 2e-5)
+    assert "Late Sender 0.9 % (calibrated 5.3 %)" in profile.estimated_waiting()
+
+
+def test_calibrated_late_receiver_of_standard_sends(tmp_path):
+    """MPI_Send: Late Receiver only against a measured no-wait duration.  Rank 0's
+    3 sends take 3 ms, the no-wait one 0.1 ms: 2.7 ms; rank 1 measured none: no estimate."""
+    doc = dict(PROFILE, calibration=[{"function": "MPI_Send", "size_class": 12, "samples": [8, 0],
+                                      "min": [5e-5, N], "median": [1e-4, N], "max": [2e-4, N]}])
+    doc["callpaths"] = PROFILE["callpaths"] + ["main/solve/MPI_Send"]
+    doc["entries"] = PROFILE["entries"] + [
+        {"callpath": len(PROFILE["callpaths"]), "function": "MPI_Send", "size_class": 12, "root": False,
+         "collective": False, "count": [3, 2], "sum": [0.003, 0.0001], "min": [0.0005, 5e-5], "global_min": N}]
+    doc["mpi_time"] = [0.196, 0.1349]
+    profile = open_profile(write(tmp_path, doc))
+    assert profile.estimates("calibrated").get("mpi_latereceiver", "main/solve/MPI_Send").tolist() == \
+        pytest.approx([0.0027, 0.0])
+    assert profile.estimates().get("mpi_latereceiver", "main/solve/MPI_Send").tolist() == [0.0, 0.0]
+    row = next(r for r in profile.estimates("calibrated").reliability if r["callpath"] == "main/solve/MPI_Send")
+    assert row["calls"] == 3 and row["source"] == "calibration" and row["baseline"] == pytest.approx(1e-4)
+
+
+def test_method_errors_name_the_argument(profile, calibrated):
+    with pytest.raises(ValueError, match=r"method: 'best' is not one of 'seed', 'calibrated'"):
+        calibrated.estimates("best")
+    with pytest.raises(ValueError, match=r"method='calibrated'.*has no calibration"):
+        profile.estimates("calibrated")
+    assert profile.analyze(method="seed").total("mpi_latesender") > 0
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda c: c[0].update(median=[N, None]), r"calibration\[0\]\.median\[1\] must be null exactly where samples is 0"),
+    (lambda c: c[0].update(min=[N, 3e-5]), r"calibration\[0\] rank 1: min <= median <= max"),
+    (lambda c: c[1].update(samples=[0]), r"calibration\[1\]\.samples has 1 values for 2 ranks"),
+    (lambda c: c.append(dict(c[0])), r"calibration\[2\] repeats MPI_Recv, size class 10"),
+])
+def test_a_bad_calibration_names_the_field(tmp_path, change, message):
+    cal = [dict(c) for c in CALIBRATION]
+    change(cal)
+    with pytest.raises(TraceError, match=message):
+        open_profile(write(tmp_path, dict(PROFILE, calibration=cal)))
+
+
 def test_collectives_use_the_global_minimum(est):
     assert list(est.get("mpi_wait_nxn", "main/step/MPI_Allreduce")) == pytest.approx([0.049, 0.001])
     assert list(est.get("mpi_barrier_wait", "main/MPI_Barrier")) == pytest.approx([0.0035, 0.0])
@@ -357,8 +477,10 @@ def test_compare_accepts_a_trace_and_pandas(tmp_path):
     table = profile.compare(_synthetic_run())
     assert isinstance(table, pd.DataFrame)
     assert list(table.columns) == ["metric", "callpath", "function", "profile_wait", "trace_wait",
-                                   "profile_ratio", "trace_ratio", "difference", "unreliable"]
+                                   "profile_ratio", "trace_ratio", "difference", "calibrated_wait",
+                                   "calibrated_ratio", "calibrated_difference", "unreliable"]
     assert len(table) == 2
+    assert table["calibrated_wait"].isna().all()  # the file has no calibration
 
 
 def test_compare_refuses_another_run(tmp_path):
@@ -461,3 +583,21 @@ def test_command_line_writes_the_estimates_as_a_cube_report(tmp_path, capsys):
         values = cube.get_metric_values(cube.get_metric_by_name("mpi_latesender"))
         total = sum(sum(values.cnode_values(c)) for c in cube.all_cnodes())
     assert total == pytest.approx(LATE_SENDER)
+
+
+def test_command_line_method(tmp_path, capsys):
+    from waitscope import cli
+    from waitscope.examples import HALO2D
+
+    plain = write(tmp_path, PROFILE, "plain.json")
+    path = write(tmp_path, dict(PROFILE, calibration=CALIBRATION))
+    assert cli.main(["analyze", str(path), "--method", "calibrated"]) == 0
+    out = capsys.readouterr().out
+    assert "how reliable the estimates are (method 'calibrated'" in out
+    # the calibrated Late Sender of main/solve/MPI_Recv: 9.92 ms on rank 1 and 1.5 ms on rank 0
+    assert "0.011420 s over 7 calls" in out
+    assert cli.main(["analyze", str(plain), "--method", "calibrated"]) == 2
+    assert "waitscope: error: --method: method='calibrated': the profile" in capsys.readouterr().err
+    assert cli.main(["analyze", HALO2D, "--method", "seed"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"waitscope: error: --method: {HALO2D} is a trace"), err

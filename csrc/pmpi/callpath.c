@@ -15,9 +15,10 @@
  *   Calls made and returned between two MPI calls are invisible, and a
  *   function left and re-entered between two MPI calls looks like one
  *   visit.  Inlined functions and frames the unwinder cannot see (code
- *   without unwind tables) are missing.  For a Python interpreter only
- *   `main` is kept: the interpreter's C frames say nothing about the
- *   Python program.
+ *   without unwind tables) are missing.  In a Python interpreter the
+ *   Python frames and the mpi4py method stand in place of the C frames
+ *   (pyframes.c): the interpreter's C frames say nothing about the Python
+ *   program.
  *
  *   Between MPI calls, timer samples of the stack (sampling.c) are
  *   followed by the same rule, so computation reaches the functions that
@@ -43,7 +44,7 @@ void ws_callpath_init(ws_callpaths_rt *c)
     c->python = ws_symbol_executable_is_python();
 }
 
-static uint32_t region_by_name(ws_callpaths_rt *c, const char *name)
+uint32_t ws_callpath_region_named(ws_callpaths_rt *c, const char *name)
 {
     for (uint32_t i = 0; i < c->n_regions; i++)
         if (strcmp(c->region_names[i], name) == 0)
@@ -70,8 +71,15 @@ uint32_t ws_callpath_region_of(ws_callpaths_rt *c, const void *addr)
     uintptr_t start = 0;
     int user = 0, entry = 0;
     uint32_t r = 0;
-    if (ws_symbol_lookup(addr, name, sizeof name, &start, &user, &entry) == 0 && user) {
-        r = region_by_name(c, name);
+    if (ws_symbol_lookup(addr, name, sizeof name, &start, &user, &entry) != 0) {
+        /* no name */
+    } else if (c->python) {
+        /* of the C frames of a Python program only mpi4py's (Cython's) wrappers */
+        char method[512];
+        if (ws_python_cython_name(name, method, sizeof method) == 0)
+            r = ws_callpath_region_named(c, method);
+    } else if (user) {
+        r = ws_callpath_region_named(c, name);
         if (entry && !c->main_region)
             c->main_region = r;
     }
@@ -120,11 +128,25 @@ static void capture(ws_callpaths_rt *c, ws_frames *f)
 {
     f->n = 0;
     if (c->python) {
-        if (!c->main_region)
-            c->main_region = region_by_name(c, "main");
-        uint32_t r = c->main_region;
-        if (r)
-            f->region[f->n++] = r;
+        const uint32_t max = sizeof f->region / sizeof f->region[0];
+        int n = ws_python_frames(c, f->region, (int)max - 1);
+        if (n >= 0) {
+            /* then the mpi4py method the innermost Python frame called */
+            f->n = (uint32_t)n;
+            const uint32_t *regions;
+            int k = ws_stack_regions(c, &regions);
+            for (int i = 0; i < k && i < 64; i++)
+                if (regions[i]) {
+                    f->region[f->n++] = regions[i];
+                    break;
+                }
+        } else if (n == -1) {
+            /* no CPython API: the interpreter's frames say nothing */
+            if (!c->main_region)
+                c->main_region = ws_callpath_region_named(c, "main");
+            if (c->main_region)
+                f->region[f->n++] = c->main_region;
+        }
         return;
     }
     const uint32_t *regions;

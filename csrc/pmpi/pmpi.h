@@ -4,21 +4,24 @@
  *   functions.c     the MPI functions the library knows (names, OTF2 roles)
  *   wrappers_env.c  MPI_Init/Finalize/Abort, communicators, topologies
  *   wrappers_p2p.c  point to point and request completion
+ *   wrappers_mprobe.c matched probes and receives (MPI_Mprobe, MPI_Mrecv, ...)
  *   wrappers_coll.c blocking collectives
  *   coll_bytes.c    what a collective records (operation, root, bytes)
  *   wrappers_large.c the MPI-4 large-count (_c) variants
  *   fortran.c       the Fortran bindings: the MPI's own binding, handles,
  *                   statuses and sentinels (fortran.h)
- *   fortran_env.c, fortran_p2p.c, fortran_coll.c, fortran_plain.c
+ *   fortran_env.c, fortran_p2p.c, fortran_coll.c, fortran_plain.c, fortran_mprobe.c
  *                   the Fortran wrappers (mpif.h, use mpi, use mpi_f08)
  *   plain_regions.c the calls recorded as plain MPI regions (plain_regions.h)
  *   symtab.c        function names from ELF symbol tables
  *   callpath.c      user call paths: stack frames or -finstrument-functions
  *   stackwalk.c     the call stack at an MPI call, with a cache of the last walk
+ *   pyframes.c      Python frames on the call path (mpi4py)
  *   sampling.c      timer samples of the call stack between MPI calls
  *   tracer.c        per-rank event and definition files that survive a crash
  *   unseen.c        the note of a process that never saw an MPI call
  *   profiler.c      the wait-state profile of seed 003 (003_2d6b9c36e94631c5.txt)
+ *   calibrate.c     the profile's no-wait baselines, measured at MPI_Finalize
  *   rankfiles.c     parses the per-rank definition files
  *   unify.c         builds the OTF2 archive from the per-rank files
  *
@@ -56,7 +59,7 @@ enum ws_fn {
     WF_TESTANY, WF_TESTSOME,
     WF_BARRIER, WF_BCAST, WF_REDUCE, WF_ALLREDUCE, WF_GATHER, WF_GATHERV, WF_SCATTER, WF_SCATTERV,
     WF_ALLGATHER, WF_ALLGATHERV, WF_ALLTOALL, WF_ALLTOALLV, WF_REDUCE_SCATTER, WF_SCAN, WF_EXSCAN,
-    WF_Request_free,
+    WF_Request_free, WF_MPROBE, WF_IMPROBE, WF_MRECV, WF_IMRECV,
 #define WS_PLAIN_ENUM(NAME, ROLE, PARAMS, ARGS) WF_##NAME,
     WS_PLAIN_REGIONS(WS_PLAIN_ENUM)
 #undef WS_PLAIN_ENUM
@@ -119,10 +122,18 @@ typedef struct ws_stack_cache {
     uint64_t hits, misses;
 } ws_stack_cache;
 
+/* Python frames (pyframes.c) */
+typedef struct ws_python_rt {
+    int state;                 /* 0: not looked up, 1: CPython's API found, -1: not */
+    const struct py_api *api;  /* its functions */
+    ws_map64 code_region;      /* code object -> region id (1 << 32: left out) */
+} ws_python_rt;
+
 typedef struct ws_callpaths_rt {
     int instrument;            /* frames come from -finstrument-functions hooks */
     int no_hooks;              /* WAITSCOPE_CALLPATH=stack: the hooks are ignored */
     int python;                /* the executable is a Python interpreter */
+    ws_python_rt py;           /* its frames */
     ws_frames current;         /* user frames now entered in the trace */
     uint32_t overflow;         /* instrumented frames deeper than `current` holds */
     uint32_t main_region;      /* region id of the entry (main, a Fortran program), 0 until seen */
@@ -150,6 +161,8 @@ void ws_callpath_after_call(ws_callpaths_rt *c, uint64_t t1);
 /* Leaves all user frames (at MPI_Finalize). */
 void ws_callpath_leave_all(ws_callpaths_rt *c, uint64_t now);
 const char *ws_callpath_region_name(const ws_callpaths_rt *c, uint32_t region);
+/* The user region of this name, defined at its first use; 0 on failure. */
+uint32_t ws_callpath_region_named(ws_callpaths_rt *c, const char *name);
 /* Region of the user function containing `addr`, 0 if none (cached). */
 uint32_t ws_callpath_region_of(ws_callpaths_rt *c, const void *addr);
 /* The user regions of the current call stack, innermost first (0: not
@@ -158,6 +171,15 @@ uint32_t ws_callpath_region_of(ws_callpaths_rt *c, const void *addr);
 int ws_stack_regions(ws_callpaths_rt *c, const uint32_t **regions);
 /* "main/solver/MPI_Recv" of an interned call path; returns malloc'ed text */
 char *ws_callpath_text(const ws_callpaths_rt *c, uint32_t path);
+
+/* The Python frames of the calling thread, outermost first, as regions
+ * (at most `max`); their number, -1 when the process runs no CPython
+ * (its API is not found), -2 when the interpreter is not running. */
+int ws_python_frames(ws_callpaths_rt *c, uint32_t *out, int max);
+/* "MPI.Comm.allreduce" of a Cython wrapper's symbol
+ * (__pyx_pw_6mpi4py_3MPI_4Comm_143allreduce, __pyx_getprop_...): 0, or -1
+ * when the symbol is no Cython wrapper. */
+int ws_python_cython_name(const char *symbol, char *out, size_t size);
 
 /* ---- samples of the call stack between MPI calls (sampling.c) ------------ */
 #define WS_SAMPLE_DEPTH 64
@@ -209,11 +231,28 @@ typedef struct ws_prof_entry {
     double sum, min;
 } ws_prof_entry;
 
+/* A category of point-to-point calls to calibrate (calibrate.c): an MPI
+ * function and size class, with the partners the rank had in it */
+#define WS_CAL_PARTNERS 4
+typedef struct ws_cal_need {
+    int16_t fn;
+    int8_t size_class;
+    uint8_t n_partners;
+    int partner[WS_CAL_PARTNERS]; /* ranks in MPI_COMM_WORLD */
+    double bytes;                 /* summed over the calls */
+    uint64_t count;
+    /* the no-wait durations measured at MPI_Finalize */
+    uint32_t n_samples;
+    double min, median, max;
+} ws_cal_need;
+
 typedef struct ws_profiler {
     int on;
     char *dir;
     ws_prof_entry *slots;
     size_t cap, n;
+    ws_cal_need *needs;
+    size_t n_needs, cap_needs;
 } ws_profiler;
 
 int ws_profiler_setup(ws_profiler *p, const char *dir);
@@ -221,6 +260,13 @@ void ws_profiler_record(ws_profiler *p, uint32_t path, int fn, uint64_t bytes, i
 /* Collective over MPI_COMM_WORLD (PMPI): rank 0 writes DIR/profile.json. */
 void ws_profiler_finalize(ws_profiler *p, const ws_callpaths_rt *c, int rank, int size, double exec_time,
                           double mpi_time, const char *command);
+/* The calibration (calibrate.c), collective over `comm` (a duplicate of
+ * MPI_COMM_WORLD): the no-wait durations of the rank's point-to-point
+ * categories, measured with the partners it had, into p->needs. */
+void ws_calibrate(ws_profiler *p, MPI_Comm comm, int rank, int size);
+/* The partners of the call in progress (ws_pmpi.call_partner) join the
+ * calibration category of (fn, bytes) (profiler.c). */
+void ws_profiler_partners(ws_profiler *p, int fn, uint64_t bytes, const int *partners, int n);
 
 /* ---- Fortran bindings (fortran.c) --------------------------------------- */
 typedef struct ws_fortran_rt {
@@ -234,6 +280,8 @@ typedef struct ws_fortran_rt {
 typedef struct ws_comm_entry {
     MPI_Comm comm;
     uint32_t id;
+    int *world; /* rank in MPI_COMM_WORLD of each rank, NULL until asked */
+    int size;
 } ws_comm_entry;
 
 
@@ -279,10 +327,13 @@ typedef struct ws_pmpi {
     size_t n_req_pool, cap_req_pool;
     uint32_t req_free; /* head of the free list, UINT32_MAX if none */
     uint64_t next_request;
+    ws_map64 messages; /* matched-probe message handle -> local communicator id */
     /* the MPI call in progress */
     int call_fn;
     uint32_t call_path;
     uint64_t call_t0;
+    int call_partner[WS_CAL_PARTNERS]; /* its partners (world ranks), for the calibration */
+    int n_call_partners;
 } ws_pmpi;
 
 extern ws_pmpi ws_pmpi_g;
@@ -320,14 +371,21 @@ void ws_call_end(int fn, uint64_t t1, uint64_t bytes, int has_bytes, int root);
 void ws_emit(uint64_t time, uint8_t kind, uint32_t a, uint32_t comm, uint32_t tag, uint64_t bytes, uint64_t req,
              uint8_t op);
 uint32_t ws_comm_id(MPI_Comm comm);
+/* Notes rank `peer` of the communicator with local id `comm` as a partner
+ * of the call in progress (profiling only). */
+void ws_call_partner(uint32_t comm, int peer);
 uint64_t ws_type_bytes(long long count, MPI_Datatype type);
 
 /* Shared by the int and the MPI-4 large-count (_c) wrappers */
 void ws_send_begin(int fn, uint64_t bytes, int dest, int tag, MPI_Comm comm);
 void ws_recv_end(int fn, int rc, MPI_Comm comm, const MPI_Status *st);
+/* the same with the communicator's local id (UINT32_MAX: unknown) */
+void ws_recv_end_id(int fn, int rc, uint32_t comm, const MPI_Status *st);
 uint64_t ws_isend_begin(int fn, uint64_t bytes, int dest, int tag, MPI_Comm comm);
 void ws_isend_end(int fn, int rc, MPI_Request *req, uint64_t id, MPI_Comm comm, uint64_t bytes);
 void ws_irecv_end(int fn, int rc, uint64_t t0, int source, MPI_Comm comm, MPI_Request *req);
+/* a receive request started on the communicator with local id `comm` */
+void ws_irecv_end_id(int fn, int rc, uint64_t t0, uint32_t comm, MPI_Request *req);
 uint64_t ws_coll_begin(int fn);
 /* root < 0: the operation has no root */
 void ws_coll_end(int fn, MPI_Comm comm, uint8_t op, int root, uint64_t sent, uint64_t received, uint64_t payload,
@@ -364,6 +422,12 @@ ws_coll_info ws_coll_alltoallv(int send_in_place, const int sendcounts[], MPI_Da
 ws_coll_info ws_coll_reduce_scatter(const int recvcounts[], MPI_Datatype type, MPI_Comm comm);
 /* ws_coll_end with what `k` says */
 void ws_coll_finish(int fn, MPI_Comm comm, const ws_coll_info *k);
+
+/* Matched probes (wrappers_mprobe.c): the probe that matched message `m`
+ * on `comm` notes it; a matched receive takes its communicator's local id
+ * (UINT32_MAX: unknown) and forgets the handle. */
+void ws_message_note(MPI_Message m, MPI_Comm comm);
+uint32_t ws_message_take(MPI_Message m);
 
 /* Request table (wrappers_p2p.c) */
 void ws_requests_free_all(void);

@@ -95,6 +95,46 @@ void ws_profiler_record(ws_profiler *p, uint32_t path, int fn, uint64_t bytes, i
         e->min = seconds;
 }
 
+/* The categories a no-wait baseline is measured for at MPI_Finalize
+ * (calibrate.c): those the estimates charge Late Sender and Late Receiver
+ * with a rank-local minimum, and MPI_Send, whose Late Receiver only the
+ * calibrated estimates have. */
+static int calibrated_function(int fn)
+{
+    return fn == WF_RECV || fn == WF_SENDRECV || fn == WF_WAIT || fn == WF_WAITALL || fn == WF_SSEND ||
+           fn == WF_SEND;
+}
+
+void ws_profiler_partners(ws_profiler *p, int fn, uint64_t bytes, const int *partners, int n)
+{
+    if (!p->on || !calibrated_function(fn) || bytes == 0)
+        return;
+    int sc = 0;
+    for (uint64_t b = bytes; b >>= 1;)
+        sc++;
+    ws_cal_need *e = NULL;
+    for (size_t i = 0; i < p->n_needs && !e; i++)
+        if (p->needs[i].fn == fn && p->needs[i].size_class == sc)
+            e = &p->needs[i];
+    if (!e) {
+        if (ws_grow((void **)&p->needs, &p->cap_needs, p->n_needs + 1, sizeof *p->needs) != 0)
+            return;
+        e = &p->needs[p->n_needs++];
+        memset(e, 0, sizeof *e);
+        e->fn = (int16_t)fn;
+        e->size_class = (int8_t)sc;
+    }
+    e->bytes += (double)bytes;
+    e->count++;
+    for (int k = 0; k < n; k++) {
+        int known = 0;
+        for (int j = 0; j < e->n_partners && !known; j++)
+            known = e->partner[j] == partners[k];
+        if (!known && e->n_partners < WS_CAL_PARTNERS)
+            e->partner[e->n_partners++] = partners[k];
+    }
+}
+
 /* ---- finalisation ---------------------------------------------------------- */
 
 typedef struct rec {
@@ -104,6 +144,25 @@ typedef struct rec {
     unsigned long long count;
     double sum, min;
 } rec;
+
+/* a calibrated category of one rank */
+typedef struct cal {
+    const char *fn;
+    int sc, rank;
+    unsigned long long count;
+    double min, median, max;
+} cal;
+
+static int cal_order(const void *a, const void *b)
+{
+    const cal *x = a, *y = b;
+    int c = strcmp(x->fn, y->fn);
+    if (c)
+        return c;
+    if (x->sc != y->sc)
+        return x->sc < y->sc ? -1 : 1;
+    return x->rank - y->rank;
+}
 
 static int rec_order(const void *a, const void *b)
 {
@@ -156,13 +215,48 @@ static int collective_name(const char *fn)
     return 0;
 }
 
+/* The calibration's entries: per (function, size class) one value per
+ * rank (count 0 and nulls where a rank measured none). */
+static void write_calibration(FILE *out, const cal *cals, size_t n, int size)
+{
+    static const char *const fields[] = {"min", "median", "max"};
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && strcmp(cals[j].fn, cals[i].fn) == 0 && cals[j].sc == cals[i].sc)
+            j++;
+        fprintf(out, "%s\n    {\"function\": ", i ? "," : "");
+        json_string(out, cals[i].fn);
+        fprintf(out, ", \"size_class\": %d, \"samples\": [", cals[i].sc);
+        for (int r = 0, k = (int)i; r < size; r++) {
+            int here = k < (int)j && cals[k].rank == r;
+            fprintf(out, "%s%llu", r ? ", " : "", here ? cals[k].count : 0ULL);
+            k += here;
+        }
+        for (int fld = 0; fld < 3; fld++) {
+            fprintf(out, "],\n     \"%s\": [", fields[fld]);
+            for (int r = 0, k = (int)i; r < size; r++) {
+                int here = k < (int)j && cals[k].rank == r && cals[k].count > 0;
+                fputs(r ? ", " : "", out);
+                if (here)
+                    json_number(out, fld == 0 ? cals[k].min : fld == 1 ? cals[k].median : cals[k].max);
+                else
+                    fputs("null", out);
+                k += k < (int)j && cals[k].rank == r;
+            }
+        }
+        fputs("]}", out);
+        i = j;
+    }
+}
+
 /* Rank 0: merges all ranks' tables and writes profile.json. */
 static void write_profile(const char *dir, char *all, const int *lens, int size, const char *command)
 {
     /* parse: first line "times\t<exec>\t<mpi>", then one line per entry */
     double *exec = calloc((size_t)size, sizeof *exec), *mpi = calloc((size_t)size, sizeof *mpi);
-    size_t n_recs = 0, cap = 64;
+    size_t n_recs = 0, cap = 64, n_cals = 0, cap_cals = 0;
     rec *recs = malloc(cap * sizeof *recs);
+    cal *cals = NULL;
     if (!exec || !mpi || !recs)
         goto out;
     char *p = all;
@@ -186,6 +280,11 @@ static void write_profile(const char *dir, char *all, const int *lens, int size,
             if (nf == 3 && strcmp(f[0], "times") == 0) {
                 exec[r] = strtod(f[1], NULL);
                 mpi[r] = strtod(f[2], NULL);
+            } else if (nf == 7 && strcmp(f[0], "cal") == 0) {
+                if (ws_grow((void **)&cals, &cap_cals, n_cals + 1, sizeof *cals) != 0)
+                    goto out;
+                cals[n_cals++] = (cal){f[1], atoi(f[2]), r, strtoull(f[3], NULL, 10), strtod(f[4], NULL),
+                                       strtod(f[5], NULL), strtod(f[6], NULL)};
             } else if (nf == 7) {
                 if (n_recs == cap) {
                     rec *g = realloc(recs, 2 * cap * sizeof *g);
@@ -202,6 +301,8 @@ static void write_profile(const char *dir, char *all, const int *lens, int size,
         p = end;
     }
     qsort(recs, n_recs, sizeof *recs, rec_order);
+    if (n_cals)
+        qsort(cals, n_cals, sizeof *cals, cal_order);
 
     /* call paths: every entry's path and its prefixes */
     size_t n_paths = 0, cap_paths = 2 * n_recs + 1;
@@ -318,6 +419,8 @@ static void write_profile(const char *dir, char *all, const int *lens, int size,
         fputs("}", out);
         i = j;
     }
+    fprintf(out, "\n  ],\n  \"calibration\": [");
+    write_calibration(out, cals, n_cals, size);
     fprintf(out, "\n  ]\n}\n");
     fclose(out);
     char final[4200];
@@ -330,6 +433,7 @@ out:
     free(exec);
     free(mpi);
     free(recs);
+    free(cals);
 }
 
 void ws_profiler_finalize(ws_profiler *p, const ws_callpaths_rt *c, int rank, int size, double exec_time,
@@ -354,6 +458,14 @@ void ws_profiler_finalize(ws_profiler *p, const ws_callpaths_rt *c, int rank, in
                      e->root, (unsigned long long)e->count, e->sum, e->min);
         ws_buffer_append(&text, line, (size_t)n);
         free(path);
+    }
+    for (size_t i = 0; i < p->n_needs; i++) {
+        const ws_cal_need *e = &p->needs[i];
+        if (!e->n_samples)
+            continue;
+        n = snprintf(line, sizeof line, "cal\t%s\t%d\t%u\t%.17g\t%.17g\t%.17g\n", ws_fn_name(e->fn),
+                     e->size_class, e->n_samples, e->min, e->median, e->max);
+        ws_buffer_append(&text, line, (size_t)n);
     }
     int len = (int)text.size;
     int *lens = NULL, *displs = NULL;
@@ -383,6 +495,7 @@ void ws_profiler_finalize(ws_profiler *p, const ws_callpaths_rt *c, int rank, in
     free(displs);
     ws_buffer_free(&text);
     free(p->slots);
+    free(p->needs);
     free(p->dir);
     memset(p, 0, sizeof *p);
 }

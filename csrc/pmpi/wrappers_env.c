@@ -39,6 +39,7 @@ static uint64_t call_begin_at(int fn, uint64_t t0)
     g->in_call = 1;
     g->call_fn = fn;
     g->call_t0 = t0;
+    g->n_call_partners = 0;
     g->call_path = ws_callpath_at_call(&g->cp, fn, t0);
     ws_emit(t0, WS_EV_ENTER, (uint32_t)fn, 0, 0, 0, 0, 0);
     return t0;
@@ -56,6 +57,8 @@ void ws_call_end(int fn, uint64_t t1, uint64_t bytes, int has_bytes, int root)
     ws_callpath_after_call(&g->cp, t1);
     uint64_t d = t1 > g->call_t0 ? t1 - g->call_t0 : 0;
     ws_profiler_record(&g->prof, g->call_path, fn, bytes, has_bytes, root, (double)d * 1e-9);
+    if (g->n_call_partners)
+        ws_profiler_partners(&g->prof, fn, bytes, g->call_partner, g->n_call_partners);
     g->mpi_ns += d;
     g->in_call = 0;
 }
@@ -72,6 +75,52 @@ uint64_t ws_type_bytes(long long count, MPI_Datatype type)
 
 /* ---- communicators ---------------------------------------------------------- */
 
+/* The rank in MPI_COMM_WORLD of rank `peer` of a known communicator, -1 if unknown. */
+static int world_rank(ws_comm_entry *e, int peer)
+{
+    if (e->comm == MPI_COMM_WORLD)
+        return peer;
+    if (!e->world) {
+        MPI_Group group, world;
+        int size = 0;
+        PMPI_Comm_size(e->comm, &size);
+        int *local = malloc((size_t)size * sizeof *local), *global = malloc((size_t)size * sizeof *global);
+        if (!local || !global || PMPI_Comm_group(e->comm, &group) != MPI_SUCCESS) {
+            free(local);
+            free(global);
+            return -1;
+        }
+        PMPI_Comm_group(MPI_COMM_WORLD, &world);
+        for (int i = 0; i < size; i++)
+            local[i] = i;
+        PMPI_Group_translate_ranks(group, size, local, world, global);
+        PMPI_Group_free(&group);
+        PMPI_Group_free(&world);
+        free(local);
+        e->world = global;
+        e->size = size;
+    }
+    return peer >= 0 && peer < e->size && e->world[peer] != MPI_UNDEFINED ? e->world[peer] : -1;
+}
+
+void ws_call_partner(uint32_t comm, int peer)
+{
+    ws_pmpi *g = &ws_pmpi_g;
+    if (!g->prof.on || comm == UINT32_MAX || peer < 0 || g->n_call_partners == WS_CAL_PARTNERS)
+        return;
+    for (size_t i = 0; i < g->n_comms; i++)
+        if (g->comms[i].id == comm) {
+            int w = world_rank(&g->comms[i], peer);
+            if (w < 0 || w == g->rank)
+                return;
+            for (int k = 0; k < g->n_call_partners; k++)
+                if (g->call_partner[k] == w)
+                    return;
+            g->call_partner[g->n_call_partners++] = w;
+            return;
+        }
+}
+
 uint32_t ws_comm_id(MPI_Comm comm)
 {
     ws_pmpi *g = &ws_pmpi_g;
@@ -86,7 +135,7 @@ static void add_comm(MPI_Comm comm, uint32_t id)
     ws_pmpi *g = &ws_pmpi_g;
     if (ws_grow((void **)&g->comms, &g->cap_comms, g->n_comms + 1, sizeof *g->comms) != 0)
         return;
-    g->comms[g->n_comms++] = (ws_comm_entry){comm, id};
+    g->comms[g->n_comms++] = (ws_comm_entry){comm, id, NULL, 0};
 }
 
 /* Defines a new communicator (collective over it): its key, agreed on by
@@ -94,12 +143,17 @@ static void add_comm(MPI_Comm comm, uint32_t id)
 static void register_comm(MPI_Comm comm, MPI_Comm parent)
 {
     ws_pmpi *g = &ws_pmpi_g;
-    if (comm == MPI_COMM_NULL || !g->tracer.on)
+    if (comm == MPI_COMM_NULL || !(g->tracer.on || g->prof.on))
         return;
     int rank = 0, size = 0, inter = 0;
     PMPI_Comm_test_inter(comm, &inter);
     if (inter)
         return;
+    if (!g->tracer.on) {
+        /* profiling only: known by a local id (its requests' bytes, its partners) */
+        add_comm(comm, g->next_comm_id++);
+        return;
+    }
     PMPI_Comm_rank(comm, &rank);
     PMPI_Comm_size(comm, &size);
     unsigned long long key[2] = {(unsigned long long)g->rank, g->comm_serial};
@@ -135,6 +189,7 @@ void ws_comm_forget(MPI_Comm comm)
     ws_pmpi *g = &ws_pmpi_g;
     for (size_t i = 0; i < g->n_comms; i++)
         if (g->comms[i].comm == comm) {
+            free(g->comms[i].world);
             g->comms[i] = g->comms[--g->n_comms];
             return;
         }
@@ -374,6 +429,8 @@ void ws_finalize_measurement(void)
         void_measurement(ranks);
         return;
     }
+    if (g->prof.on)
+        ws_calibrate(&g->prof, g->private_comm, g->rank, g->size);
     ws_profiler_finalize(&g->prof, &g->cp, g->rank, g->size, (double)(t1 - g->t_init) * 1e-9,
                          (double)g->mpi_ns * 1e-9, g->command);
     if (g->tracer.on) {

@@ -77,6 +77,7 @@ void ws_requests_free_all(void)
 {
     ws_pmpi *g = &ws_pmpi_g;
     ws_map64_free(&g->requests);
+    ws_map64_free(&g->messages);
     free(g->req_pool);
     g->req_pool = NULL;
     g->n_req_pool = g->cap_req_pool = 0;
@@ -107,6 +108,7 @@ uint64_t ws_request_complete(uint64_t now, MPI_Request r, const MPI_Status *st)
         return 0;
     uint64_t bytes = status_bytes(st);
     ws_emit(now, WS_EV_IRECV, (uint32_t)st->MPI_SOURCE, q.comm, (uint32_t)st->MPI_TAG, bytes, id, 0);
+    ws_call_partner(q.comm, st->MPI_SOURCE);
     return bytes;
 }
 
@@ -116,18 +118,27 @@ void ws_send_begin(int fn, uint64_t bytes, int dest, int tag, MPI_Comm comm)
 {
     uint64_t t0 = ws_call_begin(fn);
     uint32_t c = ws_comm_id(comm);
-    if (dest != MPI_PROC_NULL && c != UINT32_MAX)
+    if (dest != MPI_PROC_NULL && c != UINT32_MAX) {
         ws_emit(t0, WS_EV_SEND, (uint32_t)dest, c, (uint32_t)tag, bytes, 0, 0);
+        if (fn == WF_SSEND || fn == WF_SEND)
+            ws_call_partner(c, dest); /* Late Receiver: the partner that receives */
+    }
 }
 
 void ws_recv_end(int fn, int rc, MPI_Comm comm, const MPI_Status *st)
 {
+    ws_recv_end_id(fn, rc, ws_comm_id(comm), st);
+}
+
+void ws_recv_end_id(int fn, int rc, uint32_t c, const MPI_Status *st)
+{
     uint64_t t1 = ws_now(), bytes = 0;
-    uint32_t c = ws_comm_id(comm);
     if (rc == MPI_SUCCESS && st->MPI_SOURCE != MPI_PROC_NULL) {
         bytes = status_bytes(st);
-        if (c != UINT32_MAX)
+        if (c != UINT32_MAX) {
             ws_emit(t1, WS_EV_RECV, (uint32_t)st->MPI_SOURCE, c, (uint32_t)st->MPI_TAG, bytes, 0, 0);
+            ws_call_partner(c, st->MPI_SOURCE);
+        }
     }
     ws_call_end(fn, t1, bytes, 1, 0);
 }
@@ -229,9 +240,13 @@ void ws_isend_end(int fn, int rc, MPI_Request *req, uint64_t id, MPI_Comm comm, 
 
 void ws_irecv_end(int fn, int rc, uint64_t t0, int source, MPI_Comm comm, MPI_Request *req)
 {
+    ws_irecv_end_id(fn, rc, t0, source == MPI_PROC_NULL ? UINT32_MAX : ws_comm_id(comm), req);
+}
+
+void ws_irecv_end_id(int fn, int rc, uint64_t t0, uint32_t c, MPI_Request *req)
+{
     ws_pmpi *g = &ws_pmpi_g;
-    uint32_t c = ws_comm_id(comm);
-    if (rc == MPI_SUCCESS && source != MPI_PROC_NULL && c != UINT32_MAX) {
+    if (rc == MPI_SUCCESS && c != UINT32_MAX) {
         uint64_t id = ++g->next_request;
         ws_emit(t0, WS_EV_IRECV_REQUEST, 0, 0, 0, 0, id, 0);
         track(*req, id, c, 1);

@@ -161,7 +161,10 @@ def analyze_profile(args: argparse.Namespace, path: str) -> int:
         return _error(args, f"{', '.join(given)}: {path} is a wait-state profile, which has no events; "
                             "this needs a trace (waitscope trace instead of waitscope profile)")
     profile = open_profile(path)
-    result = profile.estimates()
+    try:
+        result = profile.estimates(getattr(args, "method", None) or "seed")
+    except ValueError as exc:
+        return _error(args, f"--method: {exc}")
     print(f"waitscope {__version__}: {path}")
     print(f"wait-state profile of {profile.command or 'an MPI program'}: {profile.ranks} ranks, "
           f"{len(profile.callpath_names)} call paths, {profile.n_calls:,} MPI calls ({profile.mpi.split(chr(10))[0]})")
@@ -291,6 +294,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     profile = profile_path(args.trace)
     if profile is not None:
         return analyze_profile(args, profile)
+    if getattr(args, "method", None):
+        return _error(args, f"--method: {args.trace} is a trace; the method of the estimates applies to a wait-state "
+                            "profile (profile.json)")
     threads = getattr(args, "threads", 1)
     if threads != 1 and getattr(args, "comm", None) is not None:
         return _error(args, "--threads: not under mpiexec (the processes divide the work)")
@@ -521,6 +527,10 @@ def build_parser() -> argparse.ArgumentParser:
                               "or a unique prefix)")
     analyze.add_argument("--inclusive", action="store_true",
                          help="with --metric: values including the call paths below (default: exclusive)")
+    analyze.add_argument("--method", choices=["seed", "calibrated"], default=None,
+                         help="a wait-state profile's estimates: measured against the fastest call of each kind "
+                              "(seed, the default: Mao et al. 2014) or against the no-wait durations measured at "
+                              "MPI_Finalize (calibrated: also finds a static imbalance)")
     analyze.add_argument("--quiet", action="store_true", help="no progress output")
     analyze.add_argument("--timings", action="store_true",
                          help="print the seconds of each step of the analysis on stderr")

@@ -271,6 +271,10 @@ def describe_callpaths(command: Sequence[str], env: Mapping[str, str]) -> str:
     if instrumented and env.get("WAITSCOPE_CALLPATH") != "stack":
         return ("call paths: exact, from the -finstrument-functions hooks the program was compiled with: "
                 "every function's time is its own")
+    if program and os.path.basename(program).startswith("python"):
+        return ("call paths: the Python frames at each MPI call (file:function) and the mpi4py method called: the "
+                "computation between two MPI calls is charged to the Python functions both calls share (a Python "
+                "program is not sampled)")
     sampling = env.get("WAITSCOPE_SAMPLING", "5")
     try:
         period = int(sampling)
