@@ -47,7 +47,7 @@ def fake_library(monkeypatch, tmp_path):
     lib = tmp_path / "libfake.so"
     lib.write_text("")
 
-    def prepare(command, trace_dir, profile_dir, environ):
+    def prepare(command, trace_dir, profile_dir, environ, openmp=True):
         env = dict(environ)
         for key, value in (("WAITSCOPE_TRACE_DIR", trace_dir), ("WAITSCOPE_PROFILE_DIR", profile_dir)):
             env.pop(key, None)

@@ -60,6 +60,14 @@ uint32_t ws_callpath_region_named(ws_callpaths_rt *c, const char *name)
     return id;
 }
 
+/* A function a compiler outlined from an OpenMP construct: GCC's and
+ * gfortran's main._omp_fn.0, LLVM's .omp_outlined. and __omp_outlined__ */
+static int outlined(const char *name)
+{
+    return strstr(name, "._omp_fn.") != NULL || strncmp(name, ".omp_outlined", 13) == 0 ||
+           strncmp(name, "__omp_outlined", 14) == 0 || strstr(name, ".omp_outlined.") != NULL;
+}
+
 /* Region of the user function containing `addr`, 0 if it is not user
  * code or has no name.  `exact`: addr is a function's start address. */
 uint32_t ws_callpath_region_of(ws_callpaths_rt *c, const void *addr)
@@ -78,6 +86,8 @@ uint32_t ws_callpath_region_of(ws_callpaths_rt *c, const void *addr)
         char method[512];
         if (ws_python_cython_name(name, method, sizeof method) == 0)
             r = ws_callpath_region_named(c, method);
+    } else if (user && outlined(name)) {
+        r = WS_REGION_OUTLINED;
     } else if (user) {
         r = ws_callpath_region_named(c, name);
         if (entry && !c->main_region)
@@ -102,13 +112,27 @@ const char *ws_callpath_region_name(const ws_callpaths_rt *c, uint32_t region)
  * this (truncated) stack. */
 static int frames_from(const ws_callpaths_rt *c, const uint32_t *regions, int n, ws_frames *f)
 {
+    const uint32_t max = sizeof f->region / sizeof f->region[0];
+    if (c->omp_team) {
+        /* the master of an OpenMP team: the frames of the fork, then those
+         * inside the outermost outlined function (none after it returned) */
+        *f = c->omp_base;
+        int outer = -1;
+        for (int i = n - 1; i >= 0 && outer < 0; i--)
+            if (regions[i] == WS_REGION_OUTLINED)
+                outer = i;
+        for (int i = outer - 1; i >= 0 && f->n < max; i--)
+            if (regions[i] && regions[i] != WS_REGION_OUTLINED)
+                f->region[f->n++] = regions[i];
+        return 1;
+    }
     f->n = 0;
     int main_at = -1; /* index in `regions` */
     for (int i = n - 1; i >= 0 && main_at < 0; i--)
         if (regions[i] && regions[i] == c->main_region)
             main_at = i;
-    for (int i = main_at >= 0 ? main_at : n - 1; i >= 0 && f->n < sizeof f->region / sizeof f->region[0]; i--)
-        if (regions[i])
+    for (int i = main_at >= 0 ? main_at : n - 1; i >= 0 && f->n < max; i--)
+        if (regions[i] && regions[i] != WS_REGION_OUTLINED)
             f->region[f->n++] = regions[i];
     return main_at >= 0 || !c->main_region;
 }
@@ -136,7 +160,7 @@ static void capture(ws_callpaths_rt *c, ws_frames *f)
             const uint32_t *regions;
             int k = ws_stack_regions(c, &regions);
             for (int i = 0; i < k && i < 64; i++)
-                if (regions[i]) {
+                if (regions[i] && regions[i] != WS_REGION_OUTLINED) {
                     f->region[f->n++] = regions[i];
                     break;
                 }
@@ -242,6 +266,33 @@ uint32_t ws_callpath_at_call(ws_callpaths_rt *c, int fn, uint64_t now)
     return intern(c, &c->current, fn);
 }
 
+void ws_callpath_sync(ws_callpaths_rt *c, uint64_t now)
+{
+    if (!c->instrument) {
+        ws_frames f;
+        follow_samples(c, now);
+        capture(c, &f);
+        move_to(c, &f, now);
+    }
+}
+
+void ws_callpath_team_begin(ws_callpaths_rt *c)
+{
+    c->omp_base = c->current;
+    c->omp_team = 1;
+}
+
+void ws_callpath_team_end(ws_callpaths_rt *c, uint64_t now)
+{
+    if (!c->omp_team)
+        return;
+    if (!c->instrument) {
+        follow_samples(c, now);
+        move_to(c, &c->omp_base, now);
+    }
+    c->omp_team = 0;
+}
+
 void ws_callpath_after_call(ws_callpaths_rt *c, uint64_t t1)
 {
     c->t_seen = t1;
@@ -285,7 +336,7 @@ void __cyg_profile_func_enter(void *fn, void *site)
 {
     (void)site;
     ws_pmpi *g = &ws_pmpi_g;
-    if (!g->loaded || g->done || g->in_call || g->cp.no_hooks)
+    if (!g->loaded || g->done || g->in_call || g->cp.no_hooks || !pthread_equal(pthread_self(), g->main_thread))
         return;
     ws_callpaths_rt *c = &g->cp;
     if (!c->instrument) {
@@ -299,7 +350,7 @@ void __cyg_profile_func_enter(void *fn, void *site)
         return;
     }
     uint32_t r = ws_callpath_region_of(c, fn);
-    if (!r) {
+    if (!r || r == WS_REGION_OUTLINED) {
         c->overflow++; /* keeps enter/exit pairs balanced */
         return;
     }
@@ -312,7 +363,7 @@ void __cyg_profile_func_exit(void *fn, void *site)
     (void)fn;
     (void)site;
     ws_pmpi *g = &ws_pmpi_g;
-    if (!g->loaded || g->done || g->in_call || !g->cp.instrument)
+    if (!g->loaded || g->done || g->in_call || !g->cp.instrument || !pthread_equal(pthread_self(), g->main_thread))
         return;
     ws_callpaths_rt *c = &g->cp;
     if (c->overflow) {

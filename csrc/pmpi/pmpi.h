@@ -19,6 +19,8 @@
  *   pyframes.c      Python frames on the call path (mpi4py)
  *   sampling.c      timer samples of the call stack between MPI calls
  *   tracer.c        per-rank event and definition files that survive a crash
+ *   ompt.c          OpenMP threads through the OpenMP tools interface (OMPT)
+ *   ompt_names.c    the names of the OpenMP constructs recorded (ompt.c)
  *   unseen.c        the note of a process that never saw an MPI call
  *   profiler.c      the wait-state profile of seed 003 (003_2d6b9c36e94631c5.txt)
  *   calibrate.c     the profile's no-wait baselines, measured at MPI_Finalize
@@ -43,6 +45,7 @@
 #include <time.h>
 
 #include "../common/util.h"
+#include "ompt_abi.h"
 #include "plain_regions.h"
 #include "rawtrace.h"
 
@@ -69,9 +72,15 @@ const char *ws_fn_name(int fn);
 int ws_fn_role(int fn);          /* OTF2_RegionRole */
 int ws_fn_is_collective(int fn);
 
-/* local region ids: MPI functions first, then the program, then user code */
+/* local region ids: MPI functions first, then the program, then user code;
+ * the OpenMP constructs (ompt.c) from WS_REGION_FIRST_OMP on */
 #define WS_REGION_PROGRAM ((uint32_t)WF_COUNT)
 #define WS_REGION_FIRST_USER ((uint32_t)WF_COUNT + 1)
+#define WS_REGION_FIRST_OMP WS_RAW_FIRST_OMP_REGION
+/* What ws_callpath_region_of returns for a function a compiler outlined
+ * from an OpenMP construct (main._omp_fn.0, .omp_outlined.): no frame of
+ * the call path, but where the code of a parallel region begins. */
+#define WS_REGION_OUTLINED 0xffffffffu
 
 /* ---- tracer ------------------------------------------------------------ */
 typedef struct ws_tracer {
@@ -86,6 +95,7 @@ typedef struct ws_tracer {
     uint64_t written;   /* records in the windows before the mapped one */
     int failed;         /* an I/O error stopped tracing */
     ws_buffer pending;  /* definition lines before the files are open */
+    pthread_mutex_t def_lock; /* definition lines come from every OpenMP thread (ompt.c) */
     struct sigaction previous[8]; /* handlers of the fatal signals before ours */
 } ws_tracer;
 
@@ -96,6 +106,10 @@ int ws_mkdir_p(const char *dir);
 /* Removes the per-rank files and the anchor of an earlier run in trace_dir. */
 void ws_tracer_remove_stale(const ws_tracer *t, const char *trace_dir);
 void ws_tracer_event(ws_tracer *t, const ws_raw_event *e);
+/* An OpenMP thread's own event file (ompt.c): events go to a growing heap
+ * block until ws_tracer_open_events names the file (after MPI_Init). */
+int ws_tracer_setup_thread(ws_tracer *t);
+int ws_tracer_open_events(ws_tracer *t, const char *path);
 void ws_tracer_def(ws_tracer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 uint64_t ws_tracer_count(const ws_tracer *t);
 void ws_tracer_close(ws_tracer *t);
@@ -148,6 +162,10 @@ typedef struct ws_callpaths_rt {
     uint32_t **path_regions;   /* path -> [n, regions..., fn] */
     ws_map64 path_index;       /* hash -> path + 1, linear probing on collision */
     ws_stack_cache stack;      /* stack mode: the last walk of the stack */
+    /* the thread is the master of an OpenMP team (ompt.c): its frames are
+     * those it had at the fork, then those inside the outlined function */
+    int omp_team;
+    ws_frames omp_base;
 } ws_callpaths_rt;
 
 void ws_callpath_init(ws_callpaths_rt *c);
@@ -160,6 +178,13 @@ uint32_t ws_callpath_at_call(ws_callpaths_rt *c, int fn, uint64_t now);
 void ws_callpath_after_call(ws_callpaths_rt *c, uint64_t t1);
 /* Leaves all user frames (at MPI_Finalize). */
 void ws_callpath_leave_all(ws_callpaths_rt *c, uint64_t now);
+/* Brings the user frames up to date at an OpenMP event of the thread
+ * that initialised MPI (as ws_callpath_at_call, without an MPI call). */
+void ws_callpath_sync(ws_callpaths_rt *c, uint64_t now);
+/* That thread's OpenMP team begins (its frames so far stay below the
+ * parallel region) and ends (the frames entered inside are left). */
+void ws_callpath_team_begin(ws_callpaths_rt *c);
+void ws_callpath_team_end(ws_callpaths_rt *c, uint64_t now);
 const char *ws_callpath_region_name(const ws_callpaths_rt *c, uint32_t region);
 /* The user region of this name, defined at its first use; 0 on failure. */
 uint32_t ws_callpath_region_named(ws_callpaths_rt *c, const char *name);
@@ -204,6 +229,55 @@ void ws_sampling_stop(void);
 /* The samples taken since the last ws_sampling_clear, in time order. */
 size_t ws_sampling_take(const ws_sample **samples);
 void ws_sampling_clear(void);
+
+/* ---- OpenMP through OMPT (ompt.c) --------------------------------------- */
+typedef struct ws_omp_thread ws_omp_thread;
+/* the constructs recorded, each a region (Score-P's names and roles) */
+enum ws_omp_kind {
+    WS_OMP_PARALLEL, WS_OMP_IBARRIER, WS_OMP_BARRIER, WS_OMP_CRITICAL, WS_OMP_CRITICAL_SBLOCK, WS_OMP_LOOP,
+    WS_OMP_SECTIONS, WS_OMP_SINGLE, WS_OMP_MASTER, WS_OMP_WORKSHARE,
+    WS_OMP_SET_LOCK, WS_OMP_UNSET_LOCK, WS_OMP_TEST_LOCK, WS_OMP_SET_NEST_LOCK, WS_OMP_UNSET_NEST_LOCK,
+    WS_OMP_TEST_NEST_LOCK,
+    WS_OMP_KIND_COUNT
+};
+typedef struct ws_omp_construct {
+    uint8_t kind;     /* ompt.c's construct kinds */
+    const void *code; /* the return address the runtime reported, NULL if none */
+} ws_omp_construct;
+
+typedef struct ws_omp_rt {
+    int state;                      /* 0: no tool started, 1: recording, -1: declined */
+    char runtime[160];              /* the runtime's version string */
+    ompt_start_tool_result_t result;
+    ompt_get_thread_data_t get_thread_data;
+    /* the lock of everything below; zero-initialised state is a valid
+     * mutex (the runtime may start the tool before the library's
+     * constructor has run) */
+    pthread_mutex_t lock;
+    ws_omp_thread *threads;         /* every thread seen, newest first */
+    uint32_t n_workers;
+    uint64_t n_parallel;            /* parallel regions begun */
+    ws_map64 construct_ids;         /* (kind, code) -> index + 1 */
+    ws_omp_construct *constructs;
+    size_t n_constructs, cap_constructs;
+    ws_map64 lock_ids;              /* wait id -> lock id + 1 */
+    uint64_t *lock_order;           /* acquisitions of each lock so far */
+    size_t n_locks, cap_locks;
+    int files_open;                 /* the process's trace files exist (after MPI_Init) */
+} ws_omp_rt;
+
+/* At MPI_Finalize, before the trace files are closed: the teams still
+ * open are closed, the threads' event files written and the constructs
+ * named; `now` ends what the thread that initialised MPI has open. */
+void ws_omp_finalize(uint64_t now);
+/* The threads' event files of a measurement that is void (removed). */
+void ws_omp_discard(void);
+/* The process's trace files are open (MPI_Init): threads may open theirs. */
+void ws_omp_files_open(void);
+/* The definition lines naming the constructs ("ompregion ..."), at MPI_Finalize (ompt_names.c). */
+void ws_omp_name_constructs(ws_omp_rt *o);
+const char *ws_omp_construct_prefix(int kind);
+int ws_omp_construct_role(int kind);
 
 /* ---- symbol names ------------------------------------------------------ */
 /* Name of the function containing `addr` and whether it is user code (the
@@ -313,6 +387,8 @@ typedef struct ws_pmpi {
     struct ws_symbols *symbols; /* symtab.c: ELF symbol tables read so far */
     ws_profiler prof;
     ws_fortran_rt fortran;
+    ws_omp_rt omp;
+    pthread_t main_thread;     /* the thread that loaded the library */
     MPI_Comm private_comm;     /* duplicate of MPI_COMM_WORLD for the library's own messages */
     /* communicators */
     ws_comm_entry *comms;

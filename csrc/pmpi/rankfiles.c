@@ -109,6 +109,38 @@ int ws_rankfile_read(ws_rankfile *r, ws_error *err)
             r->clock_offset[i] = strtoll(x[2], NULL, 10);
         } else if (strcmp(x[0], "end") == 0) {
             r->complete = 1;
+        } else if (strcmp(x[0], "thread") == 0 && n >= 2) {
+            GROW(r->threads, r->n_threads);
+            r->threads[r->n_threads++] = (uint32_t)strtoul(x[1], NULL, 10);
+        } else if (strcmp(x[0], "ompregion") == 0 && n >= 4) {
+            unsigned long i = strtoul(x[1], NULL, 10);
+            if (i >= 1u << 24)
+                continue; /* not the library's */
+            if (i >= r->n_omp_regions) {
+                ws_local_omp_region *g = realloc(r->omp_regions, (i + 1) * sizeof *g);
+                if (!g)
+                    return ws_error_nomem(err, "definitions");
+                for (size_t k = r->n_omp_regions; k <= i; k++)
+                    g[k] = (ws_local_omp_region){-1, NULL, 0};
+                r->omp_regions = g;
+                r->n_omp_regions = (uint32_t)i + 1;
+            }
+            ws_local_omp_region *g = &r->omp_regions[i];
+            char *name = strdup(x[3]);
+            if (!name) {
+                rc = ws_error_nomem(err, "definitions");
+                break;
+            }
+            free(g->name);
+            g->name = name;
+            g->role = atoi(x[2]);
+        } else if ((strcmp(x[0], "openmp") == 0 || strcmp(x[0], "openmp-none") == 0 ||
+                    strcmp(x[0], "openmp-off") == 0) &&
+                   n >= 2) {
+            r->openmp = x[0][6] == '\0' ? WS_RANK_OPENMP_RECORDED
+                        : x[0][7] == 'n'  ? WS_RANK_OPENMP_NO_TOOL
+                                          : WS_RANK_OPENMP_OFF;
+            snprintf(r->openmp_text, sizeof r->openmp_text, "%s", x[1]);
         }
     }
     free(line);
@@ -130,12 +162,25 @@ void ws_rankfile_free(ws_rankfile *r)
         free(r->comms[i].name);
         free(r->comms[i].members);
     }
+    for (uint32_t i = 0; i < r->n_omp_regions; i++)
+        free(r->omp_regions[i].name);
+    free(r->omp_regions);
+    free(r->threads);
     free(r->regions);
     free(r->comms);
     free(r->carts);
     free(r->region_map);
     free(r->defs);
     free(r->evt);
+}
+
+char *ws_rank_thread_path(const ws_rankfile *r, uint32_t k)
+{
+    size_t n = r->defs ? strlen(r->defs) : 0;
+    char *p = NULL;
+    if (n < 5 || asprintf(&p, "%.*s.t%u.evt", (int)(n - 5), r->defs, (unsigned)k) < 0)
+        return NULL;
+    return p;
 }
 
 /* global time (ns, rank 0's clock) of a local timestamp */

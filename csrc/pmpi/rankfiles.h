@@ -28,6 +28,15 @@ typedef struct ws_local_cart {
     uint32_t dims[16], periods[16], coords[16];
 } ws_local_cart;
 
+/* an OpenMP construct (ompt.c): role and name; the last line for an index wins */
+typedef struct ws_local_omp_region {
+    int role; /* OTF2_RegionRole; -1: index never defined */
+    char *name;
+    uint32_t global;
+} ws_local_omp_region;
+
+enum { WS_RANK_OPENMP_NONE, WS_RANK_OPENMP_RECORDED, WS_RANK_OPENMP_NO_TOOL, WS_RANK_OPENMP_OFF };
+
 typedef struct ws_rankfile {
     char *defs, *evt;
     int rank, size;
@@ -41,7 +50,17 @@ typedef struct ws_rankfile {
     int64_t clock_offset[2];
     uint32_t *region_map; /* local region id -> global region index */
     uint32_t region_map_n;
+    /* OpenMP (ompt.c): the threads with their own event files, the constructs */
+    uint32_t *threads;
+    uint32_t n_threads;
+    ws_local_omp_region *omp_regions; /* by index (region id - WS_REGION_FIRST_OMP) */
+    uint32_t n_omp_regions;
+    int openmp;          /* WS_RANK_OPENMP_* */
+    char openmp_text[200]; /* the runtime's version, or its library */
 } ws_rankfile;
+
+/* The event file of thread `k` of the process whose files these are. */
+char *ws_rank_thread_path(const ws_rankfile *r, uint32_t k);
 
 /* "a/b", malloc'ed; NULL when out of memory */
 char *ws_rank_path(const char *a, const char *b);

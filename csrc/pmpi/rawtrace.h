@@ -7,6 +7,8 @@
  *   p<pid>.evt   fixed-size binary records (ws_raw_event), appended in
  *                blocks; a crash loses at most the unwritten block and a
  *                torn last record, which the reader drops.
+ *   p<pid>.t<k>.evt  the same for OpenMP thread k of the process (ompt.c):
+ *                its constructs, with the thread records below.
  *   p<pid>.defs  local definitions, one line each, appended and written
  *                through at once (tab-separated fields):
  *       rank   <world rank> <world size> <pid> <hostname>
@@ -18,6 +20,13 @@
  *                                       key: "world", "self" or "<world rank of comm rank 0>.<serial>"
  *       cart   <comm local id> <ndims> <dims,> <periods,> <comm rank> <coords,>
  *       clock  <local ns> <offset ns>   global = local + offset (ClockOffset)
+ *       thread <k>                      OpenMP thread k has an event file
+ *       ompregion <index> <role> <name> OpenMP construct, local region id
+ *                                       WS_RAW_FIRST_OMP_REGION + index; a
+ *                                       later line for the same index renames it
+ *       openmp <runtime>                OpenMP recorded through OMPT
+ *       openmp-none <library>           an OpenMP runtime without OMPT ran
+ *       openmp-off <library>            recording OpenMP was turned off
  *       end    <events>                 the rank reached MPI_Finalize
  *       abort  <code>                   the rank called MPI_Abort
  *       signal <number>                 the rank died of a signal
@@ -29,7 +38,15 @@
 
 #define WS_RAW_SUBDIR ".waitscope"
 
-/* Event kinds use the store's numbering (trace/trace.h, enum ws_event_kind). */
+/* local region ids of the OpenMP constructs start here */
+#define WS_RAW_FIRST_OMP_REGION 0x80000000u
+
+/* Event kinds use the store's numbering (trace/trace.h, enum ws_event_kind).
+ * The thread records: ThreadFork a = requested threads; ThreadTeamBegin
+ * req = the parallel region's number in the process, tag = the thread's
+ * index in the team, bytes = the team's size; ThreadTeamEnd req = the
+ * number; ThreadAcquireLock/ReleaseLock a = lock id, bytes = acquisition
+ * order. */
 typedef struct ws_raw_event {
     uint64_t time;  /* local clock, nanoseconds */
     uint8_t kind;   /* ws_event_kind */

@@ -50,6 +50,7 @@ int ws_mkdir_p(const char *dir)
 int ws_tracer_setup(ws_tracer *t, const char *trace_dir)
 {
     memset(t, 0, sizeof *t);
+    pthread_mutex_init(&t->def_lock, NULL);
     t->evt_fd = t->def_fd = -1;
     size_t n = strlen(trace_dir) + sizeof(WS_RAW_SUBDIR) + 2;
     t->dir = malloc(n);
@@ -126,10 +127,47 @@ int ws_tracer_open(ws_tracer *t, int rank, int size, const char *host, uint64_t 
     char line[512];
     int n = snprintf(line, sizeof line, "rank\t%d\t%d\t%ld\t%s\nstart\t%llu\n", rank, size, (long)pid, host,
                      (unsigned long long)start);
+    pthread_mutex_lock(&t->def_lock);
     write_all(t->def_fd, line, (size_t)n, &t->failed);
     if (t->pending.size)
         write_all(t->def_fd, t->pending.data, t->pending.size, &t->failed);
     ws_buffer_free(&t->pending);
+    pthread_mutex_unlock(&t->def_lock);
+    ws_raw_event *early = t->buf;
+    size_t n_early = t->n;
+    if (map_window(t, 0) != 0) {
+        t->buf = early;
+        t->failed = 1;
+        return -1;
+    }
+    for (size_t i = 0; i < n_early && !t->failed; i++)
+        ws_tracer_event(t, &early[i]);
+    free(early);
+    return t->failed ? -1 : 0;
+}
+
+int ws_tracer_setup_thread(ws_tracer *t)
+{
+    memset(t, 0, sizeof *t);
+    t->evt_fd = t->def_fd = -1;
+    t->cap = 1024;
+    t->buf = malloc(t->cap * sizeof *t->buf);
+    if (!t->buf)
+        return -1;
+    t->on = 1;
+    return 0;
+}
+
+int ws_tracer_open_events(ws_tracer *t, const char *path)
+{
+    if (!t->on || t->evt_fd >= 0)
+        return t->failed ? -1 : 0;
+    snprintf(t->evt_path, sizeof t->evt_path, "%s", path);
+    t->evt_fd = open(t->evt_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (t->evt_fd < 0) {
+        t->failed = 1;
+        return -1;
+    }
     ws_raw_event *early = t->buf;
     size_t n_early = t->n;
     if (map_window(t, 0) != 0) {
@@ -163,10 +201,12 @@ void ws_tracer_def(ws_tracer *t, const char *fmt, ...)
         vsnprintf(text, (size_t)n + 1, fmt, ap);
         va_end(ap);
     }
+    pthread_mutex_lock(&t->def_lock);
     if (t->def_fd >= 0)
         write_all(t->def_fd, text, (size_t)n, &t->failed);
     else if (ws_buffer_append(&t->pending, text, (size_t)n) != 0)
         t->failed = 1;
+    pthread_mutex_unlock(&t->def_lock);
     if (text != small)
         free(text);
 }
@@ -258,6 +298,7 @@ void ws_tracer_close(ws_tracer *t)
     free(t->dir);
     t->dir = NULL;
     t->on = 0;
+    ws_buffer_free(&t->pending);
 }
 
 /* ---- dying ranks ---------------------------------------------------------- */

@@ -27,17 +27,11 @@
 #include <otf2/OTF2_Definitions.h>
 
 #include "../trace/otf2_io.h"
-#include "../trace/trace.h"
-#include "rankfiles.h"
-#include "rawtrace.h"
+#include "unify_int.h"
 
 /* ---- definitions ------------------------------------------------------------- */
 
-typedef struct builder {
-    ws_trace *t;
-    ws_error *err;
-    uint32_t s_empty, s_mpi;
-} builder;
+typedef ws_unify_builder builder;
 
 #define NOMEM(cond)                                                          \
     do {                                                                     \
@@ -50,8 +44,8 @@ static uint32_t str(builder *b, const char *s)
     return ws_trace_intern_string(b->t, s);
 }
 
-static int add_region(builder *b, const char *name, const char *canonical, uint8_t role, uint8_t paradigm,
-                      uint32_t file, uint32_t *out)
+int ws_unify_add_region(builder *b, const char *name, const char *canonical, uint8_t role, uint8_t paradigm,
+                        uint32_t file, uint32_t *out)
 {
     ws_trace *t = b->t;
     NOMEM(ws_grow((void **)&t->regions, &t->cap_regions, (size_t)t->n_regions + 1, sizeof *t->regions) != 0);
@@ -71,7 +65,7 @@ static int add_region(builder *b, const char *name, const char *canonical, uint8
     return WS_OK;
 }
 
-static int add_group(builder *b, uint8_t type, uint8_t paradigm, const char *name, uint64_t n, uint32_t *out)
+int ws_unify_add_group(builder *b, uint8_t type, uint8_t paradigm, const char *name, uint64_t n, uint32_t *out)
 {
     ws_trace *t = b->t;
     NOMEM(ws_grow((void **)&t->groups, &t->cap_groups, (size_t)t->n_groups + 1, sizeof *t->groups) != 0);
@@ -89,7 +83,7 @@ static int add_group(builder *b, uint8_t type, uint8_t paradigm, const char *nam
     return WS_OK;
 }
 
-static int add_comm(builder *b, const char *name, uint32_t group, uint32_t parent, uint32_t *out)
+int ws_unify_add_comm(builder *b, const char *name, uint32_t group, uint32_t parent, uint32_t *out)
 {
     ws_trace *t = b->t;
     NOMEM(ws_grow((void **)&t->comms, &t->cap_comms, (size_t)t->n_comms + 1, sizeof *t->comms) != 0);
@@ -154,7 +148,7 @@ static int build_definitions(builder *b, ws_rankfile *ranks, uint32_t n)
                     strcmp(ws_trace_string(t, t->regions[k].name), g->name) == 0)
                     found = k;
             if (found == WS_NONE32 &&
-                (rc = add_region(b, g->name, g->canonical, role, paradigm,
+                (rc = ws_unify_add_region(b, g->name, g->canonical, role, paradigm,
                                  paradigm == OTF2_PARADIGM_MPI ? b->s_mpi : WS_NONE32, &found)))
                 return rc;
             rf->region_map[g->id] = found;
@@ -198,14 +192,14 @@ static int build_definitions(builder *b, ws_rankfile *ranks, uint32_t n)
 
     /* groups and communicators */
     uint32_t g_locs, g_world, g_self, c_world, c_self;
-    if ((rc = add_group(b, OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_MPI, "", n, &g_locs)) ||
-        (rc = add_group(b, OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_MPI, "", n, &g_world)) ||
-        (rc = add_group(b, OTF2_GROUP_TYPE_COMM_SELF, OTF2_PARADIGM_MPI, "", 0, &g_self)))
+    if ((rc = ws_unify_add_group(b, OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_MPI, "", n, &g_locs)) ||
+        (rc = ws_unify_add_group(b, OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_MPI, "", n, &g_world)) ||
+        (rc = ws_unify_add_group(b, OTF2_GROUP_TYPE_COMM_SELF, OTF2_PARADIGM_MPI, "", 0, &g_self)))
         return rc;
     for (uint32_t r = 0; r < n; r++)
         t->groups[g_locs].members[r] = t->groups[g_world].members[r] = r;
-    if ((rc = add_comm(b, "MPI_COMM_WORLD", g_world, WS_NONE32, &c_world)) ||
-        (rc = add_comm(b, "MPI_COMM_SELF", g_self, WS_NONE32, &c_self)))
+    if ((rc = ws_unify_add_comm(b, "MPI_COMM_WORLD", g_world, WS_NONE32, &c_world)) ||
+        (rc = ws_unify_add_comm(b, "MPI_COMM_SELF", g_self, WS_NONE32, &c_self)))
         return rc;
     for (uint32_t r = 0; r < n; r++) {
         for (uint32_t i = 0; i < ranks[r].n_comms; i++) {
@@ -228,7 +222,7 @@ static int build_definitions(builder *b, ws_rankfile *ranks, uint32_t n)
             if (c->global != WS_NONE32)
                 continue;
             uint32_t g;
-            if ((rc = add_group(b, OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_MPI, "", c->size, &g)))
+            if ((rc = ws_unify_add_group(b, OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_MPI, "", c->size, &g)))
                 return rc;
             const char *s = c->members;
             for (uint32_t k = 0; k < c->size && *s; k++) {
@@ -240,7 +234,7 @@ static int build_definitions(builder *b, ws_rankfile *ranks, uint32_t n)
             for (uint32_t j = 0; j < i; j++)
                 if (ranks[r].comms[j].id == c->parent)
                     parent = ranks[r].comms[j].global;
-            if ((rc = add_comm(b, c->name, g, parent, &c->global)))
+            if ((rc = ws_unify_add_comm(b, c->name, g, parent, &c->global)))
                 return rc;
         }
     }
@@ -298,7 +292,7 @@ static int build_definitions(builder *b, ws_rankfile *ranks, uint32_t n)
                     topo->coords[(size_t)k->rank * k->ndims + d] = k->coords[d];
         }
     }
-    return WS_OK;
+    return ws_unify_threads(b, ranks, n);
 }
 
 /* ---- clock offsets ------------------------------------------------------------ */
@@ -330,56 +324,103 @@ static int add_clock_offsets(ws_trace *t, const ws_rankfile *ranks, uint32_t siz
 
 /* ---- events ------------------------------------------------------------------- */
 
-static int read_events(ws_trace *t, ws_rankfile *rf, uint32_t loc, double origin, uint32_t world, ws_error *err)
+/* The raw events of one file (none if it is missing); a torn last record
+ * and the zeroed tail of a dying process's mapped window are dropped. */
+static int load_raw(const char *path, ws_raw_event **out, uint64_t *n_out, ws_error *err)
+{
+    *out = NULL;
+    *n_out = 0;
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    if (!f)
+        return WS_OK;
+    uint64_t n = 0;
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0)
+        n = (uint64_t)st.st_size / sizeof(ws_raw_event);
+    ws_raw_event *raw = malloc((n ? n : 1) * sizeof *raw);
+    if (!raw) {
+        fclose(f);
+        return ws_error_nomem(err, "events");
+    }
+    n = fread(raw, sizeof *raw, n, f);
+    fclose(f);
+    while (n > 0 && raw[n - 1].kind == 0)
+        n--;
+    *out = raw;
+    *n_out = n;
+    return WS_OK;
+}
+
+static int is_thread_record(uint8_t kind)
+{
+    return kind == WS_EV_THREAD_FORK || kind == WS_EV_THREAD_JOIN || kind == WS_EV_THREAD_TEAM_BEGIN ||
+           kind == WS_EV_THREAD_TEAM_END || kind == WS_EV_THREAD_ACQUIRE_LOCK || kind == WS_EV_THREAD_RELEASE_LOCK;
+}
+
+static int alloc_columns(ws_events *ev, uint64_t cap, uint64_t cap_thr)
+{
+    if (ws_events_reserve(ev, cap) != 0)
+        return -1;
+#define COLUMN(field, count)                                                  \
+    do {                                                                      \
+        ev->field = ws_malloc_array((count) ? (count) : 1, sizeof *ev->field); \
+        if (!ev->field)                                                       \
+            return -1;                                                        \
+    } while (0)
+    COLUMN(msg_event, cap);
+    COLUMN(msg_peer, cap);
+    COLUMN(msg_comm, cap);
+    COLUMN(msg_tag, cap);
+    COLUMN(msg_bytes, cap);
+    COLUMN(req_event, cap);
+    COLUMN(req_id, cap);
+    COLUMN(coll_event, cap);
+    COLUMN(coll_comm, cap);
+    COLUMN(coll_root, cap);
+    COLUMN(coll_op, cap);
+    COLUMN(coll_sent, cap);
+    COLUMN(coll_received, cap);
+    if (cap_thr) {
+        COLUMN(thr_event, cap_thr);
+        COLUMN(thr_comm, cap_thr);
+        COLUMN(thr_model, cap_thr);
+        COLUMN(thr_a, cap_thr);
+        COLUMN(thr_b, cap_thr);
+    }
+#undef COLUMN
+    return 0;
+}
+
+static void thread_row(ws_events *ev, uint64_t k, uint32_t comm, uint8_t model, uint64_t a, uint64_t b)
+{
+    uint64_t i = ev->n_threads++;
+    ev->thr_event[i] = (uint32_t)k;
+    ev->thr_comm[i] = comm;
+    ev->thr_model[i] = model;
+    ev->thr_a[i] = a;
+    ev->thr_b[i] = b;
+    ev->ref[k] = (uint32_t)i;
+}
+
+/* The raw events of location `loc` (of rank file `rf`) into the store;
+ * `teams`: the process's parallel regions' communicators (unify_threads.c). */
+static int convert_events(ws_trace *t, ws_rankfile *rf, const ws_raw_event *raw, uint64_t n, uint32_t loc,
+                          double origin, const ws_map64 *teams, ws_error *err)
 {
     ws_location *l = &t->locations[loc];
     ws_events *ev = &l->events;
-    FILE *f = fopen(rf->evt, "rb");
-    uint64_t n = 0;
-    ws_raw_event *raw = NULL;
-    if (f) {
-        struct stat st;
-        if (fstat(fileno(f), &st) == 0)
-            n = (uint64_t)st.st_size / sizeof(ws_raw_event); /* a torn last record is dropped */
-        raw = malloc((n ? n : 1) * sizeof *raw);
-        if (!raw) {
-            fclose(f);
-            return ws_error_nomem(err, "events");
-        }
-        n = fread(raw, sizeof *raw, n, f);
-        fclose(f);
-        /* a rank that died leaves the zeroed tail of its mapped window */
-        while (n > 0 && raw[n - 1].kind == 0)
-            n--;
-    }
-    uint64_t cap = n + 256; /* room for the Leave events that close a cut-short rank */
-    int rc = WS_OK;
-    if (ws_events_reserve(ev, cap) != 0) {
-        free(raw);
-        return ws_error_nomem(err, "events");
-    }
-    ev->msg_event = ws_malloc_array(cap, sizeof(uint32_t));
-    ev->msg_peer = ws_malloc_array(cap, sizeof(uint32_t));
-    ev->msg_comm = ws_malloc_array(cap, sizeof(uint32_t));
-    ev->msg_tag = ws_malloc_array(cap, sizeof(uint32_t));
-    ev->msg_bytes = ws_malloc_array(cap, sizeof(uint64_t));
-    ev->req_event = ws_malloc_array(cap, sizeof(uint32_t));
-    ev->req_id = ws_malloc_array(cap, sizeof(uint64_t));
-    ev->coll_event = ws_malloc_array(cap, sizeof(uint32_t));
-    ev->coll_comm = ws_malloc_array(cap, sizeof(uint32_t));
-    ev->coll_root = ws_malloc_array(cap, sizeof(uint32_t));
-    ev->coll_op = ws_malloc_array(cap, sizeof(uint8_t));
-    ev->coll_sent = ws_malloc_array(cap, sizeof(uint64_t));
-    ev->coll_received = ws_malloc_array(cap, sizeof(uint64_t));
+    uint64_t n_thr = 0;
+    for (uint64_t i = 0; i < n; i++)
+        n_thr += is_thread_record(raw[i].kind);
+    /* room for the records that close a location cut short */
+    uint64_t cap = n + 258, cap_thr = n_thr ? n_thr + 2 : 0;
     uint32_t *stack = ws_malloc_array(cap, sizeof(uint32_t));
-    if (!ev->msg_event || !ev->msg_peer || !ev->msg_comm || !ev->msg_tag || !ev->msg_bytes || !ev->req_event ||
-        !ev->req_id || !ev->coll_event || !ev->coll_comm || !ev->coll_root || !ev->coll_op || !ev->coll_sent ||
-        !ev->coll_received || !stack) {
-        free(raw);
+    if (!stack || alloc_columns(ev, cap, cap_thr) != 0) {
         free(stack);
         return ws_error_nomem(err, "events");
     }
-    uint32_t depth = 0;
+    int rc = WS_OK;
+    uint32_t depth = 0, open_team = WS_NONE32, forks = 0;
     double last = 0.0;
     for (uint64_t i = 0; i < n && rc == WS_OK; i++) {
         const ws_raw_event *e = &raw[i];
@@ -399,10 +440,17 @@ static int read_events(ws_trace *t, ws_rankfile *rf, uint32_t loc, double origin
         }
         switch (e->kind) {
         case WS_EV_ENTER: {
-            if (e->a >= rf->region_map_n || rf->region_map[e->a] == WS_NONE32)
+            uint32_t region = WS_NONE32;
+            if (e->a >= WS_RAW_FIRST_OMP_REGION) {
+                uint32_t j = e->a - WS_RAW_FIRST_OMP_REGION;
+                if (j < rf->n_omp_regions)
+                    region = rf->omp_regions[j].global;
+            } else if (e->a < rf->region_map_n) {
+                region = rf->region_map[e->a];
+            }
+            if (region == WS_NONE32)
                 continue;
-            uint32_t cp = ws_callpath_child(&t->callpaths, depth ? stack[depth - 1] : WS_NONE32,
-                                            rf->region_map[e->a]);
+            uint32_t cp = ws_callpath_child(&t->callpaths, depth ? stack[depth - 1] : WS_NONE32, region);
             if (cp == WS_NONE32)
                 rc = ws_error_nomem(err, "call paths");
             stack[depth++] = cp;
@@ -458,6 +506,28 @@ static int read_events(ws_trace *t, ws_rankfile *rf, uint32_t loc, double origin
         case WS_EV_PROGRAM_END:
             ev->ref[k] = WS_NONE32;
             break;
+        case WS_EV_THREAD_FORK:
+        case WS_EV_THREAD_JOIN:
+            if (e->kind == WS_EV_THREAD_JOIN && forks == 0)
+                continue;
+            forks += e->kind == WS_EV_THREAD_FORK ? 1 : (uint32_t)-1;
+            thread_row(ev, k, WS_NONE32, OTF2_PARADIGM_OPENMP, e->kind == WS_EV_THREAD_FORK ? e->a : 0, 0);
+            break;
+        case WS_EV_THREAD_TEAM_BEGIN:
+        case WS_EV_THREAD_TEAM_END: {
+            uint64_t c;
+            if (!teams || !ws_map64_get(teams, e->req, &c) ||
+                (e->kind == WS_EV_THREAD_TEAM_BEGIN) != (open_team == WS_NONE32) ||
+                (e->kind == WS_EV_THREAD_TEAM_END && open_team != (uint32_t)c))
+                continue;
+            open_team = e->kind == WS_EV_THREAD_TEAM_BEGIN ? (uint32_t)c : WS_NONE32;
+            thread_row(ev, k, (uint32_t)c, 0, 0, 0);
+            break;
+        }
+        case WS_EV_THREAD_ACQUIRE_LOCK:
+        case WS_EV_THREAD_RELEASE_LOCK:
+            thread_row(ev, k, WS_NONE32, OTF2_PARADIGM_OPENMP, e->a, e->bytes);
+            break;
         default:
             continue;
         }
@@ -465,19 +535,63 @@ static int read_events(ws_trace *t, ws_rankfile *rf, uint32_t loc, double origin
         ev->kind[k] = e->kind;
         ev->n++;
     }
-    /* a rank cut short: close what it left open at its last event */
+    /* cut short: close what it left open at its last event */
     while (rc == WS_OK && depth > 0 && ev->n < cap) {
         uint64_t k = ev->n++;
         ev->time[k] = last;
         ev->kind[k] = WS_EV_LEAVE;
         ev->ref[k] = stack[--depth];
     }
-    (void)world;
-    free(raw);
+    if (rc == WS_OK && open_team != WS_NONE32 && ev->n < cap && ev->n_threads < cap_thr) {
+        uint64_t k = ev->n++;
+        ev->time[k] = last;
+        ev->kind[k] = WS_EV_THREAD_TEAM_END;
+        thread_row(ev, k, open_team, 0, 0, 0);
+    }
+    if (rc == WS_OK && forks > 0 && ev->n < cap && ev->n_threads < cap_thr) {
+        uint64_t k = ev->n++;
+        ev->time[k] = last;
+        ev->kind[k] = WS_EV_THREAD_JOIN;
+        thread_row(ev, k, WS_NONE32, OTF2_PARADIGM_OPENMP, 0, 0);
+    }
     free(stack);
     l->loaded = 1;
     l->n_events_defined = ev->n;
     t->n_events += ev->n;
+    return rc;
+}
+
+/* Rank r's locations: its MPI thread's events and its OpenMP threads'. */
+static int read_rank(builder *b, ws_rankfile *rf, uint32_t r, double origin, double *end)
+{
+    uint32_t n_locs = 1 + rf->n_threads;
+    ws_raw_event **raws = ws_calloc(n_locs, sizeof *raws);
+    uint64_t *ns = ws_calloc(n_locs, sizeof *ns);
+    uint32_t *locs = ws_malloc_array(n_locs, sizeof *locs);
+    ws_map64 teams;
+    ws_map64_init(&teams);
+    int rc = raws && ns && locs ? WS_OK : ws_error_nomem(b->err, "events");
+    for (uint32_t i = 0; i < n_locs && rc == WS_OK; i++) {
+        char *path = i == 0 ? rf->evt : ws_rank_thread_path(rf, rf->threads[i - 1]);
+        locs[i] = i == 0 ? r : b->thread_loc[r][i - 1];
+        rc = path ? load_raw(path, &raws[i], &ns[i], b->err) : ws_error_nomem(b->err, "path");
+        if (i > 0)
+            free(path);
+    }
+    if (rc == WS_OK)
+        rc = ws_unify_teams(b, (const ws_raw_event *const *)raws, ns, locs, n_locs, &teams);
+    for (uint32_t i = 0; i < n_locs && rc == WS_OK; i++) {
+        rc = convert_events(b->t, rf, raws[i], ns[i], locs[i], origin, &teams, b->err);
+        const ws_events *ev = &b->t->locations[locs[i]].events;
+        if (ev->n && ev->time[ev->n - 1] > *end)
+            *end = ev->time[ev->n - 1];
+    }
+    for (uint32_t i = 0; raws && i < n_locs; i++)
+        free(raws[i]);
+    free(raws);
+    free(ns);
+    free(locs);
+    ws_map64_free(&teams);
     return rc;
 }
 
@@ -568,7 +682,10 @@ int ws_pmpi_unify(const char *dir, uint32_t *n_cut_short, ws_error *err)
         if (!t)
             rc = ws_error_nomem(err, "trace");
     }
-    builder b = {t, err, 0, 0};
+    builder b;
+    memset(&b, 0, sizeof b);
+    b.t = t;
+    b.err = err;
     if (rc == WS_OK)
         rc = build_definitions(&b, ranks, size);
     if (rc == WS_OK) {
@@ -587,12 +704,8 @@ int ws_pmpi_unify(const char *dir, uint32_t *n_cut_short, ws_error *err)
             origin = 0.0;
         origin = floor(origin);
         t->clock.offset = (uint64_t)origin;
-        for (uint32_t r = 0; r < size && rc == WS_OK; r++) {
-            rc = read_events(t, &ranks[r], r, origin, size, err);
-            ws_events *ev = &t->locations[r].events;
-            if (ev->n && ev->time[ev->n - 1] > end)
-                end = ev->time[ev->n - 1];
-        }
+        for (uint32_t r = 0; r < size && rc == WS_OK; r++)
+            rc = read_rank(&b, &ranks[r], r, origin, &end);
         t->clock.length = (uint64_t)llround(end * 1e9) + 1;
         if (rc == WS_OK)
             rc = add_clock_offsets(t, ranks, size, origin, err);
@@ -622,6 +735,12 @@ int ws_pmpi_unify(const char *dir, uint32_t *n_cut_short, ws_error *err)
     if (rc == WS_OK) {
         /* the archive is complete: the per-rank files are no longer needed */
         for (uint32_t r = 0; r < size; r++) {
+            for (uint32_t i = 0; i < ranks[r].n_threads; i++) {
+                char *path = ws_rank_thread_path(&ranks[r], ranks[r].threads[i]);
+                if (path)
+                    unlink(path);
+                free(path);
+            }
             if (ranks[r].defs)
                 unlink(ranks[r].defs);
             if (ranks[r].evt)
@@ -632,6 +751,7 @@ int ws_pmpi_unify(const char *dir, uint32_t *n_cut_short, ws_error *err)
             *n_cut_short = n_cut;
     }
     free(cut);
+    ws_unify_threads_free(&b, size);
     ws_trace_free(t);
     for (uint32_t i = 0; i < n_files; i++)
         ws_rankfile_free(&files[i]);

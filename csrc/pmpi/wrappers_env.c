@@ -283,6 +283,7 @@ __attribute__((constructor)) static void on_load(void)
 {
     ws_pmpi *g = &ws_pmpi_g;
     g->t_start = ws_now();
+    g->main_thread = pthread_self();
     const char *trace_dir = getenv("WAITSCOPE_TRACE_DIR");
     const char *profile_dir = getenv("WAITSCOPE_PROFILE_DIR");
     if (trace_dir && *trace_dir)
@@ -341,6 +342,7 @@ void ws_after_init(int fn, uint64_t t0)
         ws_tracer_def(&g->tracer, "comm\t0\tworld\tMPI_COMM_WORLD\t%d\t-\n", g->size);
         ws_tracer_def(&g->tracer, "comm\t1\tself\tMPI_COMM_SELF\t1\t-\n");
         clock_offset();
+        ws_omp_files_open();
     }
     add_comm(MPI_COMM_WORLD, 0);
     add_comm(MPI_COMM_SELF, 1);
@@ -396,6 +398,7 @@ static void void_measurement(int ranks)
     char dir[4096] = "";
     if (g->tracer.on) {
         snprintf(dir, sizeof dir, "%s", g->tracer.dir);
+        ws_omp_discard();
         ws_tracer_close(&g->tracer);
         unlink(g->tracer.evt_path);
         unlink(g->tracer.def_path);
@@ -414,6 +417,7 @@ void ws_finalize_measurement(void)
 {
     ws_pmpi *g = &ws_pmpi_g;
     ws_sampling_stop();
+    ws_omp_finalize(ws_now());
     ws_call_begin(WF_FINALIZE);
     clock_offset();
     uint64_t t1 = ws_now();
@@ -434,6 +438,7 @@ void ws_finalize_measurement(void)
     ws_profiler_finalize(&g->prof, &g->cp, g->rank, g->size, (double)(t1 - g->t_init) * 1e-9,
                          (double)g->mpi_ns * 1e-9, g->command);
     if (g->tracer.on) {
+        ws_omp_name_constructs(&g->omp);
         int ok = !g->tracer.failed, all_ok = 0;
         ws_tracer_def(&g->tracer, "end\t%llu\n", (unsigned long long)ws_tracer_count(&g->tracer));
         ws_tracer_close(&g->tracer);

@@ -505,7 +505,9 @@ static PyObject *trace_definitions(ws_py_trace *self, PyObject *unused)
         set_item(d, "cart_topologies", topologies_list(t)) ||
         set_item(d, "world_comm", PyLong_FromLongLong(idx(t->world_comm))) ||
         set_item(d, "world_size", PyLong_FromUnsignedLong(t->world_size)) ||
-        set_item(d, "cut_short_ranks", cut_short_list(t))) {
+        set_item(d, "cut_short_ranks", cut_short_list(t)) ||
+        set_item(d, "openmp_recording", t->openmp_recording ? PyUnicode_FromString(t->openmp_recording)
+                                                            : (Py_INCREF(Py_None), Py_None))) {
         Py_DECREF(d);
         return NULL;
     }

@@ -587,6 +587,17 @@ int ws_otf2_open(const char *path, ws_trace **out, ws_error *err)
         }
     }
 
+    char *openmp = NULL;
+    if (OTF2_Reader_GetProperty(reader, "WAITSCOPE::OPENMP", &openmp) == OTF2_SUCCESS && openmp) {
+        t->openmp_recording = ws_strdup(openmp);
+        free(openmp);
+        if (!t->openmp_recording) {
+            OTF2_Reader_Close(reader);
+            ws_trace_free(t);
+            return ws_error_nomem(err, "trace properties");
+        }
+    }
+
     if ((rc = check_global_definition_file(t, err))) {
         OTF2_Reader_Close(reader);
         ws_trace_free(t);

@@ -743,7 +743,9 @@ int ws_otf2_write(const ws_trace *t, const char *path, const ws_progress *progre
         (s = OTF2_Archive_SetSerialCollectiveCallbacks(w.archive)) != OTF2_SUCCESS ||
         (s = OTF2_Archive_SetCreator(w.archive, "waitscope")) != OTF2_SUCCESS ||
         (t->cut_short_ranks && (s = OTF2_Archive_SetProperty(w.archive, "WAITSCOPE::CUT_SHORT_RANKS",
-                                                             t->cut_short_ranks, true)) != OTF2_SUCCESS)) {
+                                                             t->cut_short_ranks, true)) != OTF2_SUCCESS) ||
+        (t->openmp_recording && (s = OTF2_Archive_SetProperty(w.archive, "WAITSCOPE::OPENMP", t->openmp_recording,
+                                                              true)) != OTF2_SUCCESS)) {
         rc = otf2_fail(&w, s, "the archive header");
         goto done;
     }

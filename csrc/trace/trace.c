@@ -56,6 +56,7 @@ void ws_trace_free(ws_trace *t)
     free(t->path);
     free(t->directory);
     free(t->cut_short_ranks);
+    free(t->openmp_recording);
     free(t->clock_offsets);
     for (uint32_t i = 0; i < t->n_strings; i++)
         free(t->strings[i]);

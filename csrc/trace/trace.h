@@ -270,6 +270,10 @@ typedef struct ws_trace {
     /* ranks whose measurement was cut short (crash, MPI_Abort), e.g. "1,3",
      * kept in the archive property WAITSCOPE::CUT_SHORT_RANKS; NULL if none */
     char *cut_short_ranks;
+    /* how the measurement recorded OpenMP (archive property
+     * WAITSCOPE::OPENMP, written by the interposition library), e.g.
+     * "recorded through OMPT (...)" or "not recorded: ..."; NULL if silent */
+    char *openmp_recording;
     /* ClockOffset records of the locations' local definitions, written to
      * the archive (the OTF2 reader does not fill them: it does not apply
      * clock offsets); empty unless a producer (the interposition library's

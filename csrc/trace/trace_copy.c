@@ -94,6 +94,7 @@ ws_trace *ws_trace_copy(const ws_trace *s, ws_error *err)
     t->path = NULL;
     t->directory = NULL;
     t->cut_short_ranks = NULL;
+    t->openmp_recording = NULL;
     t->n_strings = 0;
     t->strings = NULL;
     t->n_groups = 0;
@@ -120,6 +121,7 @@ ws_trace *ws_trace_copy(const ws_trace *s, ws_error *err)
     t->path = dup_string(s->path, &f);
     t->directory = dup_string(s->directory, &f);
     t->cut_short_ranks = dup_string(s->cut_short_ranks, &f);
+    t->openmp_recording = dup_string(s->openmp_recording, &f);
     t->clock_offsets = dup_array(s->clock_offsets, s->n_clock_offsets, sizeof *s->clock_offsets, &f);
     if (s->n_strings && !f) {
         t->strings = ws_calloc(s->n_strings, sizeof *t->strings);

@@ -1,6 +1,6 @@
 """Command line: ``waitscope trace`` and ``waitscope profile`` measure an MPI run.
 
-    waitscope trace [-o DIR] [--profile] -- COMMAND [ARGS...]
+    waitscope trace [-o DIR] [--profile] [--no-openmp] -- COMMAND [ARGS...]
     waitscope profile [-o DIR] -- COMMAND [ARGS...]
 
 COMMAND (usually ``mpiexec.mpich -n 4 ./app``) runs with the waitscope
@@ -13,7 +13,10 @@ The command's exit status is returned unchanged (128 + N when a signal N
 ended it).  A run cut short before MPI_Finalize leaves per-rank files,
 which :func:`waitscope.pmpi.finish_trace` assembles into an archive that
 names the ranks cut short.  Afterwards one line each says where the
-measurement is and what it holds, or that the run was cut short.
+measurement is and what it holds, or that the run was cut short.  A trace
+records the program's OpenMP threads through the OpenMP tools interface
+(a GCC-compiled program runs on LLVM's libomp for it) unless
+``--no-openmp``; a line says whether OpenMP was recorded.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ class MeasureError(Exception):
 
 
 def prepare(command: Sequence[str], trace_dir: str | None, profile_dir: str | None,
-            environ: Mapping[str, str]) -> dict[str, str]:
+            environ: Mapping[str, str], openmp: bool = True) -> dict[str, str]:
     """The environment to run `command` under the measurement.
 
     :func:`waitscope.pmpi.detect_mpi` picks the MPI (``WAITSCOPE_MPI``
@@ -56,7 +59,7 @@ def prepare(command: Sequence[str], trace_dir: str | None, profile_dir: str | No
         raise MeasureError(f"cannot tell which MPI runs {' '.join(command)!r}: {exc}") from None
     try:
         return dict(pmpi.environment(list(command), trace_dir=trace_dir, profile_dir=profile_dir, mpi=mpi,
-                                     base=environ))
+                                     base=environ, openmp=openmp))
     except (ValueError, OSError) as exc:
         raise MeasureError(f"no interposition library for {mpi}: {exc}") from None
 
@@ -142,8 +145,13 @@ def describe_trace(trace_dir: str, status: int) -> tuple[bool, str]:
     size = _size(os.path.join(trace_dir, "traces")) + _size(os.path.join(trace_dir, "traces.def")) + _size(anchor)
     per_event = f", {size / events:.1f} bytes/event" if events else ""
     ranks = sorted({loc.rank for loc in trace.locations})
-    return True, (f"trace written to {anchor}: {len(ranks)} ranks, {events:,} events, {size / 1e6:.2f} MB"
-                  f"{per_event}; analyze it with: waitscope analyze {anchor}")
+    threads = len(trace.locations) - len(ranks)
+    with_threads = f" (and {threads} OpenMP threads)" if threads else ""
+    line = (f"trace written to {anchor}: {len(ranks)} ranks{with_threads}, {events:,} events, {size / 1e6:.2f} MB"
+            f"{per_event}; analyze it with: waitscope analyze {anchor}")
+    if trace.openmp_recording:
+        line += f"\nwaitscope: OpenMP {trace.openmp_recording}"
+    return True, line
 
 
 def describe_profile(profile_dir: str, status: int) -> tuple[bool, str]:
@@ -307,11 +315,11 @@ def _command(args: argparse.Namespace) -> list[str]:
 
 
 def measure(command: Sequence[str], trace_dir: str | None, profile_dir: str | None, force: bool = False,
-            environ: Mapping[str, str] | None = None, out: TextIO | None = None) -> int:
+            environ: Mapping[str, str] | None = None, out: TextIO | None = None, openmp: bool = True) -> int:
     """Runs `command` under the measurement and reports; returns its exit status."""
     environ = os.environ if environ is None else environ
     out = sys.stderr if out is None else out
-    env = prepare(command, trace_dir, profile_dir, environ)
+    env = prepare(command, trace_dir, profile_dir, environ, openmp=openmp)
     for d in {d for d in (trace_dir, profile_dir) if d is not None}:
         prepare_directory(d, force)
     status = run_command(command, env)
@@ -358,7 +366,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, trace_dir: str | None, profile_dir: str | None) -> int:
     try:
-        return measure(_command(args), trace_dir, profile_dir, force=args.force)
+        return measure(_command(args), trace_dir, profile_dir, force=args.force,
+                       openmp=not getattr(args, "no_openmp", False))
     except MeasureError as exc:
         print(f"waitscope: error: {exc}", file=sys.stderr)
         return 2
@@ -374,6 +383,9 @@ def add_parsers(sub: Any) -> None:
     trace.add_argument("--profile", action="store_true",
                        help="also write the wait-state profile of the same run (DIR/profile.json)")
     trace.add_argument("--force", action="store_true", help="replace an earlier measurement in DIR")
+    trace.add_argument("--no-openmp", action="store_true",
+                       help="do not record the program's OpenMP threads (by default they are recorded through the "
+                            "OpenMP tools interface; a program built with GCC's libgomp runs on LLVM's libomp for it)")
     trace.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
     trace.set_defaults(func=cmd_trace)
 

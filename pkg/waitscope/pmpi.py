@@ -18,7 +18,8 @@ from typing import Mapping, Sequence
 
 from . import _core
 
-__all__ = ["MPIS", "library_path", "available", "detect_mpi", "environment", "finish_trace"]
+__all__ = ["MPIS", "library_path", "available", "detect_mpi", "environment", "finish_trace", "openmp_runtime",
+           "llvm_openmp"]
 
 MPIS = ("mpich", "openmpi")
 
@@ -113,19 +114,59 @@ def _program(args: Sequence[str]) -> str | None:
 def _from_ldd(executable: str) -> tuple[str | None, str | None]:
     """(the MPI an ELF file links, the library's name) from ``ldd``, which
     follows the libraries it needs to theirs; (None, None) if it links none."""
-    try:
-        out = subprocess.run(["ldd", executable], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None, None
-    for line in out.splitlines():
-        name = line.strip().split(" ")[0]
-        resolved = line.split("=>")[1].strip().split(" ")[0] if "=>" in line else name
+    for name, resolved in _ldd_names(executable):
         if not name.startswith(("libmpich.so", "libmpi.so")):  # the C library, which the others need
             continue
         if name.startswith(("libmpich.so", "libmpi.so.12")) or "/mpich/" in resolved:
             return "mpich", name
         return "openmpi", name
     return None, None
+
+
+# OpenMP runtimes by the name a program links them with
+_OPENMP_RUNTIMES = ("libgomp.so", "libomp.so", "libiomp5.so")
+# where Debian and others install LLVM's OpenMP runtime
+_LLVM_OPENMP = ("/usr/lib/x86_64-linux-gnu/libomp.so.5", "/usr/lib/aarch64-linux-gnu/libomp.so.5",
+                "/usr/lib64/libomp.so", "/usr/lib/libomp.so.5", "/usr/local/lib/libomp.so")
+
+
+def _ldd_names(executable: str) -> list[tuple[str, str]]:
+    try:
+        out = subprocess.run(["ldd", executable], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    pairs = []
+    for line in out.splitlines():
+        name = line.strip().split(" ")[0]
+        resolved = line.split("=>")[1].strip().split(" ")[0] if "=>" in line else name
+        pairs.append((name, resolved))
+    return pairs
+
+
+def openmp_runtime(command: Sequence[str]) -> str | None:
+    """The OpenMP runtime the command's program links (``libgomp.so.1``,
+    ``libomp.so.5``, ...: its name as ``ldd`` shows it), None if it links
+    none (the program on the command line is found as for
+    :func:`detect_mpi`)."""
+    if not command:
+        return None
+    is_launcher, _ = _launcher(command[0])
+    program = _program(command[1:] if is_launcher else command[:1])
+    for name, _resolved in _ldd_names(program) if program else []:
+        if name.startswith(_OPENMP_RUNTIMES):
+            return name
+    return None
+
+
+def llvm_openmp() -> str | None:
+    """Path of LLVM's OpenMP runtime (``libomp.so.5``), which has the OpenMP
+    tools interface (OMPT) the tracer records OpenMP through, and runs
+    GCC-compiled programs too (its libgomp compatibility); None if it is
+    not installed (Debian: ``apt-get install libomp5``)."""
+    for path in _LLVM_OPENMP:
+        if os.path.isfile(path):
+            return path
+    return None
 
 
 def detect_mpi(command: Sequence[str]) -> str:
@@ -178,12 +219,18 @@ def environment(
     callpath: str | None = None,
     mpi: str | None = None,
     base: Mapping[str, str] | None = None,
+    openmp: bool = True,
 ) -> dict[str, str]:
     """The environment to run ``command`` with the library preloaded.
 
     ``callpath`` is "stack" or "instrument" (``WAITSCOPE_CALLPATH``; by
     default the mode follows the program).  The trace goes to
     ``trace_dir/traces.otf2``, the profile to ``profile_dir/profile.json``.
+    A trace records the program's OpenMP threads through the OpenMP tools
+    interface (OMPT) unless ``openmp`` is false (``WAITSCOPE_OPENMP=off``):
+    a program linked with GCC's libgomp, which has no such interface, then
+    runs on LLVM's libomp (:func:`llvm_openmp`, preloaded) where it is
+    installed.
     The launcher passes the environment on to the ranks (Open MPI and MPICH
     both forward it on one machine; for several machines use the
     launcher's option to export ``LD_PRELOAD`` and the ``WAITSCOPE_*``
@@ -197,9 +244,15 @@ def environment(
     # after what is preloaded already (a sanitizer runtime must stay first);
     # any preloaded library still comes before libmpi
     preload = env.get("LD_PRELOAD", "")
+    runtime = openmp_runtime(command) if trace_dir is not None and openmp else None
+    llvm = llvm_openmp() if runtime and runtime.startswith("libgomp") else None
+    if llvm and llvm not in preload.split(":"):
+        preload = (preload + ":" if preload else "") + llvm
     env["LD_PRELOAD"] = (preload + ":" if preload else "") + lib
-    for key in ("WAITSCOPE_TRACE_DIR", "WAITSCOPE_PROFILE_DIR", "WAITSCOPE_CALLPATH"):
+    for key in ("WAITSCOPE_TRACE_DIR", "WAITSCOPE_PROFILE_DIR", "WAITSCOPE_CALLPATH", "WAITSCOPE_OPENMP"):
         env.pop(key, None)
+    if not openmp:
+        env["WAITSCOPE_OPENMP"] = "off"
     if trace_dir is not None:
         env["WAITSCOPE_TRACE_DIR"] = os.path.abspath(os.fspath(trace_dir))
     if profile_dir is not None:

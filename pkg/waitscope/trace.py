@@ -171,6 +171,15 @@ class Trace:
         return list(self._defs.get("cut_short_ranks", []))
 
     @property
+    def openmp_recording(self) -> str | None:
+        """How ``waitscope trace`` recorded the program's OpenMP threads:
+        "recorded through OMPT (<runtime>)", or "not recorded: <why>" when
+        the program's OpenMP runtime has no tools interface or recording
+        was turned off; None for a trace of a program without OpenMP or
+        written by another tool (Score-P says nothing of the kind)."""
+        return self._defs.get("openmp_recording")
+
+    @property
     def clock(self) -> dict[str, int]:
         """Clock properties: ticks per second, global offset, length, realtime."""
         return dict(self._defs["clock"])
