@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dwarf_cursor.h"
+
 enum {
     TAG_SUBPROGRAM = 0x2e,
     AT_NAME = 0x03,
@@ -29,71 +31,10 @@ enum {
     FORM_INDIRECT = 0x16,
 };
 
-typedef struct cursor {
-    const unsigned char *p, *end;
-    int bad;
-} cursor;
-
-static uint64_t fixed(cursor *c, unsigned n)
-{
-    if (c->bad || (size_t)(c->end - c->p) < n) {
-        c->bad = 1;
-        return 0;
-    }
-    uint64_t v = 0;
-    for (unsigned i = 0; i < n; i++)
-        v |= (uint64_t)c->p[i] << (8 * i); /* x86-64 and AArch64 DWARF: little-endian */
-    c->p += n;
-    return v;
-}
-
-static uint64_t uleb(cursor *c)
-{
-    uint64_t v = 0;
-    for (unsigned shift = 0; !c->bad; shift += 7) {
-        if (c->p >= c->end || shift > 63) {
-            c->bad = 1;
-            break;
-        }
-        unsigned char b = *c->p++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            break;
-    }
-    return v;
-}
-
-static void skip(cursor *c, uint64_t n)
-{
-    if (c->bad || (uint64_t)(c->end - c->p) < n)
-        c->bad = 1;
-    else
-        c->p += n;
-}
-
-static const char *cstring(cursor *c)
-{
-    const char *s = (const char *)c->p;
-    const unsigned char *nul = c->bad ? NULL : memchr(c->p, 0, (size_t)(c->end - c->p));
-    if (!nul) {
-        c->bad = 1;
-        return NULL;
-    }
-    c->p = nul + 1;
-    return s;
-}
-
 typedef struct unit {
     unsigned offset_size, addr_size, version;
     const ws_dwarf_sections *s;
 } unit;
-
-static const char *section_string(const unsigned char *data, size_t size, uint64_t off)
-{
-    if (!data || off >= size || !memchr(data + off, 0, size - off))
-        return NULL;
-    return (const char *)data + off;
-}
 
 /* Reads (or skips) the value of one attribute; strings and constants are
  * returned through *str / *value where the form carries them. */
@@ -131,25 +72,6 @@ static void attribute(cursor *c, const unit *u, uint64_t form, int64_t implicit,
     case FORM_INDIRECT: attribute(c, u, uleb(c), implicit, str, value); break;
     default: c->bad = 1; break;
     }
-}
-
-static int64_t sleb(cursor *c)
-{
-    int64_t v = 0;
-    unsigned shift = 0;
-    unsigned char b = 0x80;
-    while (!c->bad && (b & 0x80)) {
-        if (c->p >= c->end || shift > 63) {
-            c->bad = 1;
-            return 0;
-        }
-        b = *c->p++;
-        v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
-        shift += 7;
-    }
-    if (shift < 64 && (b & 0x40))
-        v |= -(int64_t)((uint64_t)1 << shift);
-    return v;
 }
 
 /* abbreviation code -> position of its declaration in .debug_abbrev */
@@ -264,18 +186,10 @@ int ws_dwarf_main_program(const ws_dwarf_sections *s, char *out, size_t size)
         return -1;
     cursor all = {s->info, s->info + s->info_size, 0};
     while (!all.bad && all.p < all.end) {
-        unsigned offset_size = 4;
-        uint64_t length = fixed(&all, 4);
-        if (length == 0xffffffffu) {
-            length = fixed(&all, 8);
-            offset_size = 8;
-        } else if (length >= 0xfffffff0u) {
+        unsigned offset_size;
+        cursor c;
+        if (unit_range(&all, &c, &offset_size) != 0)
             break;
-        }
-        if (all.bad || length > (uint64_t)(all.end - all.p))
-            break;
-        cursor c = {all.p, all.p + length, 0};
-        all.p += length;
         unit u = {offset_size, 0, (unsigned)fixed(&c, 2), s};
         uint64_t abbrev_offset;
         if (u.version >= 5) {

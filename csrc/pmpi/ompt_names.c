@@ -43,8 +43,6 @@ int ws_omp_construct_role(int kind)
     return kind >= 0 && kind < WS_OMP_KIND_COUNT ? kinds[kind].role : OTF2_REGION_ROLE_UNKNOWN;
 }
 
-int ws_symbol_source(const void *addr, char *file, size_t size, unsigned *line);
-
 static int is_fortran_file(const char *file)
 {
     static const char *const suffixes[] = {".f", ".F", ".f90", ".F90", ".f95", ".F95", ".f03", ".F03",

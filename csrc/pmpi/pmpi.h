@@ -13,7 +13,9 @@
  *   fortran_env.c, fortran_p2p.c, fortran_coll.c, fortran_plain.c, fortran_mprobe.c
  *                   the Fortran wrappers (mpif.h, use mpi, use mpi_f08)
  *   plain_regions.c the calls recorded as plain MPI regions (plain_regions.h)
- *   symtab.c        function names from ELF symbol tables
+ *   symtab.c        function names from ELF symbol tables, source lines
+ *   dwarf.c         the Fortran main program's name from .debug_info
+ *   dwarf_line.c    source lines of code addresses from .debug_line (dwarf_line.h)
  *   callpath.c      user call paths: stack frames or -finstrument-functions
  *   stackwalk.c     the call stack at an MPI call, with a cache of the last walk
  *   pyframes.c      Python frames on the call path (mpi4py)
@@ -45,6 +47,7 @@
 #include <time.h>
 
 #include "../common/util.h"
+#include "dwarf_line.h"
 #include "ompt_abi.h"
 #include "plain_regions.h"
 #include "rawtrace.h"
@@ -286,6 +289,12 @@ int ws_omp_construct_role(int kind);
  * when found; *start is the function's start address. */
 int ws_symbol_lookup(const void *addr, char *name, size_t size, uintptr_t *start, int *user, int *entry);
 int ws_symbol_executable_is_python(void);
+/* The source file (base name) and line of code address `addr` (a
+   return address is looked up as addr - 1 by the caller), from the
+   .debug_line of its object or the object's separate debugging
+   information; 0 when found, -1 without line information.  Called only
+   from the thread that initialised MPI: no locking. */
+int ws_symbol_source(const void *addr, char *file, size_t size, unsigned *line);
 
 /* The sections of an ELF file's DWARF (dwarf.c); NULL where absent. */
 typedef struct ws_dwarf_sections {
@@ -294,6 +303,7 @@ typedef struct ws_dwarf_sections {
 } ws_dwarf_sections;
 /* The name of the Fortran main program (`program sweep3d`): 0 when found. */
 int ws_dwarf_main_program(const ws_dwarf_sections *s, char *out, size_t size);
+/* ws_dwarf_line, the source line of an address from .debug_line: dwarf_line.h */
 
 /* ---- profiler ---------------------------------------------------------- */
 typedef struct ws_prof_entry {

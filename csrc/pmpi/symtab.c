@@ -53,6 +53,10 @@ typedef struct object {
     char *names;
     uint64_t *starts; /* function starts from .eh_frame_hdr (link-time addresses) */
     size_t n_starts;
+    int lines_loaded; /* its line-number information was looked for */
+    ws_elf lines;     /* the file that has it, mapped for the process's life (map NULL: none) */
+    const unsigned char *line, *line_str, *str; /* its .debug_line, .debug_line_str, .debug_str */
+    size_t line_size, line_str_size, str_size;
 } object;
 
 typedef struct ws_symbols {
@@ -152,18 +156,30 @@ static int needed_by_exe(const ws_symbols *s, const char *name)
     return 0;
 }
 
+/* A DWARF section's contents; NULL if absent or compressed. */
+static const unsigned char *debug_section(const ws_elf *e, const char *name, size_t *len)
+{
+    const Elf64_Shdr *sh = ws_elf_section(e, name, 0);
+    *len = 0;
+    return sh && !(sh->sh_flags & SHF_COMPRESSED) ? ws_elf_data(e, sh, len) : NULL;
+}
+
+/* The path of an object's separate debugging information (malloc'ed), NULL if not installed. */
+static char *debug_file(const ws_elf *e, const char *path)
+{
+    const char *dirs = getenv("WAITSCOPE_DEBUG_DIRS");
+    return ws_elf_debug_file(e, path, dirs && *dirs ? dirs : "/usr/lib/debug");
+}
+
 /* The name of the Fortran main program from an ELF file's DWARF
  * (dwarf.c), malloc'ed; NULL without debugging information. */
 static char *program_name(const ws_elf *e)
 {
     static const char *const names[] = {".debug_info", ".debug_abbrev", ".debug_str", ".debug_line_str"};
-    const unsigned char *data[4] = {NULL, NULL, NULL, NULL};
-    size_t len[4] = {0, 0, 0, 0};
-    for (int i = 0; i < 4; i++) {
-        const Elf64_Shdr *sh = ws_elf_section(e, names[i], 0);
-        if (sh && !(sh->sh_flags & SHF_COMPRESSED))
-            data[i] = ws_elf_data(e, sh, &len[i]);
-    }
+    const unsigned char *data[4];
+    size_t len[4];
+    for (int i = 0; i < 4; i++)
+        data[i] = debug_section(e, names[i], &len[i]);
     ws_dwarf_sections d = {data[0], data[1], data[2], data[3], len[0], len[1], len[2], len[3]};
     char program[256];
     return ws_dwarf_main_program(&d, program, sizeof program) == 0 ? strdup(program) : NULL;
@@ -222,8 +238,7 @@ static void load_symbols(object *o)
     ws_elf debug;
     int have_debug = 0;
     if (!table) {
-        const char *dirs = getenv("WAITSCOPE_DEBUG_DIRS");
-        char *path = ws_elf_debug_file(&e, o->path, dirs && *dirs ? dirs : "/usr/lib/debug");
+        char *path = debug_file(&e, o->path);
         if (path && ws_elf_open(&debug, path) == 0) {
             have_debug = 1;
             read_table(o, &debug, ws_elf_section(&debug, ".symtab", SHT_SYMTAB));
@@ -245,6 +260,34 @@ static void load_symbols(object *o)
     if (have_debug)
         ws_elf_close(&debug);
     ws_elf_close(&e);
+}
+
+/* Maps the file with an object's line-number information, its own
+ * .debug_line or that of its separate debugging information, for the
+ * rest of the process: the first time a source line is asked for in it. */
+static void load_lines(object *o)
+{
+    o->lines_loaded = 1;
+    ws_elf e;
+    if (!o->path || ws_elf_open(&e, o->path) != 0)
+        return;
+    size_t n;
+    if (!debug_section(&e, ".debug_line", &n)) {
+        char *path = debug_file(&e, o->path);
+        ws_elf_close(&e);
+        int opened = path && ws_elf_open(&e, path) == 0;
+        free(path);
+        if (!opened)
+            return;
+    }
+    o->line = debug_section(&e, ".debug_line", &o->line_size);
+    if (!o->line) {
+        ws_elf_close(&e);
+        return;
+    }
+    o->line_str = debug_section(&e, ".debug_line_str", &o->line_str_size);
+    o->str = debug_section(&e, ".debug_str", &o->str_size);
+    o->lines = e;
 }
 
 static object *object_of(const void *addr)
@@ -428,6 +471,21 @@ static int unnamed(ws_symbols *s, const object *o, uintptr_t a, char *name, size
     snprintf(name, size, "%s+0x%llx", o->base_name, (unsigned long long)f);
     *start = at;
     return 0;
+}
+
+int ws_symbol_source(const void *addr, char *file, size_t size, unsigned *line)
+{
+    object *o = object_of(addr);
+    if (!o)
+        return -1;
+    if (!o->lines_loaded)
+        load_lines(o);
+    if (!o->line)
+        return -1;
+    uint64_t a = (uintptr_t)addr - (o->relocated ? o->base : 0);
+    int found = ws_dwarf_line(o->line, o->line_size, o->line_str, o->line_str_size, o->str, o->str_size, a, file,
+                              size, line);
+    return found == 0 ? 0 : -1;
 }
 
 int ws_symbol_lookup(const void *addr, char *name, size_t size, uintptr_t *start, int *user, int *entry)
