@@ -626,3 +626,14 @@ def test_environment() -> None:
         pmpi.environment([f"mpiexec.{mpi}"])
     with pytest.raises(ValueError, match="callpath"):
         pmpi.environment([f"mpiexec.{mpi}"], profile_dir="p", callpath="frames")
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_library_defines_all_its_own_functions(mpi: str) -> None:
+    """Every function of the project the library calls is in it: a missing
+    one would only fail when first called (lazy binding), e.g. when the
+    unification writes a kind of record for the first time."""
+    out = subprocess.run(["nm", "-D", "--undefined-only", pmpi.library_path(mpi)], capture_output=True, text=True,
+                         check=True).stdout
+    missing = [line.split()[-1] for line in out.splitlines() if line.split()[-1].startswith("ws_")]
+    assert missing == []

@@ -61,6 +61,7 @@
 #include "../trace/trace.h"
 
 #define OMP_DEPTH 64
+#define OMP_HELD 16
 
 typedef struct ws_omp_team {
     uint64_t number;    /* of the parallel region in the process */
@@ -82,6 +83,13 @@ struct ws_omp_thread {
     const void *code[OMP_DEPTH]; /* and where (the critical sections') */
     int depth;
     uint64_t last;         /* time of its last event */
+    /* the locks it holds with their acquisition numbers: the runtime
+     * reports a release after the next holder may have acquired */
+    struct {
+        uint32_t id;
+        uint64_t order;
+    } held[OMP_HELD];
+    int n_held;
     ws_omp_thread *next;
 };
 
@@ -174,7 +182,7 @@ static uint32_t construct(int kind, const void *code)
 }
 
 /* The lock id of a runtime's wait id and, with `acquire`, a new
- * acquisition (its number in *order); else the current one's. */
+ * acquisition (its number in *order); else the latest one's. */
 static uint32_t lock_of(ompt_wait_id_t wait_id, int acquire, uint64_t *order)
 {
     ws_omp_rt *o = rt();
@@ -195,6 +203,25 @@ static uint32_t lock_of(ompt_wait_id_t wait_id, int acquire, uint64_t *order)
     }
     pthread_mutex_unlock(&o->lock);
     return id;
+}
+
+/* The thread acquired lock `id` (order), released it (its order: *order). */
+static void hold(ws_omp_thread *th, uint32_t id, uint64_t order)
+{
+    if (th->n_held < OMP_HELD) {
+        th->held[th->n_held].id = id;
+        th->held[th->n_held++].order = order;
+    }
+}
+
+static void unhold(ws_omp_thread *th, uint32_t id, uint64_t *order)
+{
+    for (int i = th->n_held; i-- > 0;)
+        if (th->held[i].id == id) {
+            *order = th->held[i].order;
+            th->held[i] = th->held[--th->n_held];
+            return;
+        }
 }
 
 /* ---- threads --------------------------------------------------------------- */
@@ -509,6 +536,7 @@ static void on_mutex_acquired(int kind, ompt_wait_id_t wait_id, const void *code
     uint32_t id = lock_of(wait_id, 1, &order);
     if (id == UINT32_MAX)
         return;
+    hold(th, id, order);
     if (kind == WS_OMPT_MUTEX_CRITICAL) {
         const void *begin = th->depth ? th->code[th->depth - 1] : NULL;
         (void)code;
@@ -539,6 +567,7 @@ static void on_mutex_released(int kind, ompt_wait_id_t wait_id, const void *code
     uint32_t id = lock_of(wait_id, 0, &order);
     if (id == UINT32_MAX)
         return;
+    unhold(th, id, &order);
     if (kind == WS_OMPT_MUTEX_CRITICAL) {
         /* the runtime reports the end of the critical section where it
          * ends: its regions are those of where it began */
