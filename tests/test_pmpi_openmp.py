@@ -376,3 +376,61 @@ def test_run_cut_short_keeps_its_threads(mpi: str, tmp_path: Path) -> None:
     assert len(trace.locations) == 4
     r = trace.analyze()
     assert np.isfinite(r.get("time").sum())
+
+
+@pytest.fixture(scope="module")
+def raw_files(tmp_path_factory) -> Path:
+    """The per-rank files of a hybrid run cut short, before unification."""
+    mpi = MPIS[0]
+    tmp = tmp_path_factory.mktemp("omp-raw")
+    exe = build(tmp, mpi, CUT_SHORT, "cut")
+    out = tmp / "trace"
+    run_traced(mpi, exe, out, check=False)
+    assert list((out / ".waitscope").glob("p*.t*.evt")), "no thread event files"
+    return out
+
+
+def damaged_copy(raw: Path, tmp: Path, name: str) -> Path:
+    d = tmp / name
+    shutil.copytree(raw, d)
+    return d
+
+
+def unify_or_refuse(d: Path) -> None:
+    """Unification of damaged files builds a trace that opens and analyses,
+    or one of them raises a TraceError that names the file."""
+    try:
+        pmpi.finish_trace(d)
+        trace = waitscope.open(str(d / "traces.otf2"), allow_partial=True)
+        trace.analyze()
+    except waitscope.TraceError as exc:
+        assert str(d) in str(exc)
+
+
+def test_damaged_thread_files_are_unified_or_refused(raw_files: Path, tmp_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    threads = sorted((raw_files / ".waitscope").glob("p*.t*.evt"))
+    size = threads[0].stat().st_size
+    for cut in sorted({0, 1, 39, 40, 41, size // 2, size - 1}):
+        d = damaged_copy(raw_files, tmp_path, f"cut{cut}")
+        with open(d / ".waitscope" / threads[0].name, "r+b") as f:
+            f.truncate(cut)
+        unify_or_refuse(d)
+    for trial in range(12):
+        d = damaged_copy(raw_files, tmp_path, f"flip{trial}")
+        path = d / ".waitscope" / threads[trial % len(threads)].name
+        data = bytearray(path.read_bytes())
+        for i in rng.integers(0, len(data), size=8):
+            data[i] = int(rng.integers(0, 256))
+        path.write_bytes(bytes(data))
+        unify_or_refuse(d)
+    # a thread's event file missing though its process named it
+    d = damaged_copy(raw_files, tmp_path, "missing")
+    (d / ".waitscope" / threads[0].name).unlink()
+    unify_or_refuse(d)
+    # definitions naming constructs and threads that make no sense
+    d = damaged_copy(raw_files, tmp_path, "defs")
+    defs = sorted((d / ".waitscope").glob("p*.defs"))[0]
+    defs.write_text(defs.read_text() + "ompregion\t99999999\t5\tx\nompregion\t3\tnot-a-role\n"
+                    "thread\t77\nompregion\t2\t-4\ty\n")
+    unify_or_refuse(d)

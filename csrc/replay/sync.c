@@ -313,10 +313,11 @@ int ws_sync_build(const ws_trace *t, const uint32_t *locs, uint32_t n, ws_transp
         goto fail;
     for (uint32_t c = 0; c < t->n_comms; c++) {
         if (lo[c] != none && hi[c] != lo[c]) {
+            char label[320];
             rc = ws_error_set(err, WS_ERR_MATCH,
-                              "communicator '%s': its members take part in different numbers of collective "
+                              "%s: its members take part in different numbers of collective "
                               "operations (%llu and %llu): the trace is incomplete or inconsistent",
-                              ws_trace_string(t, t->comms[c].name), (unsigned long long)lo[c],
+                              ws_trace_comm_label(t, c, label, sizeof label), (unsigned long long)lo[c],
                               (unsigned long long)hi[c]);
             goto fail;
         }

@@ -1,5 +1,7 @@
 #include "trace.h"
 
+#include <otf2/OTF2_GeneralDefinitions.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +127,22 @@ const char *ws_trace_string(const ws_trace *t, uint32_t index)
     if (index == WS_NONE32 || index >= t->n_strings)
         return "";
     return t->strings[index];
+}
+
+const char *ws_trace_comm_label(const ws_trace *t, uint32_t c, char *buf, size_t size)
+{
+    if (c >= t->n_comms) {
+        snprintf(buf, size, "an unknown communicator");
+        return buf;
+    }
+    const ws_comm *k = &t->comms[c];
+    const char *name = ws_trace_string(t, k->name);
+    int team = k->group < t->n_groups && t->groups[k->group].paradigm == OTF2_PARADIGM_OPENMP;
+    if (*name)
+        snprintf(buf, size, "communicator '%s'", name);
+    else
+        snprintf(buf, size, "%s %llu", team ? "thread team" : "communicator", (unsigned long long)k->otf2_id);
+    return buf;
 }
 
 void ws_callpaths_free(ws_callpaths *cp)

@@ -297,6 +297,10 @@ uint32_t ws_trace_add_string(ws_trace *t, uint64_t otf2_id, const char *s);
 uint32_t ws_trace_intern_string(ws_trace *t, const char *s);
 
 const char *ws_trace_string(const ws_trace *t, uint32_t index);
+/* How messages name communicator c: "communicator 'NAME'", or for one
+ * without a name "thread team N" (an OpenMP team) / "communicator N"
+ * (N its OTF2 id); written into buf, which is returned. */
+const char *ws_trace_comm_label(const ws_trace *t, uint32_t c, char *buf, size_t size);
 
 /* Prefixes err's message with the trace's anchor path and the event file
  * of location loc (a dense index), e.g. "dir/traces.otf2: dir/traces/3.evt:
