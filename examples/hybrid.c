@@ -36,8 +36,8 @@
  *        starts at PERIOD = R2 + 85 = 76 + 95 T (266 ms for T = 2, 361 ms
  *        for T = 3); after the last one the master computes until
  *        T0 + NITER * PERIOD.
- *   Run time: NITER * PERIOD + MPI start-up: about 1.7 s for T = 2,
- *   2.3 s for T = 3.
+ *   Run time: NITER * PERIOD + MPI start-up: 1.7 s (MPICH) to 1.9 s
+ *   (Open MPI) for T = 2, 2.2 to 2.5 s for T = 3.
  *
  * The injected waiting, by hand (ms; per iteration and rank, then for the
  * whole run: 6 iterations x 2 ranks)
@@ -82,9 +82,12 @@
  *   with 6 threads on 2 cores).  Waiting threads must not spin: run with
  *       OMP_WAIT_POLICY=passive
  *   (libgomp: no spinning, as GOMP_SPINCOUNT=0; LLVM's libomp: as
- *   KMP_BLOCKTIME=0; the numbers above assume it, for both runtimes;
- *   without it libgomp's spinning threads add tens of percent to the time
- *   in the implicit barriers).  Critical-section holders release at
+ *   KMP_BLOCKTIME=0; the numbers above assume it, for both runtimes.
+ *   Without it, on 2 cores: libgomp's spinning threads take the cores
+ *   from computing ones, the implicit-barrier waiting grows by about 10 %
+ *   and the time in those barriers by 30-55 %; libomp's idle workers spin
+ *   200 ms after each region, beside the masters in MPI_Recv, which then
+ *   return milliseconds late.)  Critical-section holders release at
  *   deadlines of the schedule, not a fixed time after they got the lock,
  *   so a late wake-up of a waiting thread shortens its holding time and
  *   delays no other thread.  In the serial phase only the two masters run

@@ -23,7 +23,7 @@
 !        rank 0 until R2 + 75, MPI_Send (512 doubles); both until R2 + 80,
 !        MPI_Barrier.  PERIOD = R2 + 85 = 76 + 95 T (266 ms for T = 2,
 !        361 ms for T = 3); after the last iteration the master computes
-!        until T0 + NITER * PERIOD.  A run takes about 1.7 s (T = 2).
+!        until T0 + NITER * PERIOD.  A run takes 1.7 to 1.9 s (T = 2).
 !
 ! The injected waiting, by hand (ms; per iteration, per thread for the
 ! run, whole run: 6 iterations x 2 ranks)
