@@ -7,12 +7,17 @@ namespace (later blocks use the ``trace`` and ``r`` of earlier ones), in a
 temporary working directory.  A block preceded by the line
 ``<!-- example: run under mpiexec -n N -->`` runs on its own as a script
 under ``mpiexec.mpich -n N``.
+
+The hybrid MPI+OpenMP example programs (examples/hybrid.c, hybrid.f90) run
+in their self-check mode: the waiting they inject is what their headers
+work out by hand.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -87,3 +92,82 @@ def test_examples_name_call_paths_as_users_type_them():
                 "ping-pong.otf2/int main(int, char**)/MPI_Recv", full):
         assert r.callpath_index(key) == full, key
     assert list(r.get("mpi_latesender", "main/MPI_Recv")) == list(r.get("mpi_latesender")[full])
+
+
+# ---- the hybrid MPI+OpenMP examples: the waiting they inject by construction ----------
+
+EXAMPLES = ROOT / "examples"
+
+HYBRID_INJECTED = {  # seconds, 2 ranks x 2 threads, by hand (examples/hybrid.c's header)
+    "omp_ibarrier_wait": 0.360, "omp_ebarrier_wait": 0.300, "omp_lock_contention_critical": 0.192,
+    "omp_idle_threads": 1.020, "mpi_latesender": 0.270, "mpi_barrier_wait": 0.0,
+}
+
+
+def _hybrid_figures(stdout: str, label: str) -> dict[str, float]:
+    """The values of the line ``hybrid-LABEL METRIC=SECONDS ...`` of the self-check."""
+    line = next((l for l in stdout.splitlines() if l.startswith(f"hybrid-{label} ")), None)
+    assert line is not None, stdout
+    return {k: float(v) for k, v in (item.split("=") for item in line.split()[1:])}
+
+
+def _hybrid_deviations(stdout: str) -> list[str]:
+    """What in a self-check run is off the design: the waiting by the metrics' definitions
+    from the threads' stamps ("expected") more than 3 % from the injected, or more than 2 ms
+    where none is injected (MPI_Barrier); the time in the OpenMP constructs ("measured",
+    which adds the waiting threads' wake-ups) more than 5 %.  Not the time in MPI calls: a
+    rank spins in MPI_Recv, and when other work on the machine deschedules it the call
+    returns late, which the Late Sender (send's entry less the receive's) does not count."""
+    injected, expected, measured = (_hybrid_figures(stdout, k) for k in ("injected", "expected", "measured"))
+    off = []
+    for metric, value in injected.items():
+        checked = [("expected", expected[metric], 0.03)]
+        if metric.startswith("omp_"):
+            checked.append(("measured", measured[metric], 0.05))
+        for name, got, rel in checked:
+            if abs(got - value) > (rel * value if value else 0.002):
+                off.append(f"{metric} {name} {got:.6f} s, injected {value:.6f} s")
+    return off
+
+
+@pytest.mark.parametrize("program", ["hybrid", "hybrid_f"])
+@pytest.mark.parametrize("mpi", ["mpich", "openmpi"])
+def test_hybrid_example_waits_as_designed(mpi: str, program: str):
+    """examples/hybrid.c and hybrid.f90, 2 ranks x 2 OpenMP threads, self-check mode: the
+    waiting the program's own clocks find is what its header works out by hand.  This checks
+    the programs' design (their timing on this shared two-core machine), not waitscope.  A run
+    is repeated (at most three runs) when other work on the machine delays a deadline."""
+    from waitscope._parallel import LAUNCHERS
+
+    compiler = f"mpifort.{mpi}" if program == "hybrid_f" else f"mpicc.{mpi}"
+    if shutil.which(compiler) is None or shutil.which(LAUNCHERS[mpi][0][0]) is None:
+        pytest.skip(f"{compiler} or {LAUNCHERS[mpi][0][0]} is not installed")
+    binary = f"{program}.{mpi}"
+    subprocess.run(["make", "-s", "-C", str(EXAMPLES), binary], check=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "OMP_PROC_BIND", "OMP_PLACES")}
+    env.update(LAUNCHERS[mpi][1], OMP_NUM_THREADS="2", OMP_WAIT_POLICY="passive", HYBRID_CHECK="1")
+    runs = []
+    for _ in range(3):
+        run = subprocess.run([*LAUNCHERS[mpi][0], "-n", "2", str(EXAMPLES / binary)], env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        assert _hybrid_figures(run.stdout, "injected") == pytest.approx(HYBRID_INJECTED, abs=1e-9), run.stdout
+        assert sum(l.startswith("hybrid-location ") for l in run.stdout.splitlines()) == 4, run.stdout
+        runs.append(_hybrid_deviations(run.stdout))
+        if not runs[-1]:
+            break
+    assert not runs[-1], "\n".join(f"run {i + 1}: " + "; ".join(r) for i, r in enumerate(runs))
+
+
+def test_hybrid_example_needs_two_ranks():
+    """With another number of ranks the hybrid example stops with a non-zero status."""
+    from waitscope._parallel import LAUNCHERS
+
+    if shutil.which("mpicc.mpich") is None or shutil.which("mpiexec.mpich") is None:
+        pytest.skip("MPICH is not installed")
+    subprocess.run(["make", "-s", "-C", str(EXAMPLES), "hybrid.mpich"], check=True)
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    run = subprocess.run([*LAUNCHERS["mpich"][0], "-n", "1", str(EXAMPLES / "hybrid.mpich")], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0
+    assert "needs 2 MPI ranks" in run.stderr
