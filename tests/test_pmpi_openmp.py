@@ -163,10 +163,11 @@ def build(tmp: Path, mpi: str, source: str, name: str, fortran: bool = False) ->
 
 
 def run_traced(mpi: str, exe: Path, out: Path, openmp: bool = True, strip_libomp: bool = False,
-               check: bool = True) -> subprocess.CompletedProcess[str]:
+               check: bool = True, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     cmd = launcher(mpi, 2) + [str(exe)]
     env = os.environ.copy()
     env.update(OMP_ENV)
+    env.update(extra_env or {})
     env = pmpi.environment(cmd, trace_dir=out, base=env, openmp=openmp)
     if strip_libomp:
         env["LD_PRELOAD"] = ":".join(p for p in env["LD_PRELOAD"].split(":") if "libomp" not in p)
@@ -434,3 +435,59 @@ def test_damaged_thread_files_are_unified_or_refused(raw_files: Path, tmp_path: 
     defs.write_text(defs.read_text() + "ompregion\t99999999\t5\tx\nompregion\t3\tnot-a-role\n"
                     "thread\t77\nompregion\t2\t-4\ty\n")
     unify_or_refuse(d)
+
+
+# ---- the hybrid examples (examples/hybrid.c, hybrid.f90) traced ------------------------
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+# the waiting the examples inject (2 ranks x 2 threads, examples/hybrid.c's header), seconds
+INJECTED = {"omp_barrier_wait": 0.660, "omp_lock_contention_critical": 0.192, "mpi_latesender": 0.270}
+
+
+def self_check(stdout: str) -> dict[tuple[int, int], dict[str, float]]:
+    """(rank, thread) -> the waiting the example computed from its threads' own stamps by each
+    metric's definition (its self-check's "expected" values)."""
+    out = {}
+    for line in stdout.splitlines():
+        if line.startswith("hybrid-location "):
+            f = dict(item.split("=") for item in line.split()[1:])
+            key = int(f.pop("rank")), int(f.pop("thread"))
+            out[key] = {k: float(v.split("/")[1]) for k, v in f.items()}
+    assert len(out) == 4, stdout
+    return out
+
+
+@pytest.mark.parametrize("program", ["hybrid", "hybrid_f"])
+@pytest.mark.parametrize("mpi", MPIS)
+def test_examples_traced_show_the_waiting_they_inject(mpi: str, program: str, tmp_path: Path) -> None:
+    """The trace of each example, on each MPI, finds per thread the waiting the threads
+    measured, and in all within 3 % what the program injects by construction.  Its
+    explicit barrier (GCC's, through libgomp's interface) is recorded as an implicit one,
+    so the barrier waiting is compared as one."""
+    subprocess.run(["make", "-s", "-C", str(EXAMPLES), f"{program}.{mpi}"], check=True, capture_output=True)
+    exe = EXAMPLES / f"{program}.{mpi}"
+    for attempt in range(3):  # a loaded machine can delay a thread past its deadline
+        out = tmp_path / f"trace{attempt}"
+        proc = run_traced(mpi, exe, out, extra_env={"HYBRID_CHECK": "1"})
+        truth = self_check(proc.stdout)
+        r = waitscope.open(str(out / "traces.otf2")).analyze(delay_model="proportional")
+        barrier = per_location(r, "omp_ibarrier_wait")
+        explicit = per_location(r, "omp_ebarrier_wait")
+        critical = per_location(r, "omp_lock_contention_critical")
+        late = per_location(r, "mpi_latesender")
+        off = []
+        for key, t in truth.items():
+            pairs = [(barrier.get(key, 0) + explicit.get(key, 0), t["omp_ibarrier_wait"] + t["omp_ebarrier_wait"]),
+                     (critical.get(key, 0), t["omp_lock_contention_critical"]),
+                     (late.get(key, 0), t["mpi_latesender"])]
+            off += [(key, ours, theirs) for ours, theirs in pairs if abs(ours - theirs) > 0.003 + 0.02 * theirs]
+        totals = {"omp_barrier_wait": sum(barrier.values()) + sum(explicit.values()),
+                  "omp_lock_contention_critical": sum(critical.values()), "mpi_latesender": sum(late.values())}
+        off += [(m, totals[m], v) for m, v in INJECTED.items() if abs(totals[m] - v) > 0.03 * v]
+        if not off:
+            break
+    assert not off, off
+    # the workers idle at least while their masters ran outside the parallel regions
+    idle = per_location(r, "omp_idle_threads")
+    assert all(idle[rank, 1] >= 0.99 * truth[rank, 1]["omp_idle_threads"] for rank in (0, 1))
+    assert r.total("delay") + r.undistributed == pytest.approx(r.handled_waiting(), rel=1e-12)

@@ -218,6 +218,7 @@ static uint32_t intern(ws_callpaths_rt *c, const ws_frames *f, int fn)
  * to the frames both share, never to a frame only the later one shows. */
 static void move_to(ws_callpaths_rt *c, const ws_frames *f, uint64_t now)
 {
+    c->n_moves++;
     uint32_t k = 0;
     while (k < f->n && k < c->current.n && f->region[k] == c->current.region[k])
         k++;

@@ -83,6 +83,7 @@ struct ws_omp_thread {
     const void *code[OMP_DEPTH]; /* and where (the critical sections') */
     int depth;
     uint64_t last;         /* time of its last event */
+    uint64_t moves;        /* the master: its call path's moves when it was last brought up to date */
     /* the locks it holds with their acquisition numbers: the runtime
      * reports a release after the next holder may have acquired */
     struct {
@@ -281,8 +282,20 @@ static void push(ws_omp_thread *th, uint32_t region, uint64_t now, const void *c
 static void sync_master(ws_omp_thread *th, uint64_t now)
 {
     ws_pmpi *g = &ws_pmpi_g;
-    if (th->master && g->loaded && !g->done)
+    if (th->master && g->loaded && !g->done) {
         ws_callpath_sync(&g->cp, now);
+        th->moves = g->cp.n_moves;
+    }
+}
+
+/* Where a construct ends the call stack is the one where it began: its
+ * frames in the trace changed only if an MPI call or a sample moved them
+ * since (no stack walk otherwise). */
+static void sync_master_end(ws_omp_thread *th, uint64_t now)
+{
+    ws_pmpi *g = &ws_pmpi_g;
+    if (th->master && (g->cp.n_moves != th->moves || g->sampler.n > 0))
+        sync_master(th, now);
 }
 
 /* Leaves `region` if it is the innermost open one (what was entered
@@ -299,7 +312,7 @@ static void pop_now(ws_omp_thread *th, uint32_t region, uint64_t now)
 static void pop(ws_omp_thread *th, uint32_t region, uint64_t now)
 {
     if (region && th->depth > 0 && th->stack[th->depth - 1] == region)
-        sync_master(th, now);
+        sync_master_end(th, now);
     pop_now(th, region, now);
 }
 

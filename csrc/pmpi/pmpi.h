@@ -169,6 +169,7 @@ typedef struct ws_callpaths_rt {
      * those it had at the fork, then those inside the outlined function */
     int omp_team;
     ws_frames omp_base;
+    uint64_t n_moves;          /* times the trace's frames were brought up to date */
 } ws_callpaths_rt;
 
 void ws_callpath_init(ws_callpaths_rt *c);
