@@ -160,6 +160,7 @@ PMPI_SOURCES = sorted(glob.glob(os.path.join("csrc", "pmpi", "*.c"))) + [
     os.path.join("csrc", "trace", "otf2_definitions.c"),
     os.path.join("csrc", "trace", "otf2_events.c"),
     os.path.join("csrc", "trace", "otf2_writer.c"),
+    os.path.join("csrc", "trace", "otf2_write_events.c"),
     os.path.join("csrc", "trace", "otf2_threads.c"),
     os.path.join("csrc", "trace", "otf2_rows.c"),
 ]
@@ -237,7 +238,7 @@ def extensions():
         Extension(
             "waitscope._core",
             sources=sources("api", "common", "trace", "replay", "analysis", "python")
-            + [os.path.join("csrc", "pmpi", f) for f in ("unify.c", "unify_threads.c", "rankfiles.c")],
+            + [os.path.join("csrc", "pmpi", f) for f in ("unify.c", "unify_threads.c", "unify_teams.c", "rankfiles.c")],
             depends=depends,
             include_dirs=["csrc", numpy_include()],
             extra_compile_args=common_compile + otf2_cflags,

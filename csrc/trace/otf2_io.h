@@ -5,6 +5,7 @@
 #include "../waitscope.h" /* ws_progress */
 #include "trace.h"
 
+#include <otf2/OTF2_Callbacks.h>
 #include <otf2/OTF2_EvtWriter.h>
 
 /* Installs, on the first call in the process, an OTF2 error handler that
@@ -46,6 +47,33 @@ int ws_otf2_bare_read(const char *path, int global, uint64_t *n_records, ws_erro
  * given anchor path ("dir/traces.otf2" or "dir": then "dir/traces.otf2").
  * Ticks are recomputed from the seconds with the trace's clock. */
 int ws_otf2_write(const ws_trace *t, const char *path, const ws_progress *progress, ws_error *err);
+
+/* Part of an archive that several processes write together (each its own
+ * locations' events and local definitions, the root the anchor and the
+ * global definitions), as Score-P's ranks do.  Every process passes the
+ * same definitions (the same store without events). */
+typedef struct ws_otf2_part {
+    const OTF2_CollectiveCallbacks *callbacks; /* OTF2's collective operations over the processes */
+    void *callback_data;
+    OTF2_CollectiveContext *comm;
+    int root;                  /* this process writes the anchor and the global definitions */
+    const uint32_t *locations; /* dense indices of the locations this process writes */
+    uint32_t n_locations;
+    void *context;
+    /* the next chunk of events of location `index` in *chunk, NULL after its last */
+    int (*next)(void *context, uint32_t index, const ws_events **chunk, ws_error *err);
+    /* collective: the worst code of all processes (WS_OK when all are) */
+    int (*agree)(void *context, int rc);
+    /* collective, after the events: counts[] (per location, this
+     * process's own filled in) becomes complete on the root, with the
+     * store's clock length; returns the worst code as agree does */
+    int (*complete)(void *context, ws_trace *t, uint64_t *counts, int rc);
+} ws_otf2_part;
+
+/* Writes this process's part of the archive at `path` (see ws_otf2_part);
+ * called by every process, collectively.  t->locations are not read for
+ * events. */
+int ws_otf2_write_part(ws_trace *t, const char *path, const ws_otf2_part *part, ws_error *err);
 
 /* The writer's part for thread records (otf2_threads.c): writes event
  * `kind` of thread-table row `ref` of ev (checked by the caller). */

@@ -9,6 +9,7 @@
  * the store, so a trace read from an archive is written back unchanged.
  */
 #include "otf2_io.h"
+#include "otf2_write_int.h"
 
 #include <errno.h>
 #include <math.h>
@@ -196,46 +197,77 @@ static OTF2_FlushType pre_flush(void *user, OTF2_FileType type, OTF2_LocationRef
     return OTF2_FLUSH;
 }
 
-static OTF2_TimeStamp post_flush(void *user, OTF2_FileType type, OTF2_LocationRef location)
+/* The memory of an event writer: OTF2 buffers up to 128 MiB per writer by
+ * default; with these callbacks a writer's chunks are flushed to its file
+ * once it holds EVENT_MEMORY bytes (a chunk is refused, OTF2 flushes and
+ * frees them, then asks again).  Other files keep OTF2's way. */
+#define EVENT_MEMORY (4u << 20)
+
+typedef struct chunks {
+    void **p;
+    size_t n, cap;
+} chunks;
+
+static void *allocate_chunk(void *user, OTF2_FileType type, OTF2_LocationRef location, void **per_buffer,
+                            uint64_t size)
+{
+    (void)user;
+    (void)location;
+    chunks *c = *per_buffer;
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        if (!c)
+            return NULL;
+        *per_buffer = c;
+    }
+    if (type == OTF2_FILETYPE_EVENTS && c->n > 0 && (c->n + 1) * size > EVENT_MEMORY)
+        return NULL;
+    if (ws_grow((void **)&c->p, &c->cap, c->n + 1, sizeof *c->p) != 0)
+        return NULL;
+    void *chunk = malloc(size);
+    if (chunk)
+        c->p[c->n++] = chunk;
+    return chunk;
+}
+
+static void free_chunks(void *user, OTF2_FileType type, OTF2_LocationRef location, void **per_buffer, bool final)
 {
     (void)user;
     (void)type;
     (void)location;
-    return 0;
+    chunks *c = *per_buffer;
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->n; i++)
+        free(c->p[i]);
+    c->n = 0;
+    if (final) {
+        free(c->p);
+        free(c);
+        *per_buffer = NULL;
+    }
 }
+
+static const OTF2_MemoryCallbacks memory_callbacks = {
+    .otf2_allocate = allocate_chunk,
+    .otf2_free_all = free_chunks,
+};
 
 static const OTF2_FlushCallbacks flush_callbacks = {
     .otf2_pre_flush = pre_flush,
-    .otf2_post_flush = post_flush,
+    .otf2_post_flush = NULL, /* no BufferFlush record: the flushes of a conversion are not the run's */
 };
 
 /* ---- writer state -------------------------------------------------------- */
 
-typedef struct writer {
-    const ws_trace *t;
-    ws_error *err;
-    OTF2_Archive *archive;
-    const char *anchor;
-    uint64_t *string_id;   /* dense string index -> OTF2 string id */
-    uint64_t *cart_dim_id; /* dense dimension index -> OTF2 id */
-    uint64_t next_string;  /* first unused OTF2 string id */
-    OTF2_StringRef program_name;
-    uint32_t program_region_index; /* the store's program region (WS_NONE32: none) */
-    /* a program region the store lacks, added as Score-P defines it */
-    int extra_program;
-    const char *program_stem;       /* its name: the archive's name */
-    char *program_canonical;        /* "/synthetic/<name>" */
-    OTF2_StringRef program_name_ref;
-    OTF2_RegionRef program_region;
-} writer;
 
-static int otf2_fail(writer *w, OTF2_ErrorCode s, const char *what)
+int ws_otf2w_fail(writer *w, OTF2_ErrorCode s, const char *what)
 {
     return ws_error_set(w->err, WS_ERR_IO, "%s: writing %s failed (%s: %s)", w->anchor, what, OTF2_Error_GetName(s),
                         OTF2_Error_GetDescription(s));
 }
 
-static OTF2_StringRef str_ref(const writer *w, uint32_t index)
+OTF2_StringRef ws_otf2w_str_ref(const writer *w, uint32_t index)
 {
     if (index == WS_NONE32 || index >= w->t->n_strings)
         return OTF2_UNDEFINED_STRING;
@@ -262,177 +294,21 @@ static int invert_map(const ws_map64 *m, uint32_t n, uint64_t *out, const char *
 
 /* ---- events -------------------------------------------------------------- */
 
-static inline OTF2_TimeStamp ticks_of(const ws_trace *t, double time)
-{
-    return t->clock.offset + (uint64_t)(int64_t)llround(time * (double)t->clock.resolution);
-}
-
-#define BAD_REF(what)                                                                                            \
-    do {                                                                                                         \
-        rc = ws_error_set(w->err, WS_ERR_INTERNAL, "location %llu, event %llu: %s out of range",               \
-                          (unsigned long long)loc->otf2_id, (unsigned long long)e, what);                        \
-        goto done;                                                                                               \
-    } while (0)
 
 static int write_location_events(writer *w, uint32_t index, const ws_progress *progress, uint64_t *done_events,
                                  uint64_t total, uint64_t *next_report)
 {
-    const ws_trace *t = w->t;
-    const ws_location *loc = &t->locations[index];
+    const ws_location *loc = &w->t->locations[index];
     OTF2_EvtWriter *ew = OTF2_Archive_GetEvtWriter(w->archive, loc->otf2_id);
     if (!ew)
         return ws_error_set(w->err, WS_ERR_IO, "%s: cannot open the event writer of location %llu", w->anchor,
                             (unsigned long long)loc->otf2_id);
-    int rc = WS_OK;
-    OTF2_ErrorCode s = OTF2_SUCCESS;
-    uint64_t e = 0;
-    if (loc->loaded) {
-        const ws_events *ev = &loc->events;
-        uint64_t rq = 0; /* request rows follow the event order */
-        for (e = 0; e < ev->n; e++) {
-            OTF2_TimeStamp ts = ticks_of(t, ev->time[e]);
-            uint32_t ref = ev->ref[e];
-            switch (ev->kind[e]) {
-            case WS_EV_ENTER:
-            case WS_EV_LEAVE: {
-                if (ref >= t->callpaths.n)
-                    BAD_REF("call path");
-                uint32_t r = t->callpaths.region[ref];
-                if (r >= t->n_regions)
-                    BAD_REF("region");
-                OTF2_RegionRef region = (OTF2_RegionRef)t->regions[r].otf2_id;
-                if (r == w->program_region_index && t->callpaths.parent[ref] == WS_NONE32)
-                    /* the program region at the root: Score-P's ProgramBegin and ProgramEnd */
-                    s = ev->kind[e] == WS_EV_ENTER
-                            ? OTF2_EvtWriter_ProgramBegin(ew, NULL, ts, w->program_name, 0, NULL)
-                            : OTF2_EvtWriter_ProgramEnd(ew, NULL, ts, OTF2_UNDEFINED_INT64);
-                else
-                    s = ev->kind[e] == WS_EV_ENTER ? OTF2_EvtWriter_Enter(ew, NULL, ts, region)
-                                                   : OTF2_EvtWriter_Leave(ew, NULL, ts, region);
-                break;
-            }
-            case WS_EV_SEND:
-            case WS_EV_RECV:
-            case WS_EV_ISEND:
-            case WS_EV_IRECV: {
-                if (ref >= ev->n_messages)
-                    BAD_REF("message row");
-                if (ev->msg_comm[ref] >= t->n_comms)
-                    BAD_REF("communicator");
-                OTF2_CommRef comm = (OTF2_CommRef)t->comms[ev->msg_comm[ref]].otf2_id;
-                uint32_t peer = ev->msg_peer[ref], tag = ev->msg_tag[ref];
-                uint64_t bytes = ev->msg_bytes[ref];
-                if (ev->kind[e] == WS_EV_SEND) {
-                    s = OTF2_EvtWriter_MpiSend(ew, NULL, ts, peer, comm, tag, bytes);
-                } else if (ev->kind[e] == WS_EV_RECV) {
-                    s = OTF2_EvtWriter_MpiRecv(ew, NULL, ts, peer, comm, tag, bytes);
-                } else {
-                    while (rq < ev->n_requests && ev->req_event[rq] < e)
-                        rq++;
-                    if (rq >= ev->n_requests || ev->req_event[rq] != e)
-                        BAD_REF("request of a non-blocking operation");
-                    uint64_t id = ev->req_id[rq++];
-                    s = ev->kind[e] == WS_EV_ISEND ? OTF2_EvtWriter_MpiIsend(ew, NULL, ts, peer, comm, tag, bytes, id)
-                                                   : OTF2_EvtWriter_MpiIrecv(ew, NULL, ts, peer, comm, tag, bytes, id);
-                }
-                break;
-            }
-            case WS_EV_ISEND_COMPLETE:
-            case WS_EV_IRECV_REQUEST:
-            case WS_EV_REQUEST_TEST:
-            case WS_EV_REQUEST_CANCELLED: {
-                if (ref >= ev->n_requests)
-                    BAD_REF("request row");
-                uint64_t id = ev->req_id[ref];
-                if (ref >= rq)
-                    rq = (uint64_t)ref + 1;
-                switch (ev->kind[e]) {
-                case WS_EV_ISEND_COMPLETE:
-                    s = OTF2_EvtWriter_MpiIsendComplete(ew, NULL, ts, id);
-                    break;
-                case WS_EV_IRECV_REQUEST:
-                    s = OTF2_EvtWriter_MpiIrecvRequest(ew, NULL, ts, id);
-                    break;
-                case WS_EV_REQUEST_TEST:
-                    s = OTF2_EvtWriter_MpiRequestTest(ew, NULL, ts, id);
-                    break;
-                default:
-                    s = OTF2_EvtWriter_MpiRequestCancelled(ew, NULL, ts, id);
-                    break;
-                }
-                break;
-            }
-            case WS_EV_COLL_BEGIN:
-                s = OTF2_EvtWriter_MpiCollectiveBegin(ew, NULL, ts);
-                break;
-            case WS_EV_COLL_END: {
-                if (ref >= ev->n_collectives)
-                    BAD_REF("collective row");
-                if (ev->coll_comm[ref] >= t->n_comms)
-                    BAD_REF("communicator");
-                uint32_t root = ev->coll_root[ref] == WS_NONE32 ? OTF2_UNDEFINED_UINT32 : ev->coll_root[ref];
-                s = OTF2_EvtWriter_MpiCollectiveEnd(ew, NULL, ts, (OTF2_CollectiveOp)ev->coll_op[ref],
-                                                    (OTF2_CommRef)t->comms[ev->coll_comm[ref]].otf2_id, root,
-                                                    ev->coll_sent[ref], ev->coll_received[ref]);
-                break;
-            }
-            case WS_EV_PROGRAM_BEGIN:
-                s = OTF2_EvtWriter_ProgramBegin(ew, NULL, ts, w->program_name, 0, NULL);
-                break;
-            case WS_EV_PROGRAM_END:
-                s = OTF2_EvtWriter_ProgramEnd(ew, NULL, ts, OTF2_UNDEFINED_INT64);
-                break;
-            case WS_EV_MEASUREMENT_ON:
-            case WS_EV_MEASUREMENT_OFF:
-                s = OTF2_EvtWriter_MeasurementOnOff(
-                    ew, NULL, ts, ev->kind[e] == WS_EV_MEASUREMENT_ON ? OTF2_MEASUREMENT_ON : OTF2_MEASUREMENT_OFF);
-                break;
-            case WS_EV_THREAD_FORK:
-            case WS_EV_THREAD_JOIN:
-            case WS_EV_THREAD_TEAM_BEGIN:
-            case WS_EV_THREAD_TEAM_END:
-            case WS_EV_THREAD_ACQUIRE_LOCK:
-            case WS_EV_THREAD_RELEASE_LOCK:
-            case WS_EV_THREAD_TASK_CREATE:
-            case WS_EV_THREAD_TASK_SWITCH:
-            case WS_EV_THREAD_TASK_COMPLETE:
-            case WS_EV_THREAD_CREATE:
-            case WS_EV_THREAD_BEGIN:
-            case WS_EV_THREAD_WAIT:
-            case WS_EV_THREAD_END:
-                if (ref >= ev->n_threads)
-                    BAD_REF("thread record row");
-                if (ev->thr_comm[ref] != WS_NONE32 && ev->thr_comm[ref] >= t->n_comms)
-                    BAD_REF("thread team or contingent");
-                s = ws_otf2_write_thread_record(ew, ts, t, ev, ev->kind[e], ref);
-                break;
-            default:
-                rc = ws_error_set(w->err, WS_ERR_INTERNAL, "location %llu, event %llu: unknown event kind %u",
-                                  (unsigned long long)loc->otf2_id, (unsigned long long)e, (unsigned)ev->kind[e]);
-                goto done;
-            }
-            if (s != OTF2_SUCCESS) {
-                rc = otf2_fail(w, s, "events");
-                goto done;
-            }
-            if (++*done_events >= *next_report) {
-                *next_report += 1u << 20;
-                if (progress && progress->callback &&
-                    progress->callback(progress->context, "write", *done_events, total)) {
-                    rc = ws_error_set(w->err, WS_ERR_INTERRUPTED, "writing interrupted");
-                    goto done;
-                }
-            }
-        }
-    }
-done:
-    s = OTF2_Archive_CloseEvtWriter(w->archive, ew);
+    int rc = loc->loaded ? ws_otf2w_events(w, ew, loc, &loc->events, progress, done_events, total, next_report) : WS_OK;
+    OTF2_ErrorCode s = OTF2_Archive_CloseEvtWriter(w->archive, ew);
     if (rc == WS_OK && s != OTF2_SUCCESS)
-        rc = otf2_fail(w, s, "events");
+        rc = ws_otf2w_fail(w, s, "events");
     return rc;
 }
-
-#undef BAD_REF
 
 /* ---- global definitions -------------------------------------------------- */
 
@@ -440,7 +316,7 @@ done:
     do {                                       \
         OTF2_ErrorCode s__ = (call);           \
         if (s__ != OTF2_SUCCESS)               \
-            return otf2_fail(w, s__, what);    \
+            return ws_otf2w_fail(w, s__, what);    \
     } while (0)
 
 static uint64_t node_id(const ws_trace *t, uint32_t index)
@@ -483,8 +359,8 @@ static int write_definitions(writer *w, OTF2_GlobalDefWriter *gw, OTF2_StringRef
               "paradigm");
     for (uint32_t i = 0; i < t->n_system_nodes; i++) {
         const ws_system_node *n = &t->system_nodes[i];
-        CHECK(OTF2_GlobalDefWriter_WriteSystemTreeNode(gw, (OTF2_SystemTreeNodeRef)n->otf2_id, str_ref(w, n->name),
-                                                       str_ref(w, n->class_name),
+        CHECK(OTF2_GlobalDefWriter_WriteSystemTreeNode(gw, (OTF2_SystemTreeNodeRef)n->otf2_id, ws_otf2w_str_ref(w, n->name),
+                                                       ws_otf2w_str_ref(w, n->class_name),
                                                        (OTF2_SystemTreeNodeRef)node_id(t, n->parent)),
               "system tree");
         /* the store keeps no domains; Score-P's classes imply them */
@@ -500,7 +376,7 @@ static int write_definitions(writer *w, OTF2_GlobalDefWriter *gw, OTF2_StringRef
     }
     for (uint32_t i = 0; i < t->n_location_groups; i++) {
         const ws_location_group *g = &t->location_groups[i];
-        CHECK(OTF2_GlobalDefWriter_WriteLocationGroup(gw, (OTF2_LocationGroupRef)g->otf2_id, str_ref(w, g->name),
+        CHECK(OTF2_GlobalDefWriter_WriteLocationGroup(gw, (OTF2_LocationGroupRef)g->otf2_id, ws_otf2w_str_ref(w, g->name),
                                                       (OTF2_LocationGroupType)g->type,
                                                       (OTF2_SystemTreeNodeRef)node_id(t, g->system_node),
                                                       OTF2_UNDEFINED_LOCATION_GROUP),
@@ -511,18 +387,18 @@ static int write_definitions(writer *w, OTF2_GlobalDefWriter *gw, OTF2_StringRef
         if (l->group >= t->n_location_groups)
             return ws_error_set(w->err, WS_ERR_INTERNAL, "location %llu has no location group",
                                 (unsigned long long)l->otf2_id);
-        uint64_t n_events = l->loaded ? l->events.n : 0;
-        CHECK(OTF2_GlobalDefWriter_WriteLocation(gw, (OTF2_LocationRef)l->otf2_id, str_ref(w, l->name),
+        uint64_t n_events = w->event_counts ? w->event_counts[i] : l->loaded ? l->events.n : 0;
+        CHECK(OTF2_GlobalDefWriter_WriteLocation(gw, (OTF2_LocationRef)l->otf2_id, ws_otf2w_str_ref(w, l->name),
                                                  (OTF2_LocationType)l->type, n_events,
                                                  (OTF2_LocationGroupRef)t->location_groups[l->group].otf2_id),
               "locations");
     }
     for (uint32_t i = 0; i < t->n_regions; i++) {
         const ws_region *r = &t->regions[i];
-        CHECK(OTF2_GlobalDefWriter_WriteRegion(gw, (OTF2_RegionRef)r->otf2_id, str_ref(w, r->name),
-                                               str_ref(w, r->canonical_name), str_ref(w, r->description),
+        CHECK(OTF2_GlobalDefWriter_WriteRegion(gw, (OTF2_RegionRef)r->otf2_id, ws_otf2w_str_ref(w, r->name),
+                                               ws_otf2w_str_ref(w, r->canonical_name), ws_otf2w_str_ref(w, r->description),
                                                (OTF2_RegionRole)r->role, (OTF2_Paradigm)r->paradigm,
-                                               (OTF2_RegionFlag)r->flags, str_ref(w, r->source_file), r->begin_line,
+                                               (OTF2_RegionFlag)r->flags, ws_otf2w_str_ref(w, r->source_file), r->begin_line,
                                                r->end_line),
               "regions");
     }
@@ -536,7 +412,7 @@ static int write_definitions(writer *w, OTF2_GlobalDefWriter *gw, OTF2_StringRef
         const ws_group *g = &t->groups[i];
         if (g->n_members > UINT32_MAX)
             return ws_error_set(w->err, WS_ERR_ARGUMENT, "group %u has too many members for OTF2", (unsigned)i);
-        CHECK(OTF2_GlobalDefWriter_WriteGroup(gw, (OTF2_GroupRef)g->otf2_id, str_ref(w, g->name),
+        CHECK(OTF2_GlobalDefWriter_WriteGroup(gw, (OTF2_GroupRef)g->otf2_id, ws_otf2w_str_ref(w, g->name),
                                               (OTF2_GroupType)g->type, (OTF2_Paradigm)g->paradigm,
                                               (OTF2_GroupFlag)g->flags, (uint32_t)g->n_members, g->members),
               "groups");
@@ -546,14 +422,14 @@ static int write_definitions(writer *w, OTF2_GlobalDefWriter *gw, OTF2_StringRef
         if (c->group >= t->n_groups)
             return ws_error_set(w->err, WS_ERR_INTERNAL, "communicator %u has no group", (unsigned)i);
         OTF2_CommRef parent = c->parent < t->n_comms ? (OTF2_CommRef)t->comms[c->parent].otf2_id : OTF2_UNDEFINED_COMM;
-        CHECK(OTF2_GlobalDefWriter_WriteComm(gw, (OTF2_CommRef)c->otf2_id, str_ref(w, c->name),
+        CHECK(OTF2_GlobalDefWriter_WriteComm(gw, (OTF2_CommRef)c->otf2_id, ws_otf2w_str_ref(w, c->name),
                                              (OTF2_GroupRef)t->groups[c->group].otf2_id, parent, OTF2_COMM_FLAG_NONE),
               "communicators");
     }
     for (uint32_t i = 0; i < t->n_cart_dims; i++) {
         const ws_cart_dim *d = &t->cart_dims[i];
         CHECK(OTF2_GlobalDefWriter_WriteCartDimension(gw, (OTF2_CartDimensionRef)w->cart_dim_id[i],
-                                                      str_ref(w, d->name), d->size,
+                                                      ws_otf2w_str_ref(w, d->name), d->size,
                                                       d->periodic ? OTF2_CART_PERIODIC_TRUE : OTF2_CART_PERIODIC_FALSE),
               "Cartesian dimensions");
     }
@@ -568,7 +444,7 @@ static int write_definitions(writer *w, OTF2_GlobalDefWriter *gw, OTF2_StringRef
                                     (unsigned)i);
             dims[d] = (OTF2_CartDimensionRef)w->cart_dim_id[k->dims[d]];
         }
-        CHECK(OTF2_GlobalDefWriter_WriteCartTopology(gw, (OTF2_CartTopologyRef)k->otf2_id, str_ref(w, k->name),
+        CHECK(OTF2_GlobalDefWriter_WriteCartTopology(gw, (OTF2_CartTopologyRef)k->otf2_id, ws_otf2w_str_ref(w, k->name),
                                                      (OTF2_CommRef)t->comms[k->comm].otf2_id, (uint8_t)k->n_dims, dims),
               "Cartesian topologies");
     }
@@ -614,7 +490,7 @@ static OTF2_StringRef program_name(writer *w)
         if (r->role == OTF2_REGION_ROLE_ARTIFICIAL && r->paradigm == OTF2_PARADIGM_MEASUREMENT_SYSTEM &&
             r->canonical_name != WS_NONE32) {
             w->program_region_index = i;
-            return str_ref(w, r->canonical_name);
+            return ws_otf2w_str_ref(w, r->canonical_name);
         }
     }
     /* else (ProgramBegin as an event of its own) Score-P's program region */
@@ -623,13 +499,117 @@ static OTF2_StringRef program_name(writer *w)
         if (r->role == OTF2_REGION_ROLE_ARTIFICIAL && r->paradigm == OTF2_PARADIGM_MEASUREMENT_SYSTEM &&
             strcmp(ws_trace_string(t, r->name), "TRACE BUFFER FLUSH") != 0 && r->canonical_name != WS_NONE32) {
             w->program_region_index = i;
-            return str_ref(w, r->canonical_name);
+            return ws_otf2w_str_ref(w, r->canonical_name);
         }
     }
     return OTF2_UNDEFINED_STRING;
 }
 
-int ws_otf2_write(const ws_trace *t, const char *path, const ws_progress *progress, ws_error *err)
+/* The events of the locations a part writes, chunk by chunk from its
+ * source; their numbers into counts[]. */
+static int write_part_events(writer *w, const ws_otf2_part *part, uint64_t *counts)
+{
+    int rc = WS_OK;
+    for (uint32_t k = 0; k < part->n_locations && rc == WS_OK; k++) {
+        uint32_t index = part->locations[k];
+        if (index >= w->t->n_locations)
+            return ws_error_set(w->err, WS_ERR_ARGUMENT, "location index %u out of range", (unsigned)index);
+        const ws_location *loc = &w->t->locations[index];
+        OTF2_EvtWriter *ew = OTF2_Archive_GetEvtWriter(w->archive, loc->otf2_id);
+        if (!ew)
+            return ws_error_set(w->err, WS_ERR_IO, "%s: cannot open the event writer of location %llu", w->anchor,
+                                (unsigned long long)loc->otf2_id);
+        uint64_t done = 0, next_report = UINT64_MAX;
+        for (;;) {
+            const ws_events *chunk = NULL;
+            if ((rc = part->next(part->context, index, &chunk, w->err)) != WS_OK || !chunk)
+                break;
+            if ((rc = ws_otf2w_events(w, ew, loc, chunk, NULL, &done, 0, &next_report)) != WS_OK)
+                break;
+        }
+        counts[index] = done;
+        OTF2_ErrorCode s = OTF2_Archive_CloseEvtWriter(w->archive, ew);
+        if (rc == WS_OK && s != OTF2_SUCCESS)
+            rc = ws_otf2w_fail(w, s, "events");
+    }
+    return rc;
+}
+
+/* The local definitions of location `i`: its ClockOffset records. */
+static int write_local_definitions(writer *w, uint32_t i)
+{
+    const ws_trace *t = w->t;
+    OTF2_ErrorCode s;
+    int rc = WS_OK;
+    OTF2_DefWriter *dw = OTF2_Archive_GetDefWriter(w->archive, t->locations[i].otf2_id);
+    if (!dw)
+        return ws_error_set(w->err, WS_ERR_IO, "%s: cannot open the local definitions of location %llu", w->anchor,
+                            (unsigned long long)t->locations[i].otf2_id);
+    for (uint32_t k = 0; k < t->n_clock_offsets && rc == WS_OK; k++) {
+        const ws_clock_offset *o = &t->clock_offsets[k];
+        if (o->location == i &&
+            (s = OTF2_DefWriter_WriteClockOffset(dw, ticks_of(t, o->time), o->offset, o->stddev)) != OTF2_SUCCESS)
+            rc = ws_otf2w_fail(w, s, "clock offsets");
+    }
+    if ((s = OTF2_Archive_CloseDefWriter(w->archive, dw)) != OTF2_SUCCESS && rc == WS_OK)
+        rc = ws_otf2w_fail(w, s, "local definitions");
+    return rc;
+}
+
+/* What every process of a part agrees on: the worst of their codes (a
+ * failure anywhere fails all, so that none waits in a collective step the
+ * others skip). */
+static int agree(const ws_otf2_part *part, int rc, ws_error *err)
+{
+    int worst = part->agree(part->context, rc);
+    if (worst != WS_OK && rc == WS_OK)
+        rc = ws_error_set(err, worst, "another process failed to write its part of the archive");
+    return rc;
+}
+
+/* A part of an archive that several processes write (ws_otf2_write_part):
+ * every process takes each collective step of OTF2, whatever failed
+ * before, and the root writes the global definitions once all agree. */
+static int write_part(writer *w, ws_trace *t, const ws_otf2_part *part, OTF2_StringRef mpi_name, int extra_mpi_string,
+                      OTF2_StringRef omp_name, int extra_omp_string)
+{
+    ws_error *err = w->err;
+    uint64_t *counts = ws_calloc(t->n_locations, sizeof *counts);
+    int rc = counts ? WS_OK : ws_error_nomem(err, "event counts");
+    OTF2_ErrorCode s = OTF2_Archive_OpenEvtFiles(w->archive);
+    if (rc == WS_OK && s != OTF2_SUCCESS)
+        rc = ws_otf2w_fail(w, s, "event files");
+    if (rc == WS_OK)
+        rc = write_part_events(w, part, counts);
+    s = OTF2_Archive_CloseEvtFiles(w->archive);
+    if (rc == WS_OK && s != OTF2_SUCCESS)
+        rc = ws_otf2w_fail(w, s, "event files");
+    /* every process's event counts and clock to the root */
+    int worst = part->complete(part->context, t, counts, rc);
+    if (worst != WS_OK && rc == WS_OK)
+        rc = ws_error_set(err, worst, "another process failed to write its part of the archive");
+    s = OTF2_Archive_OpenDefFiles(w->archive);
+    if (rc == WS_OK && s != OTF2_SUCCESS)
+        rc = ws_otf2w_fail(w, s, "local definition files");
+    for (uint32_t k = 0; k < part->n_locations && rc == WS_OK; k++)
+        rc = write_local_definitions(w, part->locations[k]);
+    s = OTF2_Archive_CloseDefFiles(w->archive);
+    if (rc == WS_OK && s != OTF2_SUCCESS)
+        rc = ws_otf2w_fail(w, s, "local definition files");
+    rc = agree(part, rc, err);
+    if (rc == WS_OK && part->root) {
+        w->event_counts = counts;
+        OTF2_GlobalDefWriter *gw = OTF2_Archive_GetGlobalDefWriter(w->archive);
+        rc = gw ? write_definitions(w, gw, mpi_name, extra_mpi_string, omp_name, extra_omp_string)
+                : ws_error_set(err, WS_ERR_IO, "%s: cannot open the global definition writer", w->anchor);
+        w->event_counts = NULL;
+    }
+    free(counts);
+    return rc;
+}
+
+static int write_archive(ws_trace *t, const char *path, const ws_progress *progress, const ws_otf2_part *part,
+                         ws_error *err)
 {
     if (!t)
         return ws_error_set(err, WS_ERR_ARGUMENT, "no trace to write");
@@ -655,7 +635,13 @@ int ws_otf2_write(const ws_trace *t, const char *path, const ws_progress *progre
         goto done;
     }
     w.anchor = anchor;
-    if ((rc = make_directories(dir, err)) || (rc = remove_old_archive(dir, name, err)))
+    if (!part || part->root)
+        rc = make_directories(dir, err);
+    if (rc == WS_OK && (!part || part->root))
+        rc = remove_old_archive(dir, name, err);
+    if (part)
+        rc = agree(part, rc, err);
+    if (rc)
         goto done;
 
     /* dense -> OTF2 ids of strings and Cartesian dimensions */
@@ -732,6 +718,8 @@ int ws_otf2_write(const ws_trace *t, const char *path, const ws_progress *progre
         goto done;
     }
 
+    if (part && (rc = agree(part, rc, err)) != WS_OK)
+        goto done;
     w.archive = OTF2_Archive_Open(dir, name, OTF2_FILEMODE_WRITE, OTF2_CHUNK_SIZE_EVENTS_DEFAULT, def_chunk,
                                   OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
     if (!w.archive) {
@@ -740,19 +728,31 @@ int ws_otf2_write(const ws_trace *t, const char *path, const ws_progress *progre
     }
     OTF2_ErrorCode s;
     if ((s = OTF2_Archive_SetFlushCallbacks(w.archive, &flush_callbacks, NULL)) != OTF2_SUCCESS ||
-        (s = OTF2_Archive_SetSerialCollectiveCallbacks(w.archive)) != OTF2_SUCCESS ||
+        (s = OTF2_Archive_SetMemoryCallbacks(w.archive, &memory_callbacks, NULL)) != OTF2_SUCCESS ||
+        (s = part ? OTF2_Archive_SetCollectiveCallbacks(w.archive, part->callbacks, part->callback_data, part->comm,
+                                                        NULL)
+                  : OTF2_Archive_SetSerialCollectiveCallbacks(w.archive)) != OTF2_SUCCESS ||
         (s = OTF2_Archive_SetCreator(w.archive, "waitscope")) != OTF2_SUCCESS ||
         (t->cut_short_ranks && (s = OTF2_Archive_SetProperty(w.archive, "WAITSCOPE::CUT_SHORT_RANKS",
                                                              t->cut_short_ranks, true)) != OTF2_SUCCESS) ||
         (t->openmp_recording && (s = OTF2_Archive_SetProperty(w.archive, "WAITSCOPE::OPENMP", t->openmp_recording,
                                                               true)) != OTF2_SUCCESS)) {
-        rc = otf2_fail(&w, s, "the archive header");
+        rc = ws_otf2w_fail(&w, s, "the archive header");
+        goto done;
+    }
+
+    if (part) {
+        rc = write_part(&w, t, part, mpi_name, extra_mpi_string, omp_name, extra_omp_string);
+        s = OTF2_Archive_Close(w.archive);
+        w.archive = NULL;
+        if (rc == WS_OK && s != OTF2_SUCCESS)
+            rc = ws_otf2w_fail(&w, s, "the archive");
         goto done;
     }
 
     /* events, one location at a time */
     if ((s = OTF2_Archive_OpenEvtFiles(w.archive)) != OTF2_SUCCESS) {
-        rc = otf2_fail(&w, s, "event files");
+        rc = ws_otf2w_fail(&w, s, "event files");
         goto done;
     }
     uint64_t total = 0, written = 0, next_report = 1u << 20;
@@ -765,41 +765,23 @@ int ws_otf2_write(const ws_trace *t, const char *path, const ws_progress *progre
     if (rc)
         goto done;
     if (s != OTF2_SUCCESS) {
-        rc = otf2_fail(&w, s, "event files");
+        rc = ws_otf2w_fail(&w, s, "event files");
         goto done;
     }
 
     /* local definitions: one file per location, as Score-P writes, with
      * the location's ClockOffset records (if any) */
     if ((s = OTF2_Archive_OpenDefFiles(w.archive)) != OTF2_SUCCESS) {
-        rc = otf2_fail(&w, s, "local definition files");
+        rc = ws_otf2w_fail(&w, s, "local definition files");
         goto done;
     }
-    for (uint32_t i = 0; i < t->n_locations; i++) {
-        OTF2_DefWriter *dw = OTF2_Archive_GetDefWriter(w.archive, t->locations[i].otf2_id);
-        if (!dw) {
-            rc = ws_error_set(err, WS_ERR_IO, "%s: cannot open the local definitions of location %llu", anchor,
-                              (unsigned long long)t->locations[i].otf2_id);
-            break;
-        }
-        for (uint32_t k = 0; k < t->n_clock_offsets && rc == WS_OK; k++) {
-            const ws_clock_offset *o = &t->clock_offsets[k];
-            if (o->location == i && (s = OTF2_DefWriter_WriteClockOffset(dw, ticks_of(t, o->time), o->offset,
-                                                                         o->stddev)) != OTF2_SUCCESS)
-                rc = otf2_fail(&w, s, "clock offsets");
-        }
-        if (rc)
-            break;
-        if ((s = OTF2_Archive_CloseDefWriter(w.archive, dw)) != OTF2_SUCCESS) {
-            rc = otf2_fail(&w, s, "local definitions");
-            break;
-        }
-    }
+    for (uint32_t i = 0; i < t->n_locations && rc == WS_OK; i++)
+        rc = write_local_definitions(&w, i);
     s = OTF2_Archive_CloseDefFiles(w.archive);
     if (rc)
         goto done;
     if (s != OTF2_SUCCESS) {
-        rc = otf2_fail(&w, s, "local definition files");
+        rc = ws_otf2w_fail(&w, s, "local definition files");
         goto done;
     }
 
@@ -813,7 +795,7 @@ int ws_otf2_write(const ws_trace *t, const char *path, const ws_progress *progre
     s = OTF2_Archive_Close(w.archive);
     w.archive = NULL;
     if (s != OTF2_SUCCESS)
-        rc = otf2_fail(&w, s, "the archive");
+        rc = ws_otf2w_fail(&w, s, "the archive");
     if (rc == WS_OK && progress && progress->callback &&
         progress->callback(progress->context, "write", written, total))
         rc = ws_error_set(err, WS_ERR_INTERRUPTED, "writing interrupted");
@@ -828,4 +810,16 @@ done:
     free(dir);
     free(name);
     return rc;
+}
+
+int ws_otf2_write(const ws_trace *t, const char *path, const ws_progress *progress, ws_error *err)
+{
+    return write_archive((ws_trace *)t, path, progress, NULL, err);
+}
+
+int ws_otf2_write_part(ws_trace *t, const char *path, const ws_otf2_part *part, ws_error *err)
+{
+    if (!part || !part->callbacks || !part->next || !part->agree || !part->complete)
+        return ws_error_set(err, WS_ERR_ARGUMENT, "an incomplete description of the archive's part");
+    return write_archive(t, path, NULL, part, err);
 }
