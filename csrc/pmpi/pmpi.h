@@ -95,6 +95,7 @@ typedef struct ws_tracer {
     size_t n, cap;
     int mapped;
     uint64_t window;    /* index of the mapped window */
+    size_t window_records; /* its size (WAITSCOPE_BUFFER) */
     uint64_t written;   /* records in the windows before the mapped one */
     int failed;         /* an I/O error stopped tracing */
     ws_buffer pending;  /* definition lines before the files are open */
@@ -103,6 +104,10 @@ typedef struct ws_tracer {
 } ws_tracer;
 
 int ws_tracer_setup(ws_tracer *t, const char *trace_dir);          /* at load time */
+/* The records of a window of the event file for a size such as "16M",
+ * "64MiB", "1G" or "1048576" (bytes; WAITSCOPE_BUFFER): whole pages, at
+ * least 20 KiB; the default (1.25 MiB) for NULL or a size it cannot read. */
+size_t ws_tracer_window_records(const char *text);
 int ws_tracer_open(ws_tracer *t, int rank, int size, const char *host, uint64_t start);
 /* mkdir -p; 0 or -1 */
 int ws_mkdir_p(const char *dir);

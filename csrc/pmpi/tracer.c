@@ -23,7 +23,42 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define BLOCK_RECORDS 32768 /* 1.25 MiB */
+#define BLOCK_RECORDS 32768 /* 1.25 MiB: the default window */
+#define WINDOW_ALIGN 512     /* records: 20 KiB, a whole number of pages */
+
+size_t ws_tracer_window_records(const char *text)
+{
+    if (!text || !*text)
+        return BLOCK_RECORDS;
+    char *end;
+    double v = strtod(text, &end);
+    double unit = 1.0;
+    switch (*end) {
+    case 'k':
+    case 'K':
+        unit = 1024.0, end++;
+        break;
+    case 'm':
+    case 'M':
+        unit = 1024.0 * 1024.0, end++;
+        break;
+    case 'g':
+    case 'G':
+        unit = 1024.0 * 1024.0 * 1024.0, end++;
+        break;
+    default:
+        break;
+    }
+    if (*end == 'i')
+        end++;
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end != '\0' || !(v > 0.0) || v * unit > 64.0 * 1024 * 1024 * 1024)
+        return BLOCK_RECORDS;
+    size_t records = (size_t)(v * unit / (double)sizeof(ws_raw_event));
+    records -= records % WINDOW_ALIGN;
+    return records < WINDOW_ALIGN ? WINDOW_ALIGN : records;
+}
 
 static int map_window(ws_tracer *t, uint64_t window);
 
@@ -52,6 +87,7 @@ int ws_tracer_setup(ws_tracer *t, const char *trace_dir)
     memset(t, 0, sizeof *t);
     pthread_mutex_init(&t->def_lock, NULL);
     t->evt_fd = t->def_fd = -1;
+    t->window_records = ws_tracer_window_records(getenv("WAITSCOPE_BUFFER"));
     size_t n = strlen(trace_dir) + sizeof(WS_RAW_SUBDIR) + 2;
     t->dir = malloc(n);
     t->cap = BLOCK_RECORDS;
@@ -150,6 +186,7 @@ int ws_tracer_setup_thread(ws_tracer *t)
 {
     memset(t, 0, sizeof *t);
     t->evt_fd = t->def_fd = -1;
+    t->window_records = ws_tracer_window_records(getenv("WAITSCOPE_BUFFER"));
     t->cap = 1024;
     t->buf = malloc(t->cap * sizeof *t->buf);
     if (!t->buf)
@@ -213,14 +250,14 @@ void ws_tracer_def(ws_tracer *t, const char *fmt, ...)
 
 static int map_window(ws_tracer *t, uint64_t window)
 {
-    size_t bytes = BLOCK_RECORDS * sizeof(ws_raw_event);
+    size_t bytes = t->window_records * sizeof(ws_raw_event);
     if (ftruncate(t->evt_fd, (off_t)((window + 1) * bytes)) != 0)
         return -1;
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, t->evt_fd, (off_t)(window * bytes));
     if (p == MAP_FAILED)
         return -1;
     t->buf = p;
-    t->cap = BLOCK_RECORDS;
+    t->cap = t->window_records;
     t->n = 0;
     t->window = window;
     t->mapped = 1;
@@ -230,7 +267,7 @@ static int map_window(ws_tracer *t, uint64_t window)
 static void unmap(ws_tracer *t)
 {
     if (t->mapped)
-        munmap(t->buf, BLOCK_RECORDS * sizeof(ws_raw_event));
+        munmap(t->buf, t->window_records * sizeof(ws_raw_event));
     t->mapped = 0;
     t->buf = NULL;
 }

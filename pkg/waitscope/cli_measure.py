@@ -44,7 +44,7 @@ class MeasureError(Exception):
 
 
 def prepare(command: Sequence[str], trace_dir: str | None, profile_dir: str | None,
-            environ: Mapping[str, str], openmp: bool = True) -> dict[str, str]:
+            environ: Mapping[str, str], openmp: bool = True, buffer: str | None = None) -> dict[str, str]:
     """The environment to run `command` under the measurement.
 
     :func:`waitscope.pmpi.detect_mpi` picks the MPI (``WAITSCOPE_MPI``
@@ -53,13 +53,18 @@ def prepare(command: Sequence[str], trace_dir: str | None, profile_dir: str | No
     has no interposition library, the MPI cannot be told or its library was
     not built.
     """
+    if buffer is not None:
+        try:
+            pmpi.buffer_bytes(buffer)
+        except ValueError:
+            raise MeasureError(f"--buffer {buffer}: expected a size such as 16M, 64MiB or 1G (at most 64G)") from None
     try:
         mpi = pmpi.detect_mpi(list(command))
     except ValueError as exc:
         raise MeasureError(f"cannot tell which MPI runs {' '.join(command)!r}: {exc}") from None
     try:
         return dict(pmpi.environment(list(command), trace_dir=trace_dir, profile_dir=profile_dir, mpi=mpi,
-                                     base=environ, openmp=openmp))
+                                     base=environ, openmp=openmp, buffer=buffer))
     except (ValueError, OSError) as exc:
         raise MeasureError(f"no interposition library for {mpi}: {exc}") from None
 
@@ -315,11 +320,12 @@ def _command(args: argparse.Namespace) -> list[str]:
 
 
 def measure(command: Sequence[str], trace_dir: str | None, profile_dir: str | None, force: bool = False,
-            environ: Mapping[str, str] | None = None, out: TextIO | None = None, openmp: bool = True) -> int:
+            environ: Mapping[str, str] | None = None, out: TextIO | None = None, openmp: bool = True,
+            buffer: str | None = None) -> int:
     """Runs `command` under the measurement and reports; returns its exit status."""
     environ = os.environ if environ is None else environ
     out = sys.stderr if out is None else out
-    env = prepare(command, trace_dir, profile_dir, environ, openmp=openmp)
+    env = prepare(command, trace_dir, profile_dir, environ, openmp=openmp, buffer=buffer)
     for d in {d for d in (trace_dir, profile_dir) if d is not None}:
         prepare_directory(d, force)
     status = run_command(command, env)
@@ -367,7 +373,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, trace_dir: str | None, profile_dir: str | None) -> int:
     try:
         return measure(_command(args), trace_dir, profile_dir, force=args.force,
-                       openmp=not getattr(args, "no_openmp", False))
+                       openmp=not getattr(args, "no_openmp", False), buffer=getattr(args, "buffer", None))
     except MeasureError as exc:
         print(f"waitscope: error: {exc}", file=sys.stderr)
         return 2
@@ -386,6 +392,9 @@ def add_parsers(sub: Any) -> None:
     trace.add_argument("--no-openmp", action="store_true",
                        help="do not record the program's OpenMP threads (by default they are recorded through the "
                             "OpenMP tools interface; a program built with GCC's libgomp runs on LLVM's libomp for it)")
+    trace.add_argument("--buffer", metavar="SIZE",
+                       help="memory per process for its events before they go to its file (e.g. 16M, 64M; "
+                            "default 1.25M; WAITSCOPE_BUFFER)")
     trace.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
     trace.set_defaults(func=cmd_trace)
 

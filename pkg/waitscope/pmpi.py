@@ -11,6 +11,7 @@ command line and prepares the environment to run it with.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -220,6 +221,7 @@ def environment(
     mpi: str | None = None,
     base: Mapping[str, str] | None = None,
     openmp: bool = True,
+    buffer: str | int | None = None,
 ) -> dict[str, str]:
     """The environment to run ``command`` with the library preloaded.
 
@@ -230,7 +232,9 @@ def environment(
     interface (OMPT) unless ``openmp`` is false (``WAITSCOPE_OPENMP=off``):
     a program linked with GCC's libgomp, which has no such interface, then
     runs on LLVM's libomp (:func:`llvm_openmp`, preloaded) where it is
-    installed.
+    installed.  ``buffer`` is the size of the window of each event file a
+    process keeps in memory (``WAITSCOPE_BUFFER``: bytes, or a size such as
+    "16M", "64MiB", "1G"; by default 1.25 MiB): see :func:`buffer_bytes`.
     The launcher passes the environment on to the ranks (Open MPI and MPICH
     both forward it on one machine; for several machines use the
     launcher's option to export ``LD_PRELOAD`` and the ``WAITSCOPE_*``
@@ -239,6 +243,8 @@ def environment(
         raise ValueError("give a trace directory, a profile directory or both")
     if callpath not in (None, "stack", "instrument"):
         raise ValueError(f"callpath={callpath!r}: expected 'stack' or 'instrument'")
+    if buffer is not None:
+        buffer_bytes(buffer)
     lib = library_path(mpi or detect_mpi(command))
     env = dict(os.environ if base is None else base)
     # after what is preloaded already (a sanitizer runtime must stay first);
@@ -251,6 +257,8 @@ def environment(
     env["LD_PRELOAD"] = (preload + ":" if preload else "") + lib
     for key in ("WAITSCOPE_TRACE_DIR", "WAITSCOPE_PROFILE_DIR", "WAITSCOPE_CALLPATH", "WAITSCOPE_OPENMP"):
         env.pop(key, None)
+    if buffer is not None:
+        env["WAITSCOPE_BUFFER"] = str(buffer)
     if not openmp:
         env["WAITSCOPE_OPENMP"] = "off"
     if trace_dir is not None:
@@ -260,6 +268,24 @@ def environment(
     if callpath is not None:
         env["WAITSCOPE_CALLPATH"] = callpath
     return env
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([kKmMgG]?)(?:i?[bB])?\s*$")
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+_WINDOW_ALIGN = 512 * 40  # whole pages of 40-byte records
+
+
+def buffer_bytes(size: str | int) -> int:
+    """The bytes of the event-file window a traced process keeps in memory
+    for a size given as ``WAITSCOPE_BUFFER`` is ("16M", "64MiB", "1G",
+    "1048576"): rounded down to a whole number of pages holding whole
+    records, at least 20 KiB.  Raises ValueError naming the size when it
+    cannot be read or is above 64 GiB."""
+    m = _SIZE.match(str(size))
+    value = float(m.group(1)) * _UNITS[m.group(2).lower()] if m else 0.0
+    if not m or value <= 0 or value > 64 * (1 << 30):
+        raise ValueError(f"buffer={size!r}: expected a size such as 16M, 64MiB or 1G (at most 64G)")
+    return max(_WINDOW_ALIGN, int(value) // _WINDOW_ALIGN * _WINDOW_ALIGN)
 
 
 def pending(trace_dir: str | os.PathLike[str]) -> bool:
