@@ -90,7 +90,7 @@ def build(mpi: str, tmp: Path) -> Path:
 
 
 def run(mpi: str, ranks: int, exe: Path, iterations: int, trace: Path | None,
-        buffer: str | None) -> tuple[float, dict[int, dict[str, float]]]:
+        buffer: str | None, unify: str = "parallel") -> tuple[float, dict[int, dict[str, float]]]:
     """(wall time of the run, per rank the figures it printed)."""
     cmd = launcher(mpi, ranks) + [str(exe), str(iterations)]
     env = dict(os.environ)
@@ -101,6 +101,9 @@ def run(mpi: str, ranks: int, exe: Path, iterations: int, trace: Path | None,
     if trace is not None:
         shutil.rmtree(trace, ignore_errors=True)
         env = pmpi.environment(cmd, trace_dir=trace, mpi=mpi, base=env)
+        # no samples of the call stack: every run records exactly the same events
+        env["WAITSCOPE_SAMPLING"] = "0"
+        env["WAITSCOPE_UNIFY"] = unify
         if buffer is not None:
             env["WAITSCOPE_BUFFER"] = buffer
     t0 = time.perf_counter()
@@ -201,14 +204,57 @@ def ranks_arg(text: str) -> list[int]:
     return ranks
 
 
+def measure(mpi: str, ranks: int, exe: Path, iterations: int, out_dir: Path, buffer: str | None, unify: str,
+            repeat: int, expected: np.ndarray, per_rank_events: int, failures: list[str]) -> dict | None:
+    """Untraced and traced runs of one configuration, the archive checked; the table's row."""
+    plain_t, traced_t, plain_peak = [], [], 0
+    traced: dict[int, dict[str, float]] = {}
+    trace = out_dir / f"trace-{mpi}-{ranks}"
+    what = f"{mpi}, {ranks} ranks, {unify}, buffer {buffer or 'default'}"
+    try:
+        for _ in range(repeat):
+            wall, per_rank = run(mpi, ranks, exe, iterations, None, None)
+            plain_t.append(wall)
+            plain_peak = max(plain_peak, max(r["after"] for r in per_rank.values()))
+            wall, per_rank = run(mpi, ranks, exe, iterations, trace, buffer, unify)
+            traced_t.append(wall)
+            for r, fig in per_rank.items():
+                old = traced.setdefault(r, dict(fig))
+                old["before"] = max(old["before"], fig["before"])
+                old["after"] = max(old["after"], fig["after"])
+                old["finalize"] = min(old["finalize"], fig["finalize"])
+    except RunError as e:
+        print(f"{what}: {e}")
+        failures.append(f"FAILED {what}: the run failed (above)")
+        shutil.rmtree(trace, ignore_errors=True)
+        return None
+    t0 = time.perf_counter()
+    found, problems = check(trace, ranks, expected)
+    check_s = time.perf_counter() - t0
+    shutil.rmtree(trace, ignore_errors=True)
+    if problems:
+        total = ranks * per_rank_events
+        print(f"{what}: {found:,d} events of {total:,d} ({found - total:+,d}):")
+        for problem in problems:
+            print(f"    {problem}")
+        failures.append(f"MISMATCH {what}: {found - total:+,d} events")
+    else:
+        print(f"{what}: all {ranks * per_rank_events:,d} events present (read back in {check_s:.1f} s)")
+    return {"mpi": mpi, "ranks": ranks, "unify": unify, "buffer": buffer, "events": per_rank_events,
+            "plain_peak": plain_peak, "traced": traced, "plain_t": min(plain_t), "traced_t": min(traced_t)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=events_arg, default=10_000_000,
                     help="trace events per rank (about; e.g. 2e6), default 1e7")
     ap.add_argument("--ranks", type=ranks_arg, default=[2, 4, 8], help="numbers of ranks, default 2,4,8")
     ap.add_argument("--mpi", default="mpich", help="mpich, openmpi or both (mpich,openmpi); default mpich")
-    ap.add_argument("--buffer", default=None, metavar="SIZE",
-                    help="passed to the traced runs as WAITSCOPE_BUFFER (e.g. 16M)")
+    ap.add_argument("--buffer", default=None, metavar="SIZE[,SIZE...]",
+                    help="passed to the traced runs as WAITSCOPE_BUFFER (e.g. 16M, or 20K,1.25M,64M: a run each)")
+    ap.add_argument("--unify", default="serial,parallel", metavar="MODE[,MODE]",
+                    help="WAITSCOPE_UNIFY of the traced runs: serial (rank 0 writes the archive alone), parallel "
+                         "(each rank its own events), or both side by side (default)")
     ap.add_argument("--repeat", type=int, default=1, help="interleaved rounds of untraced and traced runs")
     ap.add_argument("--dir", default=None, help="where the traces are written (default: a temporary directory)")
     args = ap.parse_args()
@@ -222,6 +268,15 @@ def main() -> int:
             return 1
     if args.repeat < 1:
         ap.error("--repeat: at least 1")
+    modes = [m for m in args.unify.split(",") if m]
+    if not modes or any(m not in ("serial", "parallel") for m in modes):
+        ap.error(f"--unify {args.unify}: expected serial, parallel or both")
+    buffers: list[str | None] = [b for b in args.buffer.split(",") if b] if args.buffer else [None]
+    for b in buffers:
+        try:
+            pmpi.buffer_bytes(b)
+        except ValueError as e:
+            ap.error(f"--buffer: {e}")
 
     buffer = ("WAITSCOPE_BUFFER unset (library default)" if args.buffer is None
               else f"WAITSCOPE_BUFFER={args.buffer}")
@@ -236,7 +291,7 @@ def main() -> int:
         for mpi in mpis:
             exe = build(mpi, tmp)
             try:
-                base, per_iteration = calibrate(mpi, exe, out_dir, args.buffer)
+                base, per_iteration = calibrate(mpi, exe, out_dir, buffers[0])
             except RunError as e:
                 print(f"{mpi}: calibration failed: {e}")
                 return 1
@@ -246,45 +301,18 @@ def main() -> int:
             print(f"{mpi}: each rank records {base.sum()} events + {per_iteration.sum()} per iteration "
                   f"({describe(per_iteration)}); {iterations:,d} iterations = {per_rank_events:,d} events per rank")
             for ranks in args.ranks:
-                plain_t, traced_t, plain_peak = [], [], 0
-                traced: dict[int, dict[str, float]] = {}
-                trace = out_dir / f"trace-{mpi}-{ranks}"
-                try:
-                    for _ in range(args.repeat):
-                        wall, per_rank = run(mpi, ranks, exe, iterations, None, None)
-                        plain_t.append(wall)
-                        plain_peak = max(plain_peak, max(r["after"] for r in per_rank.values()))
-                        wall, per_rank = run(mpi, ranks, exe, iterations, trace, args.buffer)
-                        traced_t.append(wall)
-                        for r, fig in per_rank.items():
-                            old = traced.setdefault(r, dict(fig))
-                            old["before"] = max(old["before"], fig["before"])
-                            old["after"] = max(old["after"], fig["after"])
-                            old["finalize"] = min(old["finalize"], fig["finalize"])
-                except RunError as e:
-                    print(f"{mpi}, {ranks} ranks: {e}")
-                    failures.append(f"FAILED {mpi}, {ranks} ranks: the run failed (above)")
-                    shutil.rmtree(trace, ignore_errors=True)
-                    continue
-                t0 = time.perf_counter()
-                found, problems = check(trace, ranks, expected)
-                check_s = time.perf_counter() - t0
-                shutil.rmtree(trace, ignore_errors=True)
-                if problems:
-                    total = ranks * per_rank_events
-                    print(f"{mpi}, {ranks} ranks: {found:,d} events of {total:,d} ({found - total:+,d}):")
-                    for problem in problems:
-                        print(f"    {problem}")
-                    failures.append(f"MISMATCH {mpi}, {ranks} ranks: {found - total:+,d} events")
-                else:
-                    print(f"{mpi}, {ranks} ranks: all {ranks * per_rank_events:,d} events present "
-                          f"(read back in {check_s:.1f} s)")
-                rows.append({"mpi": mpi, "ranks": ranks, "events": per_rank_events, "plain_peak": plain_peak,
-                             "traced": traced, "plain_t": min(plain_t), "traced_t": min(traced_t)})
+                for unify in modes:
+                    for buf in buffers:
+                        row = measure(mpi, ranks, exe, iterations, out_dir, buf, unify, args.repeat, expected,
+                                      per_rank_events, failures)
+                        if row:
+                            rows.append(row)
 
     print()
     print("peak RSS in MB (VmHWM); MPI_Finalize and run times in s; cost = (traced - untraced run) / events per rank")
-    print(f"{'MPI':<8} {'ranks':>5} {'events/rank':>12} {'untraced':>9} {'r0 before':>10} {'r0 peak':>8} "
+    print("unify: serial = rank 0 writes the archive alone, reading every rank's events; parallel = each rank "
+          "writes its own")
+    print(f"{'MPI':<8} {'ranks':>5} {'unify':>8} {'buffer':>7} {'events/rank':>12} {'untraced':>9} {'r0 before':>10} {'r0 peak':>8} "
           f"{'others min':>11} {'max':>8} {'max/min':>8} {'final r0':>9} {'max':>7} "
           f"{'untraced':>9} {'traced':>8} {'ns/event':>9}")
     for row in rows:
@@ -292,7 +320,7 @@ def main() -> int:
         others = [tr[r]["after"] for r in tr if r != 0]
         peaks = [tr[r]["after"] for r in tr]
         cost = (row["traced_t"] - row["plain_t"]) / row["events"] * 1e9 if row["events"] else float("nan")
-        print(f"{row['mpi']:<8} {row['ranks']:>5} {row['events']:>12,d} {row['plain_peak'] / MB:>9.1f} "
+        print(f"{row['mpi']:<8} {row['ranks']:>5} {row['unify']:>8} {row['buffer'] or 'default':>7} {row['events']:>12,d} {row['plain_peak'] / MB:>9.1f} "
               f"{tr[0]['before'] / MB:>10.1f} {tr[0]['after'] / MB:>8.1f} {min(others) / MB:>11.1f} "
               f"{max(others) / MB:>8.1f} {max(peaks) / min(peaks):>8.2f} {tr[0]['finalize']:>9.3f} "
               f"{max(r['finalize'] for r in tr.values()):>7.3f} {row['plain_t']:>9.3f} {row['traced_t']:>8.3f} "

@@ -47,11 +47,45 @@ static void parse_list(const char *s, uint32_t *out, uint32_t max)
         (arr) = g__;                                                                 \
     } while (0)
 
-int ws_rankfile_read(ws_rankfile *r, ws_error *err)
+static int add_team_set(ws_rankfile *r, const char *list, ws_error *err)
 {
-    FILE *f = fopen(r->defs, "r");
-    if (!f)
-        return ws_error_set(err, WS_ERR_IO, "%s: cannot read: %s", r->defs, strerror(errno));
+    uint32_t n = 1;
+    for (const char *p = list; *p; p++)
+        n += *p == ',';
+    GROW(r->team_start, r->n_team_sets);
+    GROW(r->team_size, r->n_team_sets);
+    uint32_t *g = realloc(r->team_slots, (r->n_team_slots + n) * sizeof *g);
+    if (!g)
+        return ws_error_nomem(err, "definitions");
+    r->team_slots = g;
+    parse_list(list, g + r->n_team_slots, n);
+    for (uint32_t i = 0; i < n; i++)
+        if (g[r->n_team_slots + i] > r->n_threads)
+            return ws_error_set(err, WS_ERR_FORMAT, "%s: a thread team names a thread the process did not have",
+                                r->defs ? r->defs : "definitions");
+    r->team_start[r->n_team_sets] = r->n_team_slots;
+    r->team_size[r->n_team_sets++] = n;
+    r->n_team_slots += n;
+    return WS_OK;
+}
+
+static int set_thread_first(ws_rankfile *r, uint32_t k, uint32_t index, ws_error *err)
+{
+    if (!r->thread_first) {
+        r->thread_first = malloc((r->n_threads ? r->n_threads : 1) * sizeof *r->thread_first);
+        if (!r->thread_first)
+            return ws_error_nomem(err, "definitions");
+        for (uint32_t i = 0; i < r->n_threads; i++)
+            r->thread_first[i] = UINT32_MAX;
+    }
+    for (uint32_t i = 0; i < r->n_threads; i++)
+        if (r->threads[i] == k)
+            r->thread_first[i] = index;
+    return WS_OK;
+}
+
+static int read_stream(ws_rankfile *r, FILE *f, ws_error *err)
+{
     r->rank = -1;
     char *line = NULL;
     size_t cap = 0;
@@ -141,12 +175,42 @@ int ws_rankfile_read(ws_rankfile *r, ws_error *err)
                         : x[0][7] == 'n'  ? WS_RANK_OPENMP_NO_TOOL
                                           : WS_RANK_OPENMP_OFF;
             snprintf(r->openmp_text, sizeof r->openmp_text, "%s", x[1]);
+        } else if (strcmp(x[0], "threadfirst") == 0 && n >= 3) {
+            rc = set_thread_first(r, (uint32_t)strtoul(x[1], NULL, 10), (uint32_t)strtoul(x[2], NULL, 10), err);
+        } else if (strcmp(x[0], "teamset") == 0 && n >= 2) {
+            rc = add_team_set(r, x[1], err);
+        } else if (strcmp(x[0], "teams") == 0) {
+            r->team_known = 1;
+            rc = set_thread_first(r, UINT32_MAX, UINT32_MAX, err);
         }
+        if (rc != WS_OK)
+            break;
     }
     free(line);
-    fclose(f);
     if (rc == WS_OK && r->rank < 0)
         rc = ws_error_set(err, WS_ERR_FORMAT, "%s: no rank line: not a waitscope per-rank definition file", r->defs);
+    return rc;
+}
+
+int ws_rankfile_read(ws_rankfile *r, ws_error *err)
+{
+    FILE *f = fopen(r->defs, "r");
+    if (!f)
+        return ws_error_set(err, WS_ERR_IO, "%s: cannot read: %s", r->defs, strerror(errno));
+    int rc = read_stream(r, f, err);
+    fclose(f);
+    return rc;
+}
+
+int ws_rankfile_parse(ws_rankfile *r, const char *text, size_t len, ws_error *err)
+{
+    if (len == 0)
+        return ws_error_set(err, WS_ERR_FORMAT, "%s: empty definitions", r->defs ? r->defs : "a process's");
+    FILE *f = fmemopen((void *)text, len, "r");
+    if (!f)
+        return ws_error_nomem(err, "definitions");
+    int rc = read_stream(r, f, err);
+    fclose(f);
     return rc;
 }
 
@@ -166,6 +230,10 @@ void ws_rankfile_free(ws_rankfile *r)
         free(r->omp_regions[i].name);
     free(r->omp_regions);
     free(r->threads);
+    free(r->thread_first);
+    free(r->team_start);
+    free(r->team_size);
+    free(r->team_slots);
     free(r->regions);
     free(r->comms);
     free(r->carts);

@@ -56,6 +56,14 @@ typedef struct ws_rankfile {
     ws_local_omp_region *omp_regions; /* by index (region id - WS_REGION_FIRST_OMP) */
     uint32_t n_omp_regions;
     int openmp;          /* WS_RANK_OPENMP_* */
+    /* given by the process itself when it unified in parallel (lines
+     * "threadfirst <k> <index>", "teamset <slots>", "teams"): its threads'
+     * first team indices (else read from the thread files), its distinct
+     * thread teams as slot lists (unify_teams.c) */
+    uint32_t *thread_first;
+    int team_known;
+    uint32_t n_team_sets, n_team_slots;
+    uint32_t *team_start, *team_size, *team_slots;
     char openmp_text[200]; /* the runtime's version, or its library */
 } ws_rankfile;
 
@@ -66,6 +74,8 @@ char *ws_rank_thread_path(const ws_rankfile *r, uint32_t k);
 char *ws_rank_path(const char *a, const char *b);
 /* Reads r->defs (set by the caller); a torn last line is ignored. */
 int ws_rankfile_read(ws_rankfile *r, ws_error *err);
+/* The same from the text of such a file (r->defs, if set, names it in errors). */
+int ws_rankfile_parse(ws_rankfile *r, const char *text, size_t len, ws_error *err);
 void ws_rankfile_free(ws_rankfile *r);
 /* Time on rank 0's clock (ns) of a local timestamp, with the offsets
  * measured at MPI_Init and MPI_Finalize (linear in between). */

@@ -27,6 +27,10 @@
  *       openmp <runtime>                OpenMP recorded through OMPT
  *       openmp-none <library>           an OpenMP runtime without OMPT ran
  *       openmp-off <library>            recording OpenMP was turned off
+ *       teams                           at MPI_Finalize, before "end", what the
+ *                                       process found in its own event files:
+ *       threadfirst <k> <index>         thread k's index in its first team
+ *       teamset <slots,>                a distinct thread team (unify_teams.c)
  *       end    <events>                 the rank reached MPI_Finalize
  *       abort  <code>                   the rank called MPI_Abort
  *       signal <number>                 the rank died of a signal

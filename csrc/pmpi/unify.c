@@ -10,8 +10,13 @@
  * communicators by the key their members agreed on.  Timestamps are
  * brought onto rank 0's clock with the offsets measured at MPI_Init and
  * MPI_Finalize (linear in between); the ClockOffset records at those
- * two points (Score-P writes them) therefore carry offset 0.  This step holds the events of all ranks in memory while the
- * archive is written. */
+ * two points (Score-P writes them) therefore carry offset 0.
+ *
+ * This is the unification of one process over every rank's files, which
+ * holds the events of all ranks in memory while the archive is written:
+ * the unification of a run cut short, done after it.  A run that reaches
+ * MPI_Finalize is unified by its ranks together (unify_mpi.c), each
+ * writing its own events. */
 #define _GNU_SOURCE
 #include "unify.h"
 
@@ -114,7 +119,7 @@ static int region_kind(const char *kind, uint8_t *role, uint8_t *paradigm)
     return 0;
 }
 
-static int build_definitions(builder *b, ws_rankfile *ranks, uint32_t n)
+int ws_unify_definitions(builder *b, ws_rankfile *ranks, uint32_t n)
 {
     ws_trace *t = b->t;
     int rc;
@@ -304,7 +309,7 @@ static int build_definitions(builder *b, ws_rankfile *ranks, uint32_t n)
  * left to apply to the archive's timestamps is 0: a reader that applies
  * ClockOffset records (Scalasca) does not shift them a second time, and
  * waitscope's reader, which ignores them, reads the same times. */
-static int add_clock_offsets(ws_trace *t, const ws_rankfile *ranks, uint32_t size, double origin, ws_error *err)
+int ws_unify_clock_offsets(ws_trace *t, const ws_rankfile *ranks, uint32_t size, double origin, ws_error *err)
 {
     uint32_t n = 0;
     for (uint32_t r = 0; r < size; r++)
@@ -402,32 +407,26 @@ static void thread_row(ws_events *ev, uint64_t k, uint32_t comm, uint8_t model, 
     ev->ref[k] = (uint32_t)i;
 }
 
-/* The raw events of location `loc` (of rank file `rf`) into the store;
- * `teams`: the process's parallel regions' communicators (unify_threads.c). */
-static int convert_events(ws_trace *t, ws_rankfile *rf, const ws_raw_event *raw, uint64_t n, uint32_t loc,
-                          double origin, const ws_map64 *teams, ws_error *err)
+int ws_unify_columns(ws_events *ev, uint64_t cap, uint64_t cap_thr)
 {
-    ws_location *l = &t->locations[loc];
-    ws_events *ev = &l->events;
-    uint64_t n_thr = 0;
-    for (uint64_t i = 0; i < n; i++)
-        n_thr += is_thread_record(raw[i].kind);
-    /* room for the records that close a location cut short */
-    uint64_t cap = n + 258, cap_thr = n_thr ? n_thr + 2 : 0;
-    uint32_t *stack = ws_malloc_array(cap, sizeof(uint32_t));
-    if (!stack || alloc_columns(ev, cap, cap_thr) != 0) {
-        free(stack);
-        return ws_error_nomem(err, "events");
-    }
+    return alloc_columns(ev, cap, cap_thr);
+}
+
+/* The raw events `raw` of the converter's location, appended to `ev`
+ * (room for c->cap events, c->cap_thr thread records); `close`: they are
+ * the last, so what the location left open is closed at its last event (a
+ * rank cut short), as far as the room goes. */
+int ws_unify_convert(ws_unify_conv *c, const ws_raw_event *raw, uint64_t n, ws_events *ev, int close, ws_error *err)
+{
+    ws_trace *t = c->t;
+    const ws_rankfile *rf = c->rf;
     int rc = WS_OK;
-    uint32_t depth = 0, open_team = WS_NONE32, forks = 0;
-    double last = 0.0;
     for (uint64_t i = 0; i < n && rc == WS_OK; i++) {
         const ws_raw_event *e = &raw[i];
-        double time = (ws_rankfile_global_time(rf, e->time) - origin) * 1e-9;
-        if (time < last)
-            time = last; /* the interpolated offset must not reorder events */
-        last = time;
+        double time = (ws_rankfile_global_time(rf, e->time) - c->origin) * 1e-9;
+        if (time < c->last)
+            time = c->last; /* the interpolated offset must not reorder events */
+        c->last = time;
         uint64_t k = ev->n;
         uint32_t comm = WS_NONE32;
         if (e->kind == WS_EV_SEND || e->kind == WS_EV_RECV || e->kind == WS_EV_ISEND || e->kind == WS_EV_IRECV ||
@@ -450,17 +449,19 @@ static int convert_events(ws_trace *t, ws_rankfile *rf, const ws_raw_event *raw,
             }
             if (region == WS_NONE32)
                 continue;
-            uint32_t cp = ws_callpath_child(&t->callpaths, depth ? stack[depth - 1] : WS_NONE32, region);
+            if (ws_grow((void **)&c->stack, &c->cap_stack, (size_t)c->depth + 1, sizeof *c->stack) != 0)
+                return ws_error_nomem(err, "call paths");
+            uint32_t cp = ws_callpath_child(&t->callpaths, c->depth ? c->stack[c->depth - 1] : WS_NONE32, region);
             if (cp == WS_NONE32)
                 rc = ws_error_nomem(err, "call paths");
-            stack[depth++] = cp;
+            c->stack[c->depth++] = cp;
             ev->ref[k] = cp;
             break;
         }
         case WS_EV_LEAVE:
-            if (depth == 0)
+            if (c->depth == 0)
                 continue;
-            ev->ref[k] = stack[--depth];
+            ev->ref[k] = c->stack[--c->depth];
             break;
         case WS_EV_SEND:
         case WS_EV_RECV:
@@ -492,14 +493,14 @@ static int convert_events(ws_trace *t, ws_rankfile *rf, const ws_raw_event *raw,
             ev->ref[k] = WS_NONE32;
             break;
         case WS_EV_COLL_END: {
-            uint64_t c = ev->n_collectives++;
-            ev->coll_event[c] = (uint32_t)k;
-            ev->coll_comm[c] = comm;
-            ev->coll_root[c] = e->a;
-            ev->coll_op[c] = e->op;
-            ev->coll_sent[c] = e->bytes;
-            ev->coll_received[c] = e->req;
-            ev->ref[k] = (uint32_t)c;
+            uint64_t m = ev->n_collectives++;
+            ev->coll_event[m] = (uint32_t)k;
+            ev->coll_comm[m] = comm;
+            ev->coll_root[m] = e->a;
+            ev->coll_op[m] = e->op;
+            ev->coll_sent[m] = e->bytes;
+            ev->coll_received[m] = e->req;
+            ev->ref[k] = (uint32_t)m;
             break;
         }
         case WS_EV_PROGRAM_BEGIN:
@@ -508,20 +509,20 @@ static int convert_events(ws_trace *t, ws_rankfile *rf, const ws_raw_event *raw,
             break;
         case WS_EV_THREAD_FORK:
         case WS_EV_THREAD_JOIN:
-            if (e->kind == WS_EV_THREAD_JOIN && forks == 0)
+            if (e->kind == WS_EV_THREAD_JOIN && c->forks == 0)
                 continue;
-            forks += e->kind == WS_EV_THREAD_FORK ? 1 : (uint32_t)-1;
+            c->forks += e->kind == WS_EV_THREAD_FORK ? 1 : (uint32_t)-1;
             thread_row(ev, k, WS_NONE32, OTF2_PARADIGM_OPENMP, e->kind == WS_EV_THREAD_FORK ? e->a : 0, 0);
             break;
         case WS_EV_THREAD_TEAM_BEGIN:
         case WS_EV_THREAD_TEAM_END: {
-            uint64_t c;
-            if (!teams || !ws_map64_get(teams, e->req, &c) ||
-                (e->kind == WS_EV_THREAD_TEAM_BEGIN) != (open_team == WS_NONE32) ||
-                (e->kind == WS_EV_THREAD_TEAM_END && open_team != (uint32_t)c))
+            uint64_t m;
+            if (!c->teams || !ws_map64_get(c->teams, e->req, &m) ||
+                (e->kind == WS_EV_THREAD_TEAM_BEGIN) != (c->open_team == WS_NONE32) ||
+                (e->kind == WS_EV_THREAD_TEAM_END && c->open_team != (uint32_t)m))
                 continue;
-            open_team = e->kind == WS_EV_THREAD_TEAM_BEGIN ? (uint32_t)c : WS_NONE32;
-            thread_row(ev, k, (uint32_t)c, 0, 0, 0);
+            c->open_team = e->kind == WS_EV_THREAD_TEAM_BEGIN ? (uint32_t)m : WS_NONE32;
+            thread_row(ev, k, (uint32_t)m, 0, 0, 0);
             break;
         }
         case WS_EV_THREAD_ACQUIRE_LOCK:
@@ -535,26 +536,50 @@ static int convert_events(ws_trace *t, ws_rankfile *rf, const ws_raw_event *raw,
         ev->kind[k] = e->kind;
         ev->n++;
     }
+    if (!close || rc != WS_OK)
+        return rc;
     /* cut short: close what it left open at its last event */
-    while (rc == WS_OK && depth > 0 && ev->n < cap) {
+    while (c->depth > 0 && ev->n < c->cap) {
         uint64_t k = ev->n++;
-        ev->time[k] = last;
+        ev->time[k] = c->last;
         ev->kind[k] = WS_EV_LEAVE;
-        ev->ref[k] = stack[--depth];
+        ev->ref[k] = c->stack[--c->depth];
     }
-    if (rc == WS_OK && open_team != WS_NONE32 && ev->n < cap && ev->n_threads < cap_thr) {
+    if (c->open_team != WS_NONE32 && ev->n < c->cap && ev->n_threads < c->cap_thr) {
         uint64_t k = ev->n++;
-        ev->time[k] = last;
+        ev->time[k] = c->last;
         ev->kind[k] = WS_EV_THREAD_TEAM_END;
-        thread_row(ev, k, open_team, 0, 0, 0);
+        thread_row(ev, k, c->open_team, 0, 0, 0);
+        c->open_team = WS_NONE32;
     }
-    if (rc == WS_OK && forks > 0 && ev->n < cap && ev->n_threads < cap_thr) {
+    if (c->forks > 0 && ev->n < c->cap && ev->n_threads < c->cap_thr) {
         uint64_t k = ev->n++;
-        ev->time[k] = last;
+        ev->time[k] = c->last;
         ev->kind[k] = WS_EV_THREAD_JOIN;
         thread_row(ev, k, WS_NONE32, OTF2_PARADIGM_OPENMP, 0, 0);
+        c->forks = 0;
     }
-    free(stack);
+    return rc;
+}
+
+/* The raw events of location `loc` (of rank file `rf`) into the store;
+ * `teams`: the process's parallel regions' communicators (unify_threads.c). */
+static int convert_events(ws_trace *t, ws_rankfile *rf, const ws_raw_event *raw, uint64_t n, uint32_t loc,
+                          double origin, const ws_map64 *teams, ws_error *err)
+{
+    ws_location *l = &t->locations[loc];
+    ws_events *ev = &l->events;
+    uint64_t n_thr = 0;
+    for (uint64_t i = 0; i < n; i++)
+        n_thr += is_thread_record(raw[i].kind);
+    /* room for the records that close a location cut short */
+    ws_unify_conv c = ws_unify_conv_init(t, rf, teams, origin);
+    c.cap = n + 258;
+    c.cap_thr = n_thr ? n_thr + 2 : 0;
+    if (alloc_columns(ev, c.cap, c.cap_thr) != 0)
+        return ws_error_nomem(err, "events");
+    int rc = ws_unify_convert(&c, raw, n, ev, 1, err);
+    free(c.stack);
     l->loaded = 1;
     l->n_events_defined = ev->n;
     t->n_events += ev->n;
@@ -687,7 +712,7 @@ int ws_pmpi_unify(const char *dir, uint32_t *n_cut_short, ws_error *err)
     b.t = t;
     b.err = err;
     if (rc == WS_OK)
-        rc = build_definitions(&b, ranks, size);
+        rc = ws_unify_definitions(&b, ranks, size);
     if (rc == WS_OK) {
         /* origin: the earliest global timestamp */
         double origin = INFINITY, end = 0.0;
@@ -708,7 +733,7 @@ int ws_pmpi_unify(const char *dir, uint32_t *n_cut_short, ws_error *err)
             rc = read_rank(&b, &ranks[r], r, origin, &end);
         t->clock.length = (uint64_t)llround(end * 1e9) + 1;
         if (rc == WS_OK)
-            rc = add_clock_offsets(t, ranks, size, origin, err);
+            rc = ws_unify_clock_offsets(t, ranks, size, origin, err);
     }
     uint32_t n_cut = 0;
     if (rc == WS_OK) {

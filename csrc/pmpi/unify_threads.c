@@ -12,7 +12,7 @@
  *              Cartesian topology "Process x Thread"; "OpenMP", every
  *              location, whose places the team groups name;
  *   teams      one communicator per distinct set of threads a process's
- *              parallel regions had, its master first (ws_unify_teams).
+ *              parallel regions had, its master first (unify_teams.c).
  *
  * The archive's property WAITSCOPE::OPENMP says whether OpenMP was
  * recorded, and if not why. */
@@ -84,7 +84,7 @@ static int omp_regions(ws_unify_builder *b, ws_rankfile *ranks, uint32_t n)
 
 /* The index of the first team a thread's events show it in (its
  * OpenMP thread number), UINT32_MAX if none: read in blocks. */
-static uint32_t first_team_index(const char *path)
+uint32_t ws_first_team_index(const char *path)
 {
     FILE *f = path ? fopen(path, "rb") : NULL;
     if (!f)
@@ -104,11 +104,16 @@ static uint32_t first_team_index(const char *path)
 static int number_threads(const ws_rankfile *rf, uint32_t *k)
 {
     for (uint32_t i = 0; i < rf->n_threads; i++) {
-        char *path = ws_rank_thread_path(rf, rf->threads[i]);
-        if (!path)
-            return -1;
-        uint32_t want = first_team_index(path);
-        free(path);
+        uint32_t want;
+        if (rf->thread_first) {
+            want = rf->thread_first[i];
+        } else {
+            char *path = ws_rank_thread_path(rf, rf->threads[i]);
+            if (!path)
+                return -1;
+            want = ws_first_team_index(path);
+            free(path);
+        }
         int taken = want == 0 || want >= (1u << 20);
         for (uint32_t j = 0; j < i && !taken; j++)
             taken = k[j] == want;
@@ -252,85 +257,6 @@ int ws_unify_threads(ws_unify_builder *b, ws_rankfile *ranks, uint32_t n)
     for (uint32_t r = 0; r < n; r++)
         free(numbers[r]);
     free(numbers);
-    return rc;
-}
-
-/* ---- teams ------------------------------------------------------------------ */
-
-typedef struct member {
-    uint64_t number; /* of the parallel region */
-    uint32_t index;  /* in the team */
-    uint32_t position;
-} member;
-
-static int by_region_then_index(const void *a, const void *b)
-{
-    const member *x = a, *y = b;
-    if (x->number != y->number)
-        return x->number < y->number ? -1 : 1;
-    return x->index < y->index ? -1 : x->index > y->index;
-}
-
-typedef struct team {
-    uint32_t comm, size;
-    const uint32_t *positions; /* into the group's members */
-} team;
-
-int ws_unify_teams(ws_unify_builder *b, const ws_raw_event *const *raws, const uint64_t *ns, const uint32_t *locs,
-                   uint32_t n_locs, ws_map64 *teams)
-{
-    ws_trace *t = b->t;
-    if (!b->openmp)
-        return WS_OK;
-    size_t n = 0;
-    for (uint32_t i = 0; i < n_locs; i++)
-        for (uint64_t e = 0; e < ns[i]; e++)
-            n += raws[i][e].kind == WS_EV_THREAD_TEAM_BEGIN;
-    if (n == 0)
-        return WS_OK;
-    member *m = ws_malloc_array(n, sizeof *m);
-    NOMEM(!m);
-    n = 0;
-    for (uint32_t i = 0; i < n_locs; i++)
-        for (uint64_t e = 0; e < ns[i]; e++)
-            if (raws[i][e].kind == WS_EV_THREAD_TEAM_BEGIN)
-                m[n++] = (member){raws[i][e].req, raws[i][e].tag, b->position[locs[i]]};
-    qsort(m, n, sizeof *m, by_region_then_index);
-    team *known = NULL;
-    size_t n_known = 0, cap_known = 0;
-    uint32_t *positions = ws_malloc_array(n, sizeof *positions);
-    int rc = positions ? WS_OK : ws_error_nomem(b->err, "definitions");
-    for (size_t i = 0; i < n && rc == WS_OK;) {
-        size_t j = i;
-        uint32_t size = 0;
-        uint32_t *p = positions + i;
-        for (; j < n && m[j].number == m[i].number; j++)
-            if (size == 0 || m[j].position != p[size - 1])
-                p[size++] = m[j].position;
-        uint32_t comm = WS_NONE32;
-        for (size_t k = 0; k < n_known && comm == WS_NONE32; k++)
-            if (known[k].size == size && memcmp(known[k].positions, p, size * sizeof *p) == 0)
-                comm = known[k].comm;
-        if (comm == WS_NONE32) {
-            uint32_t g;
-            if ((rc = ws_unify_add_group(b, OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_OPENMP, "", size, &g)) ||
-                (rc = ws_unify_add_comm(b, "", g, WS_NONE32, &comm)))
-                break;
-            for (uint32_t k = 0; k < size; k++)
-                t->groups[g].members[k] = p[k];
-            if (ws_grow((void **)&known, &cap_known, n_known + 1, sizeof *known) != 0) {
-                rc = ws_error_nomem(b->err, "definitions");
-                break;
-            }
-            known[n_known++] = (team){comm, size, p};
-        }
-        if (ws_map64_put(teams, m[i].number, comm) != 0)
-            rc = ws_error_nomem(b->err, "definitions");
-        i = j;
-    }
-    free(known);
-    free(positions);
-    free(m);
     return rc;
 }
 

@@ -13,6 +13,7 @@
 #include "../common/error.h"
 #include "../trace/trace.h"
 #include "unify.h"
+#include "unify_mpi.h"
 
 ws_pmpi ws_pmpi_g;
 
@@ -441,16 +442,32 @@ void ws_finalize_measurement(void)
         ws_omp_name_constructs(&g->omp);
         int ok = !g->tracer.failed, all_ok = 0;
         ws_tracer_def(&g->tracer, "end\t%llu\n", (unsigned long long)ws_tracer_count(&g->tracer));
+        char raw_dir[4096];
+        snprintf(raw_dir, sizeof raw_dir, "%s", g->tracer.dir ? g->tracer.dir : "");
         ws_tracer_close(&g->tracer);
         PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, g->private_comm);
-        if (g->rank == 0) {
-            const char *dir = getenv("WAITSCOPE_TRACE_DIR");
-            ws_error err;
-            memset(&err, 0, sizeof err);
-            if (!all_ok)
+        const char *dir = getenv("WAITSCOPE_TRACE_DIR"), *mode = getenv("WAITSCOPE_UNIFY");
+        /* WAITSCOPE_UNIFY=serial: rank 0 alone writes the archive, reading every rank's events */
+        int serial = mode && strcmp(mode, "serial") == 0;
+        ws_error err;
+        memset(&err, 0, sizeof err);
+        if (!all_ok) {
+            if (g->rank == 0)
                 fprintf(stderr, "waitscope: writing the per-rank trace files failed; no archive was built\n");
-            else if (ws_pmpi_unify(dir, NULL, &err) != WS_OK)
+        } else if ((serial && g->rank == 0) ||
+                   (!serial && ws_pmpi_unify_parallel(dir, g->tracer.def_path, g->tracer.evt_path, g->private_comm,
+                                                      &err) != WS_OK)) {
+            /* every rank kept its files: one process builds the archive from them */
+            if (g->rank == 0 && !serial)
+                fprintf(stderr, "waitscope: the ranks could not write the archive together (%s); rank 0 writes it "
+                                "alone\n", err.message);
+            memset(&err, 0, sizeof err);
+            if (g->rank == 0 && ws_pmpi_unify(dir, NULL, &err) != WS_OK)
                 fprintf(stderr, "waitscope: building the trace archive failed: %s\n", err.message);
+        } else if (!serial) {
+            PMPI_Barrier(g->private_comm);
+            if (g->rank == 0 && *raw_dir)
+                rmdir(raw_dir);
         }
         PMPI_Barrier(g->private_comm);
     }
