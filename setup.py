@@ -238,7 +238,7 @@ def extensions():
         Extension(
             "waitscope._core",
             sources=sources("api", "common", "trace", "replay", "analysis", "python")
-            + [os.path.join("csrc", "pmpi", f) for f in ("unify.c", "unify_threads.c", "unify_teams.c", "rankfiles.c")],
+            + [os.path.join("csrc", "pmpi", f) for f in ("unify.c", "unify_threads.c", "unify_teams.c", "rankfiles.c", "manifest.c")],
             depends=depends,
             include_dirs=["csrc", numpy_include()],
             extra_compile_args=common_compile + otf2_cflags,

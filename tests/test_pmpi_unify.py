@@ -148,6 +148,16 @@ def test_ranks_writing_together_give_the_archive_one_process_writes(mpi: str, tm
         assert sum(e.startswith("MPI_IRECV ") for e in events) == 8
         assert sum(e.startswith("MPI_COLLECTIVE_END ") for e in events) >= 9  # 4 Allreduce, 4 Bcast, Barrier
         assert any('Region: "exchange"' in e for e in events)
+    # each directory says what it holds and how it was written
+    for out, how in ((parallel, "by every rank together"), (serial, "by one process")):
+        manifest = (out / "MANIFEST.md").read_text()
+        assert f"- command: `{exe}`" in manifest
+        assert "- ranks: 3 on 1 host" in manifest
+        assert "- every rank reached MPI_Finalize" in manifest
+        assert how in manifest
+        assert "`WAITSCOPE_SAMPLING=0`" in manifest and f"`WAITSCOPE_TRACE_DIR={out}`" in manifest
+        total = sum(len(v) for v in per_location_events(otf2_print(out)).values())
+        assert f"- events: {total} (" in manifest
     # the analysis reads both alike
     ra = waitscope.open(str(parallel / "traces.otf2")).analyze()
     rb = waitscope.open(str(serial / "traces.otf2")).analyze()
@@ -189,6 +199,34 @@ def test_small_event_windows_lose_no_event(mpi: str, tmp_path: Path) -> None:
         assert not rest.any()
         kinds = {waitscope.EVENT_KINDS[k]: int(v) for k, v in enumerate(per_iteration) if v}
         assert kinds == {"enter": 3, "leave": 3, "isend": 1, "isend_complete": 1, "irecv_request": 1, "irecv": 1}
+
+
+ABORTS = r"""
+#include <mpi.h>
+int main(int argc, char **argv) {
+    int rank;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 1)
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("mpi", MPIS[:1])
+def test_manifest_of_a_run_cut_short(mpi: str, tmp_path: Path) -> None:
+    exe = compile_program(tmp_path, mpi, ABORTS)
+    out = tmp_path / "t"
+    proc = run(mpi, 2, [str(exe)], trace=out, check=False)
+    assert proc.returncode != 0
+    assert pmpi.finish_trace(out) >= 1
+    manifest = (out / "MANIFEST.md").read_text()
+    assert "did not reach MPI_Finalize" in manifest and "1" in manifest.split("- cut short: ranks ")[1][:8]
+    assert "assembled by one process after the run" in manifest
 
 
 def test_buffer_sizes() -> None:

@@ -179,6 +179,21 @@ static int read_stream(ws_rankfile *r, FILE *f, ws_error *err)
             rc = set_thread_first(r, (uint32_t)strtoul(x[1], NULL, 10), (uint32_t)strtoul(x[2], NULL, 10), err);
         } else if (strcmp(x[0], "teamset") == 0 && n >= 2) {
             rc = add_team_set(r, x[1], err);
+        } else if (strcmp(x[0], "command") == 0 && n >= 2) {
+            free(r->command);
+            if (!(r->command = strdup(x[1])))
+                rc = ws_error_nomem(err, "definitions");
+        } else if (strcmp(x[0], "option") == 0 && n >= 3) {
+            size_t old = r->options ? strlen(r->options) : 0, add = strlen(x[1]) + strlen(x[2]) + 2;
+            char *g = realloc(r->options, old + add + 1);
+            if (!g)
+                return ws_error_nomem(err, "definitions");
+            snprintf(g + old, add + 1, "%s=%s\n", x[1], x[2]);
+            r->options = g;
+        } else if (strcmp(x[0], "mpi") == 0 && n >= 2) {
+            snprintf(r->mpi, sizeof r->mpi, "%s", x[1]);
+        } else if (strcmp(x[0], "date") == 0 && n >= 2) {
+            snprintf(r->date, sizeof r->date, "%s", x[1]);
         } else if (strcmp(x[0], "teams") == 0) {
             r->team_known = 1;
             rc = set_thread_first(r, UINT32_MAX, UINT32_MAX, err);
@@ -231,6 +246,8 @@ void ws_rankfile_free(ws_rankfile *r)
     free(r->omp_regions);
     free(r->threads);
     free(r->thread_first);
+    free(r->command);
+    free(r->options);
     free(r->team_start);
     free(r->team_size);
     free(r->team_slots);

@@ -60,6 +60,9 @@ typedef struct ws_rankfile {
      * "threadfirst <k> <index>", "teamset <slots>", "teams"): its threads'
      * first team indices (else read from the thread files), its distinct
      * thread teams as slot lists (unify_teams.c) */
+    /* what the run was (lines "command", "option NAME VALUE", "mpi", "date"), for its manifest */
+    char *command, *options; /* options: "NAME=VALUE\n" each */
+    char mpi[256], date[64];
     uint32_t *thread_first;
     int team_known;
     uint32_t n_team_sets, n_team_slots;

@@ -14,6 +14,9 @@
  *       rank   <world rank> <world size> <pid> <hostname>
  *       start  <ns>                     program begin (local clock)
  *       command <argv joined by spaces>
+ *       option <name> <value>           a WAITSCOPE_* variable the run had (rank 0)
+ *       mpi    <the MPI library's version, first line>  (rank 0)
+ *       date   <UTC, ISO 8601>          when MPI_Init returned (rank 0)
  *       region <local id> <kind> <name> <canonical name>
  *                                       kind: mpi:<OTF2 role> | user | program
  *       comm   <local id> <key> <name> <size> <world ranks, comma-separated> <parent local id>

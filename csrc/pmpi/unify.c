@@ -32,6 +32,7 @@
 #include <otf2/OTF2_Definitions.h>
 
 #include "../trace/otf2_io.h"
+#include "manifest.h"
 #include "unify_int.h"
 
 /* ---- definitions ------------------------------------------------------------- */
@@ -756,6 +757,19 @@ int ws_pmpi_unify(const char *dir, uint32_t *n_cut_short, ws_error *err)
         else
             rc = ws_otf2_write(t, anchor, NULL, err);
         free(anchor);
+    }
+    if (rc == WS_OK) {
+        uint64_t *counts = calloc(t->n_locations ? t->n_locations : 1, sizeof *counts);
+        for (uint32_t i = 0; counts && i < t->n_locations; i++)
+            counts[i] = t->locations[i].loaded ? t->locations[i].events.n : 0;
+        ws_error merr;
+        memset(&merr, 0, sizeof merr);
+        if (counts)
+            ws_manifest_write(dir, t, ranks, size, counts,
+                              n_cut ? "assembled by one process after the run, from the per-rank files"
+                                    : "written by one process from every rank's files",
+                              &merr);
+        free(counts);
     }
     if (rc == WS_OK) {
         /* the archive is complete: the per-rank files are no longer needed */

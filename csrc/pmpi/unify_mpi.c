@@ -30,6 +30,7 @@
 #include <otf2/OTF2_Definitions.h>
 
 #include "../trace/otf2_io.h"
+#include "manifest.h"
 #include "otf2_mpi.h"
 #include "unify_int.h"
 
@@ -52,6 +53,7 @@ typedef struct part {
     ws_raw_event *raw;
     ws_events rows;
     double end;
+    uint64_t *counts; /* rank 0: events per location, for the manifest */
     ws_error *err;
 } part;
 
@@ -263,6 +265,8 @@ static int complete(void *context, ws_trace *t, uint64_t *counts, int rc)
     if (p->rank == 0 && sum) {
         memcpy(counts, sum, t->n_locations * sizeof *counts);
         t->clock.length = (uint64_t)llround(end * 1e9) + 1;
+        p->counts = sum;
+        sum = NULL;
     }
     free(sum);
     return agree(p, rc);
@@ -379,6 +383,12 @@ int ws_pmpi_unify_parallel(const char *dir, const char *defs_path, const char *e
     }
     if (p.file)
         fclose(p.file);
+    if (rc == WS_OK && p.rank == 0 && p.counts) {
+        ws_error merr;
+        memset(&merr, 0, sizeof merr);
+        ws_manifest_write(dir, p.t, ranks, (uint32_t)p.size, p.counts,
+                          "written at MPI_Finalize by every rank together (each its own events)", &merr);
+    }
     if (rc == WS_OK) {
         /* the archive is complete: this rank's files are no longer needed */
         for (uint32_t s = 0; s < p.n_locs; s++)
@@ -386,6 +396,7 @@ int ws_pmpi_unify_parallel(const char *dir, const char *defs_path, const char *e
         unlink(me.defs);
     }
     free(p.conv.stack);
+    free(p.counts);
     free(p.raw);
     ws_events_free(&p.rows);
     for (uint32_t s = 0; p.paths && s < p.n_locs; s++)

@@ -313,6 +313,32 @@ static void on_exit_without_finalize(void)
     ws_tracer_def(&g->tracer, "exit\t0\n");
 }
 
+/* What rank 0 knows of the run for its manifest: the measurement's
+ * options (the WAITSCOPE_* variables), the MPI library, the date. */
+static void describe_run(ws_tracer *t)
+{
+    extern char **environ;
+    for (char **e = environ; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (strncmp(*e, "WAITSCOPE_", 10) == 0 && eq && !strchr(eq, '\t') && !strchr(eq, '\n'))
+            ws_tracer_def(t, "option\t%.*s\t%s\n", (int)(eq - *e), *e, eq + 1);
+    }
+    char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int len = 0;
+    if (PMPI_Get_library_version(version, &len) == MPI_SUCCESS) {
+        version[strcspn(version, "\n")] = '\0';
+        for (char *c = version; *c; c++)
+            if (*c == '\t' || *c == '\r')
+                *c = ' ';
+        ws_tracer_def(t, "mpi\t%s\n", version);
+    }
+    char date[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm) && strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm) > 0)
+        ws_tracer_def(t, "date\t%s\n", date);
+}
+
 void ws_after_init(int fn, uint64_t t0)
 {
     ws_pmpi *g = &ws_pmpi_g;
@@ -340,6 +366,8 @@ void ws_after_init(int fn, uint64_t t0)
         ws_tracer_def(&g->tracer, "region\t%u\tprogram\t%s\t%s\n", (unsigned)WS_REGION_PROGRAM, base ? base + 1 : exe,
                       exe);
         ws_tracer_def(&g->tracer, "command\t%s\n", g->command ? g->command : "");
+        if (g->rank == 0)
+            describe_run(&g->tracer);
         ws_tracer_def(&g->tracer, "comm\t0\tworld\tMPI_COMM_WORLD\t%d\t-\n", g->size);
         ws_tracer_def(&g->tracer, "comm\t1\tself\tMPI_COMM_SELF\t1\t-\n");
         clock_offset();

@@ -34,7 +34,8 @@ from . import TraceError, pmpi
 TRACE_DEFAULT = "waitscope-trace"
 PROFILE_DEFAULT = "waitscope-profile"
 # what a measurement leaves in its directory (OTF2 archive and profile)
-MEASUREMENT_FILES = ("traces.otf2", "traces.def", "traces", "profile.json", ".waitscope", ".waitscope-unseen")
+MEASUREMENT_FILES = ("traces.otf2", "traces.def", "traces", "profile.json", ".waitscope", ".waitscope-unseen",
+                     "MANIFEST.md")
 # where a process that never saw an MPI call leaves its note (csrc/pmpi/unseen.c)
 UNSEEN = ".waitscope-unseen"
 
