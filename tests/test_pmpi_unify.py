@@ -22,7 +22,7 @@ import pytest
 
 import waitscope
 from waitscope import pmpi
-from test_pmpi import MPIS, compile_program, otf2_print, run
+from test_pmpi import LATE_SENDER, MPIS, check_late_sender, compile_program, late_sender_truth, otf2_print, run
 
 pytestmark = pytest.mark.skipif(not MPIS, reason="no MPI with an interposition library")
 
@@ -199,6 +199,42 @@ def test_small_event_windows_lose_no_event(mpi: str, tmp_path: Path) -> None:
         assert not rest.any()
         kinds = {waitscope.EVENT_KINDS[k]: int(v) for k, v in enumerate(per_iteration) if v}
         assert kinds == {"enter": 3, "leave": 3, "isend": 1, "isend_complete": 1, "irecv_request": 1, "irecv": 1}
+
+
+def leave_times(text: str, region: str) -> dict[int, list[int]]:
+    """Per location, the timestamps (ns) of its leaves of `region`, from otf2-print."""
+    out: dict[int, list[int]] = defaultdict(list)
+    for m in re.finditer(rf'^LEAVE\s+(\d+)\s+(\d+)\s+Region: "{region}"', text, re.M):
+        out[int(m.group(1))].append(int(m.group(2)))
+    return dict(out)
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_clocks_that_disagree_are_brought_together(mpi: str, tmp_path: Path) -> None:
+    """Rank 1's clock runs 50 ms ahead and gains 2 ms per second
+    (WAITSCOPE_DEBUG_CLOCK): the offsets measured at MPI_Init and
+    MPI_Finalize must undo it, so that the trace shows the Late Sender
+    waiting the program measured on the real clock, and both ranks leaving
+    MPI_Barrier together."""
+    exe = compile_program(tmp_path, mpi, LATE_SENDER)
+    out = tmp_path / "out"
+    proc = run(mpi, 2, [str(exe)], trace=out, extra_env={"WAITSCOPE_DEBUG_CLOCK": "1:50:2000"})
+    sleeps = late_sender_truth(proc.stdout)
+    check_late_sender(out, "main/solver/exchange/MPI_Recv", sleeps)
+    barrier = leave_times(otf2_print(out), "MPI_Barrier")
+    # without the correction rank 1 would leave 50 ms after rank 0 (on a
+    # loaded machine a rank may lose the processor for a few ms after the
+    # barrier, and the round trips that measure the offsets slow down)
+    assert abs(barrier[1][0] - barrier[0][0]) < 15e6
+    for name in ("MPI_Recv", "MPI_Send"):
+        leaves = leave_times(otf2_print(out), name)
+        assert len(leaves) == 1 and len(next(iter(leaves.values()))) == 2
+    # the control: the same run without the clock correction is 50 ms off
+    skewed = tmp_path / "skewed"
+    proc = run(mpi, 2, [str(exe)], trace=skewed,
+               extra_env={"WAITSCOPE_DEBUG_CLOCK": "1:50:2000", "WAITSCOPE_DEBUG_CLOCK_UNCORRECTED": "1"})
+    barrier = leave_times(otf2_print(skewed), "MPI_Barrier")
+    assert abs(barrier[1][0] - barrier[0][0] - 50e6) < 15e6
 
 
 ABORTS = r"""

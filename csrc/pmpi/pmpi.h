@@ -385,6 +385,12 @@ typedef struct ws_request {
 /* ---- the process-wide state ------------------------------------------- */
 typedef struct ws_pmpi {
     int loaded;        /* constructor ran */
+    /* WAITSCOPE_DEBUG_CLOCK: this process's clock made to disagree with
+     * the others' (offset and drift), to check that the trace undoes it */
+    int skewed;
+    uint64_t skew_base;
+    int64_t skew_ns;
+    double skew_rate;
     int measuring;     /* between MPI_Init and MPI_Finalize, tracing or profiling */
     int in_call;       /* inside a wrapper: nested MPI calls pass through */
     const void *hint_ra; /* the exported wrapper's return address and CFA (WS_HINT), NULL: none */
