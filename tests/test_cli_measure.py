@@ -47,8 +47,10 @@ def fake_library(monkeypatch, tmp_path):
     lib = tmp_path / "libfake.so"
     lib.write_text("")
 
-    def prepare(command, trace_dir, profile_dir, environ, openmp=True):
+    def prepare(command, trace_dir, profile_dir, environ, openmp=True, buffer=None):
         env = dict(environ)
+        if buffer is not None:
+            env["WAITSCOPE_BUFFER"] = buffer
         for key, value in (("WAITSCOPE_TRACE_DIR", trace_dir), ("WAITSCOPE_PROFILE_DIR", profile_dir)):
             env.pop(key, None)
             if value is not None:
@@ -133,6 +135,10 @@ def test_child_sees_the_measurement_environment(fake_library, tmp_path, capfd):
     assert code == 0
     out = capfd.readouterr().out
     assert out.split() == [str(tmp_path / "e"), str(fake_library)]
+    code = cli.main(["trace", "--buffer", "16M", "-o", str(tmp_path / "b"), "--", sys.executable, "-c",
+                     "import os; print(os.environ['WAITSCOPE_BUFFER'])"])
+    assert code == 0
+    assert capfd.readouterr().out.split() == ["16M"]
 
 
 def test_no_command_and_missing_program(fake_library, tmp_path, capsys):

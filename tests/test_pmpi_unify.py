@@ -276,6 +276,13 @@ def test_buffer_sizes() -> None:
     for bad in ("", "abc", "0", "-5M", "16X", "65G"):
         with pytest.raises(ValueError, match="buffer"):
             pmpi.buffer_bytes(bad)
+    # the variable the library reads; a size it cannot read is refused before a run
+    cmd = [f"mpiexec.{MPIS[0]}", "-n", "2", "./app"]
+    env = pmpi.environment(cmd, trace_dir="t", mpi=MPIS[0], base={}, buffer="16M")
+    assert env["WAITSCOPE_BUFFER"] == "16M"
+    assert "WAITSCOPE_BUFFER" not in pmpi.environment(cmd, trace_dir="t", mpi=MPIS[0], base={})
+    with pytest.raises(ValueError, match="buffer='lots'"):
+        pmpi.environment(cmd, trace_dir="t", mpi=MPIS[0], base={}, buffer="lots")
 
 
 def test_trace_command_refuses_a_bad_buffer(tmp_path: Path, capsys) -> None:
