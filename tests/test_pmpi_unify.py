@@ -165,7 +165,7 @@ def test_ranks_writing_together_give_the_archive_one_process_writes(mpi: str, tm
     assert ra.trace.n_events == rb.trace.n_events
 
 
-@pytest.mark.parametrize("mpi", MPIS[:1])
+@pytest.mark.parametrize("mpi", MPIS)
 def test_hybrid_run_gives_the_same_definitions(mpi: str, tmp_path: Path) -> None:
     from test_pmpi_openmp import HYBRID_C, build, run_traced
 
