@@ -146,9 +146,7 @@ static double first_time(const ws_rankfile *me, const char *path)
 
 static int gather_ranks(part *p, const char *text, size_t len, ws_rankfile *ranks)
 {
-    int n = (int)len;
-    if (len > 0x7fffffff)
-        return ws_error_set(p->err, WS_ERR_ARGUMENT, "%s: definitions too large", p->me->defs);
+    int n = (int)len; /* checked before the ranks agreed to go on */
     int *lens = malloc((size_t)p->size * sizeof *lens), *displs = malloc((size_t)p->size * sizeof *displs);
     char *all = NULL;
     int rc = lens && displs ? WS_OK : ws_error_nomem(p->err, "definitions");
@@ -351,6 +349,8 @@ int ws_pmpi_unify_parallel(const char *dir, const char *defs_path, const char *e
         rc = add_teams(&p, &sets);
     if (rc == WS_OK)
         rc = read_file(me.defs, &text, &len, err);
+    if (rc == WS_OK && len > 0x7fffffff)
+        rc = ws_error_set(err, WS_ERR_ARGUMENT, "%s: definitions too large", me.defs);
     double origin = rc == WS_OK ? first_time(&me, me.evt) : INFINITY, min_origin = INFINITY;
     rc = agree(&p, rc);
     /* step 2 */
