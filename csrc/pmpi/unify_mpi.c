@@ -252,21 +252,18 @@ static int complete(void *context, ws_trace *t, uint64_t *counts, int rc)
 {
     part *p = context;
     double end = 0.0;
-    uint64_t *sum = p->rank == 0 ? malloc((t->n_locations ? t->n_locations : 1) * sizeof *sum) : NULL;
-    int ok = p->rank != 0 || sum;
+    int root = p->rank == 0, n = (int)t->n_locations;
     if (PMPI_Reduce(&p->end, &end, 1, MPI_DOUBLE, MPI_MAX, 0, p->comm) != MPI_SUCCESS ||
-        PMPI_Reduce(counts, ok && sum ? (void *)sum : (void *)counts, (int)t->n_locations, MPI_UINT64_T, MPI_SUM, 0,
-                    p->comm) != MPI_SUCCESS)
+        PMPI_Reduce(root ? MPI_IN_PLACE : (void *)counts, counts, n, MPI_UINT64_T, MPI_SUM, 0, p->comm) !=
+            MPI_SUCCESS)
         rc = WS_ERR_MPI;
-    if (!ok && rc == WS_OK)
-        rc = WS_ERR_NOMEM;
-    if (p->rank == 0 && sum) {
-        memcpy(counts, sum, t->n_locations * sizeof *counts);
+    if (root) {
         t->clock.length = (uint64_t)llround(end * 1e9) + 1;
-        p->counts = sum;
-        sum = NULL;
+        /* a copy for the manifest (none if out of memory) */
+        p->counts = malloc((n ? (size_t)n : 1) * sizeof *p->counts);
+        if (p->counts)
+            memcpy(p->counts, counts, (size_t)n * sizeof *counts);
     }
-    free(sum);
     return agree(p, rc);
 }
 
