@@ -33,19 +33,27 @@ did (and against the number the archive's definitions announce): "all N
 events present", or the differences and exit status 1.
 Figures are printed, nothing is asserted about them.
 
---buffer SIZE (e.g. 16M) is passed to the traced runs as WAITSCOPE_BUFFER
-(printed in the header whether the library uses it or not).
+Each number of ranks is traced both ways the library can write the archive
+(--unify, default both, side by side): ``serial``, rank 0 alone reading
+every rank's events (``WAITSCOPE_UNIFY=serial``, the baseline), and
+``parallel``, every rank converting and writing its own events (the
+default).  --buffer SIZE[,SIZE...] (e.g. 16M, or 20K,1.25M,64M: one traced
+run each) is passed as WAITSCOPE_BUFFER, the window of its event file each
+process keeps in memory.  Traced runs take no samples of the call stack
+(WAITSCOPE_SAMPLING=0), so that every run records the same events.
 
-On 2 cores the default (10^7 events per rank, 2, 4 and 8 ranks, MPICH)
-took 1.5 minutes, 61 s of it the traced 8-rank run, whose files need
-about 4 GB of disk (the raw per-rank files, 40 bytes per event, and the
-archive, ~11 bytes per event); rank 0, which built the archive from
-every rank's events in memory, peaked at 2.2 GB there.  ``--events 2e6
---ranks 2,4`` took 6 s.  Above one rank per core MPI_Finalize's time
-includes the other ranks' busy-polling for rank 0 to finish.
+On 2 cores ``--buffer 16M`` (10^7 events per rank, 2, 4 and 8 ranks,
+MPICH, both ways) took 2.3 minutes, most of it the serial 8-rank run,
+whose files need about 4 GB of disk (the raw per-rank files, 40 bytes per
+event, and the archive, ~11 bytes per event): there rank 0 peaked at 2.2
+GB and MPI_Finalize took 44 s, against 34 MB and 4.8 s when every rank
+writes its own events.  ``--events 2e6 --ranks 2,4`` takes about 10 s.
+Above one rank per core MPI_Finalize's time includes the other ranks'
+busy-polling in the collective steps.
 
     python bench/bench_trace_memory.py [--events E] [--ranks 2,4,8] [--mpi mpich[,openmpi]]
-                                       [--buffer SIZE] [--repeat R] [--dir DIR]
+                                       [--buffer SIZE[,SIZE...]] [--unify serial,parallel]
+                                       [--repeat R] [--dir DIR]
 """
 from __future__ import annotations
 
