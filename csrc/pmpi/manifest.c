@@ -7,23 +7,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* whether rank r is the first on its host */
+static int first_on_host(const ws_rankfile *ranks, uint32_t r)
+{
+    for (uint32_t q = 0; q < r; q++)
+        if (strcmp(ranks[q].host, ranks[r].host) == 0)
+            return 0;
+    return 1;
+}
+
 static void hosts(FILE *f, const ws_rankfile *ranks, uint32_t n)
 {
     uint32_t distinct = 0, shown = 0;
-    for (uint32_t r = 0; r < n; r++) {
-        int seen = 0;
-        for (uint32_t q = 0; q < r && !seen; q++)
-            seen = strcmp(ranks[q].host, ranks[r].host) == 0;
-        distinct += !seen;
-    }
+    for (uint32_t r = 0; r < n; r++)
+        distinct += first_on_host(ranks, r);
     fprintf(f, "- ranks: %u on %u host%s (", (unsigned)n, (unsigned)distinct, distinct == 1 ? "" : "s");
-    for (uint32_t r = 0; r < n && shown < 8; r++) {
-        int seen = 0;
-        for (uint32_t q = 0; q < r && !seen; q++)
-            seen = strcmp(ranks[q].host, ranks[r].host) == 0;
-        if (!seen)
+    for (uint32_t r = 0; r < n && shown < 8; r++)
+        if (first_on_host(ranks, r))
             fprintf(f, "%s%s", shown++ ? ", " : "", ranks[r].host[0] ? ranks[r].host : "?");
-    }
     fprintf(f, "%s)\n", distinct > shown ? ", ..." : "");
 }
 

@@ -3,9 +3,12 @@
 #include "rankfiles.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "rawtrace.h"
 
 char *ws_rank_path(const char *a, const char *b)
 {
@@ -279,3 +282,15 @@ double ws_rankfile_global_time(const ws_rankfile *r, uint64_t local)
     return (double)local + (double)r->clock_offset[0] + f * (double)(r->clock_offset[1] - r->clock_offset[0]);
 }
 
+
+double ws_rankfile_first_time(const ws_rankfile *r)
+{
+    FILE *f = r->evt ? fopen(r->evt, "rb") : NULL;
+    double t = INFINITY;
+    ws_raw_event e;
+    if (f && fread(&e, sizeof e, 1, f) == 1)
+        t = ws_rankfile_global_time(r, e.time);
+    if (f)
+        fclose(f);
+    return t;
+}

@@ -83,5 +83,7 @@ void ws_rankfile_free(ws_rankfile *r);
 /* Time on rank 0's clock (ns) of a local timestamp, with the offsets
  * measured at MPI_Init and MPI_Finalize (linear in between). */
 double ws_rankfile_global_time(const ws_rankfile *r, uint64_t local);
+/* That time of the first event of r->evt (its MPI thread); INFINITY if none. */
+double ws_rankfile_first_time(const ws_rankfile *r);
 
 #endif

@@ -717,15 +717,8 @@ int ws_pmpi_unify(const char *dir, uint32_t *n_cut_short, ws_error *err)
     if (rc == WS_OK) {
         /* origin: the earliest global timestamp */
         double origin = INFINITY, end = 0.0;
-        for (uint32_t r = 0; r < size; r++) {
-            FILE *f = fopen(ranks[r].evt, "rb");
-            if (!f)
-                continue;
-            ws_raw_event e;
-            if (fread(&e, sizeof e, 1, f) == 1 && ws_rankfile_global_time(&ranks[r], e.time) < origin)
-                origin = ws_rankfile_global_time(&ranks[r], e.time);
-            fclose(f);
-        }
+        for (uint32_t r = 0; r < size; r++)
+            origin = fmin(origin, ws_rankfile_first_time(&ranks[r]));
         if (!isfinite(origin))
             origin = 0.0;
         origin = floor(origin);

@@ -45,10 +45,10 @@ typedef struct part {
     uint32_t *locs; /* slot -> location index */
     char **paths;   /* slot -> event file */
     ws_map64 teams; /* parallel region number -> communicator */
-    /* the location being converted */
-    uint32_t slot;
+    double origin;  /* ns on rank 0's clock of time 0 */
+    /* the location being converted (WS_NONE32: none), its file while it is read */
+    uint32_t current;
     FILE *file;
-    int draining; /* its file is read; closing what it left open */
     ws_unify_conv conv;
     ws_raw_event *raw;
     ws_events rows;
@@ -59,32 +59,18 @@ typedef struct part {
 
 /* ---- step 1: what this rank knows alone ----------------------------------- */
 
-static int read_file(const char *path, char **text, size_t *len, ws_error *err)
+static int read_file(const char *path, ws_buffer *out, ws_error *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
         return ws_error_set(err, WS_ERR_IO, "%s: cannot read", path);
+    char chunk[4096];
+    size_t got;
     int rc = WS_OK;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        char *g = realloc(buf, cap * 2);
-        if (!g) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = g;
-        cap *= 2;
-    }
+    while (rc == WS_OK && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
+        if (ws_buffer_append(out, chunk, got) != 0)
+            rc = ws_error_nomem(err, "definitions");
     fclose(f);
-    if (!buf)
-        rc = ws_error_nomem(err, "definitions");
-    *text = buf;
-    *len = n;
     return rc;
 }
 
@@ -127,19 +113,6 @@ static int add_teams(part *p, ws_team_sets *sets)
     if (fclose(f) != 0)
         rc = ws_error_set(p->err, WS_ERR_IO, "%s: cannot append", me->defs);
     return rc;
-}
-
-/* the time (ns, rank 0's clock) of this rank's first event; INFINITY if none */
-static double first_time(const ws_rankfile *me, const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    double t = INFINITY;
-    ws_raw_event e;
-    if (f && fread(&e, sizeof e, 1, f) == 1)
-        t = ws_rankfile_global_time(me, e.time);
-    if (f)
-        fclose(f);
-    return t;
 }
 
 /* ---- step 2: every rank's definitions ------------------------------------- */
@@ -188,20 +161,18 @@ static int next_rows(void *context, uint32_t index, const ws_events **chunk, ws_
 {
     part *p = context;
     *chunk = NULL;
-    if (!p->file && !p->draining) { /* a new location */
+    if (p->current != index) { /* a new location */
         uint32_t s = 0;
         while (s < p->n_locs && p->locs[s] != index)
             s++;
         if (s == p->n_locs)
             return ws_error_set(err, WS_ERR_INTERNAL, "location %u is not this rank's", (unsigned)index);
-        p->slot = s;
+        p->current = index;
         free(p->conv.stack);
-        p->conv = ws_unify_conv_init(p->t, p->me, &p->teams, p->conv.origin);
+        p->conv = ws_unify_conv_init(p->t, p->me, &p->teams, p->origin);
         p->conv.cap = BLOCK + 258;
         p->conv.cap_thr = BLOCK + 2;
-        p->file = fopen(p->paths[s], "rb");
-        if (!p->file) /* a thread's file that never got events */
-            p->draining = 1;
+        p->file = fopen(p->paths[s], "rb"); /* none: a thread's file that never got events */
     }
     rows_reset(&p->rows);
     int rc = WS_OK;
@@ -213,24 +184,20 @@ static int next_rows(void *context, uint32_t index, const ws_events **chunk, ws_
             if (got == 0) {
                 fclose(p->file);
                 p->file = NULL;
-                p->draining = 1;
                 continue;
             }
             rc = ws_unify_convert(&p->conv, p->raw, got, &p->rows, 0, err);
-        } else {
-            const ws_unify_conv *c = &p->conv;
-            if (!p->draining || (c->depth == 0 && c->open_team == WS_NONE32 && c->forks == 0)) {
-                p->draining = 0;
-                return WS_OK; /* the location's last block was given */
-            }
-            rc = ws_unify_convert(&p->conv, NULL, 0, &p->rows, 1, err);
-            if (rc == WS_OK && p->rows.n == 0)
-                p->draining = 0;
-            if (p->rows.n == 0)
-                return rc;
+            continue;
         }
+        /* the file is read: close what the location left open, a block at a time */
+        const ws_unify_conv *c = &p->conv;
+        if (c->depth == 0 && c->open_team == WS_NONE32 && c->forks == 0) {
+            p->current = WS_NONE32;
+            return WS_OK; /* the location's last block was given */
+        }
+        rc = ws_unify_convert(&p->conv, NULL, 0, &p->rows, 1, err);
     }
-    if (rc == WS_OK && p->rows.n) {
+    if (rc == WS_OK) {
         double last = p->rows.time[p->rows.n - 1];
         if (last > p->end)
             p->end = last;
@@ -318,6 +285,7 @@ int ws_pmpi_unify_parallel(const char *dir, const char *defs_path, const char *e
     memset(&p, 0, sizeof p);
     p.comm = comm;
     p.err = err;
+    p.current = WS_NONE32;
     p.conv = ws_unify_conv_init(NULL, NULL, NULL, 0.0);
     ws_map64_init(&p.teams);
     PMPI_Comm_rank(comm, &p.rank);
@@ -332,8 +300,9 @@ int ws_pmpi_unify_parallel(const char *dir, const char *defs_path, const char *e
     ws_unify_builder b;
     memset(&b, 0, sizeof b);
     b.err = err;
-    char *text = NULL, *anchor = ws_rank_path(dir, "traces.otf2");
-    size_t len = 0;
+    ws_buffer text;
+    ws_buffer_init(&text);
+    char *anchor = ws_rank_path(dir, "traces.otf2");
     OTF2_CollectiveContext *ctx = ws_otf2_mpi_context(comm);
 
     /* step 1 */
@@ -345,16 +314,16 @@ int ws_pmpi_unify_parallel(const char *dir, const char *defs_path, const char *e
     if (rc == WS_OK)
         rc = add_teams(&p, &sets);
     if (rc == WS_OK)
-        rc = read_file(me.defs, &text, &len, err);
-    if (rc == WS_OK && len > 0x7fffffff)
+        rc = read_file(me.defs, &text, err);
+    if (rc == WS_OK && text.size > 0x7fffffff)
         rc = ws_error_set(err, WS_ERR_ARGUMENT, "%s: definitions too large", me.defs);
-    double origin = rc == WS_OK ? first_time(&me, me.evt) : INFINITY, min_origin = INFINITY;
+    double origin = rc == WS_OK ? ws_rankfile_first_time(&me) : INFINITY, min_origin = INFINITY;
     rc = agree(&p, rc);
     /* step 2 */
     if (rc == WS_OK && PMPI_Allreduce(&origin, &min_origin, 1, MPI_DOUBLE, MPI_MIN, comm) != MPI_SUCCESS)
         rc = ws_error_set(err, WS_ERR_MPI, "exchanging the clocks failed");
     if (rc == WS_OK)
-        rc = gather_ranks(&p, text, len, ranks);
+        rc = gather_ranks(&p, (const char *)text.data, text.size, ranks);
     if (rc == WS_OK && !(b.t = p.t = ws_trace_new()))
         rc = ws_error_nomem(err, "trace");
     if (rc == WS_OK)
@@ -362,7 +331,7 @@ int ws_pmpi_unify_parallel(const char *dir, const char *defs_path, const char *e
     if (rc == WS_OK) {
         origin = isfinite(min_origin) ? floor(min_origin) : 0.0;
         p.t->clock.offset = (uint64_t)origin;
-        p.conv.origin = origin;
+        p.origin = origin;
         rc = ws_unify_clock_offsets(p.t, ranks, (uint32_t)p.size, origin, err);
     }
     if (rc == WS_OK) {
@@ -408,7 +377,7 @@ int ws_pmpi_unify_parallel(const char *dir, const char *defs_path, const char *e
         ws_rankfile_free(&ranks[r]);
     free(ranks);
     ws_rankfile_free(&me);
-    free(text);
+    ws_buffer_free(&text);
     free(anchor);
     ws_otf2_mpi_context_free(ctx);
     return rc;

@@ -556,15 +556,20 @@ static int write_local_definitions(writer *w, uint32_t i)
     return rc;
 }
 
+/* This process's code, failed if `worst` (of all processes) says another failed. */
+static int others_failed(int rc, int worst, ws_error *err)
+{
+    if (worst != WS_OK && rc == WS_OK)
+        rc = ws_error_set(err, worst, "another process failed to write its part of the archive");
+    return rc;
+}
+
 /* What every process of a part agrees on: the worst of their codes (a
  * failure anywhere fails all, so that none waits in a collective step the
  * others skip). */
 static int agree(const ws_otf2_part *part, int rc, ws_error *err)
 {
-    int worst = part->agree(part->context, rc);
-    if (worst != WS_OK && rc == WS_OK)
-        rc = ws_error_set(err, worst, "another process failed to write its part of the archive");
-    return rc;
+    return others_failed(rc, part->agree(part->context, rc), err);
 }
 
 /* A part of an archive that several processes write (ws_otf2_write_part):
@@ -585,9 +590,7 @@ static int write_part(writer *w, ws_trace *t, const ws_otf2_part *part, OTF2_Str
     if (rc == WS_OK && s != OTF2_SUCCESS)
         rc = ws_otf2w_fail(w, s, "event files");
     /* every process's event counts and clock to the root */
-    int worst = part->complete(part->context, t, counts, rc);
-    if (worst != WS_OK && rc == WS_OK)
-        rc = ws_error_set(err, worst, "another process failed to write its part of the archive");
+    rc = others_failed(rc, part->complete(part->context, t, counts, rc), err);
     s = OTF2_Archive_OpenDefFiles(w->archive);
     if (rc == WS_OK && s != OTF2_SUCCESS)
         rc = ws_otf2w_fail(w, s, "local definition files");
