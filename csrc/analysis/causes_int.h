@@ -142,6 +142,9 @@ typedef struct charge_scratch {
     size_t cap_whole;
 } charge_scratch;
 
+/* Room for n call paths and m waiting points in s (intervals.c); -1 when out of memory. */
+int ws_charge_reserve(charge_scratch *s, size_t n, size_t m);
+
 struct ws_causes {
     ws_analysis *a;
     cause_loc *locs;

@@ -211,7 +211,7 @@ uint32_t ws_profile_entries(ws_causes *c, ws_buffer *out)
 /* ---- cost accounting --------------------------------------------------- */
 
 
-static int reserve(charge_scratch *s, size_t n, size_t m)
+int ws_charge_reserve(charge_scratch *s, size_t n, size_t m)
 {
     if (n > s->cap_n) {
         size_t cap = n * 2;
@@ -335,7 +335,7 @@ static int difference(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t fr
     ws_interval_profile(c, loc, from, k);
     for (uint32_t i = 0; i < note->n_entries; i++)
         acc_add(c, entries[i].callpath, -entries[i].value);
-    if (reserve(s, c->n_touched + 1, c->locs[loc].n_sp + 1) != 0 ||
+    if (ws_charge_reserve(s, c->n_touched + 1, c->locs[loc].n_sp + 1) != 0 ||
         (c->a->options.keep_delay_records && record_vector(c, vector_offset, vector_length) != 0)) {
         ws_profile_reset(c);
         return -1;

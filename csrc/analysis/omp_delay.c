@@ -11,51 +11,6 @@
  * waiting points, which pass 4 then carries. */
 #include "causes_int.h"
 
-typedef struct idle_scratch {
-    uint32_t *cps, *points;
-    double *delta, *waits, *shortc, *longc, *prop_s, *prop_l;
-    size_t cap_n, cap_m;
-} idle_scratch;
-
-static int reserve(idle_scratch *s, size_t n, size_t m)
-{
-    if (n > s->cap_n) {
-        size_t cap = n * 2;
-        void *p;
-        if (!(p = ws_realloc(s->cps, cap * sizeof *s->cps)))
-            return -1;
-        s->cps = p;
-        if (!(p = ws_realloc(s->delta, cap * sizeof *s->delta)))
-            return -1;
-        s->delta = p;
-        if (!(p = ws_realloc(s->shortc, cap * sizeof *s->shortc)))
-            return -1;
-        s->shortc = p;
-        if (!(p = ws_realloc(s->longc, cap * sizeof *s->longc)))
-            return -1;
-        s->longc = p;
-        s->cap_n = cap;
-    }
-    if (m > s->cap_m) {
-        size_t cap = m * 2;
-        void *p;
-        if (!(p = ws_realloc(s->points, cap * sizeof *s->points)))
-            return -1;
-        s->points = p;
-        if (!(p = ws_realloc(s->waits, cap * sizeof *s->waits)))
-            return -1;
-        s->waits = p;
-        if (!(p = ws_realloc(s->prop_s, cap * sizeof *s->prop_s)))
-            return -1;
-        s->prop_s = p;
-        if (!(p = ws_realloc(s->prop_l, cap * sizeof *s->prop_l)))
-            return -1;
-        s->prop_l = p;
-        s->cap_m = cap;
-    }
-    return 0;
-}
-
 /* Waiting at MPI_Finalize of loc (its site `fin`, WS_NONE32: none) if
  * its call begins in [from, to), taken out of the accumulated profile: no
  * wait state with delay costs, but the master's waiting all the same (it
@@ -80,7 +35,7 @@ static double finalize_wait(ws_causes *c, uint32_t loc, uint32_t fin, uint64_t f
 }
 
 /* The idle interval [from, to) of master loc with `idle` worker threads. */
-static int charge(ws_causes *c, idle_scratch *s, uint32_t loc, uint32_t fin, uint64_t from, uint64_t to, double idle,
+static int charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t fin, uint64_t from, uint64_t to, double idle,
                   ws_error *err)
 {
     const ws_analysis *a = c->a;
@@ -97,7 +52,7 @@ static int charge(ws_causes *c, idle_scratch *s, uint32_t loc, uint32_t fin, uin
     size_t m = 0;
     for (uint32_t q = lo; q < hi; q++)
         m += cl->sp[q].wait > 0.0;
-    if (reserve(s, c->n_touched + 1, m + 1) != 0) {
+    if (ws_charge_reserve(s, c->n_touched + 1, m + 1) != 0) {
         ws_profile_reset(c);
         return ws_error_nomem(err, "idle threads");
     }
@@ -115,7 +70,7 @@ static int charge(ws_causes *c, idle_scratch *s, uint32_t loc, uint32_t fin, uin
     m = 0;
     for (uint32_t q = lo; q < hi; q++)
         if (cl->sp[q].wait > 0.0) {
-            s->points[m] = q;
+            s->wait_points[m] = q;
             s->waits[m++] = cl->sp[q].wait;
             sum += cl->sp[q].wait;
         }
@@ -143,7 +98,7 @@ static int charge(ws_causes *c, idle_scratch *s, uint32_t loc, uint32_t fin, uin
     for (size_t i = 0; i < n; i++)
         add(c, WS_M_DELAY_OMPIDLE, s->cps[i], loc, s->shortc[i] * ratio);
     for (size_t j = 0; j < m; j++) {
-        double *gl = point_gl(cl, s->points[j]);
+        double *gl = point_gl(cl, s->wait_points[j]);
         gl[WS_WAIT_OMPIDLE - 1] += s->prop_s[j] * ratio;
     }
     return WS_OK;
@@ -156,8 +111,7 @@ int ws_omp_idle_costs(ws_causes *c, ws_error *err)
     if (!o)
         return WS_OK;
     const ws_trace *t = a->trace;
-    idle_scratch s;
-    memset(&s, 0, sizeof s);
+    charge_scratch *s = &c->scratch; /* free between the passes that use it */
     int rc = WS_OK;
     for (uint32_t i = 0; i < a->n_local && rc == WS_OK; i++) {
         uint32_t loc = a->local[i];
@@ -176,19 +130,11 @@ int ws_omp_idle_costs(ws_causes *c, ws_error *err)
             const ws_omp_fork *fk = &ml->forks[f];
             if (fk->depth)
                 continue;
-            rc = charge(c, &s, loc, fin, from, fk->fork_ev, idle, err);
+            rc = charge(c, s, loc, fin, from, fk->fork_ev, idle, err);
             from = fk->join_ev != WS_NONE32 ? fk->join_ev : n;
         }
         if (rc == WS_OK)
-            rc = charge(c, &s, loc, fin, from, n, idle, err);
+            rc = charge(c, s, loc, fin, from, n, idle, err);
     }
-    free(s.cps);
-    free(s.points);
-    free(s.delta);
-    free(s.waits);
-    free(s.shortc);
-    free(s.longc);
-    free(s.prop_s);
-    free(s.prop_l);
     return rc;
 }
