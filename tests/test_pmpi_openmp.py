@@ -40,6 +40,12 @@ pytestmark = [
 
 # waiting threads sleep at once: 2 ranks x 2 threads share 2 cores
 OMP_ENV = {"OMP_NUM_THREADS": "2", "KMP_BLOCKTIME": "0", "OMP_WAIT_POLICY": "passive"}
+# A thread reads the clock, then enters the runtime, whose tools-interface
+# callback the trace records; with 4 threads on 2 cores the scheduler may
+# run another thread in between, and in a loaded run that gap has reached
+# 6.6 ms in 3 iterations.  The waiting itself is 60 ms per iteration (30 ms
+# for the locks), so this still tells a wrong attribution from a right one.
+MEASURED_ABS = 0.010
 
 HYBRID_C = r"""
     #include <mpi.h>
@@ -263,7 +269,7 @@ def test_implicit_barrier_waiting_is_what_the_threads_measured(hybrid_run) -> No
     ours = per_location(r, "omp_ibarrier_wait",
                         lambda p: "/imbalanced/" in p and p.endswith(tuple(["barrier @" + p.split(" @")[-1]])))
     for key, value in truth.items():
-        assert ours.get(key, 0.0) == pytest.approx(value, rel=0.03, abs=0.004), (key, ours, dict(truth))
+        assert ours.get(key, 0.0) == pytest.approx(value, rel=0.03, abs=MEASURED_ABS), (key, ours, dict(truth))
     assert truth[0, 0] > 0.15 and truth[1, 0] > 0.15  # 60 ms per iteration on each master
 
 
@@ -275,7 +281,7 @@ def test_lock_contention_is_what_the_threads_measured(hybrid_run) -> None:
             truth[rank, t] += v[got] - v[req]
         ours = per_location(r, metric)
         for key, value in truth.items():
-            assert ours.get(key, 0.0) == pytest.approx(value, rel=0.03, abs=0.004), (metric, key, ours, dict(truth))
+            assert ours.get(key, 0.0) == pytest.approx(value, rel=0.03, abs=MEASURED_ABS), (metric, key, ours, dict(truth))
         # per iteration one thread of each rank waits about the other's 30 ms
         assert sum(truth.values()) == pytest.approx(2 * 3 * 0.030, rel=0.15)
 
@@ -317,7 +323,7 @@ def test_fortran_program(mpi: str, tmp_path: Path) -> None:
     ours = per_location(r, "omp_ibarrier_wait")
     for rank in (0, 1):
         truth = sum(max(arrive[rank, it, t] for t in (0, 1)) - arrive[rank, it, 0] for it in range(3))
-        assert ours[rank, 0] == pytest.approx(truth, rel=0.03, abs=0.004)
+        assert ours[rank, 0] == pytest.approx(truth, rel=0.03, abs=MEASURED_ABS)
         assert truth > 0.15
 
 
