@@ -155,6 +155,7 @@ PMPI_SOURCES = sorted(glob.glob(os.path.join("csrc", "pmpi", "*.c"))) + [
     os.path.join("csrc", "common", "error.c"),
     os.path.join("csrc", "common", "util.c"),
     os.path.join("csrc", "trace", "trace.c"),
+    os.path.join("csrc", "trace", "event_columns.c"),
     os.path.join("csrc", "trace", "otf2_check.c"),
     os.path.join("csrc", "trace", "otf2_errors.c"),
     os.path.join("csrc", "trace", "otf2_definitions.c"),

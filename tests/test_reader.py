@@ -147,18 +147,30 @@ def test_callpath_tree(pingpong_dir):
 
 def test_zero_copy_views_keep_trace_alive(pingpong_dir):
     trace = waitscope.open(pingpong_dir)
-    time = trace.events(1).time
     kind = trace.events(1).kind
-    assert not time.flags.writeable and not time.flags.owndata
-    first = float(time[0])
+    ref = trace.events(1).ref
+    assert not kind.flags.writeable and not kind.flags.owndata
+    first = int(ref[0])
     del trace
     gc.collect()
-    assert float(time[0]) == first
+    assert int(ref[0]) == first
     assert len(kind) == 60
     # the same memory is handed out twice, not copied
     t2 = waitscope.open(pingpong_dir)
-    a, b = t2.events(0).time, t2.events(0).time
+    a, b = t2.events(0).kind, t2.events(0).kind
     assert a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+
+
+def test_times_are_the_ticks_in_seconds(pingpong_dir):
+    # the store keeps ticks (4 bytes per event and a base per block); the
+    # seconds handed out are a read-only copy, (ticks - offset) / resolution
+    trace = waitscope.open(pingpong_dir)
+    time = trace.events(1).time
+    assert time.dtype == np.float64 and not time.flags.writeable
+    clock = trace.clock
+    ticks = np.rint(time * clock["resolution"]).astype(np.int64)
+    assert np.array_equal(ticks.astype(np.float64) * (1.0 / clock["resolution"]), time)
+    assert time[0] >= 0.0 and np.all(np.diff(time) >= 0)
 
 
 def test_to_pandas(pingpong_dir):

@@ -27,7 +27,7 @@ static void catch_up(cause_loc *cl, const ws_events *e, uint64_t upto)
         return;
     if (cl->owner && cl->bottom > -INFINITY)
         for (uint64_t ev = cl->last; ev-- > upto;)
-            if (ev + 1 < e->n && e->time[ev] <= cl->bottom) {
+            if (ev + 1 < e->n && ws_ev_time(e, ev) <= cl->bottom) {
                 cl->owner = 0;
                 break;
             }
@@ -116,8 +116,8 @@ static double handover_time(const ws_causes *c, const cause_loc *cl, const ws_ev
     double t = sync_time;
     if (c->a->options.scalasca_compat)
         return t;
-    if (cl->last < e->n && e->time[cl->last] < t)
-        t = e->time[cl->last];
+    if (cl->last < e->n && ws_ev_time(e, cl->last) < t)
+        t = ws_ev_time(e, cl->last);
     if (cl->top < t)
         t = cl->top;
     return t;
@@ -674,8 +674,8 @@ static void p45_prefetch_deep(void *state, const ws_replay_env *env, uint32_t lo
     uint32_t from = ev > 8 ? ev - 8 : 0;
     WS_PREFETCH(&e->kind[from]);
     WS_PREFETCH(&e->ref[from]);
-    WS_PREFETCH(&e->time[from]);
-    WS_PREFETCH(&e->time[ev]);
+    WS_PREFETCH(ws_ev_time_addr(e, from));
+    WS_PREFETCH(ws_ev_time_addr(e, ev));
     if (c->cp && cl->moves)
         WS_PREFETCH(&cl->moves[cl->n_moves]);
 }

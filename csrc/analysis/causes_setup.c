@@ -129,7 +129,7 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
         const ws_events *e = &t->locations[loc].events;
         const ws_loc_sync *ls = &a->sync->locs[loc];
         /* (a thread that is no MPI location ends before its process's MPI location) */
-        fin[i] = e->n && t->locations[loc].rank != WS_NONE32 ? e->time[e->n - 1] : -INFINITY;
+        fin[i] = e->n && t->locations[loc].rank != WS_NONE32 ? ws_ev_time(e, e->n - 1) : -INFINITY;
         for (uint32_t s = 0; s < ls->n_sites; s++)
             if (ls->sites[s].cls == WS_SITE_FINALIZE) {
                 fin[i] = ws_site_enter(e, &ls->sites[s]);
@@ -230,7 +230,7 @@ double ws_causes_path_first(const ws_causes *c)
          * earlier where the path arrived before it (clocks violating the
          * clock condition) */
         if (c->locs[loc].at_start && e->n) {
-            first = isinf(c->locs[loc].floor) ? e->time[0] : c->locs[loc].floor;
+            first = isinf(c->locs[loc].floor) ? ws_ev_time(e, 0) : c->locs[loc].floor;
             if (c->locs[loc].top < first)
                 first = c->locs[loc].top;
         }

@@ -227,8 +227,8 @@ static int close_path_start(ws_analysis *a, double path_first, ws_error *err)
     double v[2] = {-INFINITY, path_first};
     for (uint32_t i = 0; i < a->n_local; i++) {
         const ws_events *e = &t->locations[a->local[i]].events;
-        if (e->n && -e->time[0] > v[0])
-            v[0] = -e->time[0];
+        if (e->n && -ws_ev_time(e, 0) > v[0])
+            v[0] = -ws_ev_time(e, 0);
     }
     int rc = a->transport->ops->allreduce_f64(a->transport, v, 2, WS_MAX, err);
     if (rc)

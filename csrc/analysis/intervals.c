@@ -117,7 +117,6 @@ void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k)
     {
         const uint8_t *kind = e->kind;
         const uint32_t *ref = e->ref, *parent = t->callpaths.parent;
-        const double *time = e->time;
         uint8_t *in_acc = c->in_acc;
         uint32_t *touched = c->touched, n_touched = c->n_touched;
         double *acc = c->acc;
@@ -132,7 +131,7 @@ void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k)
                 in_acc[cp] = 1;
                 touched[n_touched++] = cp;
             }
-            acc[cp] += time[i + 1] - time[i];
+            acc[cp] += ws_ev_time(e, i + 1) - ws_ev_time(e, i);
         }
         c->n_touched = n_touched;
     }
@@ -180,7 +179,7 @@ void ws_events_profile(ws_causes *c, uint32_t loc, uint64_t from, uint64_t to)
             cp = e->ref[i];
         else if (e->kind[i] == WS_EV_LEAVE)
             cp = t->callpaths.parent[e->ref[i]];
-        acc_add(c, cp, e->time[i + 1] - e->time[i]);
+        acc_add(c, cp, ws_ev_time(e, i + 1) - ws_ev_time(e, i));
     }
     uint32_t lo, hi;
     ws_points_between(c, loc, from, to, &lo, &hi);

@@ -84,8 +84,8 @@ static int find_forks(const ws_trace *t, uint32_t loc, ws_omp_loc *ol, ws_error 
             f->join_ev = WS_NONE32;
             f->team = WS_NONE32;
             f->depth = (uint32_t)n_open;
-            f->fork = e->time[i];
-            f->join = e->time[i];
+            f->fork = ws_ev_time(e, i);
+            f->join = ws_ev_time(e, i);
             f->earliest_enter = INFINITY;
             open[n_open++] = ol->n_forks++;
         } else if (kind == WS_EV_THREAD_TEAM_BEGIN) {
@@ -102,7 +102,7 @@ static int find_forks(const ws_trace *t, uint32_t loc, ws_omp_loc *ol, ws_error 
             }
             ws_omp_fork *f = &ol->forks[open[--n_open]];
             f->join_ev = i;
-            f->join = e->time[i];
+            f->join = ws_ev_time(e, i);
         }
     }
     free(open);
@@ -135,14 +135,14 @@ static int find_visits(const ws_trace *t, ws_omp *o, const unsigned char *local,
         if (kind == WS_EV_ENTER) {
             if (v && v->enter_ev == WS_NONE32 && depth == base) {
                 v->enter_ev = (uint32_t)i;
-                v->enter = e->time[i];
+                v->enter = ws_ev_time(e, i);
             }
             depth++;
         } else if (kind == WS_EV_LEAVE) {
             depth--;
             if (v && v->enter_ev != WS_NONE32 && v->leave_ev == WS_NONE32 && depth == base) {
                 v->leave_ev = (uint32_t)i;
-                v->leave = e->time[i];
+                v->leave = ws_ev_time(e, i);
             }
         } else if (kind == WS_EV_THREAD_TEAM_BEGIN) {
             uint32_t c = e->thr_comm[e->ref[i]];
@@ -207,7 +207,8 @@ static int view_times(const ws_trace *t, ws_omp *o, uint32_t loc, ws_error *err)
     double *tm = ws_malloc_array(e->n ? e->n : 1, sizeof *tm);
     if (!tm)
         return ws_error_nomem(err, "OpenMP view");
-    memcpy(tm, e->time, e->n * sizeof *tm);
+    for (uint64_t i = 0; i < e->n; i++)
+        tm[i] = ws_ev_time(e, i);
     for (uint32_t k = 0; k < ol->n_visits; k++) {
         const ws_omp_visit *v = &ol->visits[k];
         if (v->enter_ev == WS_NONE32)
@@ -215,13 +216,13 @@ static int view_times(const ws_trace *t, ws_omp *o, uint32_t loc, ws_error *err)
         const ws_omp_fork *f = &o->locs[v->master].forks[v->fork];
         int master = v->master == loc;
         uint32_t from = master ? f->fork_ev + 1 : v->begin_ev;
-        if (f->fork <= e->time[from])
+        if (f->fork <= ws_ev_time(e, from))
             for (uint32_t i = from; i <= v->enter_ev; i++)
                 tm[i] = f->fork;
         if (v->leave_ev == WS_NONE32 || f->join_ev == WS_NONE32)
             continue;
         uint32_t to = master ? f->join_ev - 1 : (v->end_ev != WS_NONE32 ? v->end_ev : v->leave_ev);
-        if (f->join >= e->time[to])
+        if (f->join >= ws_ev_time(e, to))
             for (uint32_t i = v->leave_ev; i <= to; i++)
                 tm[i] = f->join;
     }

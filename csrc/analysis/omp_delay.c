@@ -75,7 +75,7 @@ static int charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t fin, u
             sum += cl->sp[q].wait;
         }
     /* in an analysis window: only the part of the interval inside it */
-    double t0 = e->time[from], t1 = e->time[to < e->n ? to : e->n - 1];
+    double t0 = ws_ev_time(e, from), t1 = ws_ev_time(e, to < e->n ? to : e->n - 1);
     double ratio = ws_window_part(&a->options, t0, t1, 1.0);
     if (t1 <= t0)
         ratio = ws_window_has(&a->options, t0) ? 1.0 : 0.0;

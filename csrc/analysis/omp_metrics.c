@@ -29,12 +29,12 @@ static void management(ws_analysis *a, uint32_t loc)
         if (v->enter_ev == WS_NONE32)
             continue;
         uint32_t cp = rec->ref[v->enter_ev];
-        double fork = ws_window_part(o, view->time[v->enter_ev], rec->time[v->enter_ev],
-                                     rec->time[v->enter_ev] - view->time[v->enter_ev]);
+        double fork = ws_window_part(o, ws_ev_time(view, v->enter_ev), ws_ev_time(rec, v->enter_ev),
+                                     ws_ev_time(rec, v->enter_ev) - ws_ev_time(view, v->enter_ev));
         double join = 0.0;
         if (v->leave_ev != WS_NONE32)
-            join = ws_window_part(o, rec->time[v->leave_ev], view->time[v->leave_ev],
-                                  view->time[v->leave_ev] - rec->time[v->leave_ev]);
+            join = ws_window_part(o, ws_ev_time(rec, v->leave_ev), ws_ev_time(view, v->leave_ev),
+                                  ws_ev_time(view, v->leave_ev) - ws_ev_time(rec, v->leave_ev));
         if (fork > 0.0) {
             add_up(a, WS_M_OMP_FORK, WS_M_EXECUTION, cp, loc, fork);
             add(a, WS_M_COMP, cp, loc, -fork);
@@ -78,7 +78,7 @@ static int tails(ws_analysis *a, uint32_t loc, ws_error *err)
                 else if (e->kind[i] == WS_EV_LEAVE)
                     cp = t->callpaths.parent[e->ref[i]];
             }
-            double d = e->time[i + 1] - e->time[i];
+            double d = ws_ev_time(e, i + 1) - ws_ev_time(e, i);
             if (!(d > 0.0))
                 continue;
             uint32_t j = 0;
@@ -93,7 +93,7 @@ static int tails(ws_analysis *a, uint32_t loc, ws_error *err)
                 ol->tail_time[j] = 0.0;
                 ol->n_tail++;
             }
-            ol->tail_time[j] += ws_window_part(&a->options, e->time[i], e->time[i + 1], d);
+            ol->tail_time[j] += ws_window_part(&a->options, ws_ev_time(e, i), ws_ev_time(e, i + 1), d);
         }
     }
     return WS_OK;
@@ -114,7 +114,7 @@ static void profile(const ws_analysis *a, uint32_t m, uint64_t from_ev, uint64_t
             cur = t->callpaths.parent[e->ref[i]];
         if (cur == WS_NONE32)
             continue;
-        double v = ws_window_part(&a->options, e->time[i], e->time[i + 1], e->time[i + 1] - e->time[i]);
+        double v = ws_window_part(&a->options, ws_ev_time(e, i), ws_ev_time(e, i + 1), ws_ev_time(e, i + 1) - ws_ev_time(e, i));
         if (v == 0.0)
             continue;
         if (!in[cur]) {
@@ -245,7 +245,7 @@ static int lock_contention(ws_analysis *a, uint32_t g, ws_error *err)
                 rc = ws_error_nomem(err, "lock contention");
                 break;
             }
-            rel[n_rel++] = (release){e->time[i], l};
+            rel[n_rel++] = (release){ws_ev_time(e, i), l};
         }
     }
     for (uint32_t l = o->group_first[g]; l != WS_NONE32 && rc == WS_OK && n_rel; l = o->next_in_group[l]) {
@@ -272,13 +272,13 @@ static int lock_contention(ws_analysis *a, uint32_t g, ws_error *err)
                 if (!ws_map64_get(&index, key, &at))
                     continue;
                 uint32_t enter = stack[depth - 1];
-                double wait = rel[at].time - e->time[enter];
+                double wait = rel[at].time - ws_ev_time(e, enter);
                 if (!(wait > 0.0))
                     continue;
                 uint32_t cp = e->ref[enter];
                 const ws_region *r = &t->regions[t->callpaths.region[cp]];
                 int critical = r->role == OTF2_REGION_ROLE_CRITICAL || r->role == OTF2_REGION_ROLE_ATOMIC;
-                wait_instance wi = {e->time[enter], rel[at].time, (uint32_t)i, rel[at].loc, WS_WO_NONE};
+                wait_instance wi = {ws_ev_time(e, enter), rel[at].time, (uint32_t)i, rel[at].loc, WS_WO_NONE};
                 rc = ws_add_wait(a, critical ? WS_WP_OMP_CRITICAL : WS_WP_OMP_LOCK_API, cp, l, wait, &wi, err);
             }
         }

@@ -63,8 +63,8 @@ static int cutter_next(ws_causes *c, cutter *k)
         uint32_t cp = k->cp;
         double lo = 0.0, hi = 0.0;
         if (cl->owner && (uint64_t)ev + 1 < e->n) {
-            lo = e->time[ev];
-            hi = e->time[ev + 1];
+            lo = ws_ev_time(e, ev);
+            hi = ws_ev_time(e, ev + 1);
             if (lo < cl->bottom)
                 lo = cl->bottom;
             if (lo < cl->floor)
@@ -79,7 +79,7 @@ static int cutter_next(ws_causes *c, cutter *k)
                     hi = o->window_end;
             }
             cut = hi > lo;
-            if (e->time[ev] <= cl->bottom)
+            if (ws_ev_time(e, ev) <= cl->bottom)
                 cl->owner = 0;
         }
         if (cl->owner && ev == 0)

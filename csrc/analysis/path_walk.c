@@ -34,15 +34,15 @@ walk_item *ws_walk_item(ws_causes *c, uint32_t loc, uint32_t ev)
     uint64_t stop = cl->walk_hi < e->n ? cl->walk_hi : (e->n ? e->n - 1 : 0);
     double least = INFINITY;
     for (uint64_t i = (uint64_t)ev + 1; i < stop; i++)
-        if (e->time[i] < least)
-            least = e->time[i];
+        if (ws_ev_time(e, i) < least)
+            least = ws_ev_time(e, i);
     if ((uint64_t)ev + 1 < cl->walk_hi)
         cl->walk_hi = (uint64_t)ev + 1;
     walk_item *it = &c->walk_items[c->n_walk++];
     memset(it, 0, sizeof *it);
     it->above = least;
     /* handover_time's bound by the replay's position: the next event */
-    it->hand = (uint64_t)ev + 1 < e->n ? e->time[ev + 1] : INFINITY;
+    it->hand = (uint64_t)ev + 1 < e->n ? ws_ev_time(e, ev + 1) : INFINITY;
     it->ev = ev;
     it->loc = loc;
     it->target = WS_NONE32;

@@ -43,7 +43,7 @@ static double new_of(const sim *s, uint32_t loc, double x)
     if (st->mpi_depth)
         return st->En + (x - st->E);
     if (st->last >= 0)
-        return st->time[st->last] + (x - s->t->locations[loc].events.time[st->last]);
+        return st->time[st->last] + (x - ws_ev_time(&s->t->locations[loc].events, st->last));
     return x;
 }
 
@@ -109,10 +109,10 @@ static int sim_event(void *state, const ws_replay_env *env, uint32_t loc, uint64
     sim_loc *st = &s->locs[loc];
     const ws_trace *t = env->trace;
     const ws_events *e = &t->locations[loc].events;
-    double x = e->time[ev];
+    double x = ws_ev_time(e, ev);
     double tn = x;
     if (ev > 0) {
-        double g = x - e->time[ev - 1];
+        double g = x - ws_ev_time(e, ev - 1);
         tn = st->time[ev - 1] + (st->mpi_depth ? g : g * st->fac[st->depth - 1]);
     }
     uint8_t kind = e->kind[ev];
@@ -126,7 +126,7 @@ static int sim_event(void *state, const ws_replay_env *env, uint32_t loc, uint64
             b--;
         double floor = b > 0 ? st->time[b - 1] : -INFINITY;
         for (uint64_t k = b; k < ev; k++) {
-            double v = st->new_fork + (e->time[k] - st->fork);
+            double v = st->new_fork + (ws_ev_time(e, k) - st->fork);
             st->time[k] = v > floor ? v : floor;
             floor = st->time[k];
         }
@@ -169,7 +169,7 @@ static int sim_event(void *state, const ws_replay_env *env, uint32_t loc, uint64
                 /* the events inside keep their relative position */
                 double span = L - st->E, ratio = span > 0.0 ? (Ln - st->En) / span : 0.0;
                 for (uint64_t k = st->call_enter + 1; k < ev; k++) {
-                    double v = st->En + (e->time[k] - st->E) * ratio;
+                    double v = st->En + (ws_ev_time(e, k) - st->E) * ratio;
                     st->time[k] = v < Ln ? v : Ln; /* never after the Leave (rounding) */
                 }
                 tn = Ln;
@@ -196,7 +196,7 @@ static int sim_produce(void *state, const ws_replay_env *env, uint32_t loc, uint
     int rc;
     if (channel == 0) { /* the sender: when the send started */
         double enter = ws_msg_enter(e, &ls->msgs[row]);
-        send_time p = {enter, new_of(s, loc, enter), (double)e->msg_bytes[row]};
+        send_time p = {enter, new_of(s, loc, enter), (double)ws_msg_bytes(e, row)};
         rc = ws_buffer_append(out, &p, sizeof p);
     } else { /* the receiver: when the receive was posted */
         double post = ws_msg_post(e, &ls->msgs[row]);
@@ -229,7 +229,7 @@ static int sim_consume(void *state, const ws_replay_env *env, uint32_t loc, uint
         memcpy(&p, data, sizeof p);
         /* a synchronous send completes no earlier than the receive was posted */
         constrain(st, p.post, p.new_post, ws_msg_done(e, &ls->msgs[row]),
-                  transfer(s, (double)e->msg_bytes[row]));
+                  transfer(s, (double)ws_msg_bytes(e, row)));
     }
     return WS_OK;
 }
@@ -248,7 +248,7 @@ static int sim_coll_produce(void *state, const ws_replay_env *env, uint32_t loc,
         while (f > 0 && e->kind[f] != WS_EV_THREAD_FORK)
             f--;
         if (e->kind[f] == WS_EV_THREAD_FORK) {
-            p.enter = e->time[f];
+            p.enter = ws_ev_time(e, f);
             p.new_enter = s->locs[loc].time[f];
         }
     }
@@ -523,8 +523,8 @@ int ws_simulate(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_tra
         for (uint32_t i = 0; i < n; i++) {
             const ws_events *e = &t->locations[locations[i]].events;
             for (uint64_t k = 0; k < e->n; k++) {
-                if (e->time[k] > ends[0])
-                    ends[0] = e->time[k];
+                if (ws_ev_time(e, k) > ends[0])
+                    ends[0] = ws_ev_time(e, k);
                 if (s.locs[locations[i]].time[k] > ends[1])
                     ends[1] = s.locs[locations[i]].time[k];
             }

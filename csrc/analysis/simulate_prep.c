@@ -25,7 +25,7 @@ static int visit_work(sim *s, uint32_t loc, const int32_t *bal_id, uint32_t *cou
     uint32_t mpi_depth = 0;
     for (uint64_t i = 0; i < e->n; i++) {
         if (i > 0 && mpi_depth == 0 && n_open)
-            work[open[n_open - 1]] += e->time[i] - e->time[i - 1];
+            work[open[n_open - 1]] += ws_ev_time(e, i) - ws_ev_time(e, i - 1);
         uint8_t kind = e->kind[i];
         if (kind != WS_EV_ENTER && kind != WS_EV_LEAVE)
             continue;
@@ -173,7 +173,7 @@ static int s1_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
     memset(&f, 0, sizeof f);
     f.done_enter = ws_msg_done_enter(e, m);
     f.done_leave = ws_msg_done(e, m);
-    f.bytes = e->msg_bytes[row];
+    f.bytes = ws_msg_bytes(e, row);
     f.may_block = (m->flags & WS_MSG_MAY_BLOCK) != 0;
     uint32_t cp = ws_msg_callpath(e, m);
     f.ssend = cp < env->trace->callpaths.n && s->cp_ssend[cp];

@@ -299,7 +299,7 @@ static void time_profile(const ws_trace *t, const ws_analysis_options *o, uint32
     uint64_t depth = 0;
     double last = 0.0;
     for (uint64_t i = 0; i < e->n; i++) {
-        double now = e->time[i];
+        double now = ws_ev_time(e, i);
         if (cur != WS_NONE32)
             d->time[cur] += ws_window_part(o, last, now, now - last);
         last = now;

@@ -47,7 +47,7 @@ static double site_begin(const ws_events *e, const ws_site *st)
 {
     for (uint64_t i = (uint64_t)st->enter_event + 1; i < st->event && i < e->n; i++)
         if (e->kind[i] == WS_EV_COLL_BEGIN)
-            return e->time[i];
+            return ws_ev_time(e, i);
     return ws_site_enter(e, st);
 }
 
@@ -60,11 +60,11 @@ static double barrier_tasks(const ws_trace *t, const ws_events *e, const ws_site
     for (uint64_t i = (uint64_t)st->enter_event + 1; i < st->leave_event && i < e->n; i++) {
         if (e->kind[i] == WS_EV_ENTER) {
             if (depth++ == 0 && t->regions[t->callpaths.region[e->ref[i]]].role == OTF2_REGION_ROLE_TASK)
-                since = e->time[i];
+                since = ws_ev_time(e, i);
             else if (depth == 1)
                 since = NAN;
         } else if (e->kind[i] == WS_EV_LEAVE && depth > 0 && --depth == 0 && !isnan(since)) {
-            sum += e->time[i] - since;
+            sum += ws_ev_time(e, i) - since;
         }
     }
     return sum;
@@ -85,13 +85,13 @@ static int p1_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
     uint32_t ev = st->event;
     if (e->kind[ev] == WS_EV_COLL_END) {
         c.begin = site_begin(e, st);
-        c.end = e->time[ev];
+        c.end = ws_ev_time(e, ev);
         c.sent = e->coll_sent[e->ref[ev]];
         c.received = e->coll_received[e->ref[ev]];
     } else if (st->cls == WS_SITE_OMP_FORK) {
         /* the recorded Enter of the parallel region, and the fork's time (omp.h) */
-        c.begin = a->store->locations[loc].events.time[ev];
-        c.end = e->time[ev];
+        c.begin = ws_ev_time(&a->store->locations[loc].events, ev);
+        c.end = ws_ev_time(e, ev);
     } else { /* MPI_Init, MPI_Finalize, OpenMP barriers */
         c.begin = ws_site_enter(e, st);
         c.end = ws_site_leave(e, st);
@@ -470,7 +470,7 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
     }
     /* counted on every collective record, single-member communicators
      * included (as Scalasca does; only the waiting skips them) */
-    if (own.op != 0xff && !ws_site_is_omp(cls) && ws_window_has(&a->options, env->trace->locations[loc].events.time[ev])) {
+    if (own.op != 0xff && !ws_site_is_omp(cls) && ws_window_has(&a->options, ws_ev_time(&env->trace->locations[loc].events, ev))) {
         if (own.sent == 0 && own.received == 0)
             add(a, WS_M_SYNCS_COLL, cp, loc, 1.0);
         else if (own.sent && own.received)

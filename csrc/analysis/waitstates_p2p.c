@@ -72,7 +72,7 @@ static void flush_multi(ws_analysis *a, uint32_t loc)
 static int message_in_window(const ws_analysis *a, const ws_replay_env *env, uint32_t loc, uint32_t row)
 {
     const ws_events *e = &env->trace->locations[loc].events;
-    return ws_window_has(&a->options, e->time[e->msg_event[row]]);
+    return ws_window_has(&a->options, ws_ev_time(e, e->msg_event[row]));
 }
 
 /* The part of a Late Sender's waiting inside the analysis window: from
@@ -94,7 +94,7 @@ static int p1_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
     p.enter = ws_msg_enter(e, m);
     p.done_enter = ws_msg_done_enter(e, m);
     p.done_leave = ws_msg_done(e, m);
-    p.bytes = e->msg_bytes[row];
+    p.bytes = ws_msg_bytes(e, row);
     p.flags = m->flags;
     if (ws_buffer_append(out, &p, sizeof p) != 0)
         return ws_error_nomem(err, "payload");
@@ -375,7 +375,7 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
             wait_instance w = {ws_msg_done_enter(e, m), md[k].partner_time, m->ch1_event, m->partner, WS_WO_NONE};
             rc = ws_add_wait(a, WS_WP_LATERECEIVER, cp, loc, md[k].lr, &w, err);
             if (ws_window_has(&a->options, w.start))
-                add(a, e->msg_bytes[k] == 0 ? WS_M_MPI_SLR_COUNT : WS_M_MPI_CLR_COUNT, cp, loc, 1.0);
+                add(a, ws_msg_bytes(e, k) == 0 ? WS_M_MPI_SLR_COUNT : WS_M_MPI_CLR_COUNT, cp, loc, 1.0);
         } else if (md[k].ls > 0.0) {
             /* from the enter of the receiving call to min(send's enter, leave) (as pass 1) */
             uint32_t cp = ws_msg_callpath(e, m);

@@ -66,14 +66,18 @@ static PyObject *py_correct_clocks(PyObject *module, PyObject *args, PyObject *k
                 free_times(times, t->n_locations);
                 return NULL;
             }
-            if (n)
-                memcpy(PyArray_DATA((PyArrayObject *)a), t->locations[i].events.time, (size_t)n * sizeof(double));
+            double *out = PyArray_DATA((PyArrayObject *)a);
+            for (npy_intp k = 0; k < n; k++)
+                out[k] = ws_ev_time(&t->locations[i].events, (uint64_t)k);
             PyList_SET_ITEM(original, i, a);
         }
     }
+    /* the corrected times are no whole ticks: the store takes them as seconds */
     for (uint32_t i = 0; i < t->n_locations; i++)
-        if (t->locations[i].events.n)
-            memcpy(t->locations[i].events.time, times[i], t->locations[i].events.n * sizeof(double));
+        if (t->locations[i].events.n && times[i]) {
+            ws_events_adopt_seconds(&t->locations[i].events, times[i]);
+            times[i] = NULL;
+        }
     free_times(times, t->n_locations);
     PyObject *out = Py_BuildValue("{s:K,s:K,s:d}", "n_jumps", (unsigned long long)stats.n_jumps, "n_moved",
                                   (unsigned long long)stats.n_moved, "max_shift", stats.max_shift);
@@ -120,6 +124,9 @@ static PyObject *py_set_times(PyObject *module, PyObject *args)
                 return PyErr_Format(PyExc_ValueError, "set_times: the times of location %u are not finite and "
                                     "non-decreasing (event %zd)", (unsigned)i, (Py_ssize_t)k);
     }
+    for (uint32_t i = 0; i < t->n_locations; i++)
+        if (ws_events_widen(&t->locations[i].events) != 0)
+            return PyErr_NoMemory();
     for (uint32_t i = 0; i < t->n_locations; i++)
         if (t->locations[i].events.n)
             memcpy(t->locations[i].events.time, PyArray_DATA((PyArrayObject *)PyList_GET_ITEM(list, i)),

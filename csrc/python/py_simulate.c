@@ -86,9 +86,11 @@ PyObject *ws_py_simulate_run(PyObject *trace_obj, PyObject *scale_obj, PyObject 
     }
     if (rc == WS_OK)
         for (uint32_t i = 0; i < n; i++)
-            if (copy->locations[locs[i]].events.n)
-                memcpy(copy->locations[locs[i]].events.time, times[locs[i]],
-                       copy->locations[locs[i]].events.n * sizeof(double));
+            if (copy->locations[locs[i]].events.n && times[locs[i]]) {
+                /* simulated times are no whole ticks: the copy takes them as seconds */
+                ws_events_adopt_seconds(&copy->locations[locs[i]].events, times[locs[i]]);
+                times[locs[i]] = NULL;
+            }
     for (uint32_t i = 0; i < n; i++)
         free(times[locs[i]]);
     free(times);

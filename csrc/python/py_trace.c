@@ -198,9 +198,11 @@ static PyObject *trace_load(ws_py_trace *self, PyObject *args, PyObject *kwargs)
 
 static PyObject *trace_write(ws_py_trace *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"path", "progress", NULL};
+    static char *kwlist[] = {"path", "progress", "repeat", NULL};
     PyObject *path_obj, *callback = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|O", kwlist, PyUnicode_FSConverter, &path_obj, &callback))
+    unsigned int repeat = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|OI", kwlist, PyUnicode_FSConverter, &path_obj, &callback,
+                                     &repeat))
         return NULL;
     ws_py_progress progress;
     ws_py_progress_init(&progress, callback);
@@ -213,7 +215,8 @@ static PyObject *trace_write(ws_py_trace *self, PyObject *args, PyObject *kwargs
         return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
-    rc = ws_otf2_write(self->trace, path, &progress.progress, &err);
+    rc = repeat == 1 ? ws_otf2_write(self->trace, path, &progress.progress, &err)
+                     : ws_otf2_write_repeated(self->trace, path, repeat, &progress.progress, &err);
     Py_END_ALLOW_THREADS
     ws_py_trace_end(self, 0);
     Py_DECREF(path_obj);
@@ -554,6 +557,44 @@ static ws_location *loaded_location(ws_py_trace *self, PyObject *args)
     return &t->locations[loc];
 }
 
+/* A computed column, read-only as the views are. */
+static PyObject *new_column(npy_intp n, int typenum)
+{
+    PyObject *a = PyArray_SimpleNew(1, &n, typenum);
+    if (a)
+        PyArray_CLEARFLAGS((PyArrayObject *)a, NPY_ARRAY_WRITEABLE);
+    return a;
+}
+
+/* A uint64 column: a view of `wide`, or when the store holds it in 32
+ * bits (`narrow`, trace.h) an owned copy widened. */
+static PyObject *wide_column(PyObject *owner, uint64_t *wide, const uint32_t *narrow, npy_intp n)
+{
+    if (wide || !narrow)
+        return ws_py_view(owner, wide, n, NPY_UINT64);
+    PyObject *a = new_column(n, NPY_UINT64);
+    if (a) {
+        uint64_t *out = PyArray_DATA((PyArrayObject *)a);
+        for (npy_intp i = 0; i < n; i++)
+            out[i] = narrow[i];
+    }
+    return a;
+}
+
+/* The same for a uint32 column held in 16 bits. */
+static PyObject *wide_column32(PyObject *owner, uint32_t *wide, const uint16_t *narrow, npy_intp n)
+{
+    if (wide || !narrow)
+        return ws_py_view(owner, wide, n, NPY_UINT32);
+    PyObject *a = new_column(n, NPY_UINT32);
+    if (a) {
+        uint32_t *out = PyArray_DATA((PyArrayObject *)a);
+        for (npy_intp i = 0; i < n; i++)
+            out[i] = narrow[i];
+    }
+    return a;
+}
+
 static PyObject *trace_events(ws_py_trace *self, PyObject *args)
 {
     if (ws_py_trace_check(self, 0, "events") != 0)
@@ -568,16 +609,23 @@ static PyObject *trace_events(ws_py_trace *self, PyObject *args)
         return NULL;
     npy_intp n = (npy_intp)e->n, m = (npy_intp)e->n_messages, r = (npy_intp)e->n_requests,
              c = (npy_intp)e->n_collectives, h = (npy_intp)e->n_threads;
-    if (set_item(d, "time", ws_py_view(o, e->time, n, NPY_FLOAT64)) ||
+    /* compact times (trace.h) are converted: an owned array */
+    PyObject *time = e->time ? ws_py_view(o, e->time, n, NPY_FLOAT64) : new_column(n, NPY_FLOAT64);
+    if (time && !e->time) {
+        double *out = PyArray_DATA((PyArrayObject *)time);
+        for (npy_intp i = 0; i < n; i++)
+            out[i] = ws_ev_time(e, (uint64_t)i);
+    }
+    if (set_item(d, "time", time) ||
         set_item(d, "kind", ws_py_view(o, e->kind, n, NPY_UINT8)) ||
         set_item(d, "ref", ws_py_view(o, e->ref, n, NPY_UINT32)) ||
         set_item(d, "msg_event", ws_py_view(o, e->msg_event, m, NPY_UINT32)) ||
-        set_item(d, "msg_peer", ws_py_view(o, e->msg_peer, m, NPY_UINT32)) ||
-        set_item(d, "msg_comm", ws_py_view(o, e->msg_comm, m, NPY_UINT32)) ||
-        set_item(d, "msg_tag", ws_py_view(o, e->msg_tag, m, NPY_UINT32)) ||
-        set_item(d, "msg_bytes", ws_py_view(o, e->msg_bytes, m, NPY_UINT64)) ||
+        set_item(d, "msg_peer", wide_column32(o, e->msg_peer, e->msg_peer16, m)) ||
+        set_item(d, "msg_comm", wide_column32(o, e->msg_comm, e->msg_comm16, m)) ||
+        set_item(d, "msg_tag", wide_column32(o, e->msg_tag, e->msg_tag16, m)) ||
+        set_item(d, "msg_bytes", wide_column(o, e->msg_bytes, e->msg_bytes32, m)) ||
         set_item(d, "req_event", ws_py_view(o, e->req_event, r, NPY_UINT32)) ||
-        set_item(d, "req_id", ws_py_view(o, e->req_id, r, NPY_UINT64)) ||
+        set_item(d, "req_id", wide_column(o, e->req_id, e->req_id32, r)) ||
         set_item(d, "coll_event", ws_py_view(o, e->coll_event, c, NPY_UINT32)) ||
         set_item(d, "coll_comm", ws_py_view(o, e->coll_comm, c, NPY_UINT32)) ||
         set_item(d, "coll_root", ws_py_view(o, e->coll_root, c, NPY_UINT32)) ||
@@ -650,11 +698,7 @@ static PyObject *trace_memory(ws_py_trace *self, PyObject *unused)
     const ws_trace *t = self->trace;
     for (uint32_t i = 0; i < t->n_locations; i++) {
         const ws_events *e = &t->locations[i].events;
-        bytes += e->n * (sizeof(double) + 1 + sizeof(uint32_t));
-        bytes += e->n_messages * (4 * sizeof(uint32_t) + sizeof(uint64_t));
-        bytes += e->n_requests * (sizeof(uint32_t) + sizeof(uint64_t));
-        bytes += e->n_collectives * (3 * sizeof(uint32_t) + 1 + 2 * sizeof(uint64_t));
-        bytes += e->n_threads * (2 * sizeof(uint32_t) + 1 + 2 * sizeof(uint64_t));
+        bytes += ws_events_bytes(e);
     }
     return PyLong_FromUnsignedLongLong(bytes);
 }
@@ -664,7 +708,8 @@ static PyMethodDef trace_methods[] = {
      "load(locations=None, progress=None, threads=1): read the events of the given locations (all by default) "
      "on up to `threads` threads."},
     {"write", (PyCFunction)(void (*)(void))trace_write, METH_VARARGS | METH_KEYWORDS,
-     "write(path, progress=None): write the loaded trace as an OTF2 archive."},
+     "write(path, progress=None, repeat=1): write the loaded trace as an OTF2 archive; with repeat=K the events "
+     "between MPI_Init and MPI_Finalize K times one after the other (benchmarks of large traces)."},
     {"definitions", (PyCFunction)trace_definitions, METH_NOARGS, "The global definitions as a dict."},
     {"callpaths", (PyCFunction)trace_callpaths, METH_NOARGS, "(parent, region) arrays of the call-path tree."},
     {"events", (PyCFunction)trace_events, METH_VARARGS, "events(location): zero-copy columns of one location."},

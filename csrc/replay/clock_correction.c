@@ -152,8 +152,8 @@ static int build(clc *c, ws_error *err)
         st->lc = ws_malloc_array(e->n ? e->n : 1, sizeof *st->lc);
         if (!st->pair || !st->lc || pair_calls(e, st->pair) != 0)
             return ws_error_nomem(err, "clock correction");
-        if (e->n)
-            memcpy(st->lc, e->time, e->n * sizeof *st->lc);
+        for (uint64_t i = 0; i < e->n; i++)
+            st->lc[i] = ws_ev_time(e, i);
     }
     /* messages: the receive's Leave needs the send's Enter */
     for (uint32_t b = 0; b < t->n_locations; b++) {
@@ -351,13 +351,13 @@ static int forward_location(clc *c, uint32_t loc, int *moved, ws_error *err)
                 need = n;
         }
         /* the shift carried from the previous event, decaying */
-        double time = e->time[i];
+        double time = ws_ev_time(e, i);
         double carried = 0.0, prev = -INFINITY;
         if (i > 0) {
             prev = st->lc[i - 1];
-            carried = prev - e->time[i - 1];
+            carried = prev - ws_ev_time(e, i - 1);
             if (carried > 0.0) {
-                carried -= decay * (time - e->time[i - 1]);
+                carried -= decay * (time - ws_ev_time(e, i - 1));
                 if (carried < 0.0)
                     carried = 0.0;
             } else {
@@ -458,7 +458,7 @@ static void backward_location(clc *c, uint32_t loc)
         uint32_t b = st->jump_event[j];
         double delta = st->jump_delta[j];
         double window = delta / decay;
-        double from = e->time[b] - window;
+        double from = ws_ev_time(e, b) - window;
         double bound = st->lc[b];
         /* the source links before b */
         size_t lo = 0, hi = st->srcs.n;
@@ -471,7 +471,7 @@ static void backward_location(clc *c, uint32_t loc)
         }
         size_t pos = lo;
         for (uint32_t k = b; k-- > 0;) {
-            double time = e->time[k];
+            double time = ws_ev_time(e, k);
             if (!(time > from))
                 break;
             double v = st->lc[k] + delta * ((time - from) / window);
@@ -581,7 +581,7 @@ int ws_clock_correct_clc(const ws_trace *t, const ws_clc_options *o, double **ti
             loc_state *st = &c.locs[loc];
             stats->n_jumps += st->n_jumps;
             for (uint64_t i = 0; i < e->n; i++) {
-                double shift = st->lc[i] - e->time[i];
+                double shift = st->lc[i] - ws_ev_time(e, i);
                 if (shift != 0.0)
                     stats->n_moved++;
                 if (shift > stats->max_shift)

@@ -451,7 +451,7 @@ static int report_deadlock(scheduler *s, ws_error *err)
         ws_error_set(err, WS_ERR_MATCH,
                      "the %s replay cannot continue: location %u waits at event %llu (t=%.9f s) for %s that "
                      "never arrives; the trace's communication is inconsistent",
-                     env->backward ? "backward" : "forward", (unsigned)loc, (unsigned long long)ev, e->time[ev],
+                     env->backward ? "backward" : "forward", (unsigned)loc, (unsigned long long)ev, ws_ev_time(e, ev),
                      what);
         return ws_trace_error_at(env->trace, loc, err);
     }

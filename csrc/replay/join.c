@@ -69,7 +69,7 @@ static int stalled(const join *j, uint32_t loc, uint64_t ev, int message, ws_err
     ws_error_set(err, WS_ERR_MATCH,
                  "the %s replay cannot continue: location %u waits at event %llu (t=%.9f s) for %s that never "
                  "arrives; the trace's communication is inconsistent",
-                 env->backward ? "backward" : "forward", (unsigned)loc, (unsigned long long)ev, e->time[ev],
+                 env->backward ? "backward" : "forward", (unsigned)loc, (unsigned long long)ev, ws_ev_time(e, ev),
                  message ? "a message" : "the other members of a collective");
     return ws_trace_error_at(env->trace, loc, err);
 }
@@ -331,10 +331,10 @@ static void prefetch_pull(const join *j, const ws_loc_sync *ls, int64_t cursor, 
     if (r->k[slot] != k)
         return;
     const ws_msg *other = r->other[slot];
-    const double *time = env->trace->locations[r->partner[slot]].events.time;
-    WS_PREFETCH(&time[other->leave]);
-    WS_PREFETCH(&time[other->other_call]);
-    WS_PREFETCH(&time[other->done_leave]);
+    const ws_events *pe = &env->trace->locations[r->partner[slot]].events;
+    WS_PREFETCH(ws_ev_time_addr(pe, other->leave));
+    WS_PREFETCH(ws_ev_time_addr(pe, other->other_call));
+    WS_PREFETCH(ws_ev_time_addr(pe, other->done_leave));
 }
 
 /* Phase B for one location: the walk of the scheduled replay, without

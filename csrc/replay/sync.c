@@ -71,8 +71,8 @@ static int on_unmatched(void *context, const ws_match_key *key, int is_send)
         ws_error_set(c->err, WS_ERR_MATCH,
                      "location %u: receive from rank %u (tag %u, communicator '%s') at t=%.9f s has no "
                      "matching send",
-                     (unsigned)c->loc, (unsigned)e->msg_peer[m], (unsigned)e->msg_tag[m],
-                     ws_trace_string(t, t->comms[e->msg_comm[m]].name), e->time[e->msg_event[m]]);
+                     (unsigned)c->loc, (unsigned)ws_msg_peer(e, m), (unsigned)ws_msg_tag(e, m),
+                     ws_trace_string(t, t->comms[ws_msg_comm(e, m)].name), ws_ev_time(e, e->msg_event[m]));
         return ws_trace_error_at(t, c->loc, c->err);
     }
     ws_error_set(c->err, WS_ERR_MATCH,
@@ -94,8 +94,8 @@ static int match_location(const ws_trace *t, ws_sync *s, uint32_t loc, ws_match_
             continue;
         ws_match_key *k = &recvs[n_recvs++];
         k->channel[0] = ls->msgs[m].partner;
-        k->channel[1] = e->msg_comm[m];
-        k->channel[2] = e->msg_tag[m];
+        k->channel[1] = ws_msg_comm(e, m);
+        k->channel[2] = ws_msg_tag(e, m);
         k->channel[3] = 0;
         k->order = m;
     }
@@ -135,8 +135,8 @@ static int match_messages(const ws_trace *t, ws_sync *s, const uint32_t *locs, u
             send_record *r = &records[k];
             r->dst = ls->msgs[m].partner;
             r->src = loc;
-            r->comm = e->msg_comm[m];
-            r->tag = e->msg_tag[m];
+            r->comm = ws_msg_comm(e, m);
+            r->tag = ws_msg_tag(e, m);
             r->row = (uint32_t)m;
             dest[k++] = r->dst;
         }

@@ -100,11 +100,11 @@ typedef struct ws_site {
 /* When location loc's call of site st began and ended. */
 static inline double ws_site_enter(const ws_events *e, const ws_site *st)
 {
-    return e->time[st->enter_event];
+    return ws_ev_time(e, st->enter_event);
 }
 static inline double ws_site_leave(const ws_events *e, const ws_site *st)
 {
-    return e->time[st->leave_event];
+    return ws_ev_time(e, st->leave_event);
 }
 
 typedef struct ws_loc_sync {
@@ -216,11 +216,11 @@ static inline int ws_msg_channels_at(const ws_msg *m, int at_record, uint64_t ev
 /* enter and leave time, call path of the call holding the record */
 static inline double ws_msg_enter(const ws_events *e, const ws_msg *m)
 {
-    return e->time[m->call];
+    return ws_ev_time(e, m->call);
 }
 static inline double ws_msg_leave(const ws_events *e, const ws_msg *m)
 {
-    return e->time[m->leave];
+    return ws_ev_time(e, m->leave);
 }
 static inline uint32_t ws_msg_callpath(const ws_events *e, const ws_msg *m)
 {
@@ -229,7 +229,7 @@ static inline uint32_t ws_msg_callpath(const ws_events *e, const ws_msg *m)
 /* receives: when the receive was posted (enter of the Recv or Irecv) */
 static inline double ws_msg_post(const ws_events *e, const ws_msg *m)
 {
-    return e->time[m->other_call];
+    return ws_ev_time(e, m->other_call);
 }
 /* Leave time of the call whose Enter is event `enter` (its own time when
  * the call never leaves) */
@@ -240,18 +240,18 @@ static inline double ws_leave_of_enter(const ws_events *e, uint32_t enter)
         if (e->kind[i] == WS_EV_ENTER)
             depth++;
         else if (e->kind[i] == WS_EV_LEAVE && depth-- == 0)
-            return e->time[i];
+            return ws_ev_time(e, i);
     }
-    return e->time[enter];
+    return ws_ev_time(e, enter);
 }
 /* sends: enter, leave and call path of the call that completed the send */
 static inline double ws_msg_done_enter(const ws_events *e, const ws_msg *m)
 {
-    return e->time[m->other_call];
+    return ws_ev_time(e, m->other_call);
 }
 static inline double ws_msg_done(const ws_events *e, const ws_msg *m)
 {
-    return e->time[m->done_leave];
+    return ws_ev_time(e, m->done_leave);
 }
 static inline uint32_t ws_msg_done_callpath(const ws_events *e, const ws_msg *m)
 {

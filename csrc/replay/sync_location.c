@@ -232,7 +232,7 @@ static inline uint64_t request_at(const ws_events *e, uint64_t *cursor, uint64_t
 {
     while (*cursor < e->n_requests && e->req_event[*cursor] < i)
         (*cursor)++;
-    return *cursor < e->n_requests && e->req_event[*cursor] == i ? e->req_id[*cursor] : WS_NONE64;
+    return *cursor < e->n_requests && e->req_event[*cursor] == i ? ws_req_id(e, *cursor) : WS_NONE64;
 }
 
 /* An OpenMP site of the thread team `team` (sync.h: the fork at the
@@ -304,13 +304,13 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
     }
     for (uint64_t m = 0; m < e->n_messages; m++) {
         s->msgs[m].match_row = WS_NONE32;
-        uint32_t partner = ws_comm_location(t, e->msg_comm[m], e->msg_peer[m], loc);
+        uint32_t partner = ws_comm_location(t, ws_msg_comm(e, m), ws_msg_peer(e, m), loc);
         if (partner == WS_NONE32) {
             rc = ws_error_set(err, WS_ERR_MATCH,
                               "location %u: message record %llu names rank %u of communicator '%s', which has no "
                               "location",
-                              (unsigned)loc, (unsigned long long)m, (unsigned)e->msg_peer[m],
-                              ws_trace_string(t, t->comms[e->msg_comm[m]].name));
+                              (unsigned)loc, (unsigned long long)m, (unsigned)ws_msg_peer(e, m),
+                              ws_trace_string(t, t->comms[ws_msg_comm(e, m)].name));
             ws_trace_error_at(t, loc, err);
             goto done;
         }
@@ -319,7 +319,7 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
 
     for (uint64_t i = 0; i < e->n; i++) {
         uint8_t kind = e->kind[i];
-        double time = e->time[i];
+        double time = ws_ev_time(e, i);
         const frame *top = depth ? &p.stack[depth - 1] : NULL;
         /* the MPI function around a message or request event (looked up
          * only there: regions and synchronizations are most events) */

@@ -525,7 +525,8 @@ static int read_location(ws_trace *t, OTF2_Reader *reader, OTF2_EvtReaderCallbac
         initial = 1u << 24;
     if (initial < 64)
         initial = 64;
-    if (ws_events_reserve(c.ev, initial) != 0) {
+    c.ev->tick_scale = c.inv_resolution;
+    if (ws_events_reserve_ticks(c.ev, initial) != 0) {
         rc = ws_error_nomem(err, "events");
         goto done;
     }

@@ -106,12 +106,15 @@ static inline int64_t push_event(evt_ctx *c, OTF2_TimeStamp time, uint8_t kind, 
     /* load everything before the first store: the uint8_t store may alias
      * anything and would make the compiler reload the other pointers */
     uint64_t i = ev->n;
-    double *tm = ev->time;
     uint32_t *rf = ev->ref;
     uint8_t *kd = ev->kind;
-    double seconds = (double)(int64_t)(time - c->offset) * c->inv_resolution;
+    /* ticks since the clock's offset, in the compact form (trace.h) */
+    if (ws_events_set_ticks(ev, i, time - c->offset) != 0) {
+        ws_error_nomem(c->err, "event times");
+        c->failed = 1;
+        return -1;
+    }
     ev->n = i + 1;
-    tm[i] = seconds;
     rf[i] = ref;
     kd[i] = kind;
     return (int64_t)i;

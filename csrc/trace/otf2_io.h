@@ -48,6 +48,16 @@ int ws_otf2_bare_read(const char *path, int global, uint64_t *n_records, ws_erro
  * Ticks are recomputed from the seconds with the trace's clock. */
 int ws_otf2_write(const ws_trace *t, const char *path, const ws_progress *progress, ws_error *err);
 
+/* The same with the events between each location's MPI_Init and
+ * MPI_Finalize calls written `copies` times one after the other, each
+ * copy a period later (the longest such span of any location): a trace
+ * of the same program running its main loop `copies` times as long,
+ * for benchmarks of large traces.  Needs every loaded location to call
+ * MPI_Init (or MPI_Init_thread) and later MPI_Finalize, and every
+ * message and request to complete between the two. */
+int ws_otf2_write_repeated(const ws_trace *t, const char *path, uint32_t copies, const ws_progress *progress,
+                           ws_error *err);
+
 /* Part of an archive that several processes write together (each its own
  * locations' events and local definitions, the root the anchor and the
  * global definitions), as Score-P's ranks do.  Every process passes the

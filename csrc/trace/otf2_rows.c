@@ -155,7 +155,14 @@ int ws_rows_finish_columns(ws_events *ev, uint64_t cap, side_rows *r, int direct
             ev->field = p__;                                                    \
     } while (0)
     if (cap != ev->n) {
-        SHRINK(time);
+        if (ev->time) {
+            SHRINK(time);
+        } else {
+            SHRINK(tick_delta);
+            void *p = ws_realloc(ev->tick_block, (size_t)((ev->n + WS_TICK_BLOCK - 1) / WS_TICK_BLOCK) * 8 + 1);
+            if (p)
+                ev->tick_block = p;
+        }
         SHRINK(kind);
         SHRINK(ref);
     }
@@ -191,7 +198,7 @@ int ws_rows_finish_columns(ws_events *ev, uint64_t cap, side_rows *r, int direct
         TAKE(thr_b, ev->n_threads);
 #undef TAKE
         ws_rows_free(r);
-        return 0;
+        return ws_events_narrow(ev);
     }
 #define COPY(field, n)                                           \
     do {                                                         \
@@ -218,5 +225,5 @@ int ws_rows_finish_columns(ws_events *ev, uint64_t cap, side_rows *r, int direct
     COPY(thr_a, ev->n_threads);
     COPY(thr_b, ev->n_threads);
 #undef COPY
-    return 0;
+    return ws_events_narrow(ev);
 }

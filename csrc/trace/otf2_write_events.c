@@ -1,6 +1,10 @@
 /* Trace store -> OTF2 event records (for otf2_writer.c). */
 #include "otf2_write_int.h"
 
+#include <string.h>
+
+#include "../common/alloc.h"
+
 #define BAD_REF(what)                                                                                            \
     do {                                                                                                         \
         rc = ws_error_set(w->err, WS_ERR_INTERNAL, "location %llu, event %llu: %s out of range",               \
@@ -8,17 +12,26 @@
         goto done;                                                                                               \
     } while (0)
 
-int ws_otf2w_events(writer *w, OTF2_EvtWriter *ew, const ws_location *loc, const ws_events *ev,
-                        const ws_progress *progress, uint64_t *done_events, uint64_t total, uint64_t *next_report)
+int ws_otf2w_events(writer *w, OTF2_EvtWriter *ew, const ws_location *loc, const ws_events *ev, uint64_t first,
+                    uint64_t end, uint64_t shift, const ws_progress *progress, uint64_t *done_events, uint64_t total,
+                    uint64_t *next_report)
 {
     const ws_trace *t = w->t;
     int rc = WS_OK;
     OTF2_ErrorCode s = OTF2_SUCCESS;
     uint64_t e = 0;
     {
-        uint64_t rq = 0; /* request rows follow the event order */
-        for (e = 0; e < ev->n; e++) {
-            OTF2_TimeStamp ts = ticks_of(t, ev->time[e]);
+        /* request rows follow the event order: the first at or after `first` */
+        uint64_t rq = 0, hi = ev->n_requests;
+        while (rq < hi) {
+            uint64_t mid = rq + (hi - rq) / 2;
+            if (ev->req_event[mid] < first)
+                rq = mid + 1;
+            else
+                hi = mid;
+        }
+        for (e = first; e < end; e++) {
+            OTF2_TimeStamp ts = event_ticks(t, ev, e) + shift;
             uint32_t ref = ev->ref[e];
             switch (ev->kind[e]) {
             case WS_EV_ENTER:
@@ -45,11 +58,11 @@ int ws_otf2w_events(writer *w, OTF2_EvtWriter *ew, const ws_location *loc, const
             case WS_EV_IRECV: {
                 if (ref >= ev->n_messages)
                     BAD_REF("message row");
-                if (ev->msg_comm[ref] >= t->n_comms)
+                if (ws_msg_comm(ev, ref) >= t->n_comms)
                     BAD_REF("communicator");
-                OTF2_CommRef comm = (OTF2_CommRef)t->comms[ev->msg_comm[ref]].otf2_id;
-                uint32_t peer = ev->msg_peer[ref], tag = ev->msg_tag[ref];
-                uint64_t bytes = ev->msg_bytes[ref];
+                OTF2_CommRef comm = (OTF2_CommRef)t->comms[ws_msg_comm(ev, ref)].otf2_id;
+                uint32_t peer = ws_msg_peer(ev, ref), tag = ws_msg_tag(ev, ref);
+                uint64_t bytes = ws_msg_bytes(ev, ref);
                 if (ev->kind[e] == WS_EV_SEND) {
                     s = OTF2_EvtWriter_MpiSend(ew, NULL, ts, peer, comm, tag, bytes);
                 } else if (ev->kind[e] == WS_EV_RECV) {
@@ -59,7 +72,7 @@ int ws_otf2w_events(writer *w, OTF2_EvtWriter *ew, const ws_location *loc, const
                         rq++;
                     if (rq >= ev->n_requests || ev->req_event[rq] != e)
                         BAD_REF("request of a non-blocking operation");
-                    uint64_t id = ev->req_id[rq++];
+                    uint64_t id = ws_req_id(ev, rq++);
                     s = ev->kind[e] == WS_EV_ISEND ? OTF2_EvtWriter_MpiIsend(ew, NULL, ts, peer, comm, tag, bytes, id)
                                                    : OTF2_EvtWriter_MpiIrecv(ew, NULL, ts, peer, comm, tag, bytes, id);
                 }
@@ -71,7 +84,7 @@ int ws_otf2w_events(writer *w, OTF2_EvtWriter *ew, const ws_location *loc, const
             case WS_EV_REQUEST_CANCELLED: {
                 if (ref >= ev->n_requests)
                     BAD_REF("request row");
-                uint64_t id = ev->req_id[ref];
+                uint64_t id = ws_req_id(ev, ref);
                 if (ref >= rq)
                     rq = (uint64_t)ref + 1;
                 switch (ev->kind[e]) {
@@ -158,3 +171,65 @@ done:
 }
 
 #undef BAD_REF
+
+/* The region name of call path cp, or "" */
+static const char *callpath_region_name(const ws_trace *t, uint32_t cp)
+{
+    if (cp >= t->callpaths.n || t->callpaths.region[cp] >= t->n_regions)
+        return "";
+    const char *name = ws_trace_string(t, t->regions[t->callpaths.region[cp]].name);
+    return name ? name : "";
+}
+
+int ws_otf2w_repeat_plan(writer *w)
+{
+    const ws_trace *t = w->t;
+    w->body = ws_calloc(2 * (size_t)(t->n_locations ? t->n_locations : 1), sizeof *w->body);
+    if (!w->body)
+        return ws_error_nomem(w->err, "repetition plan");
+    w->period = 1;
+    for (uint32_t l = 0; l < t->n_locations; l++) {
+        const ws_location *loc = &t->locations[l];
+        if (!loc->loaded)
+            continue;
+        const ws_events *ev = &loc->events;
+        uint64_t b0 = UINT64_MAX, b1 = UINT64_MAX;
+        for (uint64_t e = 0; e < ev->n; e++) {
+            if (ev->kind[e] != WS_EV_ENTER && ev->kind[e] != WS_EV_LEAVE)
+                continue;
+            const char *name = callpath_region_name(t, ev->ref[e]);
+            if (b0 == UINT64_MAX && ev->kind[e] == WS_EV_LEAVE &&
+                (!strcmp(name, "MPI_Init") || !strcmp(name, "MPI_Init_thread")))
+                b0 = e + 1;
+            else if (b0 != UINT64_MAX && ev->kind[e] == WS_EV_ENTER && !strcmp(name, "MPI_Finalize")) {
+                b1 = e;
+                break;
+            }
+        }
+        if (b0 == UINT64_MAX || b1 == UINT64_MAX)
+            return ws_error_set(w->err, WS_ERR_ARGUMENT,
+                                "cannot repeat the events of location %llu: it has no MPI_Init call followed by "
+                                "an MPI_Finalize call",
+                                (unsigned long long)loc->otf2_id);
+        w->body[2 * (size_t)l] = b0;
+        w->body[2 * (size_t)l + 1] = b1;
+        OTF2_TimeStamp from = event_ticks(t, ev, b0 < ev->n ? b0 : b0 - 1);
+        OTF2_TimeStamp to = event_ticks(t, ev, b1);
+        if (to > from && to - from > w->period)
+            w->period = to - from;
+    }
+    return WS_OK;
+}
+
+uint64_t ws_otf2w_event_count(const writer *w, uint32_t l)
+{
+    const ws_location *loc = &w->t->locations[l];
+    if (w->event_counts)
+        return w->event_counts[l];
+    if (!loc->loaded)
+        return 0;
+    if (w->copies <= 1)
+        return loc->events.n;
+    uint64_t body = w->body[2 * (size_t)l + 1] - w->body[2 * (size_t)l];
+    return loc->events.n + (uint64_t)(w->copies - 1) * body;
+}

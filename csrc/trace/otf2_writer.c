@@ -303,7 +303,20 @@ static int write_location_events(writer *w, uint32_t index, const ws_progress *p
     if (!ew)
         return ws_error_set(w->err, WS_ERR_IO, "%s: cannot open the event writer of location %llu", w->anchor,
                             (unsigned long long)loc->otf2_id);
-    int rc = loc->loaded ? ws_otf2w_events(w, ew, loc, &loc->events, progress, done_events, total, next_report) : WS_OK;
+    const ws_events *ev = &loc->events;
+    int rc = WS_OK;
+    if (loc->loaded && w->copies > 1) {
+        /* the part before the body, the body `copies` times, the rest */
+        uint64_t b0 = w->body[2 * (size_t)index], b1 = w->body[2 * (size_t)index + 1];
+        rc = ws_otf2w_events(w, ew, loc, ev, 0, b0, 0, progress, done_events, total, next_report);
+        for (uint32_t c = 0; c < w->copies && rc == WS_OK; c++)
+            rc = ws_otf2w_events(w, ew, loc, ev, b0, b1, c * w->period, progress, done_events, total, next_report);
+        if (rc == WS_OK)
+            rc = ws_otf2w_events(w, ew, loc, ev, b1, ev->n, (uint64_t)(w->copies - 1) * w->period, progress,
+                                 done_events, total, next_report);
+    } else if (loc->loaded) {
+        rc = ws_otf2w_events(w, ew, loc, ev, 0, ev->n, 0, progress, done_events, total, next_report);
+    }
     OTF2_ErrorCode s = OTF2_Archive_CloseEvtWriter(w->archive, ew);
     if (rc == WS_OK && s != OTF2_SUCCESS)
         rc = ws_otf2w_fail(w, s, "events");
@@ -337,7 +350,8 @@ static int write_definitions(writer *w, OTF2_GlobalDefWriter *gw, OTF2_StringRef
                              OTF2_StringRef omp_name, int extra_omp_string)
 {
     const ws_trace *t = w->t;
-    CHECK(OTF2_GlobalDefWriter_WriteClockProperties(gw, t->clock.resolution, t->clock.offset, t->clock.length,
+    uint64_t length = t->clock.length + (w->copies > 1 ? (uint64_t)(w->copies - 1) * w->period : 0);
+    CHECK(OTF2_GlobalDefWriter_WriteClockProperties(gw, t->clock.resolution, t->clock.offset, length,
                                                     t->clock.realtime),
           "clock properties");
     for (uint32_t i = 0; i < t->n_strings; i++)
@@ -387,7 +401,7 @@ static int write_definitions(writer *w, OTF2_GlobalDefWriter *gw, OTF2_StringRef
         if (l->group >= t->n_location_groups)
             return ws_error_set(w->err, WS_ERR_INTERNAL, "location %llu has no location group",
                                 (unsigned long long)l->otf2_id);
-        uint64_t n_events = w->event_counts ? w->event_counts[i] : l->loaded ? l->events.n : 0;
+        uint64_t n_events = ws_otf2w_event_count(w, i);
         CHECK(OTF2_GlobalDefWriter_WriteLocation(gw, (OTF2_LocationRef)l->otf2_id, ws_otf2w_str_ref(w, l->name),
                                                  (OTF2_LocationType)l->type, n_events,
                                                  (OTF2_LocationGroupRef)t->location_groups[l->group].otf2_id),
@@ -524,7 +538,7 @@ static int write_part_events(writer *w, const ws_otf2_part *part, uint64_t *coun
             const ws_events *chunk = NULL;
             if ((rc = part->next(part->context, index, &chunk, w->err)) != WS_OK || !chunk)
                 break;
-            if ((rc = ws_otf2w_events(w, ew, loc, chunk, NULL, &done, 0, &next_report)) != WS_OK)
+            if ((rc = ws_otf2w_events(w, ew, loc, chunk, 0, chunk->n, 0, NULL, &done, 0, &next_report)) != WS_OK)
                 break;
         }
         counts[index] = done;
@@ -612,7 +626,7 @@ static int write_part(writer *w, ws_trace *t, const ws_otf2_part *part, OTF2_Str
 }
 
 static int write_archive(ws_trace *t, const char *path, const ws_progress *progress, const ws_otf2_part *part,
-                         ws_error *err)
+                         uint32_t copies, ws_error *err)
 {
     if (!t)
         return ws_error_set(err, WS_ERR_ARGUMENT, "no trace to write");
@@ -628,6 +642,7 @@ static int write_archive(ws_trace *t, const char *path, const ws_progress *progr
     memset(&w, 0, sizeof w);
     w.t = t;
     w.err = err;
+    w.copies = copies;
     char *dir = NULL, *name = NULL, *anchor = NULL;
     int rc = split_path(path, &dir, &name, err);
     if (rc)
@@ -644,6 +659,8 @@ static int write_archive(ws_trace *t, const char *path, const ws_progress *progr
         rc = remove_old_archive(dir, name, err);
     if (part)
         rc = agree(part, rc, err);
+    if (rc == WS_OK && copies > 1)
+        rc = ws_otf2w_repeat_plan(&w);
     if (rc)
         goto done;
 
@@ -760,8 +777,7 @@ static int write_archive(ws_trace *t, const char *path, const ws_progress *progr
     }
     uint64_t total = 0, written = 0, next_report = 1u << 20;
     for (uint32_t i = 0; i < t->n_locations; i++)
-        if (t->locations[i].loaded)
-            total += t->locations[i].events.n;
+        total += ws_otf2w_event_count(&w, i);
     for (uint32_t i = 0; i < t->n_locations && rc == WS_OK; i++)
         rc = write_location_events(&w, i, progress, &written, total, &next_report);
     s = OTF2_Archive_CloseEvtFiles(w.archive);
@@ -809,6 +825,7 @@ done:
     free(w.string_id);
     free(w.cart_dim_id);
     free(w.program_canonical);
+    free(w.body);
     free(anchor);
     free(dir);
     free(name);
@@ -817,12 +834,20 @@ done:
 
 int ws_otf2_write(const ws_trace *t, const char *path, const ws_progress *progress, ws_error *err)
 {
-    return write_archive((ws_trace *)t, path, progress, NULL, err);
+    return write_archive((ws_trace *)t, path, progress, NULL, 1, err);
+}
+
+int ws_otf2_write_repeated(const ws_trace *t, const char *path, uint32_t copies, const ws_progress *progress,
+                           ws_error *err)
+{
+    if (copies == 0)
+        return ws_error_set(err, WS_ERR_ARGUMENT, "the number of copies must be at least 1");
+    return write_archive((ws_trace *)t, path, progress, NULL, copies, err);
 }
 
 int ws_otf2_write_part(ws_trace *t, const char *path, const ws_otf2_part *part, ws_error *err)
 {
     if (!part || !part->callbacks || !part->next || !part->agree || !part->complete)
         return ws_error_set(err, WS_ERR_ARGUMENT, "an incomplete description of the archive's part");
-    return write_archive(t, path, NULL, part, err);
+    return write_archive(t, path, NULL, part, 1, err);
 }

@@ -142,6 +142,10 @@ static int finish(synth *s)
         rc = ws_error_nomem(s->err, "call stack");
         goto done;
     }
+    if (s->times_failed) {
+        rc = ws_error_nomem(s->err, "event times");
+        goto done;
+    }
     int64_t end = 0;
     for (uint32_t l = 0; l < t->n_locations; l++) {
         ws_location *loc = &t->locations[l];
@@ -150,6 +154,10 @@ static int finish(synth *s)
         /* pass 1 counted exactly what pass 5 wrote */
         if ((rc = WS_CHECK(ev->n == s->loc_events[l] && ev->n_threads == s->loc_threads[l], s->err)) != WS_OK)
             goto done;
+        if (ws_events_narrow(ev) != 0) {
+            rc = ws_error_nomem(s->err, "events");
+            goto done;
+        }
         if (thread == 0)
             tp.n = 0;
         uint64_t next_team = 0;

@@ -446,7 +446,8 @@ int synth_build_definitions(synth *s)
         static const rank_state none;
         const rank_state *st = l % s->T == 0 ? &s->st[l / s->T] : &none;
         ws_events *ev = &t->locations[l].events;
-        if (ws_events_reserve(ev, s->loc_events[l]) != 0)
+        ev->tick_scale = s->inv;
+        if (ws_events_reserve_ticks(ev, s->loc_events[l]) != 0)
             return ws_error_nomem(s->err, "events");
 #define ALLOC(field, count)                                                        \
     do {                                                                           \

@@ -213,6 +213,7 @@ typedef struct synth {
     uint32_t max_depth;
 
     uint64_t total_events, produced, next_report;
+    int times_failed;            /* an escape table of the compact times could not grow */
 
     /* OpenMP (synth_omp.c): location r * T + k is thread k of rank r */
     uint32_t T;                  /* threads per process (1: the master alone) */
@@ -244,8 +245,9 @@ static inline uint32_t loc_of(const synth *s, uint32_t r, uint32_t k)
 static inline uint64_t emit(synth *s, ws_events *ev, int64_t time, uint8_t kind, uint32_t ref)
 {
     uint64_t i = ev->n++;
-    /* exactly the reader's conversion: (ticks - offset) / resolution */
-    ev->time[i] = (double)time * s->inv;
+    /* the reader's form and conversion: (ticks - offset) / resolution */
+    if (ws_events_set_ticks(ev, i, (uint64_t)time) != 0)
+        s->times_failed = 1;
     ev->kind[i] = kind;
     ev->ref[i] = ref;
     s->produced++;

@@ -28,6 +28,10 @@ ws_trace *ws_trace_new(void)
 void ws_events_free(ws_events *ev)
 {
     free(ev->time);
+    free(ev->tick_block);
+    free(ev->tick_delta);
+    free(ev->escape_event);
+    free(ev->escape_ticks);
     free(ev->kind);
     free(ev->ref);
     free(ev->msg_event);
@@ -35,6 +39,11 @@ void ws_events_free(ws_events *ev)
     free(ev->msg_comm);
     free(ev->msg_tag);
     free(ev->msg_bytes);
+    free(ev->msg_bytes32);
+    free(ev->msg_peer16);
+    free(ev->msg_comm16);
+    free(ev->msg_tag16);
+    free(ev->req_id32);
     free(ev->req_event);
     free(ev->req_id);
     free(ev->coll_event);
@@ -231,10 +240,23 @@ int ws_events_reserve(ws_events *ev, uint64_t n)
 {
     if (n > SIZE_MAX / 16)
         return -1;
-    RESERVE(time, n);
+    if (ev->tick_delta) {
+        RESERVE(tick_delta, n);
+        RESERVE(tick_block, (n + WS_TICK_BLOCK - 1) / WS_TICK_BLOCK);
+    } else {
+        RESERVE(time, n);
+    }
     RESERVE(kind, n);
     RESERVE(ref, n);
     return 0;
+}
+
+int ws_events_reserve_ticks(ws_events *ev, uint64_t n)
+{
+    if (n > SIZE_MAX / 16 || ev->time)
+        return -1;
+    RESERVE(tick_delta, n);
+    return ws_events_reserve(ev, n);
 }
 
 size_t ws_callpath_name(const ws_trace *t, uint32_t cp, char *buf, size_t size)

@@ -118,24 +118,53 @@ typedef struct ws_location_group {
     uint32_t system_node; /* node index or WS_NONE32 */
 } ws_location_group;
 
+/* Event times are held in one of two forms:
+ *  - compact (time == NULL), as the readers and the synthetic programs
+ *    produce them: ticks since the clock's offset, the first of every
+ *    block of WS_TICK_BLOCK events in tick_block, each event's distance
+ *    from it in tick_delta (4 bytes per event); an event farther than
+ *    2^32 - 2 ticks from its block's first (or before it) has
+ *    WS_TICK_ESCAPE there and its ticks in the sorted escape table.
+ *    Its seconds are (double)(int64_t)ticks * tick_scale, exactly what
+ *    the reader computed before (tick_scale = 1.0 / resolution);
+ *  - seconds (time != NULL, 8 bytes per event): times that are no whole
+ *    ticks (simulated runs, corrected clocks).
+ * ws_ev_time reads either; ws_events_widen turns the compact form into
+ * seconds before times are written. */
+#define WS_TICK_SHIFT 7
+#define WS_TICK_BLOCK (1u << WS_TICK_SHIFT)
+#define WS_TICK_ESCAPE UINT32_MAX
+
 /* Columnar events of one location.  Arrays are separately allocated so
  * that each can be exposed as a zero-copy NumPy view. */
 typedef struct ws_events {
     uint64_t n;
-    double *time;
+    double *time;          /* seconds, or NULL: the compact form */
     uint8_t *kind;
     uint32_t *ref;
 
+    /* the compact form of the times (see above) */
+    double tick_scale;
+    uint64_t *tick_block;  /* (n + WS_TICK_BLOCK - 1) / WS_TICK_BLOCK */
+    uint32_t *tick_delta;  /* n */
+    uint64_t n_escapes, cap_escapes;
+    uint32_t *escape_event; /* ascending */
+    uint64_t *escape_ticks;
+
     uint64_t n_messages;   /* MpiSend/Isend/Recv/Irecv */
     uint32_t *msg_event;
+    /* peer, comm and tag: or NULL, then in 16 bits (ws_msg_peer, ... read either) */
     uint32_t *msg_peer;    /* rank of the partner within msg_comm */
     uint32_t *msg_comm;    /* comm index */
     uint32_t *msg_tag;
-    uint64_t *msg_bytes;
+    uint16_t *msg_peer16, *msg_comm16, *msg_tag16;
+    uint64_t *msg_bytes;   /* or NULL: msg_bytes32 (ws_msg_bytes reads either) */
+    uint32_t *msg_bytes32;
 
     uint64_t n_requests;   /* request ids of non-blocking operations */
     uint32_t *req_event;
-    uint64_t *req_id;
+    uint64_t *req_id;      /* or NULL: req_id32 (ws_req_id reads either) */
+    uint32_t *req_id32;
 
     uint64_t n_collectives; /* MpiCollectiveEnd */
     uint32_t *coll_event;
@@ -318,8 +347,83 @@ void ws_callpaths_free(ws_callpaths *cp);
 uint32_t ws_callpath_child(ws_callpaths *cp, uint32_t parent, uint32_t region);
 
 /* Events storage helpers */
+/* Reserves the kind and ref columns and the times for n events, in the
+ * compact form when `ticks` (tick_scale set by the caller), else as
+ * seconds.  Growing keeps the form. */
 int ws_events_reserve(ws_events *ev, uint64_t n);
+int ws_events_reserve_ticks(ws_events *ev, uint64_t n);
 void ws_events_free(ws_events *ev);
+
+/* Sets the time of event i (< the reserved size, set in order: i is the
+ * next event) to `ticks` since the clock's offset, in the compact form;
+ * -1 if the escape table cannot grow. */
+int ws_events_set_ticks(ws_events *ev, uint64_t i, uint64_t ticks);
+
+/* The ticks of an escaped event (ws_ev_time's slow path). */
+uint64_t ws_events_escaped_ticks(const ws_events *ev, uint64_t i);
+
+/* Event i's ticks since the clock's offset (compact form only). */
+static inline uint64_t ws_ev_ticks(const ws_events *ev, uint64_t i)
+{
+    uint32_t d = ev->tick_delta[i];
+    return d != WS_TICK_ESCAPE ? ev->tick_block[i >> WS_TICK_SHIFT] + d : ws_events_escaped_ticks(ev, i);
+}
+
+/* Event i's time in seconds, in either form. */
+static inline double ws_ev_time(const ws_events *ev, uint64_t i)
+{
+    if (ev->time)
+        return ev->time[i];
+    return (double)(int64_t)ws_ev_ticks(ev, i) * ev->tick_scale;
+}
+
+/* Where event i's time is held (to prefetch it). */
+static inline const void *ws_ev_time_addr(const ws_events *ev, uint64_t i)
+{
+    return ev->time ? (const void *)&ev->time[i] : (const void *)&ev->tick_delta[i];
+}
+
+/* Turns compact times into seconds (before they are changed); 0, or -1
+ * out of memory (nothing changed). */
+int ws_events_widen(ws_events *ev);
+
+/* Gives ev the times `time` (seconds, n of them, malloc'ed: ev owns
+ * them now) in place of the ones it has, in either form. */
+void ws_events_adopt_seconds(ws_events *ev, double *time);
+
+/* A complete location's message sizes and request ids in 32 bits, its
+ * messages' peers, communicators and tags in 16, where they all fit
+ * (msg_bytes32, ...; the wider columns freed), as the readers and the
+ * synthetic programs store them; 0, or -1 out of memory. */
+int ws_events_narrow(ws_events *ev);
+
+static inline uint64_t ws_msg_bytes(const ws_events *ev, uint64_t m)
+{
+    return ev->msg_bytes ? ev->msg_bytes[m] : ev->msg_bytes32[m];
+}
+
+static inline uint32_t ws_msg_peer(const ws_events *ev, uint64_t m)
+{
+    return ev->msg_peer ? ev->msg_peer[m] : ev->msg_peer16[m];
+}
+
+static inline uint32_t ws_msg_comm(const ws_events *ev, uint64_t m)
+{
+    return ev->msg_comm ? ev->msg_comm[m] : ev->msg_comm16[m];
+}
+
+static inline uint32_t ws_msg_tag(const ws_events *ev, uint64_t m)
+{
+    return ev->msg_tag ? ev->msg_tag[m] : ev->msg_tag16[m];
+}
+
+static inline uint64_t ws_req_id(const ws_events *ev, uint64_t r)
+{
+    return ev->req_id ? ev->req_id[r] : ev->req_id32[r];
+}
+
+/* Bytes held by the columns of ev. */
+uint64_t ws_events_bytes(const ws_events *ev);
 
 /* After definitions are complete: resolves communicator ranks to
  * locations, MPI ranks of locations, world communicator.  */

@@ -43,18 +43,36 @@ static void dup_events(ws_events *d, const ws_events *s, int *f)
 {
     memset(d, 0, sizeof *d);
     d->n = s->n;
-    d->time = dup_array(s->time, s->n, sizeof *s->time, f);
+    if (s->time) {
+        d->time = dup_array(s->time, s->n, sizeof *s->time, f);
+    } else {
+        d->tick_scale = s->tick_scale;
+        d->tick_delta = dup_array(s->tick_delta, s->n, sizeof *s->tick_delta, f);
+        d->tick_block = dup_array(s->tick_block, (s->n + WS_TICK_BLOCK - 1) / WS_TICK_BLOCK, sizeof *s->tick_block, f);
+        d->n_escapes = d->cap_escapes = s->n_escapes;
+        d->escape_event = dup_array(s->escape_event, s->n_escapes, sizeof *s->escape_event, f);
+        d->escape_ticks = dup_array(s->escape_ticks, s->n_escapes, sizeof *s->escape_ticks, f);
+    }
     d->kind = dup_array(s->kind, s->n, sizeof *s->kind, f);
     d->ref = dup_array(s->ref, s->n, sizeof *s->ref, f);
     d->n_messages = s->n_messages;
     d->msg_event = dup_array(s->msg_event, s->n_messages, sizeof *s->msg_event, f);
     d->msg_peer = dup_array(s->msg_peer, s->n_messages, sizeof *s->msg_peer, f);
+    d->msg_peer16 = dup_array(s->msg_peer16, s->n_messages, sizeof *s->msg_peer16, f);
     d->msg_comm = dup_array(s->msg_comm, s->n_messages, sizeof *s->msg_comm, f);
+    d->msg_comm16 = dup_array(s->msg_comm16, s->n_messages, sizeof *s->msg_comm16, f);
     d->msg_tag = dup_array(s->msg_tag, s->n_messages, sizeof *s->msg_tag, f);
-    d->msg_bytes = dup_array(s->msg_bytes, s->n_messages, sizeof *s->msg_bytes, f);
+    d->msg_tag16 = dup_array(s->msg_tag16, s->n_messages, sizeof *s->msg_tag16, f);
+    if (s->msg_bytes)
+        d->msg_bytes = dup_array(s->msg_bytes, s->n_messages, sizeof *s->msg_bytes, f);
+    else
+        d->msg_bytes32 = dup_array(s->msg_bytes32, s->n_messages, sizeof *s->msg_bytes32, f);
     d->n_requests = s->n_requests;
     d->req_event = dup_array(s->req_event, s->n_requests, sizeof *s->req_event, f);
-    d->req_id = dup_array(s->req_id, s->n_requests, sizeof *s->req_id, f);
+    if (s->req_id)
+        d->req_id = dup_array(s->req_id, s->n_requests, sizeof *s->req_id, f);
+    else
+        d->req_id32 = dup_array(s->req_id32, s->n_requests, sizeof *s->req_id32, f);
     d->n_collectives = s->n_collectives;
     d->coll_event = dup_array(s->coll_event, s->n_collectives, sizeof *s->coll_event, f);
     d->coll_comm = dup_array(s->coll_comm, s->n_collectives, sizeof *s->coll_comm, f);

@@ -1,7 +1,8 @@
 """Traces: definitions, call paths and per-location event columns.
 
-A :class:`Trace` wraps the C core's store.  Event columns are zero-copy,
-read-only NumPy views that keep the trace alive.
+A :class:`Trace` wraps the C core's store.  Event columns are read-only
+NumPy arrays that keep the trace alive: zero-copy views, or copies where
+the store keeps a compact form (times as clock ticks).
 """
 
 from __future__ import annotations
@@ -103,12 +104,16 @@ class CartTopology:
 
 
 class Events:
-    """The events of one location as columns (zero-copy, read-only).
+    """The events of one location as columns (read-only NumPy arrays).
 
     ``time`` (seconds since the clock's global offset), ``kind`` (see
     :data:`waitscope.EVENT_KINDS`), ``ref`` (call path for enter/leave,
     else a row of the message, request or collective table) and the side
-    tables ``msg_*``, ``req_*``, ``coll_*``.
+    tables ``msg_*``, ``req_*``, ``coll_*``.  Columns the store holds as
+    the arrays have them are zero-copy views (``kind``, ``ref``, the
+    event columns of the side tables); ``time`` (kept as clock ticks) and
+    side-table columns kept narrower than their dtype are read-only copies,
+    made when :meth:`Trace.events` is called.
     """
 
     def __init__(self, trace: "Trace", location: int, columns: dict[str, Any]):
@@ -426,7 +431,7 @@ class Trace:
         return self._defs["locations"]["n_events"].copy()
 
     def events(self, location: int) -> Events:
-        """The event columns of one location (zero-copy views)."""
+        """The event columns of one location (see :class:`Events`)."""
         return Events(self, location, self._core.events(int(location)))
 
     def messages(self, location: int) -> dict[str, np.ndarray]:
