@@ -64,16 +64,20 @@ from waitscope import _core, synth  # noqa: E402
 DEFAULT_DIR = "/tmp/waitscope-bench"
 
 
-def stencil(side: int, iters: int) -> synth.Program:
-    """2-D wavefront sweep + periodic halo exchange (isend/irecv/waitall) + collectives."""
-    n = side * side
+def stencil(side: int, iters: int, cols: int | None = None) -> synth.Program:
+    """2-D wavefront sweep + periodic halo exchange (isend/irecv/waitall) + collectives.
+
+    On a side x side grid of ranks, or side x cols."""
+    rows = side
+    side = cols or side
+    n = rows * side
     prog = synth.Program(n)
-    prog.cart((side, side), periods=(True, True))
+    prog.cart((rows, side), periods=(True, True))
     for rank in range(n):
         r = prog.rank(rank)
         row, col = divmod(rank, side)
-        north = ((row - 1) % side) * side + col
-        south = ((row + 1) % side) * side + col
+        north = ((row - 1) % rows) * side + col
+        south = ((row + 1) % rows) * side + col
         west = row * side + (col - 1) % side
         east = row * side + (col + 1) % side
         for s in range(iters):
@@ -83,7 +87,7 @@ def stencil(side: int, iters: int) -> synth.Program:
             if col > 0:
                 r.recv(rank - 1, tag=1)
             r.compute("sweep", 1e-4 * (1 + (rank + s) % 3))
-            if row < side - 1:
+            if row < rows - 1:
                 r.send(rank + side, tag=0, size=4096)
             if col < side - 1:
                 r.send(rank + 1, tag=1, size=4096)
