@@ -58,7 +58,7 @@ def main() -> None:
     loads = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        trace = waitscope.open(anchor)
+        trace = waitscope.open(anchor, threads=1)
         loads.append(time.perf_counter() - t0)
     n = trace.n_events
     print(f"trace: {anchor}\n  {trace.n_locations} locations, {n:,} events")
@@ -68,7 +68,7 @@ def main() -> None:
     for _ in range(args.repeat):
         for name, opts in CONFIGS:
             t0 = time.perf_counter()
-            r = trace.analyze(**opts)
+            r = trace.analyze(**opts, threads=1)
             times[name].append(time.perf_counter() - t0)
             notes = []
             if "delay_model" in opts:

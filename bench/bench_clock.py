@@ -67,10 +67,10 @@ def main() -> None:
     for _ in range(args.repeat):
         _core.set_times(trace._core, drifted)
         t0 = time.perf_counter()
-        trace.analyze()
+        trace.analyze(threads=1)
         runs["wait states (baseline)"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        trace.analyze(clock_correction="clc")
+        trace.analyze(clock_correction="clc", threads=1)
         runs["analyze(clock_correction)"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         stats = trace.correct_clocks("clc")

@@ -34,12 +34,12 @@ THIS_BUILD = os.path.join(os.path.dirname(HERE), "pkg")
 CHILD = """
 import json, os, sys, time
 import waitscope
-trace = waitscope.open(sys.argv[1])
+trace = waitscope.open(sys.argv[1], threads=1)
 options = json.loads(sys.argv[2])
 best = float("inf")
 for _ in range(int(sys.argv[3])):
     t0 = time.perf_counter()
-    trace.analyze(progress=False, **options)
+    trace.analyze(progress=False, **options, threads=1)
     best = min(best, time.perf_counter() - t0)
 print(best)
 """

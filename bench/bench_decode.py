@@ -62,9 +62,9 @@ def measure(anchor: str, repeat: int, threads: int) -> dict[str, float]:
     for _ in range(repeat):
         keep("decode, global reader", timed(lambda: _core.bare_read(anchor, True))[0])
         keep("decode, per location", timed(lambda: _core.bare_read(anchor))[0])
-        t, trace = timed(lambda: waitscope.open(anchor, progress=False))
+        t, trace = timed(lambda: waitscope.open(anchor, progress=False, threads=1))
         keep("open, 1 thread", t)
-        t, one = timed(lambda: trace.analyze(progress=False, **FULL))
+        t, one = timed(lambda: trace.analyze(progress=False, **FULL, threads=1))
         keep("full analysis, 1 thread", t)
         best["events"] = trace.n_events
         del trace

@@ -91,10 +91,10 @@ def measure(anchor: str, repeat: int) -> dict[str, float]:
 
     for _ in range(repeat):
         keep("decode", timed(lambda: _core.bare_read(anchor, True))[0])
-        t, trace = timed(lambda: waitscope.open(anchor, progress=False))
+        t, trace = timed(lambda: waitscope.open(anchor, progress=False, threads=1))
         keep("open", t)
-        keep("wait states", timed(lambda: trace.analyze(progress=False))[0])
-        keep("full", timed(lambda: trace.analyze(progress=False, **FULL))[0])
+        keep("wait states", timed(lambda: trace.analyze(progress=False, threads=1))[0])
+        keep("full", timed(lambda: trace.analyze(progress=False, **FULL, threads=1))[0])
         best["events"] = trace.n_events
         best["locations"] = trace.n_locations
         del trace

@@ -185,7 +185,7 @@ def memory_child(anchor: str) -> None:
     gc.collect()
     rss0 = _status_kib("VmRSS")
     hwm0 = _status_kib("VmHWM")
-    trace = waitscope.open(anchor)
+    trace = waitscope.open(anchor, threads=1)
     gc.collect()
     rss1 = _status_kib("VmRSS")
     hwm1 = _status_kib("VmHWM")

@@ -67,7 +67,7 @@ base = status()["VmRSS"]
 kind, arg = sys.argv[1], sys.argv[2]
 t0 = time.perf_counter()
 if kind in ("stencil", "barrier"):
-    trace = waitscope.open(arg)
+    trace = waitscope.open(arg, threads=1)
 else:
     from bench_scale import allreduce_program
     n = int(arg)
@@ -80,7 +80,7 @@ store, store_peak = st["VmRSS"], st["VmHWM"]
 with open("/proc/self/clear_refs", "w") as f:
     f.write("5")
 t0 = time.perf_counter()
-r = trace.analyze(delay_model="proportional", critical_path=True)
+r = trace.analyze(delay_model="proportional", critical_path=True, threads=1)
 t_an = time.perf_counter() - t0
 s = status()
 print(json.dumps(dict(events=trace.n_events, base=base, store=store, peak=s["VmHWM"], after=s["VmRSS"],

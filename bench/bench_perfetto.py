@@ -55,8 +55,8 @@ def main() -> None:
     args = ap.parse_args()
     trace = ring(args.ranks, args.iters).run(latency=1e-5)
     options = dict(wait_records=True, delay_model="proportional", delay_records=True, critical_path=True)
-    base = best(lambda: trace.analyze(**options), args.repeat)
-    result = trace.analyze(**options)
+    base = best(lambda: trace.analyze(**options, threads=1), args.repeat)
+    result = trace.analyze(**options, threads=1)
     t0, t1 = result.critical_path.start, result.critical_path.end
     cases = [("whole run", {}), ("middle tenth", {"window": (t0 + 0.45 * (t1 - t0), t0 + 0.55 * (t1 - t0))}),
              ("two locations", {"locations": [0, 1]})]

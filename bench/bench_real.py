@@ -55,15 +55,15 @@ def measure(anchor: str, repeat: int, threads: int) -> dict[str, float]:
     mismatch = False
     for _ in range(repeat):
         keep("decode", timed(lambda: _core.bare_read(anchor, True))[0])
-        t, trace = timed(lambda: waitscope.open(anchor, progress=False))
+        t, trace = timed(lambda: waitscope.open(anchor, progress=False, threads=1))
         keep("open", t)
-        keep("wait states", timed(lambda: trace.analyze(progress=False))[0])
-        t, one = timed(lambda: trace.analyze(progress=False, **FULL))
+        keep("wait states", timed(lambda: trace.analyze(progress=False, threads=1))[0])
+        t, one = timed(lambda: trace.analyze(progress=False, **FULL, threads=1))
         keep("full analysis", t)
         t, many = timed(lambda: trace.analyze(progress=False, threads=threads, **FULL))
         keep(f"full analysis, {threads} threads", t)
         keep("full, reproduce_scalasca", timed(lambda: trace.analyze(progress=False, reproduce_scalasca=True,
-                                                                       **FULL))[0])
+                                                                       **FULL, threads=1))[0])
         mismatch |= one.cube.tobytes() != many.cube.tobytes()
         best["events"] = trace.n_events
         best["locations"] = trace.n_locations

@@ -49,7 +49,7 @@ def main() -> None:
 
     anchor = ensure_trace(args.dir, args.side, args.iters)
     warm_page_cache(anchor)
-    trace = waitscope.open(anchor, progress=False)
+    trace = waitscope.open(anchor, progress=False, threads=1)
     n = trace.n_events
     print(f"trace: {anchor}\n  {trace.n_locations} locations, {n:,} events, run length {trace.run_length:.6f} s")
     names = ["analyze() wait states (baseline)"] + [name for name, _ in CONFIGS]
@@ -57,7 +57,7 @@ def main() -> None:
     lengths = {}
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        trace.analyze(progress=False)
+        trace.analyze(progress=False, threads=1)
         times[names[0]].append(time.perf_counter() - t0)
         for name, opts in CONFIGS:
             t0 = time.perf_counter()
@@ -83,7 +83,7 @@ def main() -> None:
     t_an, t_sim = [], []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        bench.analyze(progress=False)
+        bench.analyze(progress=False, threads=1)
         t_an.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         sim = bench.simulate(balance="work", progress=False)

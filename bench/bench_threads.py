@@ -58,7 +58,7 @@ def main() -> None:
 
     anchor = ensure_trace(args.dir, args.side, args.iters)
     warm_page_cache(anchor)
-    trace = waitscope.open(anchor)
+    trace = waitscope.open(anchor, threads=1)
     n = trace.n_events
     print(f"trace: {anchor}\n  {trace.n_locations} locations, {n:,} events; {os.cpu_count()} cores")
 

@@ -51,15 +51,15 @@ def main() -> None:
     print(f"  {args.side * args.side} ranks, {args.iters} iterations, {nbytes / 2**20:.1f} MiB of OTF2 files "
           f"(read once before timing: page cache warm, no disk I/O is timed)")
 
-    trace = waitscope.open(anchor)  # untimed warm-up
+    trace = waitscope.open(anchor, threads=1)  # untimed warm-up
     n = trace.n_events
-    result = trace.analyze()
+    result = trace.analyze(threads=1)
     print(f"  {n:,} events; analysis: {result!r}")
     del trace, result
 
     loads, analyses = [], []
     for _ in range(args.repeat):
-        w, c, trace = timed(lambda: waitscope.open(anchor))
+        w, c, trace = timed(lambda: waitscope.open(anchor, threads=1))
         loads.append((w, c))
         w, c, result = timed(trace.analyze)
         analyses.append((w, c))

@@ -297,8 +297,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if getattr(args, "method", None):
         return _error(args, f"--method: {args.trace} is a trace; the method of the estimates applies to a wait-state "
                             "profile (profile.json)")
-    threads = getattr(args, "threads", 1)
-    if threads != 1 and getattr(args, "comm", None) is not None:
+    threads = getattr(args, "threads", "auto")
+    if threads not in (1, "auto") and getattr(args, "comm", None) is not None:
         return _error(args, "--threads: not under mpiexec (the processes divide the work)")
     progress = _progress(args)
     trace = open_trace(args.trace, comm=getattr(args, "comm", None), progress=progress, threads=threads)
@@ -516,8 +516,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="correct the timestamps with the controlled logical clock before the analysis")
     analyze.add_argument("--window", type=_window, metavar="START:END", default=None,
                          help="report only the part of the run between START and END seconds (trace time)")
-    analyze.add_argument("--threads", type=_threads, default=1, metavar="N|auto",
-                         help="read and replay with N threads (auto: one per core this process may run on, at least 16 locations per replaying thread); the same result as one thread")
+    analyze.add_argument("--threads", type=_threads, default="auto", metavar="N|auto",
+                         help="read and replay with N threads (default auto: one per core this process may run on, "
+                              "with at least 16 locations and 250,000 events each, as many as the free memory "
+                              "holds; one under mpiexec); the same result as one thread")
     analyze.add_argument("--json", action="store_true", help="machine-readable output")
     analyze.add_argument("--top", type=_positive_int, default=None, metavar="N",
                          help="how many call paths each table lists (default 5; with --metric 10)")

@@ -7,6 +7,7 @@ the store keeps a compact form (times as clock ticks).
 
 from __future__ import annotations
 
+import builtins
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
@@ -397,20 +398,23 @@ class Trace:
     # ---- events ----------------------------------------------------------
 
     def load(self, locations: Iterable[int] | None = None, progress: Any = "auto",
-             threads: int | str = 1) -> "Trace":
+             threads: int | str = "auto") -> "Trace":
         """Reads the events of the given locations (all by default).
 
         Only those locations' event files are opened.  `progress`: see
         :mod:`waitscope.progress`.  ``threads=N`` reads with N threads of
         this process, each with its own OTF2 reader over a contiguous block
-        of the locations; ``"auto"`` uses one per core this process may run
-        on (its CPU affinity: one under ``taskset -c 0`` or an ``mpiexec``
-        that binds each process to a core).  The store is
+        of the locations; ``"auto"`` (the default) uses one per core this
+        process may run on (its CPU affinity: one under ``taskset -c 0`` or
+        an ``mpiexec`` that binds each process to a core), but leaves each
+        at least 250,000 events to read.  The store is
         the same as with one thread, column for column, and so is an error
         (the first failing location in order).
         """
         locs = None if locations is None else np.asarray(list(locations), dtype=np.int64)
-        n_threads = _check_threads(threads, self.n_locations, None)
+        chosen = np.arange(self.n_locations) if locs is None else locs
+        records = int(np.sum(self._defs["locations"]["n_records"][chosen])) if len(chosen) else 0
+        n_threads = _check_threads(threads, len(chosen) or self.n_locations, None, n_events=records)
         with Reporting(progress) as callback:
             self._core.load(locs, callback, n_threads)
         self._defs = self._core.definitions()
@@ -637,7 +641,7 @@ class Trace:
         wait_records: bool = False,
         clock_correction: str | None = None,
         window: tuple[float, float] | None = None,
-        threads: int | str = 1,
+        threads: int | str = "auto",
         reproduce_scalasca: bool = False,
     ) -> "AnalysisResult | None":
         """Replays the trace and returns the wait-state analysis.
@@ -676,12 +680,17 @@ class Trace:
         contiguous block of locations (as the parallel mode distributes
         them over processes), connected by an in-memory transport; the
         result is the same, bit for bit, as with one thread.
-        ``threads="auto"`` uses one thread per core this process may run on
-        (its CPU affinity), but leaves each at least 16 locations: with
-        fewer, almost every synchronization is a hand-off between threads,
-        which costs about what it gains (a 2-rank trace gains nothing from
-        a second thread).  Not with the parallel mode (there, use more
-        processes).
+        ``threads="auto"`` (the default) uses one thread per core this
+        process may run on (its CPU affinity), but leaves each at least 16
+        locations and 250,000 events: with fewer, almost every
+        synchronization is a hand-off between threads, which costs about
+        what it gains (a 2-rank trace gains nothing from a second thread).
+        It stays with one thread when the memory the system has available
+        would not hold each further thread's state (about 7 bytes per event
+        each, on top of the 22 of one thread), when ``delay_records`` or
+        ``wait_records`` are asked for (their order follows the threads'
+        schedule; with one thread it is always the same), and in the
+        parallel mode (there, use more processes).
 
         ``reproduce_scalasca=True`` gives the values the Scalasca 2.6 trace
         analyzer reports, the four defects of its analysis that
@@ -702,7 +711,10 @@ class Trace:
             raise ValueError(f"schedule_seed must be a non-negative integer, got {schedule_seed}")
         part = None if partition is None else _check_partition(partition, self.n_locations)
         win = _check_window(window)
-        n_threads = _check_threads(threads, self.n_locations, self._comm, AUTO_LOCATIONS_PER_THREAD)
+        if threads == "auto" and (delay_records or wait_records):
+            threads = 1  # records in one order, run after run
+        n_threads = _check_threads(threads, self.n_locations, self._comm, AUTO_LOCATIONS_PER_THREAD,
+                                   n_events=self.n_events, bytes_per_event=AUTO_ANALYSIS_BYTES)
         if clock_correction is not None:
             _check_clock_correction(clock_correction, self._comm)
             kept = _core.correct_clocks(self._core, clock_correction, keep_original=True)["original"]
@@ -864,6 +876,24 @@ def _check_clock_correction(method: str, comm: Any) -> None:
 # bench/bench_decode.py no faster than one (the full analysis: 1.00-1.24 s
 # against 0.79-1.07 s; 1024 locations: 1.6-1.75 x faster).
 AUTO_LOCATIONS_PER_THREAD = 16
+#: ``threads="auto"``: at least this many events per thread
+AUTO_EVENTS_PER_THREAD = 250_000
+#: the analysis's peak above the store, bytes per event: with one thread,
+#: and for each further thread (its mailboxes over all messages; the
+#: 2,048-rank stencil of bench/bench_large.py: 21.7 and 28.2)
+AUTO_ANALYSIS_BYTES = (22, 7)
+
+
+def _available_memory() -> int | None:
+    """MemAvailable of /proc/meminfo in bytes (None where there is none)."""
+    try:
+        with builtins.open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def _usable_cores() -> int:
@@ -879,14 +909,28 @@ def _usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def _check_threads(threads: Any, n_locations: int, comm: Any, auto_per_thread: int = 1) -> int:
+def _check_threads(threads: Any, n_locations: int, comm: Any, auto_per_thread: int = 1,
+                   n_events: int | None = None, bytes_per_event: tuple[int, int] | None = None) -> int:
     """The number of threads ``threads`` asks for (see Trace.analyze and
-    Trace.load); ``"auto"`` means one per usable core and at least
-    ``auto_per_thread`` locations per thread."""
+    Trace.load); ``"auto"`` means one per usable core, at least
+    ``auto_per_thread`` locations and (if ``n_events`` is given)
+    AUTO_EVENTS_PER_THREAD events per thread, and, with
+    ``bytes_per_event`` (one thread's bytes per event, each further
+    thread's), no more threads than the available memory holds; one in
+    the parallel mode (``comm``)."""
     if isinstance(threads, str):
         if threads != "auto":
             raise ValueError(f"threads must be a positive integer or 'auto', got {threads!r}")
+        if comm is not None:
+            return 1
         n = min(_usable_cores(), max(1, n_locations // auto_per_thread))
+        if n_events is not None:
+            n = min(n, max(1, n_events // AUTO_EVENTS_PER_THREAD))
+        if bytes_per_event is not None and n_events is not None and n > 1:
+            available = _available_memory()
+            first, each = bytes_per_event
+            while available is not None and n > 1 and n_events * (first + each * (n - 1)) > available:
+                n -= 1
     elif isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)):
         raise TypeError(f"threads must be a positive integer or 'auto', got {threads!r}")
     else:
@@ -922,7 +966,7 @@ def _agree(comm: Any, message: str | None) -> None:
             raise _core.TraceError(text if rank == comm.Get_rank() else f"analysis process {rank}: {text}")
 
 
-def _open_parallel(path: str, comm: Any, progress: Any, threads: int | str = 1) -> Trace:
+def _open_parallel(path: str, comm: Any, progress: Any, threads: int | str = "auto") -> Trace:
     from ._parallel import mpi_module
 
     _mpi = mpi_module()  # raises ParallelModeUnavailable naming the command that fixes it
@@ -937,7 +981,7 @@ def _open_parallel(path: str, comm: Any, progress: Any, threads: int | str = 1) 
                          len(defs["location_groups"]))
     mine = np.flatnonzero(owner == comm.Get_rank())
     records = int(np.sum(defs["locations"]["n_records"][mine]))
-    n_threads = _check_threads(threads, max(len(mine), 1), None)
+    n_threads = _check_threads(threads, max(len(mine), 1), None, n_events=records)
     with Reporting(progress, comm, records, synchronized=False) as callback:
         try:
             if len(mine):
@@ -962,7 +1006,7 @@ def _check_complete(trace: Trace, allow_partial: bool) -> None:
 
 def open(path: str | os.PathLike[str], locations: Iterable[int] | None = None, comm: Any = None,
          load: bool = True, progress: Any = "auto", clock_correction: str | None = None,
-         allow_partial: bool = False, threads: int | str = 1) -> "Trace | Profile":
+         allow_partial: bool = False, threads: int | str = "auto") -> "Trace | Profile":
     """Opens an OTF2 trace (anchor file ``traces.otf2`` or experiment directory).
 
     A wait-state profile opens too (``profile.json``, or a directory with
@@ -981,8 +1025,9 @@ def open(path: str | os.PathLike[str], locations: Iterable[int] | None = None, c
 
     ``threads=N`` reads the events with N threads of this process, each
     with its own OTF2 reader over a contiguous block of the locations
-    (``"auto"``: one per core this process may run on, its CPU affinity;
-    with ``comm``, threads per process);
+    (``"auto"``, the default: one per core this process may run on, its
+    CPU affinity, with at least 250,000 events each; with ``comm``,
+    threads per process);
     the store is the same as with one thread, column for column.
 
     `progress` reports the loading (see :mod:`waitscope.progress`).
