@@ -685,9 +685,10 @@ class Trace:
         locations and 250,000 events: with fewer, almost every
         synchronization is a hand-off between threads, which costs about
         what it gains (a 2-rank trace gains nothing from a second thread).
-        It stays with one thread when the memory the system has available
-        would not hold each further thread's state (about 7 bytes per event
-        each, on top of the 22 of one thread), when ``delay_records`` or
+        It stays with fewer threads when 80 % of the memory the system has
+        available would not hold each further thread's state (about 9
+        bytes per event each, on top of the 22 of one thread), with one
+        thread when ``delay_records`` or
         ``wait_records`` are asked for (their order follows the threads'
         schedule; with one thread it is always the same), and in the
         parallel mode (there, use more processes).
@@ -880,8 +881,11 @@ AUTO_LOCATIONS_PER_THREAD = 16
 AUTO_EVENTS_PER_THREAD = 250_000
 #: the analysis's peak above the store, bytes per event: with one thread,
 #: and for each further thread (its mailboxes over all messages; the
-#: 2,048-rank stencil of bench/bench_large.py: 21.7 and 28.2)
-AUTO_ANALYSIS_BYTES = (22, 7)
+#: 2,048-rank stencil of bench/bench_large.py: 21.7 with one thread, 29.1
+#: and 30.2 with two)
+AUTO_ANALYSIS_BYTES = (22, 9)
+#: the share of the available memory ``threads="auto"`` plans to use
+AUTO_MEMORY_SHARE = 0.8
 
 
 def _available_memory() -> int | None:
@@ -929,7 +933,8 @@ def _check_threads(threads: Any, n_locations: int, comm: Any, auto_per_thread: i
         if bytes_per_event is not None and n_events is not None and n > 1:
             available = _available_memory()
             first, each = bytes_per_event
-            while available is not None and n > 1 and n_events * (first + each * (n - 1)) > available:
+            while (available is not None and n > 1
+                   and n_events * (first + each * (n - 1)) > AUTO_MEMORY_SHARE * available):
                 n -= 1
     elif isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)):
         raise TypeError(f"threads must be a positive integer or 'auto', got {threads!r}")
