@@ -986,7 +986,8 @@ def _open_parallel(path: str, comm: Any, progress: Any, threads: int | str = "au
                          len(defs["location_groups"]))
     mine = np.flatnonzero(owner == comm.Get_rank())
     records = int(np.sum(defs["locations"]["n_records"][mine]))
-    n_threads = _check_threads(threads, max(len(mine), 1), None, n_events=records)
+    # "auto": one thread, as many processes as cores already share the work
+    n_threads = 1 if threads == "auto" else _check_threads(threads, max(len(mine), 1), None, n_events=records)
     with Reporting(progress, comm, records, synchronized=False) as callback:
         try:
             if len(mine):
@@ -1032,7 +1033,7 @@ def open(path: str | os.PathLike[str], locations: Iterable[int] | None = None, c
     with its own OTF2 reader over a contiguous block of the locations
     (``"auto"``, the default: one per core this process may run on, its
     CPU affinity, with at least 250,000 events each; with ``comm``,
-    threads per process);
+    threads per process, one with ``"auto"``);
     the store is the same as with one thread, column for column.
 
     `progress` reports the loading (see :mod:`waitscope.progress`).
