@@ -21,6 +21,20 @@ static inline int ws_grow(void **array, size_t *capacity, size_t needed, size_t 
 {
     return needed <= *capacity ? 0 : ws_grow_slow(array, capacity, needed, size);
 }
+/* The first index in [lo, hi) of the ascending array a whose value is at
+ * least key (hi if none). */
+static inline uint64_t ws_lower_bound_u32(const uint32_t *a, uint64_t lo, uint64_t hi, uint64_t key)
+{
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Returns freed heap memory to the system where the C library can
  * (glibc's malloc_trim); called after an analysis, whose many small
  * blocks would otherwise stay resident. */

@@ -194,18 +194,11 @@ static int produce_ahead(scheduler *s, uint32_t loc, loc_state *st, uint32_t sit
         return WS_OK; /* produced before */
     /* the site's position among the synchronization events: in a sparse
      * replay the cursor */
-    uint64_t lo = 0, hi = ls->n_sync_events;
+    uint64_t n = ls->n_sync_events;
     uint32_t ev = ls->sites[site].event;
-    if (s->sparse && st->cursor >= 0 && (uint64_t)st->cursor < hi && ls->sync_events[st->cursor] == ev)
-        lo = hi = (uint64_t)st->cursor;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (ls->sync_events[mid] < ev)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    int64_t pos = (int64_t)lo;
+    int64_t pos = s->sparse && st->cursor >= 0 && (uint64_t)st->cursor < n && ls->sync_events[st->cursor] == ev
+                      ? st->cursor
+                      : (int64_t)ws_lower_bound_u32(ls->sync_events, 0, n, ev);
     const uint64_t comm = ls->sites[site].instance >> 40;
     const int64_t step = backward ? -1 : 1;
     s->tr->burst = 1;

@@ -39,14 +39,7 @@ int ws_events_set_ticks(ws_events *ev, uint64_t i, uint64_t ticks)
 
 uint64_t ws_events_escaped_ticks(const ws_events *ev, uint64_t i)
 {
-    uint64_t lo = 0, hi = ev->n_escapes;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (ev->escape_event[mid] < i)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    uint64_t lo = ws_lower_bound_u32(ev->escape_event, 0, ev->n_escapes, i);
     return lo < ev->n_escapes && ev->escape_event[lo] == i ? ev->escape_ticks[lo] : 0;
 }
 

@@ -22,14 +22,7 @@ int ws_otf2w_events(writer *w, OTF2_EvtWriter *ew, const ws_location *loc, const
     uint64_t e = 0;
     {
         /* request rows follow the event order: the first at or after `first` */
-        uint64_t rq = 0, hi = ev->n_requests;
-        while (rq < hi) {
-            uint64_t mid = rq + (hi - rq) / 2;
-            if (ev->req_event[mid] < first)
-                rq = mid + 1;
-            else
-                hi = mid;
-        }
+        uint64_t rq = ws_lower_bound_u32(ev->req_event, 0, ev->n_requests, first);
         for (e = first; e < end; e++) {
             OTF2_TimeStamp ts = event_ticks(t, ev, e) + shift;
             uint32_t ref = ev->ref[e];
