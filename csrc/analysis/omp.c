@@ -207,8 +207,7 @@ static int view_times(const ws_trace *t, ws_omp *o, uint32_t loc, ws_error *err)
     double *tm = ws_malloc_array(e->n ? e->n : 1, sizeof *tm);
     if (!tm)
         return ws_error_nomem(err, "OpenMP view");
-    for (uint64_t i = 0; i < e->n; i++)
-        tm[i] = ws_ev_time(e, i);
+    ws_events_times(e, tm);
     for (uint32_t k = 0; k < ol->n_visits; k++) {
         const ws_omp_visit *v = &ol->visits[k];
         if (v->enter_ev == WS_NONE32)

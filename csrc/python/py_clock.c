@@ -66,9 +66,7 @@ static PyObject *py_correct_clocks(PyObject *module, PyObject *args, PyObject *k
                 free_times(times, t->n_locations);
                 return NULL;
             }
-            double *out = PyArray_DATA((PyArrayObject *)a);
-            for (npy_intp k = 0; k < n; k++)
-                out[k] = ws_ev_time(&t->locations[i].events, (uint64_t)k);
+            ws_events_times(&t->locations[i].events, PyArray_DATA((PyArrayObject *)a));
             PyList_SET_ITEM(original, i, a);
         }
     }

@@ -611,11 +611,8 @@ static PyObject *trace_events(ws_py_trace *self, PyObject *args)
              c = (npy_intp)e->n_collectives, h = (npy_intp)e->n_threads;
     /* compact times (trace.h) are converted: an owned array */
     PyObject *time = e->time ? ws_py_view(o, e->time, n, NPY_FLOAT64) : new_column(n, NPY_FLOAT64);
-    if (time && !e->time) {
-        double *out = PyArray_DATA((PyArrayObject *)time);
-        for (npy_intp i = 0; i < n; i++)
-            out[i] = ws_ev_time(e, (uint64_t)i);
-    }
+    if (time && !e->time)
+        ws_events_times(e, PyArray_DATA((PyArrayObject *)time));
     if (set_item(d, "time", time) ||
         set_item(d, "kind", ws_py_view(o, e->kind, n, NPY_UINT8)) ||
         set_item(d, "ref", ws_py_view(o, e->ref, n, NPY_UINT32)) ||

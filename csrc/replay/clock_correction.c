@@ -152,8 +152,7 @@ static int build(clc *c, ws_error *err)
         st->lc = ws_malloc_array(e->n ? e->n : 1, sizeof *st->lc);
         if (!st->pair || !st->lc || pair_calls(e, st->pair) != 0)
             return ws_error_nomem(err, "clock correction");
-        for (uint64_t i = 0; i < e->n; i++)
-            st->lc[i] = ws_ev_time(e, i);
+        ws_events_times(e, st->lc);
     }
     /* messages: the receive's Leave needs the send's Enter */
     for (uint32_t b = 0; b < t->n_locations; b++) {

@@ -58,6 +58,16 @@ void ws_events_adopt_seconds(ws_events *ev, double *time)
     ev->time = time;
 }
 
+void ws_events_times(const ws_events *ev, double *out)
+{
+    if (ev->time) {
+        memcpy(out, ev->time, (size_t)ev->n * sizeof *out);
+        return;
+    }
+    for (uint64_t i = 0; i < ev->n; i++)
+        out[i] = ws_ev_time(ev, i);
+}
+
 int ws_events_widen(ws_events *ev)
 {
     if (ev->time || !ev->tick_delta)
@@ -65,8 +75,7 @@ int ws_events_widen(ws_events *ev)
     double *time = ws_malloc((size_t)(ev->n ? ev->n : 1) * sizeof *time);
     if (!time)
         return -1;
-    for (uint64_t i = 0; i < ev->n; i++)
-        time[i] = ws_ev_time(ev, i);
+    ws_events_times(ev, time);
     ws_events_adopt_seconds(ev, time);
     return 0;
 }

@@ -377,6 +377,9 @@ static inline double ws_ev_time(const ws_events *ev, uint64_t i)
     return (double)(int64_t)ws_ev_ticks(ev, i) * ev->tick_scale;
 }
 
+/* Writes the times of all ev->n events, in seconds, to out. */
+void ws_events_times(const ws_events *ev, double *out);
+
 /* Where event i's time is held (to prefetch it). */
 static inline const void *ws_ev_time_addr(const ws_events *ev, uint64_t i)
 {
