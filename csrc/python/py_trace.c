@@ -566,34 +566,25 @@ static PyObject *new_column(npy_intp n, int typenum)
     return a;
 }
 
-/* A uint64 column: a view of `wide`, or when the store holds it in 32
- * bits (`narrow`, trace.h) an owned copy widened. */
-static PyObject *wide_column(PyObject *owner, uint64_t *wide, const uint32_t *narrow, npy_intp n)
-{
-    if (wide || !narrow)
-        return ws_py_view(owner, wide, n, NPY_UINT64);
-    PyObject *a = new_column(n, NPY_UINT64);
-    if (a) {
-        uint64_t *out = PyArray_DATA((PyArrayObject *)a);
-        for (npy_intp i = 0; i < n; i++)
-            out[i] = narrow[i];
+/* name(owner, wide, narrow, n): a column of dtype typenum: a view of
+ * `wide`, or when the store holds it narrower (`narrow`, trace.h) an
+ * owned copy widened. */
+#define DEFINE_WIDE_COLUMN(name, wide_t, narrow_t, typenum)                                 \
+    static PyObject *name(PyObject *owner, wide_t *wide, const narrow_t *narrow, npy_intp n) \
+    {                                                                                       \
+        if (wide || !narrow)                                                                \
+            return ws_py_view(owner, wide, n, typenum);                                     \
+        PyObject *a = new_column(n, typenum);                                               \
+        if (a) {                                                                            \
+            wide_t *out = PyArray_DATA((PyArrayObject *)a);                                 \
+            for (npy_intp i = 0; i < n; i++)                                                \
+                out[i] = narrow[i];                                                         \
+        }                                                                                   \
+        return a;                                                                           \
     }
-    return a;
-}
-
-/* The same for a uint32 column held in 16 bits. */
-static PyObject *wide_column32(PyObject *owner, uint32_t *wide, const uint16_t *narrow, npy_intp n)
-{
-    if (wide || !narrow)
-        return ws_py_view(owner, wide, n, NPY_UINT32);
-    PyObject *a = new_column(n, NPY_UINT32);
-    if (a) {
-        uint32_t *out = PyArray_DATA((PyArrayObject *)a);
-        for (npy_intp i = 0; i < n; i++)
-            out[i] = narrow[i];
-    }
-    return a;
-}
+DEFINE_WIDE_COLUMN(wide_column, uint64_t, uint32_t, NPY_UINT64)
+DEFINE_WIDE_COLUMN(wide_column32, uint32_t, uint16_t, NPY_UINT32)
+#undef DEFINE_WIDE_COLUMN
 
 static PyObject *trace_events(ws_py_trace *self, PyObject *args)
 {
@@ -709,7 +700,8 @@ static PyMethodDef trace_methods[] = {
      "between MPI_Init and MPI_Finalize K times one after the other (benchmarks of large traces)."},
     {"definitions", (PyCFunction)trace_definitions, METH_NOARGS, "The global definitions as a dict."},
     {"callpaths", (PyCFunction)trace_callpaths, METH_NOARGS, "(parent, region) arrays of the call-path tree."},
-    {"events", (PyCFunction)trace_events, METH_VARARGS, "events(location): zero-copy columns of one location."},
+    {"events", (PyCFunction)trace_events, METH_VARARGS, "events(location): the columns of one location (zero-copy views, or read-only copies of compact "
+     "columns)."},
     {"event_memory", (PyCFunction)trace_memory, METH_NOARGS, "Bytes held by the event columns."},
     {"event_callpaths", (PyCFunction)trace_event_callpaths, METH_VARARGS,
      "event_callpaths(location): call path of every event (owned array)."},

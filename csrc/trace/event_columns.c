@@ -2,7 +2,8 @@
  * ticks since the clock's offset, a 64-bit base per block of
  * WS_TICK_BLOCK events and a 32-bit distance per event, with an escape
  * table for the rare event that is too far from its block's base; and
- * message sizes and request ids in 32 bits where they fit. */
+ * message sizes and request ids in 32 bits, message partners,
+ * communicators and tags in 16, where a location's values fit. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,43 +81,31 @@ int ws_events_widen(ws_events *ev)
     return 0;
 }
 
-/* The 32-bit copy of a 64-bit column whose n values all fit, or NULL
- * (*nomem set if they fit but memory ran out). */
-static uint32_t *narrowed(const uint64_t *wide, uint64_t n, int *nomem)
-{
-    if (!wide)
-        return NULL;
-    for (uint64_t i = 0; i < n; i++)
-        if (wide[i] > UINT32_MAX)
-            return NULL;
-    uint32_t *out = ws_malloc((size_t)(n ? n : 1) * sizeof *out);
-    if (!out) {
-        *nomem = 1;
-        return NULL;
+/* narrowed_N(wide, n, nomem): the NARROW-bit copy of a WIDE-bit column
+ * whose n values all fit, or NULL (*nomem set if they fit but memory ran
+ * out). */
+#define DEFINE_NARROWED(name, wide_t, narrow_t, max)                     \
+    static narrow_t *name(const wide_t *wide, uint64_t n, int *nomem)    \
+    {                                                                    \
+        if (!wide)                                                       \
+            return NULL;                                                 \
+        for (uint64_t i = 0; i < n; i++)                                 \
+            if (wide[i] > (max))                                         \
+                return NULL;                                             \
+        narrow_t *out = ws_malloc((size_t)(n ? n : 1) * sizeof *out);    \
+        if (!out) {                                                      \
+            *nomem = 1;                                                  \
+            return NULL;                                                 \
+        }                                                                \
+        for (uint64_t i = 0; i < n; i++)                                 \
+            out[i] = (narrow_t)wide[i];                                  \
+        return out;                                                      \
     }
-    for (uint64_t i = 0; i < n; i++)
-        out[i] = (uint32_t)wide[i];
-    return out;
-}
+DEFINE_NARROWED(narrowed_32, uint64_t, uint32_t, UINT32_MAX)
+DEFINE_NARROWED(narrowed_16, uint32_t, uint16_t, UINT16_MAX)
+#undef DEFINE_NARROWED
 
-/* The same from 32 to 16 bits. */
-static uint16_t *narrowed16(const uint32_t *wide, uint64_t n, int *nomem)
-{
-    if (!wide)
-        return NULL;
-    for (uint64_t i = 0; i < n; i++)
-        if (wide[i] > UINT16_MAX)
-            return NULL;
-    uint16_t *out = ws_malloc((size_t)(n ? n : 1) * sizeof *out);
-    if (!out) {
-        *nomem = 1;
-        return NULL;
-    }
-    for (uint64_t i = 0; i < n; i++)
-        out[i] = (uint16_t)wide[i];
-    return out;
-}
-
+/* The narrow column replaces the wide one (when there is one). */
 #define TAKE_NARROW(wide, narrow, value) \
     do {                                 \
         if (value) {                     \
@@ -130,10 +119,10 @@ int ws_events_narrow(ws_events *ev)
 {
     int nomem = 0;
     uint64_t m = ev->n_messages;
-    uint32_t *bytes = narrowed(ev->msg_bytes, m, &nomem);
-    uint32_t *ids = narrowed(ev->req_id, ev->n_requests, &nomem);
-    uint16_t *peer = narrowed16(ev->msg_peer, m, &nomem), *comm = narrowed16(ev->msg_comm, m, &nomem),
-             *tag = narrowed16(ev->msg_tag, m, &nomem);
+    uint32_t *bytes = narrowed_32(ev->msg_bytes, m, &nomem);
+    uint32_t *ids = narrowed_32(ev->req_id, ev->n_requests, &nomem);
+    uint16_t *peer = narrowed_16(ev->msg_peer, m, &nomem), *comm = narrowed_16(ev->msg_comm, m, &nomem),
+             *tag = narrowed_16(ev->msg_tag, m, &nomem);
     if (nomem) {
         free(bytes);
         free(ids);
@@ -142,21 +131,14 @@ int ws_events_narrow(ws_events *ev)
         free(tag);
         return -1;
     }
+    TAKE_NARROW(msg_bytes, msg_bytes32, bytes);
+    TAKE_NARROW(req_id, req_id32, ids);
     TAKE_NARROW(msg_peer, msg_peer16, peer);
     TAKE_NARROW(msg_comm, msg_comm16, comm);
     TAKE_NARROW(msg_tag, msg_tag16, tag);
-    if (bytes) {
-        free(ev->msg_bytes);
-        ev->msg_bytes = NULL;
-        ev->msg_bytes32 = bytes;
-    }
-    if (ids) {
-        free(ev->req_id);
-        ev->req_id = NULL;
-        ev->req_id32 = ids;
-    }
     return 0;
 }
+#undef TAKE_NARROW
 
 uint64_t ws_events_bytes(const ws_events *ev)
 {
@@ -164,7 +146,7 @@ uint64_t ws_events_bytes(const ws_events *ev)
     if (ev->time)
         b += ev->n * sizeof(double);
     else
-        b += ev->n * sizeof(uint32_t) + (ev->n + WS_TICK_BLOCK - 1) / WS_TICK_BLOCK * sizeof(uint64_t) +
+        b += ev->n * sizeof(uint32_t) + ws_tick_blocks(ev->n) * sizeof(uint64_t) +
              ev->n_escapes * (sizeof(uint32_t) + sizeof(uint64_t));
     b += ev->n_messages * (sizeof(uint32_t) + (ev->msg_bytes ? sizeof(uint64_t) : sizeof(uint32_t)) +
                            (ev->msg_peer ? 4 : 2) + (ev->msg_comm ? 4 : 2) + (ev->msg_tag ? 4 : 2));

@@ -159,7 +159,7 @@ int ws_rows_finish_columns(ws_events *ev, uint64_t cap, side_rows *r, int direct
             SHRINK(time);
         } else {
             SHRINK(tick_delta);
-            void *p = ws_realloc(ev->tick_block, (size_t)((ev->n + WS_TICK_BLOCK - 1) / WS_TICK_BLOCK) * 8 + 1);
+            void *p = ws_realloc(ev->tick_block, (size_t)ws_tick_blocks(ev->n) * sizeof *ev->tick_block + 1);
             if (p)
                 ev->tick_block = p;
         }

@@ -236,13 +236,14 @@ uint32_t ws_callpath_child(ws_callpaths *cp, uint32_t parent, uint32_t region)
         ws_advise_huge(p__, (size_t)(count) * sizeof *ev->field);               \
     } while (0)
 
-int ws_events_reserve(ws_events *ev, uint64_t n)
+/* The columns for n events, the times compact (`ticks`) or in seconds. */
+static int reserve(ws_events *ev, uint64_t n, int ticks)
 {
     if (n > SIZE_MAX / 16)
         return -1;
-    if (ev->tick_delta) {
+    if (ticks) {
         RESERVE(tick_delta, n);
-        RESERVE(tick_block, (n + WS_TICK_BLOCK - 1) / WS_TICK_BLOCK);
+        RESERVE(tick_block, ws_tick_blocks(n));
     } else {
         RESERVE(time, n);
     }
@@ -251,12 +252,14 @@ int ws_events_reserve(ws_events *ev, uint64_t n)
     return 0;
 }
 
+int ws_events_reserve(ws_events *ev, uint64_t n)
+{
+    return reserve(ev, n, ev->tick_delta != NULL);
+}
+
 int ws_events_reserve_ticks(ws_events *ev, uint64_t n)
 {
-    if (n > SIZE_MAX / 16 || ev->time)
-        return -1;
-    RESERVE(tick_delta, n);
-    return ws_events_reserve(ev, n);
+    return ev->time ? -1 : reserve(ev, n, 1);
 }
 
 size_t ws_callpath_name(const ws_trace *t, uint32_t cp, char *buf, size_t size)

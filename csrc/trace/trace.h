@@ -135,6 +135,12 @@ typedef struct ws_location_group {
 #define WS_TICK_BLOCK (1u << WS_TICK_SHIFT)
 #define WS_TICK_ESCAPE UINT32_MAX
 
+/* The number of blocks (tick_block entries) of n events. */
+static inline uint64_t ws_tick_blocks(uint64_t n)
+{
+    return (n + WS_TICK_BLOCK - 1) / WS_TICK_BLOCK;
+}
+
 /* Columnar events of one location.  Arrays are separately allocated so
  * that each can be exposed as a zero-copy NumPy view. */
 typedef struct ws_events {

@@ -48,7 +48,7 @@ static void dup_events(ws_events *d, const ws_events *s, int *f)
     } else {
         d->tick_scale = s->tick_scale;
         d->tick_delta = dup_array(s->tick_delta, s->n, sizeof *s->tick_delta, f);
-        d->tick_block = dup_array(s->tick_block, (s->n + WS_TICK_BLOCK - 1) / WS_TICK_BLOCK, sizeof *s->tick_block, f);
+        d->tick_block = dup_array(s->tick_block, ws_tick_blocks(s->n), sizeof *s->tick_block, f);
         d->n_escapes = d->cap_escapes = s->n_escapes;
         d->escape_event = dup_array(s->escape_event, s->n_escapes, sizeof *s->escape_event, f);
         d->escape_ticks = dup_array(s->escape_ticks, s->n_escapes, sizeof *s->escape_ticks, f);
