@@ -29,12 +29,14 @@ static void management(ws_analysis *a, uint32_t loc)
         if (v->enter_ev == WS_NONE32)
             continue;
         uint32_t cp = rec->ref[v->enter_ev];
-        double fork = ws_window_part(o, ws_ev_time(view, v->enter_ev), ws_ev_time(rec, v->enter_ev),
-                                     ws_ev_time(rec, v->enter_ev) - ws_ev_time(view, v->enter_ev));
+        double t0 = ws_ev_time(view, v->enter_ev), t1 = ws_ev_time(rec, v->enter_ev);
+        double fork = ws_window_part(o, t0, t1, t1 - t0);
         double join = 0.0;
-        if (v->leave_ev != WS_NONE32)
-            join = ws_window_part(o, ws_ev_time(rec, v->leave_ev), ws_ev_time(view, v->leave_ev),
-                                  ws_ev_time(view, v->leave_ev) - ws_ev_time(rec, v->leave_ev));
+        if (v->leave_ev != WS_NONE32) {
+            t0 = ws_ev_time(rec, v->leave_ev);
+            t1 = ws_ev_time(view, v->leave_ev);
+            join = ws_window_part(o, t0, t1, t1 - t0);
+        }
         if (fork > 0.0) {
             add_up(a, WS_M_OMP_FORK, WS_M_EXECUTION, cp, loc, fork);
             add(a, WS_M_COMP, cp, loc, -fork);
@@ -78,7 +80,7 @@ static int tails(ws_analysis *a, uint32_t loc, ws_error *err)
                 else if (e->kind[i] == WS_EV_LEAVE)
                     cp = t->callpaths.parent[e->ref[i]];
             }
-            double d = ws_ev_time(e, i + 1) - ws_ev_time(e, i);
+            double t0 = ws_ev_time(e, i), t1 = ws_ev_time(e, i + 1), d = t1 - t0;
             if (!(d > 0.0))
                 continue;
             uint32_t j = 0;
@@ -93,7 +95,7 @@ static int tails(ws_analysis *a, uint32_t loc, ws_error *err)
                 ol->tail_time[j] = 0.0;
                 ol->n_tail++;
             }
-            ol->tail_time[j] += ws_window_part(&a->options, ws_ev_time(e, i), ws_ev_time(e, i + 1), d);
+            ol->tail_time[j] += ws_window_part(&a->options, t0, t1, d);
         }
     }
     return WS_OK;
@@ -114,7 +116,8 @@ static void profile(const ws_analysis *a, uint32_t m, uint64_t from_ev, uint64_t
             cur = t->callpaths.parent[e->ref[i]];
         if (cur == WS_NONE32)
             continue;
-        double v = ws_window_part(&a->options, ws_ev_time(e, i), ws_ev_time(e, i + 1), ws_ev_time(e, i + 1) - ws_ev_time(e, i));
+        double t0 = ws_ev_time(e, i), t1 = ws_ev_time(e, i + 1);
+        double v = ws_window_part(&a->options, t0, t1, t1 - t0);
         if (v == 0.0)
             continue;
         if (!in[cur]) {

@@ -470,7 +470,8 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
     }
     /* counted on every collective record, single-member communicators
      * included (as Scalasca does; only the waiting skips them) */
-    if (own.op != 0xff && !ws_site_is_omp(cls) && ws_window_has(&a->options, ws_ev_time(&env->trace->locations[loc].events, ev))) {
+    if (own.op != 0xff && !ws_site_is_omp(cls) &&
+        ws_window_has(&a->options, ws_ev_time(&env->trace->locations[loc].events, ev))) {
         if (own.sent == 0 && own.received == 0)
             add(a, WS_M_SYNCS_COLL, cp, loc, 1.0);
         else if (own.sent && own.received)
