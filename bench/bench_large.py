@@ -32,14 +32,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_load import DEFAULT_DIR, stencil  # noqa: E402
+from bench_load import DEFAULT_DIR, cached_trace, stencil  # noqa: E402
+from bench_memory import STATUS  # noqa: E402
 
 ROWS, COLS, ITERS = 32, 64, 50
 GIB = 1 << 30
@@ -49,40 +48,18 @@ def ensure_large_trace(directory: str, copies: int) -> str:
     """Anchor of the repeated 2,048-rank stencil trace, written once."""
     import waitscope
 
-    target = os.path.join(directory, f"stencil-{ROWS}x{COLS}-{ITERS}x{copies}")
-    anchor = os.path.join(target, "traces.otf2")
-    if os.path.isfile(anchor):
-        return anchor
-    os.makedirs(directory, exist_ok=True)
-    print(f"generating the trace into {target} (once) ...", flush=True)
-    t0 = time.perf_counter()
-    tmp = tempfile.mkdtemp(prefix=".gen-", dir=directory)
-    try:
-        base = os.path.join(tmp, "base", "traces.otf2")
-        stencil(ROWS, ITERS, COLS).write(base, latency=2e-6, bandwidth=5e9, mpi_overhead=1e-7)
-        trace = waitscope.open(base)
-        out = os.path.join(tmp, "repeated", "traces.otf2")
-        trace._core.write(out, repeat=copies)
-        del trace
-        os.rename(os.path.join(tmp, "repeated"), target)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(f"  done in {time.perf_counter() - t0:.1f} s", flush=True)
-    return anchor
+    def write(anchor: str) -> None:
+        with tempfile.TemporaryDirectory(prefix=".base-", dir=directory) as tmp:
+            base = os.path.join(tmp, "traces.otf2")
+            stencil(ROWS, ITERS, COLS).write(base, latency=2e-6, bandwidth=5e9, mpi_overhead=1e-7)
+            waitscope.open(base)._core.write(anchor, repeat=copies)
+
+    return cached_trace(directory, f"stencil-{ROWS}x{COLS}-{ITERS}x{copies}", write)
 
 
 CHILD = r"""
 import json, os, sys, time
-
-def status():
-    out = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            if k in ("VmRSS", "VmHWM"):
-                out[k] = int(v.split()[0]) * 1024
-    return out
-
+""" + STATUS + r"""
 import numpy, waitscope
 from waitscope import _core
 what, anchor = sys.argv[1], sys.argv[2]

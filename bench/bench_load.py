@@ -54,6 +54,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Callable
 
 # numpy's OpenBLAS threads would compete for the machine's cores
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -108,9 +109,11 @@ def stencil(side: int, iters: int, cols: int | None = None) -> synth.Program:
     return prog
 
 
-def ensure_trace(directory: str, side: int, iters: int) -> str:
-    """Path of the cached trace's anchor file, generating the trace if needed."""
-    target = os.path.join(directory, f"stencil-{side}x{side}-{iters}")
+def cached_trace(directory: str, name: str, write: Callable[[str], object]) -> str:
+    """The anchor of ``directory/name/traces.otf2``, which ``write(anchor)``
+    generates once: into a temporary directory beside it, renamed into
+    place when complete (a run that dies leaves no half-written trace)."""
+    target = os.path.join(directory, name)
     anchor = os.path.join(target, "traces.otf2")
     if os.path.isfile(anchor):
         return anchor
@@ -119,14 +122,20 @@ def ensure_trace(directory: str, side: int, iters: int) -> str:
     t0 = time.perf_counter()
     tmp = tempfile.mkdtemp(prefix=".gen-", dir=directory)
     try:
-        stencil(side, iters).write(os.path.join(tmp, "traces.otf2"), latency=2e-6, bandwidth=5e9,
-                                   mpi_overhead=1e-7)
+        write(os.path.join(tmp, "traces.otf2"))
         os.rename(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     print(f"  done in {time.perf_counter() - t0:.1f} s", flush=True)
     return anchor
+
+
+def ensure_trace(directory: str, side: int, iters: int) -> str:
+    """Path of the cached trace's anchor file, generating the trace if needed."""
+    return cached_trace(directory, f"stencil-{side}x{side}-{iters}",
+                        lambda anchor: stencil(side, iters).write(anchor, latency=2e-6, bandwidth=5e9,
+                                                                  mpi_overhead=1e-7))
 
 
 def warm_page_cache(anchor: str) -> int:

@@ -49,19 +49,23 @@ SIDE = 32
 EVENTS_PER_RANK_ITERATION = 50.1
 GIB = 1 << 30
 
-CHILD = r"""
-import json, os, sys, time
-sys.path.insert(0, {bench!r})
-
+#: the child processes' resident set (VmRSS) and its peak (VmHWM), in bytes
+STATUS = r"""
 def status():
-    out = {{}}
+    out = {}
     with open("/proc/self/status") as f:
         for line in f:
             k, _, v = line.partition(":")
             if k in ("VmRSS", "VmHWM"):
                 out[k] = int(v.split()[0]) * 1024
     return out
+"""
 
+CHILD = r"""
+import json, os, sys, time
+sys.path.insert(0, {bench!r})
+
+{status}
 import numpy, waitscope
 base = status()["VmRSS"]
 kind, arg = sys.argv[1], sys.argv[2]
@@ -92,7 +96,7 @@ def measure(pkg: str | None, kind: str, arg: str) -> dict:
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     if pkg:
         env["PYTHONPATH"] = pkg + os.pathsep + env.get("PYTHONPATH", "")
-    code = CHILD.format(bench=os.path.dirname(os.path.abspath(__file__)))
+    code = CHILD.format(bench=os.path.dirname(os.path.abspath(__file__)), status=STATUS)
     out = subprocess.run([sys.executable, "-c", code, kind, arg], env=env, check=True, capture_output=True,
                          text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -50,38 +50,25 @@ from typing import Any
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_load import DEFAULT_DIR, ensure_trace, warm_page_cache  # noqa: E402
+from bench_load import DEFAULT_DIR, cached_trace, ensure_trace, warm_page_cache  # noqa: E402
 
 
 def ensure_barrier_trace(directory: str, iters: int) -> str:
     """A 2-rank trace of `iters` iterations of imbalanced work + MPI_Barrier
     (6 events per rank and iteration: 800,000 iterations make 9.6 M events),
     generated once under `directory`; the path of its anchor file."""
-    import shutil
-    import tempfile
-
     from waitscope import synth
 
-    target = os.path.join(directory, f"barrier-2-{iters}")
-    anchor = os.path.join(target, "traces.otf2")
-    if os.path.isfile(anchor):
-        return anchor
-    os.makedirs(directory, exist_ok=True)
-    print(f"generating the trace into {target} (once) ...", flush=True)
-    prog = synth.Program(2, name="barrier")
-    for rank in range(2):
-        r = prog.rank(rank)
-        for it in range(iters):
-            r.compute("work", 1e-5 * (1 + (rank + it) % 3))
-            r.barrier()
-    tmp = tempfile.mkdtemp(prefix=".gen-", dir=directory)
-    try:
-        prog.write(os.path.join(tmp, "traces.otf2"), latency=2e-6, bandwidth=5e9, mpi_overhead=1e-7)
-        os.rename(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return anchor
+    def write(anchor: str) -> None:
+        prog = synth.Program(2, name="barrier")
+        for rank in range(2):
+            r = prog.rank(rank)
+            for it in range(iters):
+                r.compute("work", 1e-5 * (1 + (rank + it) % 3))
+                r.barrier()
+        prog.write(anchor, latency=2e-6, bandwidth=5e9, mpi_overhead=1e-7)
+
+    return cached_trace(directory, f"barrier-2-{iters}", write)
 
 
 def barrier_and_stencil(directory: str, only: str | None = None) -> list[tuple[str, str]]:
