@@ -412,9 +412,10 @@ class Trace:
         (the first failing location in order).
         """
         locs = None if locations is None else np.asarray(list(locations), dtype=np.int64)
-        chosen = np.arange(self.n_locations) if locs is None else locs
-        records = int(np.sum(self._defs["locations"]["n_records"][chosen])) if len(chosen) else 0
-        n_threads = _check_threads(threads, len(chosen) or self.n_locations, None, n_events=records)
+        per_location = self._defs["locations"]["n_records"]
+        records = int(np.sum(per_location if locs is None else per_location[locs]))
+        n_locations = (len(locs) if locs is not None else 0) or self.n_locations
+        n_threads = _check_threads(threads, n_locations, None, n_events=records)
         with Reporting(progress) as callback:
             self._core.load(locs, callback, n_threads)
         self._defs = self._core.definitions()
