@@ -19,7 +19,7 @@ typedef struct loc_state {
     int64_t cursor; /* event to process next */
     int64_t site;   /* site to meet next */
     uint32_t stage; /* progress inside a synchronization event */
-    int64_t ch1;    /* next channel-1 point (index into ch1 lists) */
+    int64_t sync;   /* dense walks: the next synchronization event (index into sync_events) */
     int64_t ahead;  /* with lookahead: the next site not yet produced */
     uint8_t consumed; /* channels consumed at the current stage */
     uint8_t done;
@@ -375,18 +375,25 @@ static int run_location(scheduler *s, uint32_t local, ws_error *err)
         }
         uint64_t ev;
         rc = WS_OK;
+        /* what happens here is known without reading the event: a sparse
+         * walk visits only the synchronization events, a dense one meets
+         * them on its way */
+        int64_t at = s->sparse ? st->cursor : -1;
         if (s->sparse) {
-            /* what happens here is known without reading the event */
-            ev = ls->sync_events[st->cursor];
-            uint32_t what = ls->sync_what[st->cursor], index = what & WS_SYNC_INDEX;
+            ev = ls->sync_events[at];
+        } else {
+            ev = (uint64_t)st->cursor;
+            if (st->sync >= 0 && (uint64_t)st->sync < ls->n_sync_events && ls->sync_events[st->sync] == ev)
+                at = st->sync;
+        }
+        if (at >= 0) {
+            uint32_t what = ls->sync_what[at], index = what & WS_SYNC_INDEX;
             switch (what & ~(uint32_t)WS_SYNC_INDEX) {
             case WS_SYNC_RECORD:
                 rc = message_event(s, loc, st, index, 1, ev, err);
                 break;
             case WS_SYNC_CH1:
                 rc = message_event(s, loc, st, index, 0, ev, err);
-                if (rc == WS_OK)
-                    st->ch1 += backward ? -1 : 1;
                 break;
             default:
                 rc = site_event(s, loc, st, index, err);
@@ -394,22 +401,8 @@ static int run_location(scheduler *s, uint32_t local, ws_error *err)
                     st->site += backward ? -1 : 1;
                 break;
             }
-        } else {
-            ev = (uint64_t)st->cursor;
-            uint8_t kind = e->kind[ev];
-            /* a message record or a channel-1 point; both at one event is
-             * impossible (records are MpiSend/Recv, points Isend/IrecvRequest) */
-            if (ws_is_message_kind(kind)) {
-                rc = message_event(s, loc, st, e->ref[ev], 1, ev, err);
-            } else if (st->ch1 >= 0 && st->ch1 < (int64_t)ls->n_ch1 && ls->ch1_event[st->ch1] == ev) {
-                rc = message_event(s, loc, st, ls->ch1_row[st->ch1], 0, ev, err);
-                if (rc == WS_OK)
-                    st->ch1 += backward ? -1 : 1;
-            } else if (st->site >= 0 && st->site < (int64_t)ls->n_sites && ls->sites[st->site].event == ev) {
-                rc = site_event(s, loc, st, (uint32_t)st->site, err);
-                if (rc == WS_OK)
-                    st->site += backward ? -1 : 1;
-            }
+            if (rc == WS_OK && !s->sparse)
+                st->sync += backward ? -1 : 1;
         }
         if (rc == WS_BLOCKED)
             return WS_BLOCKED;
@@ -555,7 +548,7 @@ int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *
         s.local_index[loc] = i;
         s.states[i].cursor = env->backward ? (int64_t)steps - 1 : 0;
         s.states[i].site = env->backward ? (int64_t)env->sync->locs[loc].n_sites - 1 : 0;
-        s.states[i].ch1 = env->backward ? (int64_t)env->sync->locs[loc].n_ch1 - 1 : 0;
+        s.states[i].sync = env->backward ? (int64_t)env->sync->locs[loc].n_sync_events - 1 : 0;
         s.states[i].ahead = s.states[i].site;
         s.total += steps;
     }

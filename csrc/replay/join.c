@@ -226,7 +226,7 @@ static int produce_location(join *j, uint32_t loc, int with_sites, ws_error *err
     const ws_loc_sync *ls = &j->env->sync->locs[loc];
     const int backward = j->env->backward;
     const int64_t n = (int64_t)ls->n_sync_events;
-    if (j->coll_none && ls->n_messages == 0 && ls->n_ch1 == 0)
+    if (j->coll_none && ls->n_messages == 0)
         return WS_OK; /* only sites, and nobody produces there */
     for (int64_t k = backward ? n - 1 : 0; backward ? k >= 0 : k < n; k += backward ? -1 : 1) {
         uint64_t ev = ls->sync_events[k];
@@ -352,31 +352,41 @@ static int consume_location(join *j, uint32_t loc, ws_error *err)
         if (j->handlers[h].begin && (rc = j->handlers[h].begin(j->handlers[h].state, env, loc, err)))
             return rc;
     int64_t limit = j->sparse ? (int64_t)ls->n_sync_events : (int64_t)e->n;
-    if (j->sparse && j->sites_idle && ls->n_messages == 0 && ls->n_ch1 == 0) {
+    if (j->sparse && j->sites_idle && ls->n_messages == 0) {
         /* only sites, where nothing happens (passes 2 and 3 on the 2-rank
          * barrier trace: 1.6 M sites each): counted at once, not walked */
         if ((rc = count_steps(j, (uint64_t)limit, err)))
             return rc;
         limit = 0;
     }
-    int64_t site = backward ? (int64_t)ls->n_sites - 1 : 0;
-    int64_t ch1 = backward ? (int64_t)ls->n_ch1 - 1 : 0;
+    /* dense walks: the next synchronization event */
+    int64_t sync = backward ? (int64_t)ls->n_sync_events - 1 : 0;
     pull_ring ring;
     pull_ring_clear(&ring);
     for (int64_t cursor = backward ? limit - 1 : 0; cursor >= 0 && cursor < limit; cursor += step) {
         uint64_t ev;
         rc = WS_OK;
+        int64_t at = -1;
         if (j->sparse) {
-            uint32_t what = ls->sync_what[cursor], index = what & WS_SYNC_INDEX;
-            if (j->sites_idle && (what & ~(uint32_t)WS_SYNC_INDEX) == WS_SYNC_SITE) {
+            at = cursor;
+            ev = ls->sync_events[at];
+        } else {
+            ev = (uint64_t)cursor;
+            if (sync >= 0 && (uint64_t)sync < ls->n_sync_events && ls->sync_events[sync] == ev) {
+                at = sync;
+                sync += step;
+            }
+        }
+        if (at >= 0) {
+            uint32_t what = ls->sync_what[at], index = what & WS_SYNC_INDEX;
+            if (j->sparse && j->sites_idle && (what & ~(uint32_t)WS_SYNC_INDEX) == WS_SYNC_SITE) {
                 /* nothing to do here */
                 if ((rc = count_step(j, err)))
                     return rc;
                 continue;
             }
-            if (j->local)
+            if (j->sparse && j->local)
                 prefetch_pull(j, ls, cursor, step, &ring);
-            ev = ls->sync_events[cursor];
             switch (what & ~(uint32_t)WS_SYNC_INDEX) {
             case WS_SYNC_RECORD:
                 rc = consume_message(j, loc, index, 1, ev, err);
@@ -387,17 +397,6 @@ static int consume_location(join *j, uint32_t loc, ws_error *err)
             default:
                 rc = consume_site(j, loc, index, ev, err);
                 break;
-            }
-        } else {
-            ev = (uint64_t)cursor;
-            if (ws_is_message_kind(e->kind[ev])) {
-                rc = consume_message(j, loc, e->ref[ev], 1, ev, err);
-            } else if (ch1 >= 0 && ch1 < (int64_t)ls->n_ch1 && ls->ch1_event[ch1] == ev) {
-                rc = consume_message(j, loc, ls->ch1_row[ch1], 0, ev, err);
-                ch1 += step;
-            } else if (site >= 0 && site < (int64_t)ls->n_sites && ls->sites[site].event == ev) {
-                rc = consume_site(j, loc, (uint32_t)site, ev, err);
-                site += step;
             }
         }
         if (rc)

@@ -11,8 +11,6 @@
 static void free_loc(ws_loc_sync *s)
 {
     free(s->msgs);
-    free(s->ch1_event);
-    free(s->ch1_row);
     free(s->sync_events); /* and sync_what */
     free(s->sites);
     memset(s, 0, sizeof *s);

@@ -111,13 +111,9 @@ typedef struct ws_loc_sync {
     uint64_t n_messages;
     ws_msg *msgs;           /* per message row */
 
-    /* channel-1 exchange points that are not message records, by event */
-    uint64_t n_ch1;
-    uint32_t *ch1_event;
-    uint32_t *ch1_row;
-
     /* every event where something is exchanged (message records, channel-1
-     * points, sites), ascending: a sparse replay visits only these.
+     * points, sites), ascending: a sparse replay visits only these, a
+     * dense one meets them on its way.
      * sync_what tells what happens there without touching the event
      * arrays: WS_SYNC_* in the top 2 bits, the message row or site below.
      * sync_what lies in the block of sync_events (freed with it). */

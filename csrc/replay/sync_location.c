@@ -84,7 +84,11 @@ typedef struct loc_pass {
     pending *pend;
     size_t pend_n, pend_cap;
     size_t site_cap;
-    size_t ch1_cap;
+    /* channel-1 exchange points that are not message records (event, row),
+     * until they are merged into the synchronization events */
+    uint32_t *ch1_event;
+    uint32_t *ch1_row;
+    size_t n_ch1, ch1_cap;
 } loc_pass;
 
 static int push_pending(loc_pass *p, uint32_t depth, uint32_t kind, uint64_t index)
@@ -122,18 +126,18 @@ static int reserve_sites(ws_loc_sync *s, loc_pass *p, uint64_t n)
     return n > SIZE_MAX / sizeof *s->sites ? -1 : grow_sites(s, p, (size_t)n);
 }
 
-static int add_ch1(ws_loc_sync *s, loc_pass *p, uint32_t event, uint32_t row)
+static int add_ch1(loc_pass *p, uint32_t event, uint32_t row)
 {
-    size_t k = s->n_ch1, cap = p->ch1_cap;
-    if (ws_grow((void **)&s->ch1_event, &cap, k + 1, sizeof *s->ch1_event) != 0)
+    size_t k = p->n_ch1, cap = p->ch1_cap;
+    if (ws_grow((void **)&p->ch1_event, &cap, k + 1, sizeof *p->ch1_event) != 0)
         return -1;
     cap = p->ch1_cap;
-    if (ws_grow((void **)&s->ch1_row, &cap, k + 1, sizeof *s->ch1_row) != 0)
+    if (ws_grow((void **)&p->ch1_row, &cap, k + 1, sizeof *p->ch1_row) != 0)
         return -1;
     p->ch1_cap = cap;
-    s->ch1_event[k] = event;
-    s->ch1_row[k] = row;
-    s->n_ch1++;
+    p->ch1_event[k] = event;
+    p->ch1_row[k] = row;
+    p->n_ch1++;
     return 0;
 }
 
@@ -161,12 +165,12 @@ static int cmp_ch1(const void *a, const void *b)
  * of place when a later call completes an earlier request): an insertion
  * sort puts the few out of place right in O(n); only when that takes more
  * than a few moves per point is the order left to qsort. */
-static int sort_ch1(ws_loc_sync *s)
+static int sort_ch1(loc_pass *p)
 {
-    const uint64_t n = s->n_ch1;
+    const uint64_t n = p->n_ch1;
     if (n < 2)
         return 0;
-    uint32_t *ev = s->ch1_event, *row = s->ch1_row;
+    uint32_t *ev = p->ch1_event, *row = p->ch1_row;
     uint64_t moves = 0, budget = 4 * n;
     for (uint64_t k = 1; k < n && moves <= budget; k++) {
         uint32_t e = ev[k], r = row[k];
@@ -435,7 +439,7 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
                     ws_map64_remove(&irecv_posts, req);
                     r->other_call = posts[k].call;
                     r->ch1_event = posts[k].event;
-                    if (add_ch1(s, &p, posts[k].event, m) != 0) {
+                    if (add_ch1(&p, posts[k].event, m) != 0) {
                         rc = ws_error_nomem(err, "request table");
                         goto done;
                     }
@@ -486,7 +490,7 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
                         r->flags |= WS_MSG_MAY_BLOCK;
                     if (top_fn == WS_MPIFN_WAIT_MULTI)
                         r->flags |= WS_MSG_MULTI;
-                    if (add_ch1(s, &p, (uint32_t)i, (uint32_t)row) != 0 ||
+                    if (add_ch1(&p, (uint32_t)i, (uint32_t)row) != 0 ||
                         (depth && push_pending(&p, depth, 2, row) != 0)) {
                         rc = ws_error_nomem(err, "pending records");
                         goto done;
@@ -563,7 +567,7 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
             break;
         }
     }
-    if (sort_ch1(s) != 0) {
+    if (sort_ch1(&p) != 0) {
         rc = ws_error_nomem(err, "request table");
         goto done;
     }
@@ -574,7 +578,7 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
     }
     /* merge the three ascending lists of exchange events (both arrays in
      * one block: one allocation, large enough for huge pages sooner) */
-    size_t n_exchanges = e->n_messages + s->n_ch1 + s->n_sites + 1;
+    size_t n_exchanges = e->n_messages + p.n_ch1 + s->n_sites + 1;
     s->sync_events = ws_malloc_array(2 * n_exchanges, sizeof *s->sync_events);
     if (!s->sync_events) {
         rc = ws_error_nomem(err, "synchronization events");
@@ -583,16 +587,16 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
     s->sync_what = s->sync_events + n_exchanges;
     {
         uint64_t i = 0, j = 0, k = 0, n = 0;
-        while (i < e->n_messages || j < s->n_ch1 || k < s->n_sites) {
+        while (i < e->n_messages || j < p.n_ch1 || k < s->n_sites) {
             uint32_t a = i < e->n_messages ? e->msg_event[i] : UINT32_MAX;
-            uint32_t b = j < s->n_ch1 ? s->ch1_event[j] : UINT32_MAX;
+            uint32_t b = j < p.n_ch1 ? p.ch1_event[j] : UINT32_MAX;
             uint32_t c = k < s->n_sites ? s->sites[k].event : UINT32_MAX;
             uint32_t m = a < b ? (a < c ? a : c) : (b < c ? b : c);
             /* one event is at most one of them */
             if (a == m)
                 s->sync_what[n] = WS_SYNC_RECORD | (uint32_t)i++;
             else if (b == m)
-                s->sync_what[n] = WS_SYNC_CH1 | s->ch1_row[j++];
+                s->sync_what[n] = WS_SYNC_CH1 | p.ch1_row[j++];
             else
                 s->sync_what[n] = WS_SYNC_SITE | (uint32_t)k++;
             s->sync_events[n++] = m;
@@ -604,6 +608,8 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
 done:
     free(p.stack);
     free(p.pend);
+    free(p.ch1_event);
+    free(p.ch1_row);
     free(posts);
     ws_map64_free(&irecv_posts);
     ws_map64_free(&isend_row);
