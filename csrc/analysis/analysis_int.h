@@ -10,27 +10,17 @@
 #include "delay_kernel.h"
 #include "omp.h"
 
-/* What the wait-state passes learn about one message row (24 bytes);
- * the delay analysis turns it into synchronization points, after which
- * it is freed. */
-typedef struct ws_msg_data {
-    double ls;           /* Late Sender wait of the receive (also known at the send after pass 2) */
-    double lr;           /* Late Receiver wait (receiver: candidate; both sides: final after passes 2/3) */
-    double partner_time; /* receive rows: enter of the matched send call (pass 1);
-                            send rows: when the matching receive was posted (pass 2) */
-} ws_msg_data;
-
 /* Leaves of the partner's calls, for the completion parts of the delay
  * analysis, kept (pass 3) only for the message rows that wait or are
  * waited for (a final Late Sender or Late Receiver): receive rows: the
  * call holding the send record and the call completing the send; send
- * rows: the call holding the receive record. */
+ * rows: the call holding the receive record and, reproducing Scalasca
+ * 2.6 only, the call that posted the receive. */
 typedef struct ws_partner_leaves {
     uint32_t row;
     uint32_t pad;
     double leave;
-    double done_leave;
-    double post_leave; /* sends, reproducing Scalasca 2.6 only: leave of the call that posted the receive */
+    double second; /* receive rows: done_leave; send rows: post_leave */
 } ws_partner_leaves;
 
 /* ws_loc_data.msg_bits, per message row (only the wait-state passes) */
@@ -55,8 +45,22 @@ typedef struct ws_site_wait {
 
 /* Per location data that the passes share. */
 typedef struct ws_loc_data {
-    /* per message row */
-    ws_msg_data *msg;
+    /* per message row: what the wait-state passes learn (ws_md_ls and the
+     * other accessors below) */
+    double *wait;        /* the Late Sender (> 0) or, negated, the Late Receiver (< 0).  A row has
+                            never both while each location's times never decrease, as the reader and
+                            set_times ensure: a Late Sender needs the send to start after the receive
+                            was posted, a Late Receiver the reverse.  Should a row have both, `lr`
+                            takes every row's Late Receiver and `wait` keeps the Late Senders
+                            (msg_waits.c), so that nothing depends on it. */
+    double *lr;          /* NULL, or every row's Late Receiver (see wait) */
+    double *partner_time; /* receive rows: enter of the matched send call (pass 1); send rows: when the
+                             matching receive was posted (pass 2); freed at the end of pass 2, when the
+                             rows that wait keep theirs in waiting_row/waiting_time */
+    uint32_t *waiting_row; /* the receive rows with a Late Sender and the send rows with a Late
+                              Receiver, ascending (the delay analysis's points, points.c) */
+    double *waiting_time;  /* their partner_time */
+    size_t n_waiting;
     uint8_t *msg_bits;   /* WS_MD_* */
     ws_partner_leaves *leaves; /* in the order learnt (ws_points_build sorts them by row) */
     size_t n_leaves, cap_leaves;
@@ -71,6 +75,23 @@ typedef struct ws_loc_data {
     uint32_t cur_callpath;
     double last_time;
 } ws_loc_data;
+
+/* The Late Sender and the Late Receiver of message row `row` (0: none). */
+static inline double ws_md_ls(const ws_loc_data *d, uint64_t row)
+{
+    double w = d->wait[row];
+    return w > 0.0 ? w : 0.0;
+}
+static inline double ws_md_lr(const ws_loc_data *d, uint64_t row)
+{
+    if (d->lr)
+        return d->lr[row];
+    double w = d->wait[row];
+    return w < 0.0 ? -w : 0.0;
+}
+/* Sets them (v > 0, or 0: none); -1 when out of memory. */
+int ws_md_set_ls(ws_loc_data *d, uint64_t n_rows, uint64_t row, double v);
+int ws_md_set_lr(ws_loc_data *d, uint64_t n_rows, uint64_t row, double v);
 
 typedef struct ws_analysis {
     const ws_trace *trace; /* what the analyses read: the store, or its OpenMP view (omp.h) */

@@ -213,7 +213,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     /* at most this many points (N-to-1 sites may drop out) */
     size_t cap = 0;
     for (uint64_t row = 0; row < ls->n_messages; row++)
-        cap += (d->msg[row].ls > 0.0) + (d->msg[row].lr > 0.0);
+        cap += (ws_md_ls(d, row) > 0.0) + (ws_md_lr(d, row) > 0.0);
     for (uint32_t s = 0; s < ls->n_sites; s++)
         cap += d->site_waits[s].sync != 0;
     /* the points, and (with a window) per point the part of its waiting
@@ -238,14 +238,24 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
 
     /* the partners' leaves, by row */
     sort_leaves(d->leaves, d->n_leaves);
-    size_t next_leaves = 0;
+    size_t next_leaves = 0, next_waiting = 0;
     for (uint64_t row = 0; row < ls->n_messages; row++) {
         const ws_msg *m = &ls->msgs[row];
-        const ws_msg_data *md = &d->msg[row];
+        const double ls_wait = ws_md_ls(d, row), lr_wait = ws_md_lr(d, row);
         int is_send = (m->flags & WS_MSG_SEND) != 0;
         const ws_partner_leaves *pl = NULL;
         const int compat = a->options.scalasca_compat != 0;
-        if (md->ls > 0.0 || (md->lr > 0.0 && (!is_send || compat))) {
+        /* the rows that wait: their partner's time (waitstates_p2p.c) */
+        double partner_time = 0.0;
+        if (is_send ? lr_wait > 0.0 : ls_wait > 0.0) {
+            if (next_waiting == d->n_waiting || d->waiting_row[next_waiting] != row) {
+                rc = ws_error_set(err, WS_ERR_INTERNAL, "location %u: message %llu waits but its partner's time "
+                                  "is unknown", (unsigned)loc, (unsigned long long)row);
+                goto done;
+            }
+            partner_time = d->waiting_time[next_waiting++];
+        }
+        if (ls_wait > 0.0 || (lr_wait > 0.0 && (!is_send || compat))) {
             while (next_leaves < d->n_leaves && d->leaves[next_leaves].row < row)
                 next_leaves++;
             if (next_leaves == d->n_leaves || d->leaves[next_leaves].row != row) {
@@ -255,7 +265,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             }
             pl = &d->leaves[next_leaves];
         }
-        if (md->ls > 0.0) {
+        if (ls_wait > 0.0) {
             NEW_POINT();
             sync_point *p = &pt[n];
             p->type = SP_LS;
@@ -271,16 +281,16 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             if (is_send) {
                 p->time = ws_msg_enter(e, m);
             } else {
-                p->time = md->partner_time;
-                p->wait = md->ls;
+                p->time = partner_time;
+                p->wait = ls_wait;
                 if (windowed)
                     pwin[n] = ws_window_part(&a->options, ws_msg_enter(e, m),
-                                             md->partner_time < leave ? md->partner_time : leave, p->wait);
+                                             partner_time < leave ? partner_time : leave, p->wait);
                 p->wclass = WS_WAIT_LATESENDER;
             }
             n++;
         }
-        if (md->lr > 0.0) {
+        if (lr_wait > 0.0) {
             NEW_POINT();
             sync_point *p = &pt[n];
             p->type = SP_LR;
@@ -295,18 +305,18 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
                  * its leave and the posting call's, where it left first */
                 p->completion = 0.0;
                 double done = ws_msg_done(e, m);
-                if (compat && done <= pl->post_leave)
-                    p->completion = done - pl->post_leave;
+                if (compat && done <= pl->second)
+                    p->completion = done - pl->second;
             } else {
                 p->call_ev = enter_of_call(e, m->ch1_event);
                 p->call_cp = e->kind[p->call_ev] == WS_EV_ENTER ? e->ref[p->call_ev] : WS_NONE32;
-                p->completion = positive(ws_leave_of_enter(e, p->call_ev) - pl->done_leave);
+                p->completion = positive(ws_leave_of_enter(e, p->call_ev) - pl->second);
             }
             if (is_send) {
-                p->time = md->partner_time;
-                p->wait = md->lr;
+                p->time = partner_time;
+                p->wait = lr_wait;
                 if (windowed)
-                    pwin[n] = ws_window_part(&a->options, ws_msg_done_enter(e, m), md->partner_time, p->wait);
+                    pwin[n] = ws_window_part(&a->options, ws_msg_done_enter(e, m), partner_time, p->wait);
                 p->wclass = WS_WAIT_LATERECEIVER;
             } else {
                 p->time = ws_msg_post(e, m);

@@ -205,12 +205,13 @@ int ws_waitstates_prepare(ws_analysis *a, ws_error *err)
         const ws_loc_sync *ls = &a->sync->locs[loc];
         ws_loc_data *d = data_of(a, loc);
         size_t nm = ls->n_messages ? (size_t)ls->n_messages : 1, ns = ls->n_sites ? ls->n_sites : 1;
-        d->msg = ws_calloc_dense(nm, sizeof *d->msg);
+        d->wait = ws_calloc_dense(nm, sizeof *d->wait);
+        d->partner_time = ws_calloc_dense(nm, sizeof *d->partner_time);
         d->msg_bits = ws_calloc_dense(nm, sizeof *d->msg_bits);
         d->site_waits = ws_calloc_dense(ns, sizeof *d->site_waits);
         d->time = ws_calloc(C, sizeof *d->time);
         d->visits = ws_calloc(C, sizeof *d->visits);
-        if (!d->msg || !d->msg_bits || !d->site_waits || !d->time || !d->visits)
+        if (!d->wait || !d->partner_time || !d->msg_bits || !d->site_waits || !d->time || !d->visits)
             return ws_error_nomem(err, "wait-state annotations");
         for (size_t k = 0; k < ns; k++)
             d->site_waits[k].delayer = WS_NONE32;
@@ -220,11 +221,17 @@ int ws_waitstates_prepare(ws_analysis *a, ws_error *err)
 
 void ws_waitstates_release(ws_loc_data *d)
 {
-    free(d->msg);
+    free(d->wait);
+    free(d->lr);
+    free(d->partner_time);
+    free(d->waiting_row);
+    free(d->waiting_time);
+    d->wait = d->lr = d->partner_time = d->waiting_time = NULL;
+    d->waiting_row = NULL;
+    d->n_waiting = 0;
     free(d->msg_bits);
     free(d->leaves);
     free(d->site_waits);
-    d->msg = NULL;
     d->msg_bits = NULL;
     d->leaves = NULL;
     d->n_leaves = d->cap_leaves = 0;

@@ -6,8 +6,7 @@
 
 /* Keeps the leaves of the partner's calls for message `row`, which
  * waits or is waited for (analysis_int.h). */
-static int keep_partner_leaves(ws_loc_data *d, uint32_t row, double leave, double done_leave, double post_leave,
-                               ws_error *err)
+static int keep_partner_leaves(ws_loc_data *d, uint32_t row, double leave, double second, ws_error *err)
 {
     if (d->n_leaves == d->cap_leaves) {
         /* grown by a quarter: all locations grow theirs at once (pass 3) */
@@ -22,8 +21,7 @@ static int keep_partner_leaves(ws_loc_data *d, uint32_t row, double leave, doubl
     pl->row = row;
     pl->pad = 0;
     pl->leave = leave;
-    pl->done_leave = done_leave;
-    pl->post_leave = post_leave;
+    pl->second = second;
     return WS_OK;
 }
 
@@ -50,22 +48,30 @@ static int p1_begin(void *state, const ws_replay_env *env, uint32_t loc, ws_erro
     return WS_OK;
 }
 
-/* Pass 1 only records a Late Sender; it is counted at the end of pass 2,
- * when a larger Late Receiver in the same Waitall may have replaced it. */
-static void count_late_sender(ws_analysis *a, uint32_t loc, uint32_t row, double wait)
+static int set_ls(ws_analysis *a, uint32_t loc, uint32_t row, double v, ws_error *err)
 {
-    data_of(a, loc)->msg[row].ls = wait;
+    return ws_md_set_ls(data_of(a, loc), a->sync->locs[loc].n_messages, row, v) ? ws_error_nomem(err, "waits")
+                                                                                : WS_OK;
+}
+static int set_lr(ws_analysis *a, uint32_t loc, uint32_t row, double v, ws_error *err)
+{
+    return ws_md_set_lr(data_of(a, loc), a->sync->locs[loc].n_messages, row, v) ? ws_error_nomem(err, "waits")
+                                                                                : WS_OK;
 }
 
-/* Waitall/Waitsome: only the largest Late Sender of the call counts. */
-static void flush_multi(ws_analysis *a, uint32_t loc)
+/* Pass 1 only records a Late Sender; it is counted at the end of pass 2,
+ * when a larger Late Receiver in the same Waitall may have replaced it.
+ * Waitall/Waitsome: only the largest Late Sender of the call counts. */
+static int flush_multi(ws_analysis *a, uint32_t loc, ws_error *err)
 {
     ws_loc_data *d = data_of(a, loc);
+    int rc = WS_OK;
     if (d->multi_call != WS_NONE32 && d->multi_max > 0.0)
-        count_late_sender(a, loc, d->multi_row, d->multi_max);
+        rc = set_ls(a, loc, d->multi_row, d->multi_max, err);
     d->multi_call = WS_NONE32;
     d->multi_row = WS_NONE32;
     d->multi_max = 0.0;
+    return rc;
 }
 
 /* Whether the message record `row` of `loc` counts in the analysis window. */
@@ -77,10 +83,11 @@ static int message_in_window(const ws_analysis *a, const ws_replay_env *env, uin
 
 /* The part of a Late Sender's waiting inside the analysis window: from
  * the enter of the receiving call to min(send's enter, leave) (as pass 1). */
-static double late_sender_part(const ws_analysis *a, const ws_events *e, const ws_msg *m, const ws_msg_data *md)
+static double late_sender_part(const ws_analysis *a, const ws_events *e, const ws_msg *m, double ls,
+                               double partner_time)
 {
-    double leave = ws_msg_leave(e, m), until = md->partner_time < leave ? md->partner_time : leave;
-    return ws_window_part(&a->options, ws_msg_enter(e, m), until, md->ls);
+    double leave = ws_msg_leave(e, m), until = partner_time < leave ? partner_time : leave;
+    return ws_window_part(&a->options, ws_msg_enter(e, m), until, ls);
 }
 
 static int p1_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel, ws_buffer *out,
@@ -119,10 +126,9 @@ static int p1_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     const ws_msg *m = &env->sync->locs[loc].msgs[row];
     const ws_events *e = &env->trace->locations[loc].events;
     ws_loc_data *d = data_of(a, loc);
-    ws_msg_data *md = &d->msg[row];
     uint8_t flags = m->flags;
     double enter = ws_msg_enter(e, m), leave = ws_msg_leave(e, m);
-    md->partner_time = p.enter;
+    d->partner_time[row] = p.enter;
     if (p.bytes == 0)
         d->msg_bits[row] |= WS_MD_EMPTY_SEND;
     if (leave < p.enter)
@@ -140,7 +146,9 @@ static int p1_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     if ((p.flags & WS_MSG_MAY_BLOCK) && p.done_leave >= post) {
         double lr = post - p.done_enter;
         if (lr > 0.0) {
-            md->lr = lr;
+            int rc = set_lr(a, loc, row, lr, err);
+            if (rc)
+                return rc;
             d->msg_bits[row] |= WS_MD_LR_CANDIDATE;
         }
     }
@@ -155,15 +163,18 @@ static int p1_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
             wait = 0.0;
     }
     if (flags & WS_MSG_MULTI) {
-        if (d->multi_call != m->call)
-            flush_multi(a, loc);
+        if (d->multi_call != m->call) {
+            int rc = flush_multi(a, loc, err);
+            if (rc)
+                return rc;
+        }
         d->multi_call = m->call;
         if (d->multi_row == WS_NONE32 || wait > d->multi_max) {
             d->multi_row = row;
             d->multi_max = wait;
         }
     } else if (wait > 0.0) {
-        count_late_sender(a, loc, row, wait);
+        return set_ls(a, loc, row, wait, err);
     }
     return WS_OK;
 }
@@ -178,7 +189,7 @@ static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
     const ws_msg *msgs = ls->msgs;
     const ws_events *e = &a->trace->locations[loc].events;
     ws_loc_data *d = data_of(a, loc);
-    const ws_msg_data *md = d->msg;
+    const double *pt = d->partner_time;
     uint64_t n = ls->n_messages;
     /* stack: later receives, send enters strictly increasing towards the
      * top (a receive hides the later ones whose send started no earlier);
@@ -211,8 +222,8 @@ static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
             continue;
         if (n_group && (k == n || msgs[k].call != msgs[group[0]].call)) {
             for (uint64_t g = 0; g < n_group; g++) {
-                double tg = md[group[g]].partner_time;
-                while (depth && md[stack[depth - 1]].partner_time >= tg)
+                double tg = pt[group[g]];
+                while (depth && pt[stack[depth - 1]] >= tg)
                     depth--;
                 stack[depth++] = group[g];
             }
@@ -221,15 +232,16 @@ static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
         if (k == n)
             continue;
         group[n_group++] = (uint32_t)k;
-        if (!(md[k].ls > 0.0))
+        double ls_k = ws_md_ls(d, k);
+        if (!(ls_k > 0.0))
             continue;
         /* the nearest later receive whose send started earlier: the
          * topmost stack entry with a send enter below ts */
-        double ts = md[k].partner_time;
+        double ts = pt[k];
         uint64_t lo = 0, hi = depth;
         while (lo < hi) {
             uint64_t mid = lo + (hi - lo) / 2;
-            if (md[stack[mid]].partner_time < ts)
+            if (pt[stack[mid]] < ts)
                 lo = mid + 1;
             else
                 hi = mid;
@@ -238,7 +250,7 @@ static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
             continue;
         uint32_t j = stack[lo - 1];
         uint32_t cp = ws_msg_callpath(e, &msgs[k]);
-        double part = late_sender_part(a, e, &msgs[k], &md[k]);
+        double part = late_sender_part(a, e, &msgs[k], ls_k, pt[k]);
         add(a, WS_M_MPI_LATESENDER_WO, cp, loc, part);
         if (compat) {
             reveal[k] = j;
@@ -258,7 +270,8 @@ static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
         uint32_t j = reveal[k], f = first[j];
         uint32_t cp = ws_msg_callpath(e, &msgs[f]);
         int same = msgs[j].partner == msgs[f].partner;
-        add(a, same ? WS_M_MPI_LSWO_SAME : WS_M_MPI_LSWO_DIFFERENT, cp, loc, late_sender_part(a, e, &msgs[k], &md[k]));
+        add(a, same ? WS_M_MPI_LSWO_SAME : WS_M_MPI_LSWO_DIFFERENT, cp, loc,
+            late_sender_part(a, e, &msgs[k], ws_md_ls(d, k), pt[k]));
         if (wo)
             wo[k] = same ? WS_WO_SAME : WS_WO_DIFFERENT;
         if (ws_window_has(&a->options, ws_msg_enter(e, &msgs[k])))
@@ -274,9 +287,7 @@ static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
 static int p1_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error *err)
 {
     (void)env;
-    (void)err;
-    flush_multi(state, loc);
-    return WS_OK;
+    return flush_multi(state, loc, err);
 }
 
 /* ---- pass 2: backward (Late Receiver at the sender) -------------------- */
@@ -291,10 +302,10 @@ static int p2_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
                       ws_error *err)
 {
     (void)channel;
-    const ws_msg_data *md = &data_of(state, loc)->msg[row];
+    const ws_loc_data *d = data_of(state, loc);
     const ws_msg *m = &env->sync->locs[loc].msgs[row];
     const ws_events *e = &env->trace->locations[loc].events;
-    recv_info p = {md->ls, md->lr, ws_msg_post(e, m)};
+    recv_info p = {ws_md_ls(d, row), ws_md_lr(d, row), ws_msg_post(e, m)};
     if (ws_buffer_append(out, &p, sizeof p) != 0)
         return ws_error_nomem(err, "payload");
     return WS_OK;
@@ -308,14 +319,36 @@ static int p2_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
     if (size != sizeof(recv_info))
         return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
     ws_loc_data *d = data_of(state, loc);
-    ws_msg_data *md = &d->msg[row];
     recv_info p;
     memcpy(&p, data, sizeof p);
-    md->ls = p.ls;
-    md->lr = p.lr;
-    md->partner_time = p.post;
+    int rc = set_ls(state, loc, row, p.ls, err);
+    if (rc == WS_OK)
+        rc = set_lr(state, loc, row, p.lr, err);
+    if (rc)
+        return rc;
+    d->partner_time[row] = p.post;
     if (p.lr > 0.0)
         d->msg_bits[row] |= WS_MD_LR_CANDIDATE;
+    return WS_OK;
+}
+
+/* The rows that wait keep their partner_time for the delay analysis
+ * (analysis_int.h); the other rows' goes. */
+static int keep_waiting_rows(ws_loc_data *d, const ws_msg *msgs, uint64_t n, size_t n_waiting, ws_error *err)
+{
+    d->waiting_row = ws_malloc_array(n_waiting ? n_waiting : 1, sizeof *d->waiting_row);
+    d->waiting_time = ws_malloc_array(n_waiting ? n_waiting : 1, sizeof *d->waiting_time);
+    if (!d->waiting_row || !d->waiting_time)
+        return ws_error_nomem(err, "waits");
+    size_t j = 0;
+    for (uint64_t k = 0; k < n && j < n_waiting; k++)
+        if ((msgs[k].flags & WS_MSG_SEND) ? ws_md_lr(d, k) > 0.0 : ws_md_ls(d, k) > 0.0) {
+            d->waiting_row[j] = (uint32_t)k;
+            d->waiting_time[j++] = d->partner_time[k];
+        }
+    d->n_waiting = j;
+    free(d->partner_time);
+    d->partner_time = NULL;
     return WS_OK;
 }
 
@@ -331,28 +364,30 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
     const ws_loc_sync *ls = &env->sync->locs[loc];
     const ws_msg *msgs = ls->msgs;
     ws_loc_data *d = data_of(a, loc);
-    ws_msg_data *md = d->msg;
+    const double *pt = d->partner_time;
+    const uint64_t n = ls->n_messages;
     const ws_events *e = &env->trace->locations[loc].events;
     ws_map64 best_lr, late_sender; /* completion call -> row */
     ws_map64_init(&best_lr);
     ws_map64_init(&late_sender);
-    for (uint64_t k = 0; k < ls->n_messages; k++)
-        if (!(msgs[k].flags & WS_MSG_SEND) && (msgs[k].flags & WS_MSG_MULTI) && md[k].ls > 0.0 &&
+    for (uint64_t k = 0; k < n; k++)
+        if (!(msgs[k].flags & WS_MSG_SEND) && (msgs[k].flags & WS_MSG_MULTI) && ws_md_ls(d, k) > 0.0 &&
             ws_map64_put(&late_sender, msgs[k].call, k) != 0)
             goto nomem;
-    for (uint64_t k = 0; k < ls->n_messages; k++) {
-        if (!(msgs[k].flags & WS_MSG_SEND) || !(msgs[k].flags & WS_MSG_MULTI) || md[k].lr <= 0.0)
+    /* (clearing a wait needs no memory: ws_md_set_lr cannot fail here) */
+    for (uint64_t k = 0; k < n; k++) {
+        if (!(msgs[k].flags & WS_MSG_SEND) || !(msgs[k].flags & WS_MSG_MULTI) || ws_md_lr(d, k) <= 0.0)
             continue;
         uint64_t other;
         if (ws_map64_get(&late_sender, msgs[k].other_call, &other)) {
-            md[k].lr = 0.0;
+            (void)ws_md_set_lr(d, n, k, 0.0);
         } else if (ws_map64_get(&best_lr, msgs[k].other_call, &other)) {
-            if (md[k].lr > md[other].lr) {
-                md[other].lr = 0.0;
+            if (ws_md_lr(d, k) > ws_md_lr(d, other)) {
+                (void)ws_md_set_lr(d, n, other, 0.0);
                 if (ws_map64_put(&best_lr, msgs[k].other_call, k) != 0)
                     goto nomem;
             } else {
-                md[k].lr = 0.0;
+                (void)ws_md_set_lr(d, n, k, 0.0);
             }
         } else if (ws_map64_put(&best_lr, msgs[k].other_call, k) != 0) {
             goto nomem;
@@ -362,31 +397,37 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
     ws_map64_free(&late_sender);
     /* the wrong-order class of each Late Sender, for its record */
     uint8_t *wo = NULL;
-    if (a->options.wait_records && !(wo = ws_calloc(ls->n_messages ? ls->n_messages : 1, sizeof *wo)))
+    if (a->options.wait_records && !(wo = ws_calloc(n ? n : 1, sizeof *wo)))
         return ws_error_nomem(err, "wait-state records");
     int rc = wrong_order(a, loc, wo, err);
-    for (uint64_t k = 0; k < ls->n_messages && rc == WS_OK; k++) {
+    size_t n_waiting = 0;
+    for (uint64_t k = 0; k < n && rc == WS_OK; k++) {
         const ws_msg *m = &msgs[k];
         if (m->flags & WS_MSG_SEND) {
-            if (md[k].lr <= 0.0)
+            double lr = ws_md_lr(d, k);
+            if (lr <= 0.0)
                 continue;
+            n_waiting++;
             /* from the enter of the call completing the send to the post */
             uint32_t cp = ws_msg_done_callpath(e, m);
-            wait_instance w = {ws_msg_done_enter(e, m), md[k].partner_time, m->ch1_event, m->partner, WS_WO_NONE};
-            rc = ws_add_wait(a, WS_WP_LATERECEIVER, cp, loc, md[k].lr, &w, err);
+            wait_instance w = {ws_msg_done_enter(e, m), pt[k], m->ch1_event, m->partner, WS_WO_NONE};
+            rc = ws_add_wait(a, WS_WP_LATERECEIVER, cp, loc, lr, &w, err);
             if (ws_window_has(&a->options, w.start))
                 add(a, ws_msg_bytes(e, k) == 0 ? WS_M_MPI_SLR_COUNT : WS_M_MPI_CLR_COUNT, cp, loc, 1.0);
-        } else if (md[k].ls > 0.0) {
+        } else if (ws_md_ls(d, k) > 0.0) {
+            n_waiting++;
             /* from the enter of the receiving call to min(send's enter, leave) (as pass 1) */
             uint32_t cp = ws_msg_callpath(e, m);
-            double leave = ws_msg_leave(e, m), until = md[k].partner_time < leave ? md[k].partner_time : leave;
+            double leave = ws_msg_leave(e, m), until = pt[k] < leave ? pt[k] : leave;
             wait_instance w = {ws_msg_enter(e, m), until, e->msg_event[k], m->partner, wo ? wo[k] : WS_WO_NONE};
-            rc = ws_add_wait(a, WS_WP_LATESENDER, cp, loc, md[k].ls, &w, err);
+            rc = ws_add_wait(a, WS_WP_LATESENDER, cp, loc, ws_md_ls(d, k), &w, err);
             if (ws_window_has(&a->options, w.start))
                 add(a, (d->msg_bits[k] & WS_MD_EMPTY_SEND) ? WS_M_MPI_SLS_COUNT : WS_M_MPI_CLS_COUNT, cp, loc, 1.0);
         }
     }
     free(wo);
+    if (rc == WS_OK)
+        rc = keep_waiting_rows(d, msgs, n, n_waiting, err);
     return rc;
 nomem:
     ws_map64_free(&best_lr);
@@ -422,7 +463,7 @@ static int p3_channels(void *state, const ws_replay_env *env, uint32_t loc, uint
     const ws_analysis *a = state;
     const ws_loc_data *d = data_of(state, loc);
     int late_receiver = a->options.scalasca_compat && (d->msg_bits[row] & WS_MD_LR_CANDIDATE);
-    return 1 | (d->msg[row].ls > 0.0 || late_receiver ? 2 : 0);
+    return 1 | (ws_md_ls(d, row) > 0.0 || late_receiver ? 2 : 0);
 }
 
 static int p3_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t row, int channel, ws_buffer *out,
@@ -434,11 +475,11 @@ static int p3_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
     const ws_events *e = &env->trace->locations[loc].events;
     int rc;
     if (channel == 0) {
-        final_lr p = {d->msg[row].lr, ws_msg_leave(e, m), ws_msg_done(e, m)};
+        final_lr p = {ws_md_lr(d, row), ws_msg_leave(e, m), ws_msg_done(e, m)};
         rc = ws_buffer_append(out, &p, sizeof p);
     } else {
         double post_leave = a->options.scalasca_compat ? ws_leave_of_enter(e, m->other_call) : 0.0;
-        final_ls p = {d->msg[row].ls, ws_msg_leave(e, m), post_leave};
+        final_ls p = {ws_md_ls(d, row), ws_msg_leave(e, m), post_leave};
         rc = ws_buffer_append(out, &p, sizeof p);
     }
     return rc ? ws_error_nomem(err, "payload") : WS_OK;
@@ -448,26 +489,28 @@ static int p3_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
                       const void *data, size_t size, ws_error *err)
 {
     (void)env;
-    const ws_analysis *a = state;
+    ws_analysis *a = state;
     ws_loc_data *d = data_of(state, loc);
-    ws_msg_data *md = &d->msg[row];
+    int rc;
     if (channel == 0) {
         if (size != sizeof(final_lr))
             return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
         final_lr p;
         memcpy(&p, data, sizeof p);
-        md->lr = p.lr;
-        if (md->ls > 0.0 || p.lr > 0.0)
-            return keep_partner_leaves(d, row, p.leave, p.done_leave, 0.0, err);
+        if ((rc = set_lr(a, loc, row, p.lr, err)))
+            return rc;
+        if (ws_md_ls(d, row) > 0.0 || p.lr > 0.0)
+            return keep_partner_leaves(d, row, p.leave, p.done_leave, err);
         return WS_OK;
     }
     if (size != sizeof(final_ls))
         return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
     final_ls p;
     memcpy(&p, data, sizeof p);
-    md->ls = p.ls;
-    if (p.ls > 0.0 || (a->options.scalasca_compat && md->lr > 0.0))
-        return keep_partner_leaves(d, row, p.leave, 0.0, p.post_leave, err);
+    if ((rc = set_ls(a, loc, row, p.ls, err)))
+        return rc;
+    if (p.ls > 0.0 || (a->options.scalasca_compat && ws_md_lr(d, row) > 0.0))
+        return keep_partner_leaves(d, row, p.leave, p.post_leave, err);
     return WS_OK;
 }
 
@@ -476,7 +519,7 @@ static void p23_prefetch(void *state, const ws_replay_env *env, uint32_t loc, ui
 {
     (void)env;
     ws_loc_data *d = data_of(state, loc);
-    WS_PREFETCH(&d->msg[row]);
+    WS_PREFETCH(&d->wait[row]);
     if (d->msg_bits)
         WS_PREFETCH(&d->msg_bits[row]);
 }

@@ -1,0 +1,78 @@
+"""The analysis state per message row (csrc/analysis/msg_waits.c).
+
+A row's Late Sender and Late Receiver share one double: a row never has
+both while each location's times never decrease, because a Late Sender
+needs the send to start after the receive was posted and a Late Receiver
+needs the reverse.  The reader refuses an event file whose timestamps go
+backwards, which is what makes that hold for every trace; should a row
+get both nevertheless, every row's Late Receiver moves to an array of its
+own, which the C check exercises directly.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import waitscope
+from waitscope import synth
+
+ROOT = Path(__file__).resolve().parent.parent
+CSRC = ROOT / "csrc"
+
+
+def test_a_row_with_both_waits_keeps_both(tmp_path):
+    cc, config = shutil.which("gcc"), shutil.which("otf2-config")
+    if cc is None or config is None:
+        pytest.skip("no gcc or otf2-config")
+    flags = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
+    asan = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    if not os.path.isabs(asan) or not os.path.exists(asan):
+        flags = []
+    exe = tmp_path / "msg_waits_check"
+    cflags = shlex.split(subprocess.check_output([config, "--cflags"], text=True))
+    subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", *flags, "-D_POSIX_C_SOURCE=200809L",
+                    f"-I{CSRC}", *cflags, str(ROOT / "tests" / "c" / "msg_waits_check.c"),
+                    str(CSRC / "analysis" / "msg_waits.c"), str(CSRC / "common" / "alloc.c"), "-lm", "-o", str(exe)],
+                   check=True)
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.strip() == "ok"
+
+
+def timestamp(ticks: int) -> bytes:
+    """An OTF2 timestamp record: its type (5) and the ticks in 8 bytes."""
+    return b"\x05" + struct.pack("<Q", ticks)
+
+
+def test_timestamps_going_backwards_are_refused(tmp_path):
+    """Rank 1 posts its receive (MPI_Irecv) at 1.1 s, then works from 0 s
+    on: a Late Sender (send at 1.0, MPI_Wait entered at 0.2) and a Late
+    Receiver (posted 0.1 after the send began) on one row.  The reader
+    names the event file and the event instead of analysing it."""
+    prog = synth.Program(2)
+    prog.rank(0).compute("work", 1.0).send(1, size=8)
+    r1 = prog.rank(1)
+    request = r1.irecv(0)
+    r1.compute("work", 0.2)
+    r1.wait(request)
+    anchor = prog.write(tmp_path / "traces.otf2", resolution=1000, latency=0.0, mpi_overhead=0.0)
+    irecv = waitscope.open(anchor).region_names.index("MPI_Irecv")
+    evt = tmp_path / "traces" / "1.evt"
+    data = evt.read_bytes()
+    # Enter MPI_Irecv, MpiIrecvRequest (request 1), Leave MPI_Irecv, at tick 1 (time 0)
+    posting = bytes([0x0C, 0x01, irecv, 0x11, 0x01, 0x01, 0x0D, 0x01, irecv])
+    assert data.count(posting) == 1
+    evt.write_bytes(data.replace(posting, timestamp(1101) + posting + timestamp(1)))
+    with pytest.raises(waitscope.TraceError) as info:
+        waitscope.open(anchor)
+    message = str(info.value)
+    assert str(evt) in message
+    assert "timestamp goes backwards (1 after 1101)" in message
