@@ -18,10 +18,11 @@ import struct
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import waitscope
-from waitscope import synth
+from waitscope import _core, synth
 
 ROOT = Path(__file__).resolve().parent.parent
 CSRC = ROOT / "csrc"
@@ -76,3 +77,39 @@ def test_timestamps_going_backwards_are_refused(tmp_path):
     message = str(info.value)
     assert str(evt) in message
     assert "timestamp goes backwards (1 after 1101)" in message
+
+
+def test_a_call_of_more_than_65535_events_keeps_its_leave():
+    """The replays keep the Leave of the call holding a message record as a
+    16-bit distance from its Enter, or, where a call is longer, every
+    Leave of the location as it is.  Rank 0 sends 70,000 messages, one
+    every microsecond; rank 1 posts them all at once and waits for them
+    in one MPI_Waitall of over 70,000 events, each receive completing as
+    its message arrives.  Its Late Sender is the largest of the call's:
+    from its Enter at 0 to the last send's Enter, 70,000 microseconds,
+    capped by the call's Leave.  With the Leave read 65,536 events short
+    of where it is, at the 4,465th receive, the cap would cut it to 4.465
+    milliseconds."""
+    n = 70_000
+    prog = synth.Program(2)
+    r0, r1 = prog.rank(0), prog.rank(1)
+    sends = []
+    for _ in range(n):
+        r0.compute("work", 1e-6)
+        sends.append(r0.isend(1, size=8))
+    r0.waitall(sends)
+    r1.waitall([r1.irecv(0) for _ in range(n)])
+    trace = prog.run(latency=0.0, mpi_overhead=0.0)
+    call = trace.callpath_names.index("synthetic/main/MPI_Waitall")
+    ev = trace.events(1)
+    (enter,) = np.nonzero((ev.kind == _core.EV_ENTER) & (ev.ref == call))
+    (leave,) = np.nonzero((ev.kind == _core.EV_LEAVE) & (ev.ref == call))
+    assert leave[0] - enter[0] > 65_535
+    (records,) = np.nonzero(ev.kind == _core.EV_IRECV)
+    assert len(records) == n and ev.time[enter[0]] == 0.0 and ev.time[leave[0]] == pytest.approx(n * 1e-6)
+    times = [trace.events(i).time.copy() for i in range(2)]
+    times[1][records] = np.arange(1, n + 1) * 1e-6
+    _core.set_times(trace._core, times)
+    late = trace.analyze(threads=1).get("mpi_latesender", "synthetic/main/MPI_Waitall")
+    assert late[0] == 0.0
+    assert late[1] == pytest.approx(n * 1e-6, rel=1e-9)

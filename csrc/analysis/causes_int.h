@@ -19,17 +19,16 @@ enum { NCLS = WS_WAIT_CLASS_COUNT };
 enum { NGL = WS_WAIT_OMPIDLE };
 
 /* A synchronization point (48 bytes).  Its own waiting is in the call
- * path of its call (call_cp); a site's communicator, class and root are
- * read from the site; the event where it is exchanged and the time of its
- * call after the synchronization from its message or site (points.c);
- * what only a waiting point needs is in its block of gl (point_gl,
- * point_wait_in). */
+ * path of its call (point_cp); a site's communicator, class and root are
+ * read from the site; the time of its call after the synchronization
+ * from its message or site (points.c); what only a waiting point needs
+ * is in its block of gl (point_gl, point_wait_in). */
 typedef struct sync_point {
     double time;       /* synchronization time */
     double wait;       /* own handled waiting time here (0 if none) */
     double completion; /* the part of its call that counts when it opens an interval */
-    uint32_t call_ev;  /* Enter event of the MPI call holding the point */
-    uint32_t call_cp;  /* call path of that call */
+    uint32_t call_ev;  /* Enter event of the MPI call holding the point (the point's event: none) */
+    uint32_t event;    /* the event where it is exchanged (ws_point_event) */
     uint32_t index;    /* message row or site */
     uint32_t partner;  /* p2p: partner; sites: the delayer */
     uint32_t gl_slot;  /* its block in gl (WS_NONE32: it does not wait) */
@@ -195,6 +194,16 @@ typedef struct wait_note {
 
 enum { MSG_HAS_LS = 1, MSG_HAS_LR = 2 };
 enum { GL_BLOCK = NGL + 1 };
+
+/* The call path of point p's call at location loc (a site's: the site's,
+ * which for an OpenMP site is the construct's). */
+static inline uint32_t point_cp(const ws_causes *c, uint32_t loc, const sync_point *p)
+{
+    if (p->type == SP_SITE)
+        return c->a->sync->locs[loc].sites[p->index].callpath;
+    const ws_events *e = &c->a->trace->locations[loc].events;
+    return e->kind[p->call_ev] == WS_EV_ENTER ? e->ref[p->call_ev] : WS_NONE32;
+}
 
 /* the long-term costs point k carries, class x at x - 1 (NULL: it does
  * not wait) */

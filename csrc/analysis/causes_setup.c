@@ -287,12 +287,12 @@ int ws_causes_finish(ws_causes *c, ws_error *err)
                 if (wait_in != p->wait)
                     prop = p->wait > 0.0 ? prop * (wait_in / p->wait) : 0.0;
                 if (p->wclass == WS_WAIT_LATESENDER)
-                    add(c, WS_M_MPI_WAIT_PROPAGATING_LS, p->call_cp, loc, prop);
+                    add(c, WS_M_MPI_WAIT_PROPAGATING_LS, point_cp(c, loc, p), loc, prop);
                 else if (p->wclass == WS_WAIT_LATERECEIVER)
-                    add(c, WS_M_MPI_WAIT_PROPAGATING_LR, p->call_cp, loc, prop);
+                    add(c, WS_M_MPI_WAIT_PROPAGATING_LR, point_cp(c, loc, p), loc, prop);
                 else if (p->type == SP_SITE && handled(p->wclass) && p->wclass != WS_WAIT_OMPBARRIER &&
                          p->wait > 0.0)
-                    add(c, WS_M_MPI_WAIT_PROPAGATING_COLLECTIVE, p->call_cp, loc, prop);
+                    add(c, WS_M_MPI_WAIT_PROPAGATING_COLLECTIVE, point_cp(c, loc, p), loc, prop);
             }
         }
     }

@@ -99,10 +99,10 @@ void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k)
          * parallel region: its time from the fork on counts, less the
          * part before the team's first thread entered (the point's
          * completion; Scalasca 2.6) */
-        acc_add(c, cl->sp[j].call_cp, -cl->sp[j].completion);
+        acc_add(c, point_cp(c, loc, &cl->sp[j]), -cl->sp[j].completion);
     } else if (j != WS_NONE32) {
         /* skip j's call, count its completion part */
-        acc_add(c, cl->sp[j].call_cp, cl->sp[j].completion);
+        acc_add(c, point_cp(c, loc, &cl->sp[j]), cl->sp[j].completion);
         int depth = 0;
         for (; i < end; i++) {
             if (e->kind[i] == WS_EV_ENTER)
@@ -139,7 +139,7 @@ void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k)
     intermediate_points(cl, j, k, &lo, &hi);
     for (uint32_t q = lo; q < hi; q++)
         if (cl->sp[q].wait > 0.0)
-            acc_add(c, cl->sp[q].call_cp, -cl->sp[q].wait);
+            acc_add(c, point_cp(c, loc, &cl->sp[q]), -cl->sp[q].wait);
     for (uint32_t x = 0; x < c->n_touched; x++)
         if (c->acc[c->touched[x]] < 0.0)
             c->acc[c->touched[x]] = 0.0;
@@ -185,7 +185,7 @@ void ws_events_profile(ws_causes *c, uint32_t loc, uint64_t from, uint64_t to)
     ws_points_between(c, loc, from, to, &lo, &hi);
     for (uint32_t q = lo; q < hi; q++)
         if (cl->sp[q].wait > 0.0)
-            acc_add(c, cl->sp[q].call_cp, -cl->sp[q].wait);
+            acc_add(c, point_cp(c, loc, &cl->sp[q]), -cl->sp[q].wait);
     for (uint32_t x = 0; x < c->n_touched; x++)
         if (c->acc[c->touched[x]] < 0.0)
             c->acc[c->touched[x]] = 0.0;

@@ -96,19 +96,6 @@ static void permute_points(sync_point *pt, sp_sort *order, size_t n)
     }
 }
 
-/* The event where point p is exchanged (also before the points are the
- * location's; ws_point_event once they are). */
-static uint32_t event_of(const ws_events *e, const ws_loc_sync *ls, const sync_point *p)
-{
-    switch (p->type) {
-    case SP_LS:
-        return e->msg_event[p->index];
-    case SP_LR:
-        return ls->msgs[p->index].ch1_event;
-    default:
-        return ls->sites[p->index].event;
-    }
-}
 
 static int cmp_leaves(const void *x, const void *y)
 {
@@ -208,8 +195,13 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     size_t n = 0;
     size_t nm = ls->n_messages ? ls->n_messages : 1;
     cl->msg_pts = ws_calloc_dense(nm, sizeof *cl->msg_pts);
-    if (!cl->msg_pts)
+    /* where each message exchanges channel 1: the Late Receiver points' events */
+    uint32_t *ch1 = ws_malloc_array(nm, sizeof *ch1);
+    if (!cl->msg_pts || !ch1) {
+        free(ch1);
         return ws_error_nomem(err, "synchronization points");
+    }
+    ws_sync_ch1_events(e, ls, ch1);
     /* at most this many points (N-to-1 sites may drop out) */
     size_t cap = 0;
     for (uint64_t row = 0; row < ls->n_messages; row++)
@@ -274,9 +266,9 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             /* its call: the one holding the record; as the start of the
              * next interval only the time after the partner's call ended
              * counts */
-            double leave = ws_msg_leave(e, m);
+            double leave = ws_msg_leave(e, ls, m);
             p->call_ev = m->call;
-            p->call_cp = ws_msg_callpath(e, m);
+            p->event = e->msg_event[row];
             p->completion = positive(leave - pl->leave);
             if (is_send) {
                 p->time = ws_msg_enter(e, m);
@@ -296,9 +288,9 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             p->type = SP_LR;
             p->index = (uint32_t)row;
             p->partner = m->partner;
+            p->event = ch1[row];
             if (is_send) {
                 p->call_ev = m->other_call;
-                p->call_cp = ws_msg_done_callpath(e, m);
                 /* a send that waited for a late receiver leaves its call out
                  * of the next interval entirely (Scalasca 2.6); when
                  * reproducing Scalasca 2.6, with the negative difference of
@@ -308,8 +300,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
                 if (compat && done <= pl->second)
                     p->completion = done - pl->second;
             } else {
-                p->call_ev = enter_of_call(e, m->ch1_event);
-                p->call_cp = e->kind[p->call_ev] == WS_EV_ENTER ? e->ref[p->call_ev] : WS_NONE32;
+                p->call_ev = enter_of_call(e, ch1[row]);
                 p->completion = positive(ws_leave_of_enter(e, p->call_ev) - pl->second);
             }
             if (is_send) {
@@ -345,7 +336,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         p->partner = d->site_waits[s].delayer;
         p->wclass = d->site_waits[s].kind;
         p->call_ev = ws_site_is_omp(cls) ? ls->sites[s].enter_event : enter_of_call(e, ls->sites[s].event);
-        p->call_cp = ls->sites[s].callpath;
+        p->event = ls->sites[s].event;
         /* as the start of the next interval, its call counts only its
          * completion (Scalasca 2.6) */
         p->completion = d->site_waits[s].completion;
@@ -365,7 +356,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     int in_order = 1;
     for (size_t k = 1; k < n && in_order; k++)
         in_order = pt[k - 1].call_ev < pt[k].call_ev ||
-                   (pt[k - 1].call_ev == pt[k].call_ev && event_of(e, ls, &pt[k - 1]) <= event_of(e, ls, &pt[k]));
+                   (pt[k - 1].call_ev == pt[k].call_ev && pt[k - 1].event <= pt[k].event);
     if (!in_order) {
         order = ws_malloc_array(n, sizeof *order);
         if (!order) {
@@ -374,7 +365,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         }
         for (size_t k = 0; k < n; k++) {
             order[k].call = pt[k].call_ev;
-            order[k].event = event_of(e, ls, &pt[k]);
+            order[k].event = pt[k].event;
             order[k].k = (uint32_t)k;
         }
         if (sort_points(order, n) != 0) {
@@ -420,6 +411,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     if (!cl->share)
         rc = ws_error_nomem(err, "synchronization points");
 done:
+    free(ch1);
     free(order);
     free(pt);
     free(pwin);
@@ -433,7 +425,7 @@ static int is_point_of(const sync_point *p, uint32_t row, uint8_t type)
 
 uint32_t ws_point_event(const ws_causes *c, uint32_t loc, uint32_t k)
 {
-    return event_of(&c->a->trace->locations[loc].events, &c->a->sync->locs[loc], &c->locs[loc].sp[k]);
+    return c->locs[loc].sp[k].event;
 }
 
 /* Point of message `row` of the given kind at `loc`.  The points are

@@ -221,7 +221,7 @@ static int sim_consume(void *state, const ws_replay_env *env, uint32_t loc, uint
         /* a receive completed by a call that can wait ends no earlier than
          * the send started (plus the transfer) */
         if (ls->msgs[row].flags & WS_MSG_MAY_BLOCK)
-            constrain(st, p.enter, p.new_enter, ws_msg_leave(e, &ls->msgs[row]), transfer(s, p.bytes));
+            constrain(st, p.enter, p.new_enter, ws_msg_leave(e, ls, &ls->msgs[row]), transfer(s, p.bytes));
     } else {
         if (size != sizeof(post_time))
             return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);

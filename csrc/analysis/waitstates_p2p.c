@@ -83,10 +83,10 @@ static int message_in_window(const ws_analysis *a, const ws_replay_env *env, uin
 
 /* The part of a Late Sender's waiting inside the analysis window: from
  * the enter of the receiving call to min(send's enter, leave) (as pass 1). */
-static double late_sender_part(const ws_analysis *a, const ws_events *e, const ws_msg *m, double ls,
-                               double partner_time)
+static double late_sender_part(const ws_analysis *a, const ws_events *e, const ws_loc_sync *s, const ws_msg *m,
+                               double ls, double partner_time)
 {
-    double leave = ws_msg_leave(e, m), until = partner_time < leave ? partner_time : leave;
+    double leave = ws_msg_leave(e, s, m), until = partner_time < leave ? partner_time : leave;
     return ws_window_part(&a->options, ws_msg_enter(e, m), until, ls);
 }
 
@@ -123,11 +123,12 @@ static int p1_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
         return ws_error_set(err, WS_ERR_INTERNAL, "unexpected payload size %zu", size);
     send_info p;
     memcpy(&p, data, sizeof p);
-    const ws_msg *m = &env->sync->locs[loc].msgs[row];
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    const ws_msg *m = &ls->msgs[row];
     const ws_events *e = &env->trace->locations[loc].events;
     ws_loc_data *d = data_of(a, loc);
     uint8_t flags = m->flags;
-    double enter = ws_msg_enter(e, m), leave = ws_msg_leave(e, m);
+    double enter = ws_msg_enter(e, m), leave = ws_msg_leave(e, ls, m);
     d->partner_time[row] = p.enter;
     if (p.bytes == 0)
         d->msg_bits[row] |= WS_MD_EMPTY_SEND;
@@ -250,7 +251,7 @@ static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
             continue;
         uint32_t j = stack[lo - 1];
         uint32_t cp = ws_msg_callpath(e, &msgs[k]);
-        double part = late_sender_part(a, e, &msgs[k], ls_k, pt[k]);
+        double part = late_sender_part(a, e, ls, &msgs[k], ls_k, pt[k]);
         add(a, WS_M_MPI_LATESENDER_WO, cp, loc, part);
         if (compat) {
             reveal[k] = j;
@@ -271,7 +272,7 @@ static int wrong_order(ws_analysis *a, uint32_t loc, uint8_t *wo, ws_error *err)
         uint32_t cp = ws_msg_callpath(e, &msgs[f]);
         int same = msgs[j].partner == msgs[f].partner;
         add(a, same ? WS_M_MPI_LSWO_SAME : WS_M_MPI_LSWO_DIFFERENT, cp, loc,
-            late_sender_part(a, e, &msgs[k], ws_md_ls(d, k), pt[k]));
+            late_sender_part(a, e, ls, &msgs[k], ws_md_ls(d, k), pt[k]));
         if (wo)
             wo[k] = same ? WS_WO_SAME : WS_WO_DIFFERENT;
         if (ws_window_has(&a->options, ws_msg_enter(e, &msgs[k])))
@@ -395,10 +396,20 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
     }
     ws_map64_free(&best_lr);
     ws_map64_free(&late_sender);
-    /* the wrong-order class of each Late Sender, for its record */
+    /* the wrong-order class of each Late Sender and the event of each
+     * Late Receiver, for their records */
     uint8_t *wo = NULL;
-    if (a->options.wait_records && !(wo = ws_calloc(n ? n : 1, sizeof *wo)))
-        return ws_error_nomem(err, "wait-state records");
+    uint32_t *ch1 = NULL;
+    if (a->options.wait_records) {
+        wo = ws_calloc(n ? n : 1, sizeof *wo);
+        ch1 = ws_malloc_array(n ? n : 1, sizeof *ch1);
+        if (!wo || !ch1) {
+            free(wo);
+            free(ch1);
+            return ws_error_nomem(err, "wait-state records");
+        }
+        ws_sync_ch1_events(e, ls, ch1);
+    }
     int rc = wrong_order(a, loc, wo, err);
     size_t n_waiting = 0;
     for (uint64_t k = 0; k < n && rc == WS_OK; k++) {
@@ -410,7 +421,7 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
             n_waiting++;
             /* from the enter of the call completing the send to the post */
             uint32_t cp = ws_msg_done_callpath(e, m);
-            wait_instance w = {ws_msg_done_enter(e, m), pt[k], m->ch1_event, m->partner, WS_WO_NONE};
+            wait_instance w = {ws_msg_done_enter(e, m), pt[k], ch1 ? ch1[k] : WS_NONE32, m->partner, WS_WO_NONE};
             rc = ws_add_wait(a, WS_WP_LATERECEIVER, cp, loc, lr, &w, err);
             if (ws_window_has(&a->options, w.start))
                 add(a, ws_msg_bytes(e, k) == 0 ? WS_M_MPI_SLR_COUNT : WS_M_MPI_CLR_COUNT, cp, loc, 1.0);
@@ -418,7 +429,7 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
             n_waiting++;
             /* from the enter of the receiving call to min(send's enter, leave) (as pass 1) */
             uint32_t cp = ws_msg_callpath(e, m);
-            double leave = ws_msg_leave(e, m), until = pt[k] < leave ? pt[k] : leave;
+            double leave = ws_msg_leave(e, ls, m), until = pt[k] < leave ? pt[k] : leave;
             wait_instance w = {ws_msg_enter(e, m), until, e->msg_event[k], m->partner, wo ? wo[k] : WS_WO_NONE};
             rc = ws_add_wait(a, WS_WP_LATESENDER, cp, loc, ws_md_ls(d, k), &w, err);
             if (ws_window_has(&a->options, w.start))
@@ -426,6 +437,7 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
         }
     }
     free(wo);
+    free(ch1);
     if (rc == WS_OK)
         rc = keep_waiting_rows(d, msgs, n, n_waiting, err);
     return rc;
@@ -471,15 +483,16 @@ static int p3_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
 {
     const ws_analysis *a = state;
     ws_loc_data *d = data_of(state, loc);
-    const ws_msg *m = &env->sync->locs[loc].msgs[row];
+    const ws_loc_sync *ls = &env->sync->locs[loc];
+    const ws_msg *m = &ls->msgs[row];
     const ws_events *e = &env->trace->locations[loc].events;
     int rc;
     if (channel == 0) {
-        final_lr p = {ws_md_lr(d, row), ws_msg_leave(e, m), ws_msg_done(e, m)};
+        final_lr p = {ws_md_lr(d, row), ws_msg_leave(e, ls, m), ws_msg_done(e, m)};
         rc = ws_buffer_append(out, &p, sizeof p);
     } else {
         double post_leave = a->options.scalasca_compat ? ws_leave_of_enter(e, m->other_call) : 0.0;
-        final_ls p = {ws_md_ls(d, row), ws_msg_leave(e, m), post_leave};
+        final_ls p = {ws_md_ls(d, row), ws_msg_leave(e, ls, m), post_leave};
         rc = ws_buffer_append(out, &p, sizeof p);
     }
     return rc ? ws_error_nomem(err, "payload") : WS_OK;

@@ -332,7 +332,7 @@ static void prefetch_pull(const join *j, const ws_loc_sync *ls, int64_t cursor, 
         return;
     const ws_msg *other = r->other[slot];
     const ws_events *pe = &env->trace->locations[r->partner[slot]].events;
-    WS_PREFETCH(ws_ev_time_addr(pe, other->leave));
+    WS_PREFETCH(ws_ev_time_addr(pe, ws_msg_leave_event(&env->sync->locs[r->partner[slot]], other)));
     WS_PREFETCH(ws_ev_time_addr(pe, other->other_call));
     WS_PREFETCH(ws_ev_time_addr(pe, other->done_leave));
 }

@@ -11,9 +11,19 @@
 static void free_loc(ws_loc_sync *s)
 {
     free(s->msgs);
+    free(s->leave_wide);
     free(s->sync_events); /* and sync_what */
     free(s->sites);
     memset(s, 0, sizeof *s);
+}
+
+void ws_sync_ch1_events(const ws_events *e, const ws_loc_sync *ls, uint32_t *out)
+{
+    for (uint64_t row = 0; row < ls->n_messages; row++)
+        out[row] = e->msg_event[row];
+    for (uint64_t k = 0; k < ls->n_sync_events; k++)
+        if ((ls->sync_what[k] & ~(uint32_t)WS_SYNC_INDEX) == WS_SYNC_CH1)
+            out[ls->sync_what[k] & WS_SYNC_INDEX] = ls->sync_events[k];
 }
 
 void ws_sync_free(ws_sync *s)

@@ -22,7 +22,10 @@ enum {
     WS_MSG_CANCELLED = 8,   /* the request was cancelled */
     WS_MSG_MULTI = 16,      /* completed together with others (Waitall, Waitsome) */
     WS_MSG_NO_CALL = 32,    /* the record is in no call: no call path */
-    WS_MSG_NO_DONE_CALL = 64 /* sends: the completion is in no call: no call path */
+    WS_MSG_NO_DONE_CALL = 64, /* sends: the completion is in no call: no call path */
+    WS_MSG_CH1_APART = 128   /* channel 1 is exchanged at an event of its own (MpiIsendComplete,
+                                MpiIrecvRequest: a WS_SYNC_CH1 entry of the synchronization events),
+                                else at the record */
 };
 
 /* Each message has two exchange points on each side.  Channel 0 joins
@@ -57,7 +60,7 @@ static inline int ws_site_is_omp(uint8_t cls)
     return cls == WS_SITE_OMP_FORK || cls == WS_SITE_OMP_BARRIER;
 }
 
-/* One message record, as the replays see it (32 bytes).  What the store
+/* One message record, as the replays see it (24 bytes).  What the store
  * already holds is not copied: the call holding the record, the call
  * completing a send and the call posting a receive are kept as event
  * indices, their times and call paths read from the store's columns
@@ -68,13 +71,14 @@ typedef struct ws_msg {
                              sends: row of the receive at the partner when the partner's location was
                              built in the same ws_sync_build (else WS_NONE32) */
     uint32_t call;        /* Enter event of the MPI call holding the record (the record's event: none) */
-    uint32_t leave;       /* Leave event of that call (the record's event until the call leaves) */
     uint32_t other_call;  /* sends: Enter event of the call completing the send;
                              receives: of the call posting the receive (Recv or Irecv) */
     uint32_t done_leave;  /* sends: Leave event of the call completing the send */
-    uint32_t ch1_event;   /* event where channel 1 is exchanged */
     uint8_t flags;        /* WS_MSG_* */
-    uint8_t pad[3];
+    uint8_t pad;
+    uint16_t leave_delta; /* the Leave event of the call holding the record (the record's event when the call
+                             never leaves) less `call`, unless the location keeps them in leave_wide
+                             (ws_msg_leave_event) */
 } ws_msg;
 
 /* A collective site of a location: one record, since the engine and the
@@ -110,6 +114,8 @@ static inline double ws_site_leave(const ws_events *e, const ws_site *st)
 typedef struct ws_loc_sync {
     uint64_t n_messages;
     ws_msg *msgs;           /* per message row */
+    uint32_t *leave_wide;   /* NULL, or per row the Leave event of the call holding the record, where one
+                               call of the location spans more than 65,535 events */
 
     /* every event where something is exchanged (message records, channel-1
      * points, sites), ascending: a sparse replay visits only these, a
@@ -168,6 +174,9 @@ static inline uint32_t ws_site_expected_local(const ws_sync *s, const ws_site *s
  * (in-process all locations are local).  On failure nothing is kept. */
 int ws_sync_build(const ws_trace *t, const uint32_t *locations, uint32_t n, ws_transport *tr, ws_sync **out,
                   ws_error *err);
+/* The event where each message row of a location exchanges channel 1
+ * (out: one per row), read from its synchronization events. */
+void ws_sync_ch1_events(const ws_events *e, const ws_loc_sync *ls, uint32_t *out);
 void ws_sync_free(ws_sync *s);
 
 /* Does an event of this kind carry a message record (ref: message row)? */
@@ -207,16 +216,21 @@ static inline int ws_msg_channels_at(const ws_msg *m, int at_record, uint64_t ev
 {
     if (!at_record)
         return 2;
-    return m->ch1_event == (uint32_t)ev ? 3 : 1;
+    (void)ev;
+    return (m->flags & WS_MSG_CH1_APART) ? 1 : 3;
 }
 /* enter and leave time, call path of the call holding the record */
 static inline double ws_msg_enter(const ws_events *e, const ws_msg *m)
 {
     return ws_ev_time(e, m->call);
 }
-static inline double ws_msg_leave(const ws_events *e, const ws_msg *m)
+static inline uint32_t ws_msg_leave_event(const ws_loc_sync *ls, const ws_msg *m)
 {
-    return ws_ev_time(e, m->leave);
+    return ls->leave_wide ? ls->leave_wide[m - ls->msgs] : m->call + m->leave_delta;
+}
+static inline double ws_msg_leave(const ws_events *e, const ws_loc_sync *ls, const ws_msg *m)
+{
+    return ws_ev_time(e, ws_msg_leave_event(ls, m));
 }
 static inline uint32_t ws_msg_callpath(const ws_events *e, const ws_msg *m)
 {

@@ -89,6 +89,9 @@ typedef struct loc_pass {
     uint32_t *ch1_event;
     uint32_t *ch1_row;
     size_t n_ch1, ch1_cap;
+    /* per message row the Leave event of the call holding the record,
+     * until the rows keep them as deltas (pack_leaves) */
+    uint32_t *leave;
 } loc_pass;
 
 static int push_pending(loc_pass *p, uint32_t depth, uint32_t kind, uint64_t index)
@@ -141,11 +144,30 @@ static int add_ch1(loc_pass *p, uint32_t event, uint32_t row)
     return 0;
 }
 
-static int alloc_messages(ws_loc_sync *s, uint64_t n)
+static int alloc_messages(ws_loc_sync *s, loc_pass *p, uint64_t n)
 {
     s->n_messages = n;
     s->msgs = ws_calloc_dense(n ? (size_t)n : 1, sizeof *s->msgs);
-    return s->msgs ? 0 : -1;
+    p->leave = ws_malloc_array(n ? (size_t)n : 1, sizeof *p->leave);
+    return s->msgs && p->leave ? 0 : -1;
+}
+
+/* The rows keep their calls' Leave events as 16-bit deltas from the
+ * calls' Enter events; where one does not fit (a call of more than 65,535
+ * events), the location keeps them all as they are. */
+static void pack_leaves(ws_loc_sync *s, loc_pass *p)
+{
+    uint32_t widest = 0;
+    for (uint64_t m = 0; m < s->n_messages; m++)
+        if (p->leave[m] - s->msgs[m].call > widest)
+            widest = p->leave[m] - s->msgs[m].call;
+    if (widest > UINT16_MAX) {
+        s->leave_wide = p->leave;
+        p->leave = NULL;
+        return;
+    }
+    for (uint64_t m = 0; m < s->n_messages; m++)
+        s->msgs[m].leave_delta = (uint16_t)(p->leave[m] - s->msgs[m].call);
 }
 
 /* a posted non-blocking receive, until its completion is seen */
@@ -298,7 +320,7 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
     uint32_t team = WS_NONE32;
     int fork_pending = 0;
 
-    if (alloc_messages(s, e->n_messages) != 0) {
+    if (alloc_messages(s, &p, e->n_messages) != 0) {
         rc = ws_error_nomem(err, "message annotations");
         goto done;
     }
@@ -361,7 +383,7 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
                 pending *q = &p.pend[--p.pend_n];
                 if (q->kind == 0) {
                     ws_msg *r = &s->msgs[q->index];
-                    r->leave = (uint32_t)i;
+                    p.leave[q->index] = (uint32_t)i;
                     /* a send is done when its call returns, unless a later
                      * MpiIsendComplete says otherwise */
                     if (r->flags & WS_MSG_SEND)
@@ -421,10 +443,9 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
             if (!top)
                 flags |= WS_MSG_NO_CALL | WS_MSG_NO_DONE_CALL;
             r->call = top ? top->enter_event : (uint32_t)i;
-            r->leave = (uint32_t)i;
+            p.leave[m] = (uint32_t)i;
             r->other_call = r->call;
             r->done_leave = (uint32_t)i;
-            r->ch1_event = (uint32_t)i;
             if (kind == WS_EV_SEND && top_fn == WS_MPIFN_SEND_BLOCKING)
                 flags |= WS_MSG_MAY_BLOCK;
             if (kind == WS_EV_RECV && top_fn == WS_MPIFN_RECV_BLOCKING)
@@ -438,7 +459,7 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
                 if (req != WS_NONE64 && ws_map64_get(&irecv_posts, req, &k)) {
                     ws_map64_remove(&irecv_posts, req);
                     r->other_call = posts[k].call;
-                    r->ch1_event = posts[k].event;
+                    flags |= WS_MSG_CH1_APART;
                     if (add_ch1(&p, posts[k].event, m) != 0) {
                         rc = ws_error_nomem(err, "request table");
                         goto done;
@@ -481,7 +502,7 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
                     ws_msg *r = &s->msgs[row];
                     r->other_call = top ? top->enter_event : (uint32_t)i;
                     r->done_leave = (uint32_t)i;
-                    r->ch1_event = (uint32_t)i;
+                    r->flags |= WS_MSG_CH1_APART;
                     if (top)
                         r->flags &= (uint8_t)~WS_MSG_NO_DONE_CALL;
                     else
@@ -603,6 +624,7 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
         }
         s->n_sync_events = n;
     }
+    pack_leaves(s, &p);
     *init_count = n_init;
     *finalize_count = n_finalize;
 done:
@@ -610,6 +632,7 @@ done:
     free(p.pend);
     free(p.ch1_event);
     free(p.ch1_row);
+    free(p.leave);
     free(posts);
     ws_map64_free(&irecv_posts);
     ws_map64_free(&isend_row);
