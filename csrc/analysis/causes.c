@@ -149,7 +149,9 @@ static int note_for(ws_causes *c, uint32_t loc, uint32_t k, uint32_t delayer, ui
      * without one is the same whenever it is made (p4_coll_ahead_at) */
     const double *gl = c->delay && note.wait > 0.0 ? point_gl(cl, k) : NULL;
     if (gl) {
-        memcpy(note.gl + 1, gl, NGL * sizeof *gl);
+        for (int x = 1; x <= NGL; x++)
+            if (c->gl_at[x] >= 0)
+                note.gl[x] = gl[c->gl_at[x]];
         note.has_gl = 1;
     }
     note.wclass = p->wclass;

@@ -78,10 +78,13 @@ typedef struct cause_loc {
     uint32_t n_pointless;
     /* long-term cost carried by a point's waiting, per final class: only
      * points that wait carry one, so only they have a block of gl_block
-     * doubles in gl, at sp[k].gl_slot * gl_block: class x at x - 1, then,
-     * with an analysis window, the part of the waiting inside it */
+     * doubles in gl, at sp[k].gl_slot * gl_block: class x at
+     * ws_causes.gl_at[x] (only the classes some point of the trace waits
+     * in have a place), then, with an analysis window, the part of the
+     * waiting inside it */
     double *gl;
-    uint32_t gl_block; /* NGL, or GL_BLOCK with a window */
+    uint32_t gl_block; /* ws_causes.n_gl, one more with a window */
+    int gl_window;     /* the block ends with the part inside the window */
     /* per point: waiting points: the largest share of their waiting that
      * propagated; a message's point on the delayer side (which never
      * waits): the indirect part of the partner's waiting */
@@ -170,6 +173,11 @@ struct ws_causes {
     /* the path's end */
     uint32_t end_loc;
     double t_end;
+    /* the long-term costs' classes that have a place in the points' blocks
+     * (cause_loc.gl): class x at gl_at[x] (-1: none of the trace's points
+     * waits in it, so no cost of it arises); n_gl of them */
+    int8_t gl_at[NGL + 1];
+    uint32_t n_gl;
 };
 
 typedef struct entry {
@@ -220,7 +228,7 @@ static inline double point_wait_in(const cause_loc *cl, uint32_t k)
     const double *b = point_gl(cl, k);
     if (!b)
         return 0.0;
-    return cl->gl_block > NGL ? b[NGL] : cl->sp[k].wait;
+    return cl->gl_window ? b[cl->gl_block - 1] : cl->sp[k].wait;
 }
 
 /* the synchronization time of site `site`, where the location waited */

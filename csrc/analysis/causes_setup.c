@@ -58,13 +58,51 @@ static int choose_walk(ws_causes *c, ws_error *err)
     return rc;
 }
 
+/* The classes in which some point of the trace waits (present[x] = 1),
+ * over all processes: only they have a place in the points' blocks of
+ * long-term costs (cause_loc.gl), since a long-term cost of class x
+ * arises only from a waiting of class x.  Collective; first in
+ * ws_causes_prepare, before anything there can fail on one process only. */
+static int waiting_classes(const ws_analysis *a, uint64_t present[NGL + 1], ws_error *err)
+{
+    for (uint32_t i = 0; i < a->n_local; i++) {
+        uint32_t loc = a->local[i];
+        const ws_loc_sync *ls = &a->sync->locs[loc];
+        const ws_loc_data *d = &a->locs[loc];
+        for (uint64_t row = 0; row < ls->n_messages; row++) {
+            if (ls->msgs[row].flags & WS_MSG_SEND)
+                present[WS_WAIT_LATERECEIVER] |= ws_md_lr(d, row) > 0.0;
+            else
+                present[WS_WAIT_LATESENDER] |= ws_md_ls(d, row) > 0.0;
+        }
+        for (uint32_t s = 0; s < ls->n_sites; s++) {
+            uint8_t kind = d->site_waits[s].kind;
+            if (handled(kind) && d->site_waits[s].wait > 0.0)
+                present[kind] = 1;
+        }
+    }
+    /* (the OpenMP idle costs go to the points' blocks too: omp_delay.c) */
+    if (a->omp)
+        present[WS_WAIT_OMPIDLE] = 1;
+    return a->transport->ops->allreduce_u64(a->transport, present, NGL + 1, WS_MAX, err);
+}
+
 int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
 {
     *out = NULL;
     const ws_trace *t = a->trace;
+    uint64_t present[NGL + 1] = {0};
+    int rc = waiting_classes(a, present, err);
+    if (rc)
+        return rc;
     ws_causes *c = ws_calloc(1, sizeof *c);
     if (!c)
         return ws_error_nomem(err, "delay analysis");
+    for (int x = 0; x <= NGL; x++) {
+        c->gl_at[x] = -1;
+        if (x > 0 && present[x])
+            c->gl_at[x] = (int8_t)c->n_gl++;
+    }
     c->a = a;
     c->model = a->options.delay_model;
     c->delay = a->options.delay_model != WS_DELAY_NONE;
@@ -90,7 +128,6 @@ int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
                 c->member[(size_t)m * c->member_stride + loc / 8] |= (uint8_t)(1u << (loc % 8));
         }
     }
-    int rc;
     for (uint32_t i = 0; i < a->n_local; i++) {
         if ((rc = ws_points_build(c, a->local[i], err))) {
             ws_causes_free(c);

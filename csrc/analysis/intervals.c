@@ -441,10 +441,15 @@ int ws_charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t k, const w
             continue;
         }
         double *target = point_gl(cl, q); /* q waits: it has a block */
-        target[w - 1] += s->prop_s[j];
+        if (w > NGL || c->gl_at[w] < 0)
+            return ws_error_set(err, WS_ERR_INTERNAL, "location %u: waiting of class %u has no long-term cost",
+                                (unsigned)loc, (unsigned)w);
+        target[c->gl_at[w]] += s->prop_s[j];
+        /* (a class without a place carries nothing: adding 0 changes nothing) */
         if (gl > 0.0)
             for (int x = 1; x <= NGL; x++)
-                target[x - 1] += s->prop_l[j] * (note->gl[x] / gl);
+                if (c->gl_at[x] >= 0)
+                    target[c->gl_at[x]] += s->prop_l[j] * (note->gl[x] / gl);
         /* a point-to-point wait state propagates when it delays a
          * point-to-point wait (Scalasca 2.6), a collective one when it
          * delays any handled wait (seed 002); the largest such share, not

@@ -99,7 +99,7 @@ static int charge(ws_causes *c, charge_scratch *s, uint32_t loc, uint32_t fin, u
         add(c, WS_M_DELAY_OMPIDLE, s->cps[i], loc, s->shortc[i] * ratio);
     for (size_t j = 0; j < m; j++) {
         double *gl = point_gl(cl, s->wait_points[j]);
-        gl[WS_WAIT_OMPIDLE - 1] += s->prop_s[j] * ratio;
+        gl[c->gl_at[WS_WAIT_OMPIDLE]] += s->prop_s[j] * ratio;
     }
     return WS_OK;
 }

@@ -381,7 +381,8 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         n_waiting += pt[k].wait > 0.0;
     /* the part of the waiting inside the window is the waiting itself
      * without one (ws_window_part): then it is not kept */
-    cl->gl_block = a->options.has_window ? GL_BLOCK : NGL;
+    cl->gl_window = a->options.has_window != 0;
+    cl->gl_block = c->n_gl + (uint32_t)cl->gl_window;
     cl->gl = ws_calloc_dense((n_waiting ? n_waiting : 1) * (size_t)cl->gl_block, sizeof *cl->gl);
     if (!cl->gl) {
         rc = ws_error_nomem(err, "synchronization points");
@@ -391,8 +392,8 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     for (size_t k = 0; k < n; k++) {
         if (pt[k].wait > 0.0) {
             pt[k].gl_slot = n_waiting++;
-            if (cl->gl_block > NGL)
-                cl->gl[(size_t)pt[k].gl_slot * cl->gl_block + NGL] = pwin[order ? order[k].k : k];
+            if (cl->gl_window)
+                cl->gl[(size_t)pt[k].gl_slot * cl->gl_block + cl->gl_block - 1] = pwin[order ? order[k].k : k];
         }
         if (pt[k].type == SP_SITE)
             cl->sites[pt[k].index].sp = (uint32_t)k;
