@@ -257,12 +257,16 @@ static int analyze_all(const ws_trace *t, ws_omp *omp, const uint32_t *locations
     }
     free_analysis(&a);
     ws_sync_free(sync);
+    /* the analysis's memory goes back to the system, not only to the C
+     * library (which would keep what lay between live blocks) */
+    ws_return_free_pages();
     *out = r;
     return WS_OK;
 fail:
     free_analysis(&a);
     ws_sync_free(sync);
     ws_result_free(r);
+    ws_return_free_pages();
     return rc;
 }
 

@@ -10,6 +10,9 @@
 #ifdef __linux__
 #include <sys/mman.h>
 #endif
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #ifdef WS_ALLOC_FAILURES
 #include <stdatomic.h>
@@ -99,5 +102,12 @@ void ws_advise_huge(void *p, size_t size)
 #else
     (void)p;
     (void)size;
+#endif
+}
+
+void ws_return_free_pages(void)
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
 #endif
 }

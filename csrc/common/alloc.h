@@ -35,6 +35,12 @@ void *ws_calloc_dense(size_t count, size_t size);
  * left alone.  A hint: nothing to check, nothing changes for free(). */
 void ws_advise_huge(void *p, size_t size);
 
+/* Gives the pages of freed memory back to the system where the C
+ * library keeps them (glibc: malloc_trim), so that blocks freed between
+ * live ones no longer count in the resident set.  A hint, like
+ * ws_advise_huge: nothing changes for the program. */
+void ws_return_free_pages(void);
+
 #ifdef WS_ALLOC_FAILURES
 /* n >= 0: allocations after the next n fail; n < 0: none fails. */
 void ws_alloc_fail_after(long long n);
