@@ -227,6 +227,7 @@ static int analyze_all(const ws_trace *t, ws_omp *omp, const uint32_t *locations
         ws_causes_release_points(causes);
         ws_sync_free(sync);
         a.sync = sync = NULL;
+        ws_return_free_pages();
         if (rc == WS_OK) {
             rc = ws_causes_path_pieces(causes, err);
             /* collective: the path pieces may have failed on one process
