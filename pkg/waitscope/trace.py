@@ -882,9 +882,9 @@ AUTO_LOCATIONS_PER_THREAD = 16
 AUTO_EVENTS_PER_THREAD = 250_000
 #: the analysis's peak above the store, bytes per event: with one thread,
 #: and for each further thread (its mailboxes over all messages; the
-#: 2,048-rank stencil of bench/bench_large.py: 21.7 with one thread, 29.1
-#: and 30.2 with two)
-AUTO_ANALYSIS_BYTES = (22, 9)
+#: 2,048-rank stencil of bench/bench_large.py: 15.7 with one thread, 23.1
+#: with two)
+AUTO_ANALYSIS_BYTES = (16, 8)
 #: the share of the available memory ``threads="auto"`` plans to use
 AUTO_MEMORY_SHARE = 0.8
 
