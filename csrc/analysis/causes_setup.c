@@ -88,8 +88,8 @@ static int waiting_classes(const ws_analysis *a, uint64_t present[NGL + 1], ws_e
 }
 
 /* messages and sites whose wait-state memory is given back at once (about
- * 25 MB) */
-enum { RELEASE_ROWS = 1 << 20 };
+ * 6 MB) */
+enum { RELEASE_ROWS = 1 << 18 };
 
 int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
 {

@@ -461,6 +461,11 @@ int ws_replay_share_layout(ws_transport *tr, const ws_trace *t, const uint32_t *
     return rc;
 }
 
+int ws_replay_drop_layout(ws_transport *tr, ws_error *err)
+{
+    return tr->ops->set_layout ? tr->ops->set_layout(tr, NULL, 0, err) : WS_OK;
+}
+
 int ws_replay_is_join(const ws_replay_env *env, const ws_handler *handlers, size_t n_handlers)
 {
     if (!env->join || n_handlers == 0)

@@ -139,6 +139,9 @@ typedef struct ws_handler {
  * transport's processes; a no-op for transports without set_layout. */
 int ws_replay_share_layout(ws_transport *tr, const ws_trace *t, const uint32_t *locations, uint32_t n,
                            ws_error *err);
+/* The transport forgets the layout (and frees its arrays indexed by
+ * message): for replays that exchange on few messages.  Not collective. */
+int ws_replay_drop_layout(ws_transport *tr, ws_error *err);
 
 int ws_replay_run(const ws_replay_env *env, ws_transport *tr, const ws_handler *handlers, size_t n_handlers,
                   const ws_progress *progress, ws_error *err);

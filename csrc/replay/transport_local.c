@@ -628,12 +628,17 @@ static int local_finish(ws_transport *t, ws_error *err)
 static int local_set_layout(ws_transport *t, const uint64_t *counts, uint32_t n_locations, ws_error *err)
 {
     local_transport *lt = (local_transport *)t;
-    uint64_t *offset = ws_malloc_array((size_t)n_locations + 1, sizeof *offset);
-    if (!offset)
-        return ws_error_nomem(err, "message layout");
-    offset[0] = 0;
-    for (uint32_t l = 0; l < n_locations; l++)
-        offset[l + 1] = offset[l] + counts[l];
+    uint64_t *offset = NULL;
+    if (counts) {
+        offset = ws_malloc_array((size_t)n_locations + 1, sizeof *offset);
+        if (!offset)
+            return ws_error_nomem(err, "message layout");
+        offset[0] = 0;
+        for (uint32_t l = 0; l < n_locations; l++)
+            offset[l + 1] = offset[l] + counts[l];
+    } else {
+        n_locations = 0;
+    }
     for (size_t c = 0; c < lt->n_channels; c++) {
         free(lt->channels[c].dense);
         lt->channels[c].dense = NULL;
@@ -641,7 +646,7 @@ static int local_set_layout(ws_transport *t, const uint64_t *counts, uint32_t n_
     free(lt->offset);
     lt->offset = offset;
     lt->n_layout = n_locations;
-    lt->total = offset[n_locations];
+    lt->total = offset ? offset[n_locations] : 0;
     return WS_OK;
 }
 
