@@ -4,7 +4,7 @@ it picks, and that the results are those of one thread.
 The rule (docs/index.md, "Using more cores"): one thread per usable core,
 but at least 16 locations and 250,000 events per analysing thread (and
 250,000 events per reading thread), no more threads than the available
-memory holds (80 % of it: 16 bytes per event for the first thread, 8 for
+memory holds (80 % of it: 16 bytes per event for the first thread, 4 for
 each further one),
 one thread when delay or wait-state records are asked for, and one in
 the parallel mode.  The counts below are worked out from that rule.
@@ -48,10 +48,10 @@ def test_auto_leaves_each_thread_enough_locations_and_events(four_cores) -> None
 def test_auto_takes_no_more_threads_than_memory_holds(monkeypatch) -> None:
     monkeypatch.setattr(trace_module, "_usable_cores", lambda: 4)
     n = 5 * 10**8
-    # 16 + 8 (n - 1) bytes per event: 2 threads need 12 GB, 80 % of 15; 3 need 16 GB, 80 % of 20;
-    # 4 need 20 GB, 80 % of 25
-    for available, expected in ((14 * 10**9, 1), (14.9 * 10**9, 1), (15.1 * 10**9, 2), (19 * 10**9, 2),
-                                (21 * 10**9, 3), (26 * 10**9, 4)):
+    # 16 + 4 (n - 1) bytes per event: 2 threads need 10 GB, 80 % of 12.5; 3 need 12 GB, 80 % of 15;
+    # 4 need 14 GB, 80 % of 17.5
+    for available, expected in ((10 * 10**9, 1), (12.4 * 10**9, 1), (12.6 * 10**9, 2), (14.9 * 10**9, 2),
+                                (15.1 * 10**9, 3), (17.4 * 10**9, 3), (17.6 * 10**9, 4)):
         monkeypatch.setattr(trace_module, "_available_memory", lambda a=available: a)
         assert analysis_threads(2048, n) == expected, available
     monkeypatch.setattr(trace_module, "_available_memory", lambda: None)  # no /proc/meminfo: not limited
