@@ -71,8 +71,7 @@ static void wake(void *scheduler_ptr, uint32_t location)
  * this event (`at_record`: the message record itself, else the channel-1
  * point of a non-blocking call).  Returns WS_OK when all payloads were
  * consumed, WS_BLOCKED when one is missing. */
-static int message_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t row, int at_record, uint64_t ev,
-                         ws_error *err)
+static int message_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t row, int at_record, ws_error *err)
 {
     const ws_replay_env *env = s->env;
     const ws_loc_sync *ls = &env->sync->locs[loc];
@@ -81,7 +80,7 @@ static int message_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t row
     int produced = ws_msg_produced_channel(msg, env->backward);
     if (produced < 0)
         return WS_OK;
-    int here = ws_msg_channels_at(msg, at_record, ev);
+    int here = ws_msg_channels_at(msg, at_record);
     uint64_t id = ws_msg_id(loc, row, msg);
     uint32_t partner = msg->partner;
     uint32_t H = s->n_handlers;
@@ -390,10 +389,10 @@ static int run_location(scheduler *s, uint32_t local, ws_error *err)
             uint32_t what = ls->sync_what[at], index = what & WS_SYNC_INDEX;
             switch (what & ~(uint32_t)WS_SYNC_INDEX) {
             case WS_SYNC_RECORD:
-                rc = message_event(s, loc, st, index, 1, ev, err);
+                rc = message_event(s, loc, st, index, 1, err);
                 break;
             case WS_SYNC_CH1:
-                rc = message_event(s, loc, st, index, 0, ev, err);
+                rc = message_event(s, loc, st, index, 0, err);
                 break;
             default:
                 rc = site_event(s, loc, st, index, err);

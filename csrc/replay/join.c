@@ -160,13 +160,14 @@ static int consume_on(join *j, uint32_t loc, uint32_t row, const ws_msg *msg, in
     return WS_OK;
 }
 
-/* Message `row` of `loc` at event `ev`: the checks that most often find
- * nothing to do, made where the walks call them. */
-static inline int produce_message(join *j, uint32_t loc, uint32_t row, int at_record, uint64_t ev, ws_error *err)
+/* Message `row` of `loc` at its record or channel-1 point (at_record): the
+ * checks that most often find nothing to do, made where the walks call
+ * them. */
+static inline int produce_message(join *j, uint32_t loc, uint32_t row, int at_record, ws_error *err)
 {
     const ws_msg *msg = &j->env->sync->locs[loc].msgs[row];
     int channel = ws_msg_produced_channel(msg, j->env->backward);
-    if (channel < 0 || !(ws_msg_channels_at(msg, at_record, ev) & j->produced_channels & (1 << channel)))
+    if (channel < 0 || !(ws_msg_channels_at(msg, at_record) & j->produced_channels & (1 << channel)))
         return WS_OK;
     return produce_on(j, loc, row, msg, channel, err);
 }
@@ -178,7 +179,7 @@ static inline int consume_message(join *j, uint32_t loc, uint32_t row, int at_re
     if (channel < 0)
         return WS_OK;
     channel = !channel; /* the one the partner produces on */
-    if (!(ws_msg_channels_at(msg, at_record, ev) & j->consumed_channels & (1 << channel)))
+    if (!(ws_msg_channels_at(msg, at_record) & j->consumed_channels & (1 << channel)))
         return WS_OK;
     return consume_on(j, loc, row, msg, channel, ev, err);
 }
@@ -229,7 +230,6 @@ static int produce_location(join *j, uint32_t loc, int with_sites, ws_error *err
     if (j->coll_none && ls->n_messages == 0)
         return WS_OK; /* only sites, and nobody produces there */
     for (int64_t k = backward ? n - 1 : 0; backward ? k >= 0 : k < n; k += backward ? -1 : 1) {
-        uint64_t ev = ls->sync_events[k];
         uint32_t what = ls->sync_what[k], index = what & WS_SYNC_INDEX;
         int rc = WS_OK;
         uint32_t kind = what & ~(uint32_t)WS_SYNC_INDEX;
@@ -241,10 +241,10 @@ static int produce_location(join *j, uint32_t loc, int with_sites, ws_error *err
         }
         switch (kind) {
         case WS_SYNC_RECORD:
-            rc = produce_message(j, loc, index, 1, ev, err);
+            rc = produce_message(j, loc, index, 1, err);
             break;
         case WS_SYNC_CH1:
-            rc = produce_message(j, loc, index, 0, ev, err);
+            rc = produce_message(j, loc, index, 0, err);
             break;
         default:
             if (with_sites && !j->coll_none && produced_ahead(ls, index))

@@ -208,15 +208,15 @@ static inline int ws_msg_produced_channel(const ws_msg *m, int backward)
     int is_send = (m->flags & WS_MSG_SEND) != 0;
     return (backward ? !is_send : is_send) ? 0 : 1;
 }
-/* The channels (bit c: channel c) that meet at event ev of the message's
- * location: at the record itself (at_record) channel 0, and channel 1 too
- * when the record is also its channel-1 point; at a separate channel-1
- * point (a non-blocking call's completion or post) channel 1. */
-static inline int ws_msg_channels_at(const ws_msg *m, int at_record, uint64_t ev)
+/* The channels (bit c: channel c) that meet at an exchange event of the
+ * message's location: at the record itself (at_record) channel 0, and
+ * channel 1 too when the record is also its channel-1 point; at a
+ * separate channel-1 point (a non-blocking call's completion or post)
+ * channel 1. */
+static inline int ws_msg_channels_at(const ws_msg *m, int at_record)
 {
     if (!at_record)
         return 2;
-    (void)ev;
     return (m->flags & WS_MSG_CH1_APART) ? 1 : 3;
 }
 /* enter and leave time, call path of the call holding the record */
