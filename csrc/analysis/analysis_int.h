@@ -89,6 +89,12 @@ static inline double ws_md_lr(const ws_loc_data *d, uint64_t row)
     double w = d->wait[row];
     return w < 0.0 ? -w : 0.0;
 }
+/* Whether message row `row` (m) waits itself: a send for a Late Receiver,
+ * a receive for a Late Sender (the rows that keep their partner_time). */
+static inline int ws_md_waits(const ws_loc_data *d, const ws_msg *m, uint64_t row)
+{
+    return (m->flags & WS_MSG_SEND) ? ws_md_lr(d, row) > 0.0 : ws_md_ls(d, row) > 0.0;
+}
 /* Sets them (v > 0, or 0: none); -1 when out of memory. */
 int ws_md_set_ls(ws_loc_data *d, uint64_t n_rows, uint64_t row, double v);
 int ws_md_set_lr(ws_loc_data *d, uint64_t n_rows, uint64_t row, double v);

@@ -239,7 +239,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         const int compat = a->options.scalasca_compat != 0;
         /* the rows that wait: their partner's time (waitstates_p2p.c) */
         double partner_time = 0.0;
-        if (is_send ? lr_wait > 0.0 : ls_wait > 0.0) {
+        if (ws_md_waits(d, m, row)) {
             if (next_waiting == d->n_waiting || d->waiting_row[next_waiting] != row) {
                 rc = ws_error_set(err, WS_ERR_INTERNAL, "location %u: message %llu waits but its partner's time "
                                   "is unknown", (unsigned)loc, (unsigned long long)row);

@@ -343,7 +343,7 @@ static int keep_waiting_rows(ws_loc_data *d, const ws_msg *msgs, uint64_t n, siz
         return ws_error_nomem(err, "waits");
     size_t j = 0;
     for (uint64_t k = 0; k < n && j < n_waiting; k++)
-        if ((msgs[k].flags & WS_MSG_SEND) ? ws_md_lr(d, k) > 0.0 : ws_md_ls(d, k) > 0.0) {
+        if (ws_md_waits(d, &msgs[k], k)) {
             d->waiting_row[j] = (uint32_t)k;
             d->waiting_time[j++] = d->partner_time[k];
         }
