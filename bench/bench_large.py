@@ -32,13 +32,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_load import DEFAULT_DIR, cached_trace, stencil  # noqa: E402
-from bench_memory import STATUS  # noqa: E402
+from bench_memory import STATUS, run_child  # noqa: E402
 
 ROWS, COLS, ITERS = 32, 64, 50
 GIB = 1 << 30
@@ -88,13 +87,6 @@ print(json.dumps(dict(events=trace.n_events, base=base, store=store, open_peak=o
 """
 
 
-def child(what: str, anchor: str) -> dict:
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-c", CHILD, what, anchor], env=env, check=True, capture_output=True,
-                         text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", default=DEFAULT_DIR, help="cache directory of the trace")
@@ -105,15 +97,15 @@ def main() -> None:
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(os.path.dirname(anchor)) for f in fs)
     print(f"trace: {anchor}, {size / 1e9:.2f} GB on disk", flush=True)
 
-    decode = child("decode", anchor)
+    decode = run_child(CHILD, "decode", anchor)
     n = decode["events"]
     print(f"OTF2's decode: {n:,} events in {decode['seconds']:.1f} s ({size / n:.1f} bytes per event on disk)",
           flush=True)
-    merged = child("global", anchor)
+    merged = run_child(CHILD, "global", anchor)
     print(f"OTF2's global reader: {merged['seconds']:.1f} s", flush=True)
     rows = []
     for threads in args.threads.split(","):
-        m = child(threads, anchor)
+        m = run_child(CHILD, threads, anchor)
         rows.append((threads, m))
         print(f"  threads={threads} done: {json.dumps(m)}", flush=True)
 

@@ -106,14 +106,20 @@ print(json.dumps(dict(events=trace.n_events, base=base, store=store, peak=s["VmH
 """
 
 
-def measure(pkg: str | None, kind: str, arg: str) -> dict:
+def run_child(code: str, *args: str, pkg: str | None = None) -> dict:
+    """Runs `code` in a fresh interpreter (with the waitscope package of
+    directory `pkg` first on the path) and returns the JSON object its
+    last line of output holds."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     if pkg:
         env["PYTHONPATH"] = pkg + os.pathsep + env.get("PYTHONPATH", "")
-    code = CHILD.format(bench=os.path.dirname(os.path.abspath(__file__)), status=STATUS)
-    out = subprocess.run([sys.executable, "-c", code, kind, arg], env=env, check=True, capture_output=True,
-                         text=True)
+    out = subprocess.run([sys.executable, "-c", code, *args], env=env, check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure(pkg: str | None, kind: str, arg: str) -> dict:
+    code = CHILD.format(bench=os.path.dirname(os.path.abspath(__file__)), status=STATUS)
+    return run_child(code, kind, arg, pkg=pkg)
 
 
 def main() -> None:
