@@ -209,6 +209,26 @@ def test_reduce_whose_root_waits():
     assert r.total("performance_impact") == pytest.approx(19.5)
 
 
+
+def test_partitions_of_many_ranks():
+    # Derived partitions group the processes that run the same set of call
+    # paths, each named by its first process: of 3,000 ranks, every third
+    # (0, 3, 6, ...) also runs "post", so the partitions are 0 for those
+    # and 1 for all others.  Every rank runs "work" for 1 s, so the ranks
+    # that run post for 1 s more are the path's: their post time is 1 s
+    # above the average activity (1/3 s), an imbalance of 2/3 s.
+    n = 3000
+    prog = synth.Program(n)
+    for rank in range(n):
+        prog.rank(rank).compute("work", 1).barrier()
+        if rank % 3 == 0:
+            prog.rank(rank).compute("post", 1)
+    r = analyze(prog.run(latency=L, resolution=RES))
+    want = np.where(np.arange(n) % 3 == 0, 0, 1)
+    assert np.array_equal(np.asarray(r.critical_path.partitions), want)
+    expect_imbalance(r, {"main/post": 2 / 3})
+
+
 def test_scan():
     #   MPI_Init [0,0.25]; work: rank 0 [0.25,3.25], rank 1 [0.25,1.25], rank 2 [0.25,2.25]
     #   MPI_Scan: member i leaves at max(enters of 0..i) + L = 3.5 for all

@@ -12,10 +12,20 @@ static double cell(ws_result *r, int m, uint32_t cp, uint32_t loc)
     return r->slot[m] >= 0 ? *ws_cube_cell(r, m, cp, loc) : 0.0;
 }
 
+/* Stores a derived value into a cell that holds +0 (the cube starts
+ * zeroed, and only this file writes the derived metrics, once): a +0 is
+ * not written, so that the rows of call paths that have none of a metric
+ * stay untouched pages (at 262,144 locations a row is 2 MB). */
+static void put(double *cell, double v)
+{
+    if (v != 0.0 || signbit(v))
+        *cell = v;
+}
+
 static void set_cell(ws_result *r, int m, uint32_t cp, uint32_t loc, double v)
 {
     if (r->slot[m] >= 0)
-        *ws_cube_cell(r, m, cp, loc) = v;
+        put(ws_cube_cell(r, m, cp, loc), v);
 }
 
 /* The cube's row of metric m at call path cp (a value per location), or
@@ -39,13 +49,17 @@ static void sum_rows(const ws_analysis *a, int parent, const int *children, uint
     double *out = row_of(r, parent, cp);
     if (!out)
         return;
-    for (uint32_t i = 0; i < a->n_local; i++)
-        out[a->local[i]] = 0.0;
-    for (const int *c = children; *c >= 0; c++) {
-        const double *in = row_of(r, *c, cp);
-        if (in)
-            for (uint32_t i = 0; i < a->n_local; i++)
-                out[a->local[i]] += in[a->local[i]];
+    const double *in[8];
+    size_t n = 0;
+    for (const int *c = children; *c >= 0 && n < sizeof in / sizeof in[0]; c++)
+        if ((in[n] = row_of(r, *c, cp)) != NULL)
+            n++;
+    for (uint32_t i = 0; i < a->n_local; i++) {
+        uint32_t loc = a->local[i];
+        double v = 0.0;
+        for (size_t k = 0; k < n; k++)
+            v += in[k][loc];
+        put(&out[loc], v);
     }
 }
 
@@ -60,7 +74,7 @@ static void excess_rows(const ws_analysis *a, int dst, int minuend, int subtrahe
     for (uint32_t i = 0; i < a->n_local; i++) {
         uint32_t loc = a->local[i];
         double v = at(x, loc) - at(y, loc);
-        out[loc] = v > 0.0 ? v : 0.0;
+        put(&out[loc], v > 0.0 ? v : 0.0);
     }
 }
 
@@ -134,11 +148,11 @@ void ws_derive_delay(ws_analysis *a)
             double c = at(cw[0], loc) + at(cw[1], loc) + at(cw[2], loc) + at(cw[3], loc), v;
             if (dir) {
                 v = c - at(ind, loc);
-                dir[loc] = v > 0.0 ? v : 0.0;
+                put(&dir[loc], v > 0.0 ? v : 0.0);
             }
             if (ter) {
                 v = c - at(pro, loc);
-                ter[loc] = v > 0.0 ? v : 0.0;
+                put(&ter[loc], v > 0.0 ? v : 0.0);
             }
         }
         for (size_t k = 0; k < sizeof wait_tree / sizeof wait_tree[0]; k++)
@@ -282,16 +296,27 @@ static int derive_partitions(ws_analysis *a, ws_error *err)
         free(sig);
         return rc;
     }
-    for (uint32_t l = 0; l < L; l++) {
-        r->partition[l] = (int32_t)l;
-        for (uint32_t k = 0; k < l; k++)
-            if (sig[k] == sig[l]) {
-                r->partition[l] = r->partition[k];
-                break;
-            }
+    /* a location's partition is the first location with its signature
+     * (the map's key UINT64_MAX is reserved: that signature has its own) */
+    ws_map64 first;
+    ws_map64_init(&first);
+    int32_t first_max = -1;
+    for (uint32_t l = 0; l < L && rc == WS_OK; l++) {
+        uint64_t k;
+        if (sig[l] == UINT64_MAX) {
+            if (first_max < 0)
+                first_max = (int32_t)l;
+            r->partition[l] = first_max;
+        } else if (ws_map64_get(&first, sig[l], &k))
+            r->partition[l] = (int32_t)k;
+        else if (ws_map64_put(&first, sig[l], l))
+            rc = ws_error_nomem(err, "partitions");
+        else
+            r->partition[l] = (int32_t)l;
     }
+    ws_map64_free(&first);
     free(sig);
-    return WS_OK;
+    return rc;
 }
 
 /* The reduction over processes adds only zeros to each value (exact);

@@ -340,7 +340,11 @@ int ws_waitstates_finish(ws_analysis *a, ws_error *err)
         time_profile(t, &a->options, loc, d);
         for (uint32_t cp = 0; cp < t->callpaths.n; cp++) {
             double v = d->time[cp];
-            add(a, WS_M_VISITS, cp, loc, d->visits[cp]);
+            /* (a count is never -0: adding +0 would change nothing, and
+             * not adding it leaves the rows of call paths a location
+             * never visits untouched pages) */
+            if (d->visits[cp] != 0.0)
+                add(a, WS_M_VISITS, cp, loc, d->visits[cp]);
             if (v == 0.0)
                 continue;
             add(a, WS_M_TIME, cp, loc, v);
@@ -359,7 +363,8 @@ int ws_waitstates_finish(ws_analysis *a, ws_error *err)
     int rc = ws_omp_metrics(a, err);
     if (rc)
         return rc;
-    /* count parents are sums of their children */
+    /* count parents are sums of their children, a row (call path) at a
+     * time; a zero child adds nothing (counts are never -0) */
     static const int sums[][3] = {
         {WS_M_SYNCS_P2P, WS_M_SYNCS_SEND, WS_M_SYNCS_RECV}, {WS_M_SYNCS, WS_M_SYNCS_P2P, WS_M_SYNCS_COLL},
         {WS_M_COMMS_P2P, WS_M_COMMS_SEND, WS_M_COMMS_RECV}, {WS_M_COMMS_COLL, WS_M_COMMS_CXCH, WS_M_COMMS_CSRC},
@@ -373,10 +378,14 @@ int ws_waitstates_finish(ws_analysis *a, ws_error *err)
             int child = sums[s][c];
             if (child < 0 || r->slot[parent] < 0 || r->slot[child] < 0)
                 continue;
-            for (uint32_t i = 0; i < a->n_local; i++) {
-                uint32_t loc = a->local[i];
-                for (uint32_t cp = 0; cp < r->n_callpaths; cp++)
-                    *ws_cube_cell(r, parent, cp, loc) += *ws_cube_cell(r, child, cp, loc);
+            for (uint32_t cp = 0; cp < r->n_callpaths; cp++) {
+                double *out = ws_cube_cell(r, parent, cp, 0);
+                const double *in = ws_cube_cell(r, child, cp, 0);
+                for (uint32_t i = 0; i < a->n_local; i++) {
+                    uint32_t loc = a->local[i];
+                    if (in[loc] != 0.0)
+                        out[loc] += in[loc];
+                }
             }
         }
     }
