@@ -199,7 +199,7 @@ static int walk_message(ws_causes *c, const ws_replay_env *env, uint32_t loc, ui
     it->member = (uint32_t)channel;
     it->kind = produce ? WALK_PRODUCE : WALK_CONSUME;
     if (produce)
-        ws_walk_hand(it, cl->sp[k].partner, cl->sp[k].time, c->a->options.scalasca_compat);
+        ws_walk_hand(it, point_partner(c, loc, &cl->sp[k]), cl->sp[k].time, c->a->options.scalasca_compat);
     return WS_OK;
 }
 
@@ -214,7 +214,8 @@ static int p4_produce(void *state, const ws_replay_env *env, uint32_t loc, uint3
                             (unsigned)loc, (unsigned)row);
     if (c->walk && walk_message(c, env, loc, row, channel, k, 1, err) != WS_OK)
         return err->code;
-    return note_for(c, loc, k, cl->sp[k].partner, cl->sp[k].partner, out, err);
+    uint32_t partner = point_partner(c, loc, &cl->sp[k]);
+    return note_for(c, loc, k, partner, partner, out, err);
 }
 
 /* The entries of a note, copied to aligned scratch memory (they may be

@@ -18,11 +18,12 @@ enum { NCLS = WS_WAIT_CLASS_COUNT };
  * only they carry long-term costs */
 enum { NGL = WS_WAIT_OMPIDLE };
 
-/* A synchronization point (48 bytes).  Its own waiting is in the call
- * path of its call (point_cp); a site's communicator, class and root are
- * read from the site; the time of its call after the synchronization
- * from its message or site (points.c); what only a waiting point needs
- * is in its block of gl (point_gl, point_wait_in). */
+/* A synchronization point (40 bytes).  Its own waiting is in the call
+ * path of its call (point_cp); its partner is its message's or, for a
+ * site, the delayer (point_partner); a site's communicator, class and
+ * root are read from the site; the time of its call after the
+ * synchronization from its message or site (points.c); what only a
+ * waiting point needs is in its block of gl (point_gl, point_wait_in). */
 typedef struct sync_point {
     double time;       /* synchronization time */
     double wait;       /* own handled waiting time here (0 if none) */
@@ -30,14 +31,13 @@ typedef struct sync_point {
     uint32_t call_ev;  /* Enter event of the MPI call holding the point (the point's event: none) */
     uint32_t event;    /* the event where it is exchanged (ws_point_event) */
     uint32_t index;    /* message row or site */
-    uint32_t partner;  /* p2p: partner; sites: the delayer */
-    uint32_t gl_slot;  /* its block in gl (WS_NONE32: it does not wait) */
     uint8_t type;
     uint8_t wclass;    /* class of the own waiting (WS_WAIT_*) */
     uint8_t final;     /* waits, and no later charge here can add long-term costs to it (marked only for
                           the delay analysis without the critical path) */
     uint8_t pad;
 } sync_point;
+_Static_assert(sizeof(sync_point) == 40, "a synchronization point takes 40 bytes");
 
 /* a move of the critical path at a location, in replay order: taken at
  * event `ev` with the path's top `time`, or handed over there, the path
@@ -78,11 +78,15 @@ typedef struct cause_loc {
     uint32_t n_pointless;
     /* long-term cost carried by a point's waiting, per final class: only
      * points that wait carry one, so only they have a block of gl_block
-     * doubles in gl, at sp[k].gl_slot * gl_block: class x at
+     * doubles in gl, the j-th waiting point at j * gl_block (point_gl:
+     * bit k % 64 of gl_bits[k / 64] says whether point k waits, gl_rank[k
+     * / 64] how many points before k / 64 * 64 do): class x at
      * ws_causes.gl_at[x] (only the classes some point of the trace waits
      * in have a place), then, with an analysis window, the part of the
      * waiting inside it */
     double *gl;
+    uint64_t *gl_bits;
+    uint32_t *gl_rank;
     uint32_t gl_block; /* ws_causes.n_gl, one more with a window */
     int gl_window;     /* the block ends with the part inside the window */
     /* per point: waiting points: the largest share of their waiting that
@@ -213,12 +217,37 @@ static inline uint32_t point_cp(const ws_causes *c, uint32_t loc, const sync_poi
     return e->kind[p->call_ev] == WS_EV_ENTER ? e->ref[p->call_ev] : WS_NONE32;
 }
 
+/* The number of bits set in x. */
+static inline uint32_t popcount64(uint64_t x)
+{
+#if defined(__GNUC__)
+    return (uint32_t)__builtin_popcountll(x);
+#else
+    uint32_t n = 0;
+    for (; x; x &= x - 1)
+        n++;
+    return n;
+#endif
+}
+
 /* the long-term costs point k carries, class x at x - 1 (NULL: it does
  * not wait) */
 static inline double *point_gl(const cause_loc *cl, uint32_t k)
 {
-    uint32_t slot = cl->sp[k].gl_slot;
-    return slot == UINT32_MAX ? NULL : &cl->gl[(size_t)slot * cl->gl_block];
+    uint64_t bits = cl->gl_bits[k >> 6], bit = (uint64_t)1 << (k & 63);
+    if (!(bits & bit))
+        return NULL;
+    uint32_t slot = cl->gl_rank[k >> 6] + popcount64(bits & (bit - 1));
+    return &cl->gl[(size_t)slot * cl->gl_block];
+}
+
+/* The location point p of `loc` synchronizes with: a message's partner,
+ * or the site's delayer. */
+static inline uint32_t point_partner(const ws_causes *c, uint32_t loc, const sync_point *p)
+{
+    if (p->type == SP_SITE)
+        return c->locs[loc].sites[p->index].delayer;
+    return c->a->sync->locs[loc].msgs[p->index].partner;
 }
 
 /* the part of point k's waiting inside the analysis window (= its

@@ -223,6 +223,8 @@ void ws_causes_release_points(ws_causes *c)
         free(cl->sites);
         free(cl->pointless);
         free(cl->gl);
+        free(cl->gl_bits);
+        free(cl->gl_rank);
         free(cl->share);
         free(cl->coll_ind);
         cl->sp = NULL;
@@ -232,6 +234,8 @@ void ws_causes_release_points(ws_causes *c)
         cl->pointless = NULL;
         cl->n_pointless = 0;
         cl->gl = NULL;
+        cl->gl_bits = NULL;
+        cl->gl_rank = NULL;
         cl->share = NULL;
         cl->coll_ind = NULL;
         cl->n_coll_ind = cl->cap_coll_ind = 0;

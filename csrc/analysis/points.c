@@ -223,7 +223,6 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
 #define NEW_POINT()                                                                   \
     do {                                                                              \
         memset(&pt[n], 0, sizeof pt[n]);                                              \
-        pt[n].gl_slot = WS_NONE32;                                                    \
         if (windowed)                                                                 \
             pwin[n] = 0.0;                                                            \
     } while (0)
@@ -262,7 +261,6 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             sync_point *p = &pt[n];
             p->type = SP_LS;
             p->index = (uint32_t)row;
-            p->partner = m->partner;
             /* its call: the one holding the record; as the start of the
              * next interval only the time after the partner's call ended
              * counts */
@@ -287,7 +285,6 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
             sync_point *p = &pt[n];
             p->type = SP_LR;
             p->index = (uint32_t)row;
-            p->partner = m->partner;
             p->event = ch1[row];
             if (is_send) {
                 p->call_ev = m->other_call;
@@ -333,7 +330,6 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         p->type = SP_SITE;
         p->index = s;
         p->time = d->site_waits[s].sync_time;
-        p->partner = d->site_waits[s].delayer;
         p->wclass = d->site_waits[s].kind;
         p->call_ev = ws_site_is_omp(cls) ? ls->sites[s].enter_event : enter_of_call(e, ls->sites[s].event);
         p->event = ls->sites[s].event;
@@ -384,16 +380,22 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
     cl->gl_window = a->options.has_window != 0;
     cl->gl_block = c->n_gl + (uint32_t)cl->gl_window;
     cl->gl = ws_calloc_dense((n_waiting ? n_waiting : 1) * (size_t)cl->gl_block, sizeof *cl->gl);
-    if (!cl->gl) {
+    size_t n_words = (n + 63) / 64;
+    cl->gl_bits = ws_calloc_dense(n_words ? n_words : 1, sizeof *cl->gl_bits);
+    cl->gl_rank = ws_malloc_array(n_words ? n_words : 1, sizeof *cl->gl_rank);
+    if (!cl->gl || !cl->gl_bits || !cl->gl_rank) {
         rc = ws_error_nomem(err, "synchronization points");
         goto done;
     }
     n_waiting = 0;
     for (size_t k = 0; k < n; k++) {
+        if (k % 64 == 0)
+            cl->gl_rank[k / 64] = n_waiting;
         if (pt[k].wait > 0.0) {
-            pt[k].gl_slot = n_waiting++;
+            cl->gl_bits[k / 64] |= (uint64_t)1 << (k % 64);
             if (cl->gl_window)
-                cl->gl[(size_t)pt[k].gl_slot * cl->gl_block + cl->gl_block - 1] = pwin[order ? order[k].k : k];
+                cl->gl[(size_t)n_waiting * cl->gl_block + cl->gl_block - 1] = pwin[order ? order[k].k : k];
+            n_waiting++;
         }
         if (pt[k].type == SP_SITE)
             cl->sites[pt[k].index].sp = (uint32_t)k;
@@ -463,7 +465,7 @@ uint32_t ws_point_of_message(ws_causes *c, uint32_t loc, uint32_t row, uint8_t t
 static int involves(const ws_causes *c, uint32_t loc, const sync_point *p, uint32_t q)
 {
     if (p->type != SP_SITE)
-        return p->partner == q;
+        return point_partner(c, loc, p) == q;
     const ws_loc_sync *ls = &c->a->sync->locs[loc];
     uint8_t cls = ls->sites[p->index].cls;
     if (cls == WS_SITE_INIT || cls == WS_SITE_FINALIZE)
@@ -476,7 +478,7 @@ static int involves(const ws_causes *c, uint32_t loc, const sync_point *p, uint3
     case WS_SITE_1TON:
         return loc == root ? is_member(c, comm, q) : q == root;
     case WS_SITE_NTO1:
-        return loc == root ? q == p->partner : q == root;
+        return loc == root ? q == point_partner(c, loc, p) : q == root;
     default:
         return is_member(c, comm, q);
     }
@@ -487,9 +489,14 @@ static int involves(const ws_causes *c, uint32_t loc, const sync_point *p, uint3
 uint32_t ws_previous_point(const ws_causes *c, uint32_t loc, uint32_t k, uint32_t q)
 {
     const cause_loc *cl = &c->locs[loc];
-    for (uint32_t j = k; j-- > 0;)
-        if (cl->sp[j].call_ev < cl->sp[k].call_ev && involves(c, loc, &cl->sp[j], q))
+    const ws_msg *msgs = c->a->sync->locs[loc].msgs;
+    const uint32_t call = cl->sp[k].call_ev;
+    for (uint32_t j = k; j-- > 0;) {
+        const sync_point *p = &cl->sp[j];
+        if (p->call_ev < call &&
+            (p->type != SP_SITE ? msgs[p->index].partner == q : involves(c, loc, p, q)))
             return j;
+    }
     return WS_NONE32;
 }
 
@@ -504,7 +511,7 @@ static uint32_t interval_floor(const ws_causes *c, uint32_t loc, uint32_t k)
     const cause_loc *cl = &c->locs[loc];
     const sync_point *p = &cl->sp[k];
     if (p->type != SP_SITE)
-        return ws_previous_point(c, loc, k, p->partner);
+        return ws_previous_point(c, loc, k, point_partner(c, loc, p));
     const ws_loc_sync *ls = &c->a->sync->locs[loc];
     uint64_t comm = ls->sites[p->index].instance >> 40;
     enum { NEARBY = 256 };
