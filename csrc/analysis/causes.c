@@ -473,9 +473,9 @@ static int p4_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
         walk_item *it = ws_walk_item(c, loc, st->event);
         if (!it)
             return ws_error_nomem(err, "critical path");
-        it->key = st->instance;
+        it->key = ws_site_instance(st);
         it->member = st->member;
-        it->n_members = st->n_members;
+        it->n_members = ws_site_members(env->sync, st);
         it->kind = WALK_COLL;
         if (cl->sites[site].waited)
             ws_walk_hand(it, cl->sites[site].delayer, site_sync_time(cl, site), c->a->options.scalasca_compat);
@@ -635,7 +635,9 @@ static int p5_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
             hi = mid;
     }
     for (; lo < sh->n && sh->e[lo].waiter == loc; lo++)
-        add(c, WS_M_MPI_WAIT_INDIRECT_COLLECTIVE, env->sync->locs[loc].sites[site].callpath, loc, sh->e[lo].value);
+        add(c, WS_M_MPI_WAIT_INDIRECT_COLLECTIVE,
+            ws_site_callpath(&env->trace->locations[loc].events, &env->sync->locs[loc].sites[site]), loc,
+            sh->e[lo].value);
     return WS_OK;
 }
 

@@ -211,9 +211,9 @@ enum { GL_BLOCK = NGL + 1 };
  * which for an OpenMP site is the construct's). */
 static inline uint32_t point_cp(const ws_causes *c, uint32_t loc, const sync_point *p)
 {
-    if (p->type == SP_SITE)
-        return c->a->sync->locs[loc].sites[p->index].callpath;
     const ws_events *e = &c->a->trace->locations[loc].events;
+    if (p->type == SP_SITE)
+        return ws_site_callpath(e, &c->a->sync->locs[loc].sites[p->index]);
     return e->kind[p->call_ev] == WS_EV_ENTER ? e->ref[p->call_ev] : WS_NONE32;
 }
 

@@ -39,7 +39,7 @@ static int choose_walk(ws_causes *c, ws_error *err)
             if (!cs[s].anywait || st->cls == WS_SITE_OTHER || st->cls == WS_SITE_SCAN || st->cls == WS_SITE_INIT)
                 continue;
             count[1]++;
-            if (cs[s].waited && ws_site_expected_local(a->sync, st) < st->n_members)
+            if (cs[s].waited && ws_site_expected_local(a->sync, st) < ws_site_members(a->sync, st))
                 count[0]++;
         }
     }

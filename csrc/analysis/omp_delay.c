@@ -24,10 +24,10 @@ static double finalize_wait(ws_causes *c, uint32_t loc, uint32_t fin, uint64_t f
     const ws_site *st = &a->sync->locs[loc].sites[fin];
     if (st->enter_event < from || st->enter_event >= to)
         return 0.0;
-    uint32_t cp = st->callpath;
-    double v = *ws_cube_cell(r, WS_M_MPI_FINALIZE_WAIT, cp, loc);
+    uint32_t cp = ws_site_callpath(&a->trace->locations[loc].events, st);
     if (cp >= a->trace->callpaths.n || !c->in_acc[cp])
         return 0.0;
+    double v = *ws_cube_cell(r, WS_M_MPI_FINALIZE_WAIT, cp, loc);
     if (v > c->acc[cp])
         v = c->acc[cp];
     c->acc[cp] -= v;

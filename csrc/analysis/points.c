@@ -318,7 +318,7 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         uint8_t cls = ls->sites[s].cls;
         uint32_t comm = WS_NONE32, root = WS_NONE32;
         if (cls != WS_SITE_INIT && cls != WS_SITE_FINALIZE) {
-            comm = (uint32_t)(ls->sites[s].instance >> 40);
+            comm = ls->sites[s].comm;
             if (ls->sites[s].root != WS_NONE32)
                 root = ws_comm_location(t, comm, ls->sites[s].root, loc);
         }
@@ -470,7 +470,7 @@ static int involves(const ws_causes *c, uint32_t loc, const sync_point *p, uint3
     uint8_t cls = ls->sites[p->index].cls;
     if (cls == WS_SITE_INIT || cls == WS_SITE_FINALIZE)
         return 1;
-    uint32_t comm = (uint32_t)(ls->sites[p->index].instance >> 40);
+    uint32_t comm = ls->sites[p->index].comm;
     uint32_t root = ls->sites[p->index].root != WS_NONE32
                         ? ws_comm_location(c->a->trace, comm, ls->sites[p->index].root, loc)
                         : WS_NONE32;
@@ -513,7 +513,7 @@ static uint32_t interval_floor(const ws_causes *c, uint32_t loc, uint32_t k)
     if (p->type != SP_SITE)
         return ws_previous_point(c, loc, k, point_partner(c, loc, p));
     const ws_loc_sync *ls = &c->a->sync->locs[loc];
-    uint64_t comm = ls->sites[p->index].instance >> 40;
+    uint64_t comm = ls->sites[p->index].comm;
     enum { NEARBY = 256 };
     for (uint32_t j = k, seen = 0; j-- > 0 && seen < NEARBY; seen++) {
         const sync_point *q = &cl->sp[j];
@@ -523,7 +523,7 @@ static uint32_t interval_floor(const ws_causes *c, uint32_t loc, uint32_t k)
         uint8_t qc = ls->sites[q->index].cls;
         if (qc == WS_SITE_INIT || qc == WS_SITE_FINALIZE ||
             ((qc == WS_SITE_BARRIER || qc == WS_SITE_NXN || ws_site_is_omp(qc)) &&
-             ls->sites[q->index].instance >> 40 == comm))
+             ls->sites[q->index].comm == comm))
             return j;
     }
     return WS_NONE32;

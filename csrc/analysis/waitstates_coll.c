@@ -371,7 +371,7 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
     coll_info own = member_info(v, me);
     if (coll_clock_violation(cls, k, v, me, root, own.end))
         a->result->clock_violations[loc]++;
-    uint32_t cp = ls->sites[site].callpath;
+    uint32_t cp = ws_site_callpath(&env->trace->locations[loc].events, &ls->sites[site]);
     double until = own.begin;
     double wait = member_wait(cls, k, me, root, &own, &until);
     double completion_from;

@@ -187,9 +187,9 @@ static int build(clc *c, ws_error *err)
             if (!is_constrained_site(ls->sites[k].cls))
                 continue;
             uint64_t id;
-            if (!ws_map64_get(&index, ls->sites[k].instance, &id)) {
+            if (!ws_map64_get(&index, ws_site_instance(&ls->sites[k]), &id)) {
                 id = c->n_inst;
-                if (ws_map64_put(&index, ls->sites[k].instance, id) != 0 ||
+                if (ws_map64_put(&index, ws_site_instance(&ls->sites[k]), id) != 0 ||
                     ws_grow((void **)&c->inst, &cap_inst, c->n_inst + 1, sizeof *c->inst) != 0) {
                     rc = ws_error_nomem(err, "clock correction");
                     break;
@@ -226,7 +226,7 @@ static int build(clc *c, ws_error *err)
                 if (!is_constrained_site(ls->sites[k].cls))
                     continue;
                 uint64_t id;
-                ws_map64_get(&index, ls->sites[k].instance, &id);
+                ws_map64_get(&index, ws_site_instance(&ls->sites[k]), &id);
                 instance *in = &c->inst[id];
                 uint32_t x = in->first + in->n++;
                 entry *en = &c->entries[x];

@@ -135,14 +135,14 @@ static int produce_site(scheduler *s, uint32_t loc, uint32_t site, uint32_t h, w
 int ws_replay_post_site(const ws_replay_env *env, ws_transport *tr, const ws_handler *hd, uint32_t h, uint32_t loc,
                         uint32_t site, ws_buffer *out, ws_error *err)
 {
-    const ws_loc_sync *ls = &env->sync->locs[loc];
+    const ws_site *st = &env->sync->locs[loc].sites[site];
     out->size = 0;
     int rc = hd->coll_produce(hd->state, env, loc, site, out, err);
     if (rc)
         return rc;
-    return tr->ops->coll_post(tr, ws_replay_handler_key(ls->sites[site].instance, h), ls->sites[site].n_members,
-                              ws_site_expected_local(env->sync, &ls->sites[site]), ls->sites[site].member, loc,
-                              out->data, out->size, hd->coll_cache_size, err);
+    return tr->ops->coll_post(tr, ws_replay_handler_key(ws_site_instance(st), h), ws_site_members(env->sync, st),
+                              ws_site_expected_local(env->sync, st), st->member, loc, out->data, out->size,
+                              hd->coll_cache_size, err);
 }
 
 int ws_replay_consume_site(const ws_replay_env *env, ws_transport *tr, const ws_handler *hd, uint64_t key, uint32_t loc,
@@ -198,13 +198,13 @@ static int produce_ahead(scheduler *s, uint32_t loc, loc_state *st, uint32_t sit
     int64_t pos = s->sparse && st->cursor >= 0 && (uint64_t)st->cursor < n && ls->sync_events[st->cursor] == ev
                       ? st->cursor
                       : (int64_t)ws_lower_bound_u32(ls->sync_events, 0, n, ev);
-    const uint64_t comm = ls->sites[site].instance >> 40;
+    const uint64_t comm = ls->sites[site].comm;
     const int64_t step = backward ? -1 : 1;
     s->tr->burst = 1;
     for (uint32_t k = 0; k < s->lookahead; k++, i += step, pos += step) {
         if (i < 0 || i >= (int64_t)ls->n_sites || pos < 0 || pos >= (int64_t)ls->n_sync_events ||
             ls->sync_what[pos] != (WS_SYNC_SITE | (uint32_t)i) || ls->sync_events[pos] != ls->sites[i].event ||
-            (k && ls->sites[i].instance >> 40 != comm) || (k && !ahead_at(s, loc, (uint32_t)i)))
+            (k && ls->sites[i].comm != comm) || (k && !ahead_at(s, loc, (uint32_t)i)))
             break;
         for (uint32_t h = 0; h < s->n_handlers; h++) {
             int rc = produce_site(s, loc, (uint32_t)i, h, err);
@@ -251,7 +251,7 @@ static int site_event(scheduler *s, uint32_t loc, loc_state *st, uint32_t site, 
             if (st->stage < H) {
                 rc = ws_replay_post_site(env, s->tr, hd, h, loc, site, &s->out, err);
             } else {
-                uint64_t key = ws_replay_handler_key(ls->sites[site].instance, h);
+                uint64_t key = ws_replay_handler_key(ws_site_instance(&ls->sites[site]), h);
                 ws_coll_view *view = NULL;
                 rc = s->tr->ops->coll_take(s->tr, key, loc, &view, err);
                 if (rc == WS_OK)

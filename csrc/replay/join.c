@@ -190,9 +190,9 @@ static int produce_site(join *j, uint32_t loc, uint32_t site, uint32_t h, ws_err
 }
 
 /* single-member instances are produced in phase B, at their site */
-static int produced_ahead(const ws_loc_sync *ls, uint32_t site)
+static int produced_ahead(const ws_sync *s, const ws_loc_sync *ls, uint32_t site)
 {
-    return ls->sites[site].n_members > 1;
+    return ws_site_members(s, &ls->sites[site]) > 1;
 }
 
 static int consume_site(join *j, uint32_t loc, uint32_t site, uint64_t ev, ws_error *err)
@@ -201,7 +201,7 @@ static int consume_site(join *j, uint32_t loc, uint32_t site, uint64_t ev, ws_er
     const ws_loc_sync *ls = &env->sync->locs[loc];
     ws_transport *tr = j->tr;
     int rc;
-    if (!produced_ahead(ls, site))
+    if (!produced_ahead(j->env->sync, ls, site))
         for (uint32_t h = 0; h < j->n_handlers; h++)
             if (ws_replay_site_takes_part(j->env, &j->handlers[h], loc, site) && (rc = produce_site(j, loc, site, h, err)))
                 return rc;
@@ -209,7 +209,7 @@ static int consume_site(join *j, uint32_t loc, uint32_t site, uint64_t ev, ws_er
         const ws_handler *hd = &j->handlers[h];
         if (!ws_replay_site_takes_part(j->env, hd, loc, site))
             continue;
-        uint64_t key = ws_replay_handler_key(ls->sites[site].instance, h);
+        uint64_t key = ws_replay_handler_key(ws_site_instance(&ls->sites[site]), h);
         ws_coll_view *view = NULL;
         while ((rc = tr->ops->coll_take(tr, key, loc, &view, err)) == WS_BLOCKED)
             if ((rc = wait_for_data(j, err)) != WS_OK)
@@ -247,7 +247,7 @@ static int produce_location(join *j, uint32_t loc, int with_sites, ws_error *err
             rc = produce_message(j, loc, index, 0, err);
             break;
         default:
-            if (with_sites && !j->coll_none && produced_ahead(ls, index))
+            if (with_sites && !j->coll_none && produced_ahead(j->env->sync, ls, index))
                 for (uint32_t h = 0; h < j->n_handlers && rc == WS_OK; h++)
                     if (ws_replay_site_takes_part(j->env, &j->handlers[h], loc, index))
                         rc = produce_site(j, loc, index, h, err);

@@ -36,6 +36,7 @@ void ws_sync_free(ws_sync *s)
     free(s->locs);
     free(s->region_mpi);
     free(s->comm_local);
+    free(s->comm_members);
     free(s);
 }
 
@@ -343,6 +344,13 @@ int ws_sync_build(const ws_trace *t, const uint32_t *locs, uint32_t n, ws_transp
     }
     s->comm_local = local_members;
     local_members = NULL;
+    if (!(s->comm_members = ws_malloc_array((size_t)t->n_comms + 2, sizeof *s->comm_members))) {
+        rc = ws_error_nomem(err, "synchronization data");
+        goto fail;
+    }
+    for (uint32_t c = 0; c < t->n_comms; c++)
+        s->comm_members[c] = t->comms[c].size;
+    s->comm_members[t->n_comms] = s->comm_members[t->n_comms + 1] = t->world_size;
     s->n_comms = t->n_comms;
     s->n_local = n;
     s->n_local_mpi = n_mpi;

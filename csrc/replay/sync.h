@@ -81,25 +81,43 @@ typedef struct ws_msg {
                              (ws_msg_leave_event) */
 } ws_msg;
 
-/* A collective site of a location: one record, since the engine and the
- * handlers read several of its fields at once (the fields the engine reads
- * at every site come first). */
+/* A collective site of a location (32 bytes): one record, since the
+ * engine and the handlers read several of its fields at once (the fields
+ * the engine reads at every site come first).  Its instance is its
+ * communicator and its number there (ws_site_instance); how many members
+ * it has is its communicator's (ws_site_members); its call path is its
+ * call's (ws_site_callpath). */
 typedef struct ws_site {
-    uint64_t instance;       /* communicator << 40 | sequence number on it */
+    uint32_t comm;           /* communicator; t->n_comms: MPI_Init's, t->n_comms + 1: MPI_Finalize's */
+    uint32_t seq;            /* sequence number on it (below 2^32: a location has fewer events) */
     uint32_t event;          /* event replayed as the site (MpiCollectiveEnd, the Leave of Init/Finalize or of an
                                 OpenMP barrier, or the Enter of a parallel region) */
     uint32_t member;         /* this location's index among the members */
-    uint32_t n_members;      /* every one contributes to the instance */
     uint8_t cls;             /* enum ws_site_class */
     uint8_t op;              /* OTF2 collective op (for explicit sites) */
     uint8_t pad[2];
     uint32_t root;           /* member index of the root or WS_NONE32 */
-    uint32_t callpath;
     /* the Enter and the Leave of the call (times: ws_site_enter,
-     * ws_site_leave; kept as events, 8 bytes less per site) */
+     * ws_site_leave; kept as events, 8 bytes less per site); the Enter is
+     * the site's event where the call has none (a collective outside every
+     * region) */
     uint32_t enter_event;
     uint32_t leave_event;
 } ws_site;
+_Static_assert(sizeof(ws_site) == 32, "a site takes 32 bytes");
+
+/* The instance of site st: the same key on every member's site. */
+static inline uint64_t ws_site_instance(const ws_site *st)
+{
+    return (uint64_t)st->comm << 40 | st->seq;
+}
+
+/* The call path of site st's call (an OpenMP site: its construct's;
+ * WS_NONE32 outside every region), which the Enter of the call names. */
+static inline uint32_t ws_site_callpath(const ws_events *e, const ws_site *st)
+{
+    return e->kind[st->enter_event] == WS_EV_ENTER ? e->ref[st->enter_event] : WS_NONE32;
+}
 
 /* When location loc's call of site st began and ended. */
 static inline double ws_site_enter(const ws_events *e, const ws_site *st)
@@ -140,6 +158,7 @@ typedef struct ws_sync {
      * all its instances, so not kept per site), and of MPI_Init and
      * MPI_Finalize (every location): ws_site_expected_local */
     uint32_t *comm_local;
+    uint32_t *comm_members; /* per communicator its size, then the world's twice (MPI_Init, MPI_Finalize) */
     uint32_t n_comms;
     uint32_t n_local;
     uint32_t n_local_mpi;   /* of them MPI locations (rank != WS_NONE32): the members of MPI_Init and MPI_Finalize */
@@ -165,8 +184,15 @@ static inline uint32_t ws_site_expected_local(const ws_sync *s, const ws_site *s
 {
     if (st->cls == WS_SITE_INIT || st->cls == WS_SITE_FINALIZE)
         return s->n_local_mpi;
-    uint64_t comm = st->instance >> 40;
+    uint64_t comm = st->comm;
     return comm < s->n_comms ? s->comm_local[comm] : 0;
+}
+
+/* How many members site st's instance has: its communicator's size (the
+ * world's for MPI_Init and MPI_Finalize). */
+static inline uint32_t ws_site_members(const ws_sync *s, const ws_site *st)
+{
+    return s->comm_members[st->comm];
 }
 
 /* Builds the local parts (calls, requests, sites) for the given

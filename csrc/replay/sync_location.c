@@ -266,7 +266,7 @@ static inline uint64_t request_at(const ws_events *e, uint64_t *cursor, uint64_t
  * a barrier at its Leave), numbered among the team's sites. */
 static int add_omp_site(const ws_trace *t, ws_loc_sync *s, loc_pass *p, uint32_t loc, uint32_t team,
                         comm_counter *comms, const ws_map64 *ranks, uint8_t cls, uint8_t op, uint32_t event,
-                        uint32_t enter_event, uint32_t callpath, ws_error *err)
+                        uint32_t enter_event, ws_error *err)
 {
     comm_counter *cc = &comms[team];
     if (!cc->known) {
@@ -284,14 +284,13 @@ static int add_omp_site(const ws_trace *t, ws_loc_sync *s, loc_pass *p, uint32_t
         return ws_error_nomem(err, "collective sites");
     uint32_t k = s->n_sites++;
     s->sites[k] = (ws_site){
-        .instance = ((uint64_t)team << 40) | cc->count++,
+        .comm = team,
+        .seq = (uint32_t)cc->count++,
         .event = event,
         .member = cc->rank,
-        .n_members = t->comms[team].size,
         .cls = cls,
         .op = op,
         .root = cls == WS_SITE_OMP_FORK ? 0 : WS_NONE32,
-        .callpath = callpath,
         .enter_event = enter_event,
         .leave_event = event,
     };
@@ -367,7 +366,7 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
                 /* the thread starts the team's parallel region */
                 fork_pending = 0;
                 if ((rc = add_omp_site(t, s, &p, loc, team, comms, ranks, WS_SITE_OMP_FORK, WS_SITE_OP_OMP_FORK,
-                                       (uint32_t)i, (uint32_t)i, e->ref[i], err)))
+                                       (uint32_t)i, (uint32_t)i, err)))
                     goto done;
             }
             break;
@@ -403,7 +402,7 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
                     (rc = add_omp_site(t, s, &p, loc, team, comms, ranks, WS_SITE_OMP_BARRIER,
                                        rg->role == OTF2_REGION_ROLE_BARRIER ? WS_SITE_OP_OMP_EBARRIER
                                                                             : WS_SITE_OP_OMP_IBARRIER,
-                                       (uint32_t)i, p.stack[depth - 1].enter_event, cp, err)))
+                                       (uint32_t)i, p.stack[depth - 1].enter_event, err)))
                     goto done;
             }
             if ((fn == WS_MPIFN_INIT || fn == WS_MPIFN_FINALIZE) && t->locations[loc].rank != WS_NONE32) {
@@ -414,15 +413,14 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
                 uint32_t k = s->n_sites++;
                 uint32_t seq = fn == WS_MPIFN_INIT ? n_init++ : n_finalize++;
                 s->sites[k] = (ws_site){
-                    .instance = ((uint64_t)(t->n_comms + (fn == WS_MPIFN_INIT ? 0u : 1u)) << 40) | seq,
+                    .comm = t->n_comms + (fn == WS_MPIFN_INIT ? 0u : 1u),
+                    .seq = seq,
                     .event = (uint32_t)i,
                     /* the MPI locations (a process's other threads take no part) */
                     .member = t->locations[loc].rank,
-                    .n_members = t->world_size,
                     .cls = fn == WS_MPIFN_INIT ? WS_SITE_INIT : WS_SITE_FINALIZE,
                     .op = 0xff,
                     .root = WS_NONE32,
-                    .callpath = cp,
                     .enter_event = p.stack[depth - 1].enter_event,
                     .leave_event = (uint32_t)i,
                 };
@@ -559,14 +557,13 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
             }
             uint32_t k = s->n_sites++;
             s->sites[k] = (ws_site){
-                .instance = ((uint64_t)comm << 40) | cc->count++,
+                .comm = comm,
+                .seq = (uint32_t)cc->count++,
                 .event = (uint32_t)i,
                 .member = cc->rank,
-                .n_members = cm->size,
                 .cls = site_class_of(e->coll_op[c]),
                 .op = e->coll_op[c],
                 .root = e->coll_root[c],
-                .callpath = top ? top->callpath : WS_NONE32,
                 .enter_event = top ? top->enter_event : (uint32_t)i,
                 .leave_event = (uint32_t)i,
             };
