@@ -408,6 +408,41 @@ def test_barrier_wait_caused_by_a_late_sender_is_indirect():
     assert r.get("delay_barrier_longterm")[r.callpath_index("main/work")] == pytest.approx([2, 0, 0])
 
 
+
+def test_indirect_barrier_waiting_of_several_instances_reaches_each_instance():
+    # Three rounds in regions r1, r2, r3, each ending in a barrier of
+    # {1, 2} (latency 0, so each round starts when its barrier ends):
+    #   r1: rank 0 works 3 s and sends to rank 1; rank 1 works 1 s and waits
+    #       for it 2 s (Late Sender); rank 2 works 1 s and waits 2 s in the
+    #       barrier, all of it caused by rank 1's waiting (indirect).
+    #   r2: rank 0 works 0.5 s and sends (at 3.5 s); rank 1 works 1 s and
+    #       receives at once (4 s); rank 2 works 2 s: rank 1 waits 1 s in
+    #       the barrier [4, 5], for rank 2's work (direct).
+    #   r3: rank 0 works 4 s and sends (at 7.5 s); rank 1 works 1 s and
+    #       waits 1.5 s for it; rank 2 works 1 s and waits 1.5 s in the
+    #       barrier, indirect again.
+    # Rank 1, the delayer of r1 and r3, hands each waiter the indirect part
+    # of its own instance: 2 s under r1, 1.5 s under r3.
+    prog = synth.Program(3)
+    sub = prog.comm([1, 2], name="sub")
+    for name, (w0, w1, w2) in zip(("r1", "r2", "r3"), ((3, 1, 1), (0.5, 1, 2), (4, 1, 1))):
+        with prog.rank(0).region(name):
+            prog.rank(0).compute("work", w0).send(1, tag=0, size=8)
+        with prog.rank(1).region(name):
+            prog.rank(1).compute("work", w1).recv(0, tag=0).barrier(comm=sub)
+        with prog.rank(2).region(name):
+            prog.rank(2).compute("work", w2).barrier(comm=sub)
+    trace = prog.run(latency=0.0, resolution=1000)
+    for threads in (1, 2):
+        r = trace.analyze(delay_model="proportional", threads=threads)
+        for name, wait, indirect in (("r1", [0, 0, 2], [0, 0, 2]), ("r2", [0, 1, 0], [0, 0, 0]),
+                                     ("r3", [0, 0, 1.5], [0, 0, 1.5])):
+            bar = r.callpath_index(f"main/{name}/MPI_Barrier")
+            assert r.get("mpi_barrier_wait")[bar] == pytest.approx(wait)
+            assert r.get("mpi_wait_indirect_collective")[bar] == pytest.approx(indirect)
+        assert r.total("mpi_wait_direct_collective") == pytest.approx(1)
+
+
 @pytest.mark.parametrize("members", [[1, 2, 3], [3, 1, 2], [2, 3, 1]])
 def test_indirect_barrier_waiting_reaches_every_waiter_in_any_member_order(members):
     # as above with two waiters: ranks 2 and 3 (work 1 s) each wait 2 s for

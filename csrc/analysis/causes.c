@@ -453,16 +453,14 @@ static int p4_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
                     rc = ws_error_nomem(err, "delay analysis");
                     break;
                 }
-                if (cl->sites[site].ind_n == (1u << 30) - 1) {
-                    rc = ws_error_set(err, WS_ERR_INTERNAL, "location %u: a collective with more than 2^30 waiting "
-                                      "members", (unsigned)loc);
+                if (cl->n_coll_ind && cl->coll_ind[cl->n_coll_ind - 1].site < site) {
+                    rc = ws_error_set(err, WS_ERR_INTERNAL, "location %u: the backward replay met site %u after "
+                                      "site %u", (unsigned)loc, (unsigned)site,
+                                      (unsigned)cl->coll_ind[cl->n_coll_ind - 1].site);
                     break;
                 }
-                if (cl->sites[site].ind_n == 0)
-                    cl->sites[site].ind_off = (uint32_t)cl->n_coll_ind;
-                coll_indirect ci = {note.waiter, 0, indirect};
+                coll_indirect ci = {note.waiter, site, indirect};
                 cl->coll_ind[cl->n_coll_ind++] = ci;
-                cl->sites[site].ind_n++;
             }
         }
     free(floor);
@@ -528,16 +526,35 @@ static int p5_coll_active(void *state, const ws_replay_env *env, uint32_t loc, u
     return c->locs[loc].sites[site].anywait && delay_site_class(cls) && !ws_site_is_omp(cls);
 }
 
+/* The pairs of site `site` of cl (*n of them): the sites of coll_ind
+ * descend, so a binary search finds the first. */
+static const coll_indirect *site_pairs(const cause_loc *cl, uint32_t site, size_t *n)
+{
+    size_t lo = 0, hi = cl->n_coll_ind;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cl->coll_ind[mid].site > site)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t end = lo;
+    while (end < cl->n_coll_ind && cl->coll_ind[end].site == site)
+        end++;
+    *n = end - lo;
+    return cl->coll_ind + lo;
+}
+
 static int p5_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, uint32_t site, ws_buffer *out,
                            ws_error *err)
 {
     (void)env;
     ws_causes *c = state;
-    const cause_loc *cl = &c->locs[loc];
-    uint32_t n = cl->sites[site].ind_n;
+    size_t n;
+    const coll_indirect *pairs = site_pairs(&c->locs[loc], site, &n);
     uint64_t header = n;
     if (ws_buffer_append(out, &header, sizeof header) != 0 ||
-        (n && ws_buffer_append(out, &cl->coll_ind[cl->sites[site].ind_off], (size_t)n * sizeof *cl->coll_ind) != 0))
+        (n && ws_buffer_append(out, pairs, n * sizeof *pairs) != 0))
         return ws_error_nomem(err, "payload");
     return WS_OK;
 }
@@ -667,8 +684,6 @@ static void p45_prefetch_deep(void *state, const ws_replay_env *env, uint32_t lo
     const ws_causes *c = state;
     const cause_loc *cl = &c->locs[loc];
     const cause_site *cs = &cl->sites[site];
-    if (cs->ind_n)
-        WS_PREFETCH(&cl->coll_ind[cs->ind_off]);
     if (cs->sp == WS_NONE32)
         return;
     WS_PREFETCH_RECORD(&cl->sp[cs->sp]);

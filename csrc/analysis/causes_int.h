@@ -51,13 +51,12 @@ typedef struct path_move {
 /* What the delay analysis keeps per site of a location. */
 typedef struct cause_site {
     uint32_t sp;      /* the site's point (WS_NONE32: none) */
-    uint32_t ind_off; /* delayer side: its pairs in coll_ind */
     /* what passes 4 and 5 read of the wait states found here (copied
      * from ws_site_wait, which is freed once the points are built) */
     uint32_t delayer;     /* the location waited for (WS_NONE32: none) */
-    uint32_t ind_n : 30;  /* (with ind_off) */
-    uint32_t anywait : 1; /* some member of the instance waited */
-    uint32_t waited : 1;  /* this location waited here */
+    uint8_t anywait;      /* some member of the instance waited */
+    uint8_t waited;       /* this location waited here */
+    uint8_t pad[2];
 } cause_site;
 
 /* the synchronization time of a site where the location waited but that
@@ -94,7 +93,7 @@ typedef struct cause_loc {
      * waits): the indirect part of the partner's waiting */
     double *share;
     /* collectives (delayer side): indirect part of each waiter's waiting,
-     * per site the pairs [ind_off, ind_off + ind_n) of coll_ind */
+     * per site its pairs in coll_ind (site_pairs) */
     struct coll_indirect *coll_ind;
     size_t n_coll_ind, cap_coll_ind;
     /* critical path: the backward replay visits only the synchronization
@@ -135,7 +134,8 @@ enum { WALK_PRODUCE = 1, WALK_CONSUME = 2, WALK_COLL = 3 };
 
 typedef struct coll_indirect {
     uint32_t waiter;
-    uint32_t pad;
+    uint32_t site; /* whose pair it is: a site's pairs lie side by side, the sites in descending order (the
+                      order in which the backward replay meets them) */
     double value;
 } coll_indirect;
 
