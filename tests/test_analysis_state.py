@@ -11,12 +11,7 @@ own, which the C check exercises directly.
 
 from __future__ import annotations
 
-import os
-import shlex
-import shutil
 import struct
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,28 +19,12 @@ import pytest
 import waitscope
 from waitscope import _core, synth
 
-ROOT = Path(__file__).resolve().parent.parent
-CSRC = ROOT / "csrc"
+from c_checks import run_c_check
 
 
 def test_a_row_with_both_waits_keeps_both(tmp_path):
-    cc, config = shutil.which("gcc"), shutil.which("otf2-config")
-    if cc is None or config is None:
-        pytest.skip("no gcc or otf2-config")
-    flags = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
-    asan = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
-    if not os.path.isabs(asan) or not os.path.exists(asan):
-        flags = []
-    exe = tmp_path / "msg_waits_check"
-    cflags = shlex.split(subprocess.check_output([config, "--cflags"], text=True))
-    subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", *flags, "-D_POSIX_C_SOURCE=200809L",
-                    f"-I{CSRC}", *cflags, str(ROOT / "tests" / "c" / "msg_waits_check.c"),
-                    str(CSRC / "analysis" / "msg_waits.c"), str(CSRC / "common" / "alloc.c"), "-lm", "-o", str(exe)],
-                   check=True)
-    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60, env=env)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert run.stdout.strip() == "ok"
+    out = run_c_check(tmp_path, "msg_waits_check", ["analysis/msg_waits.c", "common/alloc.c"], otf2=True)
+    assert out.strip() == "ok"
 
 
 def timestamp(ticks: int) -> bytes:

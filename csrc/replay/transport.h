@@ -136,7 +136,9 @@ typedef struct ws_transport_ops {
     /* Optional (may be NULL): the number of message records of every
      * location of the trace, so that payloads can be kept in dense
      * arrays indexed by message instead of hash maps.  counts == NULL
-     * drops the layout and its arrays: hash maps from then on. */
+     * drops the layout and its arrays: hash maps from then on (payloads
+     * the arrays hold, e.g. another process's first ones of the next
+     * replay, move to them). */
     int (*set_layout)(ws_transport *t, const uint64_t *counts, uint32_t n_locations, ws_error *err);
 
     void (*destroy)(ws_transport *t);

@@ -160,6 +160,37 @@ static uint64_t new_slot(local_transport *lt)
     return lt->n_slots++;
 }
 
+/* A slot holding a copy of the payload (WS_NONE64: out of memory, err
+ * says so). */
+static uint64_t store_slot(local_transport *lt, const void *data, size_t size, ws_error *err)
+{
+    uint64_t k = new_slot(lt);
+    if (k == WS_NONE64) {
+        ws_error_nomem(err, "transport mailbox");
+        return WS_NONE64;
+    }
+    slot *s = &lt->slots[k];
+    s->size = size;
+    if (size > INLINE_BYTES) {
+        if (s->heap_cap < size) {
+            unsigned char *p = ws_realloc(s->heap, size);
+            if (!p) {
+                s->size = 0;
+                s->next_free = lt->free_slot;
+                lt->free_slot = k + 1;
+                ws_error_nomem(err, "payload");
+                return WS_NONE64;
+            }
+            s->heap = p;
+            s->heap_cap = size;
+        }
+        memcpy(s->heap, data, size);
+    } else if (size) {
+        memcpy(s->inline_data, data, size);
+    }
+    return k;
+}
+
 static int local_post(ws_transport *t, uint32_t dst, uint64_t id, int channel, const void *data, size_t size,
                       ws_error *err)
 {
@@ -192,27 +223,9 @@ static int local_post(ws_transport *t, uint32_t dst, uint64_t id, int channel, c
             t->wake(t->scheduler, dst);
         return WS_OK;
     }
-    uint64_t k = new_slot(lt);
+    uint64_t k = store_slot(lt, data, size, err);
     if (k == WS_NONE64)
-        return ws_error_nomem(err, "transport mailbox");
-    slot *s = &lt->slots[k];
-    s->size = size;
-    if (size > INLINE_BYTES) {
-        if (s->heap_cap < size) {
-            unsigned char *p = ws_realloc(s->heap, size);
-            if (!p) {
-                s->size = 0;
-                s->next_free = lt->free_slot;
-                lt->free_slot = k + 1;
-                return ws_error_nomem(err, "payload");
-            }
-            s->heap = p;
-            s->heap_cap = size;
-        }
-        memcpy(s->heap, data, size);
-    } else if (size) {
-        memcpy(s->inline_data, data, size);
-    }
+        return err->code;
     if (dense) {
         int waiting = dense[di] == WAITING;
         dense[di] = (uint32_t)(k + 1);
@@ -625,9 +638,50 @@ static int local_finish(ws_transport *t, ws_error *err)
     return WS_OK;
 }
 
+/* Moves the payloads the mailboxes indexed by message hold to the maps
+ * by message id, before they go: between processes, a faster process's
+ * first payloads of the next replay may already be here when this one
+ * changes the layout.  (Between replays nobody waits for a payload.) */
+static int dense_to_maps(local_transport *lt, ws_error *err)
+{
+    for (size_t c = 0; c < lt->n_channels; c++) {
+        channel_maps *cm = &lt->channels[c];
+        if (!cm->dense)
+            continue;
+        for (uint32_t loc = 0; loc < lt->n_layout; loc++)
+            for (uint64_t di = lt->offset[loc]; di < lt->offset[loc + 1]; di++) {
+                uint32_t e = cm->dense[di];
+                if (e == 0 || e == WAITING)
+                    continue;
+                uint64_t k;
+                if (e & BULK) {
+                    const unsigned char *entry = lt->bulk.data + (size_t)(e & ~BULK) * 8;
+                    size_t size;
+                    memcpy(&size, entry, sizeof size);
+                    if ((k = store_slot(lt, entry + sizeof size, size, err)) == WS_NONE64)
+                        return err->code;
+                    lt->bulk_live--;
+                } else {
+                    k = e - 1;
+                }
+                cm->dense[di] = 0;
+                if (ws_map64_put(&cm->mail, ws_message_id(loc, (uint32_t)(di - lt->offset[loc])), k) != 0)
+                    return ws_error_nomem(err, "transport mailbox");
+            }
+    }
+    if (lt->bulk_live == 0)
+        ws_buffer_free(&lt->bulk);
+    return WS_OK;
+}
+
 static int local_set_layout(ws_transport *t, const uint64_t *counts, uint32_t n_locations, ws_error *err)
 {
     local_transport *lt = (local_transport *)t;
+    if (lt->offset) {
+        int rc = dense_to_maps(lt, err);
+        if (rc)
+            return rc;
+    }
     uint64_t *offset = NULL;
     if (counts) {
         offset = ws_malloc_array((size_t)n_locations + 1, sizeof *offset);
