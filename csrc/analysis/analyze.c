@@ -33,6 +33,7 @@ void ws_result_free(ws_result *r)
     if (!r)
         return;
     free(r->cube);
+    free(r->row_live);
     free(r->clock_violations);
     free(r->path);
     free(r->records);
@@ -67,12 +68,13 @@ static ws_result *result_new(const ws_trace *t, unsigned groups, ws_error *err)
         return NULL;
     }
     r->cube = ws_calloc(cells * (r->n_locations ? r->n_locations : 1), sizeof *r->cube);
+    r->row_live = ws_calloc(cells ? cells : 1, 1);
     r->clock_violations = ws_calloc(r->n_locations ? r->n_locations : 1, sizeof *r->clock_violations);
     r->path_start = 0.0;
     r->path_end = 0.0;
     for (int k = 0; k < WS_STEP_COUNT; k++)
         r->step_seconds[k] = NAN;
-    if (!r->cube || !r->clock_violations) {
+    if (!r->cube || !r->row_live || !r->clock_violations) {
         ws_error_nomem(err, "result cube");
         ws_result_free(r);
         return NULL;

@@ -7,32 +7,44 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A cell's value: +0 in a row nothing was written to (row_live), which
+ * is not read. */
 static double cell(ws_result *r, int m, uint32_t cp, uint32_t loc)
 {
-    return r->slot[m] >= 0 ? *ws_cube_cell(r, m, cp, loc) : 0.0;
+    return ws_cube_row_live(r, m, cp) ? *ws_cube_cell(r, m, cp, loc) : 0.0;
 }
 
 /* Stores a derived value into a cell that holds +0 (the cube starts
  * zeroed, and only this file writes the derived metrics, once): a +0 is
  * not written, so that the rows of call paths that have none of a metric
  * stay untouched pages (at 262,144 locations a row is 2 MB). */
-static void put(double *cell, double v)
+static int put(double *cell, double v)
 {
-    if (v != 0.0 || signbit(v))
+    if (v != 0.0 || signbit(v)) {
         *cell = v;
+        return 1;
+    }
+    return 0;
 }
 
 static void set_cell(ws_result *r, int m, uint32_t cp, uint32_t loc, double v)
 {
-    if (r->slot[m] >= 0)
-        put(ws_cube_cell(r, m, cp, loc), v);
+    if (r->slot[m] >= 0 && put(ws_cube_cell(r, m, cp, loc), v))
+        ws_cube_mark(r, m, cp);
 }
 
-/* The cube's row of metric m at call path cp (a value per location), or
- * NULL when m is not in the cube (read as 0, as cell() does). */
+/* The cube's row of metric m at call path cp (a value per location) to
+ * write, or NULL when m is not in the cube. */
 static double *row_of(ws_result *r, int m, uint32_t cp)
 {
     return r->slot[m] >= 0 ? ws_cube_cell(r, m, cp, 0) : NULL;
+}
+
+/* The row to read, or NULL (read as 0) when m is not in the cube or
+ * nothing was written to the row. */
+static const double *live_row(ws_result *r, int m, uint32_t cp)
+{
+    return ws_cube_row_live(r, m, cp) ? ws_cube_cell(r, m, cp, 0) : NULL;
 }
 
 static double at(const double *row, uint32_t loc)
@@ -41,8 +53,9 @@ static double at(const double *row, uint32_t loc)
 }
 
 /* parent = sum of the listed children, for every local location, added
- * in the listed order (a child not in the cube adds nothing: a sum that
- * starts at +0 is never -0, so skipping its +0 changes no bit) */
+ * in the listed order (a child not in the cube, or whose row holds +0
+ * only, adds nothing: a sum that starts at +0 is never -0, so skipping its
+ * +0 changes no bit) */
 static void sum_rows(const ws_analysis *a, int parent, const int *children, uint32_t cp)
 {
     ws_result *r = a->result;
@@ -52,8 +65,11 @@ static void sum_rows(const ws_analysis *a, int parent, const int *children, uint
     const double *in[8];
     size_t n = 0;
     for (const int *c = children; *c >= 0 && n < sizeof in / sizeof in[0]; c++)
-        if ((in[n] = row_of(r, *c, cp)) != NULL)
+        if ((in[n] = live_row(r, *c, cp)) != NULL)
             n++;
+    if (n == 0)
+        return; /* +0 everywhere, as the row already holds */
+    ws_cube_mark(r, parent, cp);
     for (uint32_t i = 0; i < a->n_local; i++) {
         uint32_t loc = a->local[i];
         double v = 0.0;
@@ -68,9 +84,10 @@ static void excess_rows(const ws_analysis *a, int dst, int minuend, int subtrahe
 {
     ws_result *r = a->result;
     double *out = row_of(r, dst, cp);
-    const double *x = row_of(r, minuend, cp), *y = row_of(r, subtrahend, cp);
-    if (!out)
+    const double *x = live_row(r, minuend, cp), *y = live_row(r, subtrahend, cp);
+    if (!out || (!x && !y)) /* (0 - 0 is +0, as the row already holds) */
         return;
+    ws_cube_mark(r, dst, cp);
     for (uint32_t i = 0; i < a->n_local; i++) {
         uint32_t loc = a->local[i];
         double v = at(x, loc) - at(y, loc);
@@ -138,12 +155,20 @@ void ws_derive_delay(ws_analysis *a)
         excess_rows(a, WS_M_MPI_WAIT_TERMINAL_LR, WS_M_MPI_LATERECEIVER, WS_M_MPI_WAIT_PROPAGATING_LR, cp);
         /* the handled collective wait states */
         const double *cw[4];
+        int any = 0;
         for (size_t k = 0; k < 4; k++)
-            cw[k] = row_of(r, coll_waits[k], cp);
-        const double *ind = row_of(r, WS_M_MPI_WAIT_INDIRECT_COLLECTIVE, cp);
-        const double *pro = row_of(r, WS_M_MPI_WAIT_PROPAGATING_COLLECTIVE, cp);
+            any |= (cw[k] = live_row(r, coll_waits[k], cp)) != NULL;
+        const double *ind = live_row(r, WS_M_MPI_WAIT_INDIRECT_COLLECTIVE, cp);
+        const double *pro = live_row(r, WS_M_MPI_WAIT_PROPAGATING_COLLECTIVE, cp);
         double *dir = row_of(r, WS_M_MPI_WAIT_DIRECT_COLLECTIVE, cp), *ter = row_of(r, WS_M_MPI_WAIT_TERMINAL_COLLECTIVE, cp);
-        for (uint32_t i = 0; i < a->n_local; i++) {
+        /* (with every input +0 both are +0, as the rows already hold) */
+        if (!any && !ind && !pro)
+            dir = ter = NULL;
+        if (dir)
+            ws_cube_mark(r, WS_M_MPI_WAIT_DIRECT_COLLECTIVE, cp);
+        if (ter)
+            ws_cube_mark(r, WS_M_MPI_WAIT_TERMINAL_COLLECTIVE, cp);
+        for (uint32_t i = 0; dir || ter ? i < a->n_local : 0; i++) {
             uint32_t loc = a->local[i];
             double c = at(cw[0], loc) + at(cw[1], loc) + at(cw[2], loc) + at(cw[3], loc), v;
             if (dir) {

@@ -379,6 +379,9 @@ int ws_waitstates_finish(ws_analysis *a, ws_error *err)
             if (child < 0 || r->slot[parent] < 0 || r->slot[child] < 0)
                 continue;
             for (uint32_t cp = 0; cp < r->n_callpaths; cp++) {
+                if (!ws_cube_row_live(r, child, cp))
+                    continue;
+                ws_cube_mark(r, parent, cp);
                 double *out = ws_cube_cell(r, parent, cp, 0);
                 const double *in = ws_cube_cell(r, child, cp, 0);
                 for (uint32_t i = 0; i < a->n_local; i++) {
