@@ -881,10 +881,10 @@ AUTO_LOCATIONS_PER_THREAD = 16
 #: ``threads="auto"``: at least this many events per thread
 AUTO_EVENTS_PER_THREAD = 250_000
 #: the analysis's peak above the store, bytes per event: with one thread,
-#: and for each further thread (its mailboxes over all messages until pass
-#: 3 ends; the 2,048-rank stencil of bench/bench_large.py: 14.0 with one
-#: thread, 17.9 with two; the 1,024-rank stencil of bench_memory.py: 15.4
-#: with one)
+#: and for each further thread (its mailboxes over all messages during
+#: pass 1, and its buffers; the 2,048-rank stencil of bench/bench_large.py:
+#: 14.0 with one thread, 14.8 with two; the 1,024-rank stencil of
+#: bench_memory.py: 15.2 with one)
 AUTO_ANALYSIS_BYTES = (16, 4)
 #: the share of the available memory ``threads="auto"`` plans to use
 AUTO_MEMORY_SHARE = 0.8
