@@ -105,9 +105,20 @@ void ws_advise_huge(void *p, size_t size)
 #endif
 }
 
+/* (Under AddressSanitizer its allocator serves every block and glibc's
+ * is never set up: malloc_trim would set it up, racing with another
+ * thread doing the same, and trim nothing.) */
+#if defined(__SANITIZE_ADDRESS__)
+#define WS_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WS_ASAN 1
+#endif
+#endif
+
 void ws_return_free_pages(void)
 {
-#ifdef __GLIBC__
+#if defined(__GLIBC__) && !defined(WS_ASAN)
     malloc_trim(0);
 #endif
 }
