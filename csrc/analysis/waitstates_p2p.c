@@ -335,14 +335,17 @@ static int p2_consume(void *state, const ws_replay_env *env, uint32_t loc, uint3
 
 /* The rows that wait keep their partner_time for the delay analysis
  * (analysis_int.h); the other rows' goes. */
-static int keep_waiting_rows(ws_loc_data *d, const ws_msg *msgs, uint64_t n, size_t n_waiting, ws_error *err)
+static int keep_waiting_rows(ws_loc_data *d, const ws_msg *msgs, uint64_t n, ws_error *err)
 {
+    size_t n_waiting = 0;
+    for (uint64_t k = 0; k < n; k++)
+        n_waiting += ws_md_waits(d, &msgs[k], k);
     d->waiting_row = ws_malloc_array(n_waiting ? n_waiting : 1, sizeof *d->waiting_row);
     d->waiting_time = ws_malloc_array(n_waiting ? n_waiting : 1, sizeof *d->waiting_time);
     if (!d->waiting_row || !d->waiting_time)
         return ws_error_nomem(err, "waits");
     size_t j = 0;
-    for (uint64_t k = 0; k < n && j < n_waiting; k++)
+    for (uint64_t k = 0; k < n; k++)
         if (ws_md_waits(d, &msgs[k], k)) {
             d->waiting_row[j] = (uint32_t)k;
             d->waiting_time[j++] = d->partner_time[k];
@@ -411,14 +414,12 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
         ws_sync_ch1_events(e, ls, ch1);
     }
     int rc = wrong_order(a, loc, wo, err);
-    size_t n_waiting = 0;
     for (uint64_t k = 0; k < n && rc == WS_OK; k++) {
         const ws_msg *m = &msgs[k];
         if (m->flags & WS_MSG_SEND) {
             double lr = ws_md_lr(d, k);
             if (lr <= 0.0)
                 continue;
-            n_waiting++;
             /* from the enter of the call completing the send to the post */
             uint32_t cp = ws_msg_done_callpath(e, m);
             wait_instance w = {ws_msg_done_enter(e, m), pt[k], ch1 ? ch1[k] : WS_NONE32, m->partner, WS_WO_NONE};
@@ -426,7 +427,6 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
             if (ws_window_has(&a->options, w.start))
                 add(a, ws_msg_bytes(e, k) == 0 ? WS_M_MPI_SLR_COUNT : WS_M_MPI_CLR_COUNT, cp, loc, 1.0);
         } else if (ws_md_ls(d, k) > 0.0) {
-            n_waiting++;
             /* from the enter of the receiving call to min(send's enter, leave) (as pass 1) */
             uint32_t cp = ws_msg_callpath(e, m);
             double leave = ws_msg_leave(e, ls, m), until = pt[k] < leave ? pt[k] : leave;
@@ -439,7 +439,7 @@ static int p2_end(void *state, const ws_replay_env *env, uint32_t loc, ws_error 
     free(wo);
     free(ch1);
     if (rc == WS_OK)
-        rc = keep_waiting_rows(d, msgs, n, n_waiting, err);
+        rc = keep_waiting_rows(d, msgs, n, err);
     return rc;
 nomem:
     ws_map64_free(&best_lr);
