@@ -205,7 +205,6 @@ typedef struct wait_note {
 } wait_note;
 
 enum { MSG_HAS_LS = 1, MSG_HAS_LR = 2 };
-enum { GL_BLOCK = NGL + 1 };
 
 /* The call path of point p's call at location loc (a site's: the site's,
  * which for an OpenMP site is the construct's). */

@@ -168,7 +168,7 @@ void ws_derive_delay(ws_analysis *a)
             ws_cube_mark(r, WS_M_MPI_WAIT_DIRECT_COLLECTIVE, cp);
         if (ter)
             ws_cube_mark(r, WS_M_MPI_WAIT_TERMINAL_COLLECTIVE, cp);
-        for (uint32_t i = 0; dir || ter ? i < a->n_local : 0; i++) {
+        for (uint32_t i = 0; (dir || ter) && i < a->n_local; i++) {
             uint32_t loc = a->local[i];
             double c = at(cw[0], loc) + at(cw[1], loc) + at(cw[2], loc) + at(cw[3], loc), v;
             if (dir) {

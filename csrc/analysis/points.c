@@ -96,7 +96,6 @@ static void permute_points(sync_point *pt, sp_sort *order, size_t n)
     }
 }
 
-
 static int cmp_leaves(const void *x, const void *y)
 {
     const ws_partner_leaves *a = x, *b = y;
@@ -513,7 +512,7 @@ static uint32_t interval_floor(const ws_causes *c, uint32_t loc, uint32_t k)
     if (p->type != SP_SITE)
         return ws_previous_point(c, loc, k, point_partner(c, loc, p));
     const ws_loc_sync *ls = &c->a->sync->locs[loc];
-    uint64_t comm = ls->sites[p->index].comm;
+    uint32_t comm = ls->sites[p->index].comm;
     enum { NEARBY = 256 };
     for (uint32_t j = k, seen = 0; j-- > 0 && seen < NEARBY; seen++) {
         const sync_point *q = &cl->sp[j];

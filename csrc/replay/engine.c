@@ -198,7 +198,7 @@ static int produce_ahead(scheduler *s, uint32_t loc, loc_state *st, uint32_t sit
     int64_t pos = s->sparse && st->cursor >= 0 && (uint64_t)st->cursor < n && ls->sync_events[st->cursor] == ev
                       ? st->cursor
                       : (int64_t)ws_lower_bound_u32(ls->sync_events, 0, n, ev);
-    const uint64_t comm = ls->sites[site].comm;
+    const uint32_t comm = ls->sites[site].comm;
     const int64_t step = backward ? -1 : 1;
     s->tr->burst = 1;
     for (uint32_t k = 0; k < s->lookahead; k++, i += step, pos += step) {

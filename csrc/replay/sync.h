@@ -184,8 +184,7 @@ static inline uint32_t ws_site_expected_local(const ws_sync *s, const ws_site *s
 {
     if (st->cls == WS_SITE_INIT || st->cls == WS_SITE_FINALIZE)
         return s->n_local_mpi;
-    uint64_t comm = st->comm;
-    return comm < s->n_comms ? s->comm_local[comm] : 0;
+    return st->comm < s->n_comms ? s->comm_local[st->comm] : 0;
 }
 
 /* How many members site st's instance has: its communicator's size (the
