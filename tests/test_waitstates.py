@@ -575,6 +575,43 @@ def test_collectives_on_subcommunicator(run):
     per_location(r, "visits", [4, 4 + 4 + 2, 4, 4 + 4 + 3, 4 + 4 + 4])
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_roots_and_members_of_several_communicators(run, threads):
+    # every location is a member of two sub-communicators in different
+    # orders and of the world: its index among the members, and the root,
+    # differ per communicator
+    prog = synth.Program(3)
+    a = prog.comm([2, 0, 1])  # a's rank 0 = world 2, 1 = world 0, 2 = world 1
+    b = prog.comm([1, 2, 0])  # b's rank 0 = world 1, 1 = world 2, 2 = world 0
+    w0, w1, w2 = prog.rank(0), prog.rank(1), prog.rank(2)
+    # round 1: bcast on a from a's rank 0 = world 2
+    w0.bcast(root=0, size=8, comm=a)
+    w1.bcast(root=0, size=8, comm=a)
+    w2.compute("work", 2.0).bcast(root=0, size=8, comm=a)
+    # round 2: bcast on b from b's rank 2 = world 0
+    w0.compute("work", 2.0).bcast(root=2, size=8, comm=b)
+    w1.bcast(root=2, size=8, comm=b)
+    w2.bcast(root=2, size=8, comm=b)
+    # round 3: reduce on the world to world 1
+    w0.compute("work", 1.0).reduce(root=1, size=8)
+    w1.reduce(root=1, size=8)
+    w2.compute("work", 2.0).reduce(root=1, size=8)
+    r = run(prog).analyze(threads=threads)
+    # L = 0.5, o = 0.  MPI_Init leaves at 0.5 everywhere.
+    # round 1: enters w0 0.5, w1 0.5, root w2 2.5; the root leaves at 2.5,
+    #   the others at 2.5 + L = 3.0.  Late Broadcast: w0 and w1 2.5 - 0.5 = 2.0.
+    # round 2: enters root w0 3.0 + 2.0 = 5.0, w1 3.0, w2 2.5; the root leaves
+    #   at 5.0, the others at 5.5.  Late Broadcast: w1 2.0, w2 2.5.
+    # round 3: enters w0 6.0, root w1 5.5, w2 7.5; the root leaves at
+    #   7.5 + L = 8.0.  Early Reduce at w1: min(7.5, 8.0) - 5.5 = 2.0.
+    expect(r, "mpi_latebroadcast", {("main/MPI_Bcast", 0): 2.0, ("main/MPI_Bcast", 1): 2.0 + 2.0,
+                                    ("main/MPI_Bcast", 2): 2.5})
+    expect(r, "mpi_earlyreduce", {("main/MPI_Reduce", 1): 2.0})
+    # bcast bytes: the root (3*8, 8), the others (0, 8)
+    expect(r, "comms_cdst", {("main/MPI_Bcast", 0): 1, ("main/MPI_Bcast", 1): 2, ("main/MPI_Bcast", 2): 1})
+    expect(r, "comms_csrc", {("main/MPI_Reduce", 0): 1, ("main/MPI_Reduce", 2): 1})
+
+
 def test_collectives_on_single_member_communicator(run):
     prog = synth.Program(2)
     solo = prog.comm([1])

@@ -472,7 +472,7 @@ static int p4_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
         if (!it)
             return ws_error_nomem(err, "critical path");
         it->key = ws_site_instance(st);
-        it->member = st->member;
+        it->member = ws_site_member(&env->sync->locs[loc], st);
         it->n_members = ws_site_members(env->sync, st);
         it->kind = WALK_COLL;
         if (cl->sites[site].waited)

@@ -318,8 +318,9 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
         uint32_t comm = WS_NONE32, root = WS_NONE32;
         if (cls != WS_SITE_INIT && cls != WS_SITE_FINALIZE) {
             comm = ls->sites[s].comm;
-            if (ls->sites[s].root != WS_NONE32)
-                root = ws_comm_location(t, comm, ls->sites[s].root, loc);
+            uint32_t r = ws_site_root(e, &ls->sites[s]);
+            if (r != WS_NONE32)
+                root = ws_comm_location(t, comm, r, loc);
         }
         /* an N-to-1 operation synchronizes only its root and the latest sender */
         if (cls == WS_SITE_NTO1 && loc != root && loc != d->site_waits[s].delayer)
@@ -470,9 +471,8 @@ static int involves(const ws_causes *c, uint32_t loc, const sync_point *p, uint3
     if (cls == WS_SITE_INIT || cls == WS_SITE_FINALIZE)
         return 1;
     uint32_t comm = ls->sites[p->index].comm;
-    uint32_t root = ls->sites[p->index].root != WS_NONE32
-                        ? ws_comm_location(c->a->trace, comm, ls->sites[p->index].root, loc)
-                        : WS_NONE32;
+    uint32_t r = ws_site_root(&c->a->trace->locations[loc].events, &ls->sites[p->index]);
+    uint32_t root = r != WS_NONE32 ? ws_comm_location(c->a->trace, comm, r, loc) : WS_NONE32;
     switch (cls) {
     case WS_SITE_1TON:
         return loc == root ? is_member(c, comm, q) : q == root;

@@ -242,7 +242,7 @@ static int sim_coll_produce(void *state, const ws_replay_env *env, uint32_t loc,
     const ws_events *e = &env->trace->locations[loc].events;
     double enter = ws_site_enter(e, st);
     member_time p = {enter, new_of(s, loc, enter)};
-    if (st->cls == WS_SITE_OMP_FORK && st->member == st->root) {
+    if (st->cls == WS_SITE_OMP_FORK && ws_site_member(&env->sync->locs[loc], st) == ws_site_root(e, st)) {
         /* the team's master: its ThreadFork (processed already) */
         uint64_t f = st->enter_event;
         while (f > 0 && e->kind[f] != WS_EV_THREAD_FORK)
@@ -290,11 +290,11 @@ static int member_at(const ws_coll_view *view, uint32_t m, member_time *p, ws_er
 
 /* The constraint of this member (recorded C, new Cn); returns 1 if it has
  * one, 0 if not, -1 on error (err set). */
-static int coll_constraint(const ws_loc_sync *ls, uint32_t site, const ws_coll_view *view, double *C, double *Cn,
+static int coll_constraint(const ws_events *e, const ws_loc_sync *ls, uint32_t site, const ws_coll_view *view, double *C, double *Cn,
                            ws_error *err)
 {
     uint8_t cls = ls->sites[site].cls;
-    uint32_t me = ls->sites[site].member, root = ls->sites[site].root;
+    uint32_t me = ws_site_member(ls, &ls->sites[site]), root = ws_site_root(e, &ls->sites[site]);
     member_time p;
     int rc;
     switch (cls) {
@@ -368,17 +368,18 @@ static int sim_coll_consume(void *state, const ws_replay_env *env, uint32_t loc,
     double C = 0.0, Cn = 0.0;
     if (ls->sites[site].cls == WS_SITE_OMP_FORK) {
         member_time p;
-        int rc = member_at(view, ls->sites[site].root, &p, err);
+        uint32_t root = ws_site_root(&env->trace->locations[loc].events, &ls->sites[site]);
+        int rc = member_at(view, root, &p, err);
         if (rc < 0)
             return err->code;
-        if (rc && ls->sites[site].member != ls->sites[site].root) {
+        if (rc && ws_site_member(ls, &ls->sites[site]) != root) {
             st->fork_pending = 1;
             st->fork = p.enter;
             st->new_fork = p.new_enter;
         }
         return WS_OK;
     }
-    int has = coll_constraint(ls, site, view, &C, &Cn, err);
+    int has = coll_constraint(&env->trace->locations[loc].events, ls, site, view, &C, &Cn, err);
     if (has < 0)
         return err->code;
     double T = transfer(s, site_bytes(env->trace, ls, loc, site));

@@ -81,7 +81,7 @@ static int p1_coll_produce(void *state, const ws_replay_env *env, uint32_t loc, 
     const ws_events *e = &env->trace->locations[loc].events;
     c.op = st->op;
     c.location = loc;
-    c.root = st->root;
+    c.root = ws_site_root(e, st);
     uint32_t ev = st->event;
     if (e->kind[ev] == WS_EV_COLL_END) {
         c.begin = site_begin(e, st);
@@ -205,7 +205,7 @@ static int p1_coll_combine(void *state, const ws_replay_env *env, uint32_t loc, 
     (void)state;
     const ws_loc_sync *ls = &env->sync->locs[loc];
     uint8_t cls = ls->sites[site].cls;
-    uint32_t root = ls->sites[site].root;
+    uint32_t root = ws_site_root(&env->trace->locations[loc].events, &ls->sites[site]);
     coll_cache *k = v->cache;
     for (uint32_t m = 0; m < v->n_members; m++)
         if (v->size[m] != sizeof(coll_info))
@@ -343,7 +343,7 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
     const ws_loc_sync *ls = &env->sync->locs[loc];
     ws_loc_data *d = data_of(a, loc);
     uint8_t cls = ls->sites[site].cls;
-    uint32_t root = ls->sites[site].root;
+    uint32_t root = ws_site_root(&env->trace->locations[loc].events, &ls->sites[site]);
     const coll_cache *k = v->cache;
     if (!k->ready)
         return ws_error_set(err, WS_ERR_INTERNAL, "collective instance consumed before it was combined");
@@ -367,7 +367,7 @@ static int p1_coll_consume(void *state, const ws_replay_env *env, uint32_t loc, 
         return ws_trace_error_at(env->trace, loc, err);
     }
 
-    uint32_t me = ls->sites[site].member;
+    uint32_t me = ws_site_member(ls, &ls->sites[site]);
     coll_info own = member_info(v, me);
     if (coll_clock_violation(cls, k, v, me, root, own.end))
         a->result->clock_violations[loc]++;

@@ -197,7 +197,7 @@ static int build(clc *c, ws_error *err)
                 instance *in = &c->inst[c->n_inst++];
                 memset(in, 0, sizeof *in);
                 in->cls = ls->sites[k].cls;
-                in->root = ls->sites[k].root;
+                in->root = ws_site_root(&t->locations[loc].events, &ls->sites[k]);
                 in->root_entry = WS_NONE32;
                 in->max_enter = -INFINITY;
                 in->cap = INFINITY;
@@ -231,7 +231,7 @@ static int build(clc *c, ws_error *err)
                 uint32_t x = in->first + in->n++;
                 entry *en = &c->entries[x];
                 en->loc = loc;
-                en->member = ls->sites[k].member;
+                en->member = ws_site_member(ls, &ls->sites[k]);
                 en->enter = WS_NONE32;
                 en->leave = WS_NONE32;
                 uint32_t ev = ls->sites[k].event;

@@ -81,22 +81,22 @@ typedef struct ws_msg {
                              (ws_msg_leave_event) */
 } ws_msg;
 
-/* A collective site of a location (32 bytes): one record, since the
+/* A collective site of a location (24 bytes): one record, since the
  * engine and the handlers read several of its fields at once (the fields
  * the engine reads at every site come first).  Its instance is its
  * communicator and its number there (ws_site_instance); how many members
  * it has is its communicator's (ws_site_members); its call path is its
- * call's (ws_site_callpath). */
+ * call's (ws_site_callpath); the location's index among the members is
+ * the same at all its sites of a communicator (ws_site_member); the root
+ * is what the collective's event records (ws_site_root). */
 typedef struct ws_site {
     uint32_t comm;           /* communicator; t->n_comms: MPI_Init's, t->n_comms + 1: MPI_Finalize's */
     uint32_t seq;            /* sequence number on it (below 2^32: a location has fewer events) */
     uint32_t event;          /* event replayed as the site (MpiCollectiveEnd, the Leave of Init/Finalize or of an
                                 OpenMP barrier, or the Enter of a parallel region) */
-    uint32_t member;         /* this location's index among the members */
     uint8_t cls;             /* enum ws_site_class */
     uint8_t op;              /* OTF2 collective op (for explicit sites) */
     uint8_t pad[2];
-    uint32_t root;           /* member index of the root or WS_NONE32 */
     /* the Enter and the Leave of the call (times: ws_site_enter,
      * ws_site_leave; kept as events, 8 bytes less per site); the Enter is
      * the site's event where the call has none (a collective outside every
@@ -104,7 +104,7 @@ typedef struct ws_site {
     uint32_t enter_event;
     uint32_t leave_event;
 } ws_site;
-_Static_assert(sizeof(ws_site) == 32, "a site takes 32 bytes");
+_Static_assert(sizeof(ws_site) == 24, "a site takes 24 bytes");
 
 /* The instance of site st: the same key on every member's site. */
 static inline uint64_t ws_site_instance(const ws_site *st)
@@ -117,6 +117,16 @@ static inline uint64_t ws_site_instance(const ws_site *st)
 static inline uint32_t ws_site_callpath(const ws_events *e, const ws_site *st)
 {
     return e->kind[st->enter_event] == WS_EV_ENTER ? e->ref[st->enter_event] : WS_NONE32;
+}
+
+/* The member index of the root of site st's instance, or WS_NONE32: an
+ * MPI collective's as its event records it, an OpenMP fork's is the
+ * team's master. */
+static inline uint32_t ws_site_root(const ws_events *e, const ws_site *st)
+{
+    if (st->cls == WS_SITE_OMP_FORK)
+        return 0;
+    return e->kind[st->event] == WS_EV_COLL_END ? e->coll_root[e->ref[st->event]] : WS_NONE32;
 }
 
 /* When location loc's call of site st began and ended. */
@@ -146,7 +156,13 @@ typedef struct ws_loc_sync {
     uint32_t *sync_what;
 
     uint32_t n_sites;
+    uint32_t n_member_of;
     ws_site *sites;         /* per site, in event order */
+    /* (communicator, the location's index among its members) pairs, by
+     * ascending communicator, of every communicator the location has sites
+     * on (MPI_Init's and MPI_Finalize's: t->n_comms and t->n_comms + 1):
+     * ws_site_member.  It lies in the block of sites, after them. */
+    const uint32_t *member_of;
 
     uint64_t clock_violations; /* receives that end before their send starts */
 } ws_loc_sync;
@@ -192,6 +208,21 @@ static inline uint32_t ws_site_expected_local(const ws_sync *s, const ws_site *s
 static inline uint32_t ws_site_members(const ws_sync *s, const ws_site *st)
 {
     return s->comm_members[st->comm];
+}
+
+/* Location ls's index among the members of site st's instance. */
+static inline uint32_t ws_site_member(const ws_loc_sync *ls, const ws_site *st)
+{
+    uint32_t lo = 0, hi = ls->n_member_of;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (ls->member_of[2 * (size_t)mid] < st->comm)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ls->n_member_of && ls->member_of[2 * (size_t)lo] == st->comm ? ls->member_of[2 * (size_t)lo + 1]
+                                                                             : WS_NONE32;
 }
 
 /* Builds the local parts (calls, requests, sites) for the given

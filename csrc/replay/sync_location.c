@@ -287,14 +287,43 @@ static int add_omp_site(const ws_trace *t, ws_loc_sync *s, loc_pass *p, uint32_t
         .comm = team,
         .seq = (uint32_t)cc->count++,
         .event = event,
-        .member = cc->rank,
         .cls = cls,
         .op = op,
-        .root = cls == WS_SITE_OMP_FORK ? 0 : WS_NONE32,
         .enter_event = enter_event,
         .leave_event = event,
     };
     return WS_OK;
+}
+
+/* The location's index among the members of each communicator it has
+ * sites on (ws_loc_sync.member_of), placed after its sites.  Its MPI_Init
+ * and MPI_Finalize take the MPI locations (a process's other threads take
+ * no part). */
+static int member_table(const ws_trace *t, ws_loc_sync *s, loc_pass *p, uint32_t loc, const comm_counter *comms,
+                        uint64_t n_init, uint64_t n_finalize)
+{
+    uint32_t n = (n_init > 0) + (n_finalize > 0);
+    for (uint32_t c = 0; c < t->n_comms; c++)
+        n += comms[c].count > 0;
+    s->n_member_of = n;
+    if (!n)
+        return 0;
+    size_t room = ((size_t)n * 2 * sizeof(uint32_t) + sizeof *s->sites - 1) / sizeof *s->sites;
+    if (s->n_sites + room > p->site_cap && grow_sites(s, p, s->n_sites + room) != 0)
+        return -1;
+    uint32_t *m = (uint32_t *)(void *)(s->sites + s->n_sites), k = 0;
+    for (uint32_t c = 0; c < t->n_comms; c++)
+        if (comms[c].count > 0) {
+            m[k++] = c;
+            m[k++] = comms[c].rank;
+        }
+    for (uint32_t x = 0; x < 2; x++)
+        if (x ? n_finalize > 0 : n_init > 0) {
+            m[k++] = t->n_comms + x;
+            m[k++] = t->locations[loc].rank;
+        }
+    s->member_of = m;
+    return 0;
 }
 
 int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc, ws_loc_sync *s, uint64_t *init_count,
@@ -416,11 +445,8 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
                     .comm = t->n_comms + (fn == WS_MPIFN_INIT ? 0u : 1u),
                     .seq = seq,
                     .event = (uint32_t)i,
-                    /* the MPI locations (a process's other threads take no part) */
-                    .member = t->locations[loc].rank,
                     .cls = fn == WS_MPIFN_INIT ? WS_SITE_INIT : WS_SITE_FINALIZE,
                     .op = 0xff,
-                    .root = WS_NONE32,
                     .enter_event = p.stack[depth - 1].enter_event,
                     .leave_event = (uint32_t)i,
                 };
@@ -560,10 +586,8 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
                 .comm = comm,
                 .seq = (uint32_t)cc->count++,
                 .event = (uint32_t)i,
-                .member = cc->rank,
                 .cls = site_class_of(e->coll_op[c]),
                 .op = e->coll_op[c],
-                .root = e->coll_root[c],
                 .enter_event = top ? top->enter_event : (uint32_t)i,
                 .leave_event = (uint32_t)i,
             };
@@ -622,6 +646,10 @@ int ws_sync_build_location(const ws_trace *t, const ws_sync *sync, uint32_t loc,
         s->n_sync_events = n;
     }
     pack_leaves(s, &p);
+    if (member_table(t, s, &p, loc, comms, n_init, n_finalize) != 0) {
+        rc = ws_error_nomem(err, "collective sites");
+        goto done;
+    }
     *init_count = n_init;
     *finalize_count = n_finalize;
 done:
