@@ -379,7 +379,11 @@ int ws_points_build(ws_causes *c, uint32_t loc, ws_error *err)
      * without one (ws_window_part): then it is not kept */
     cl->gl_window = a->options.has_window != 0;
     cl->gl_block = c->n_gl + (uint32_t)cl->gl_window;
-    cl->gl = ws_calloc_dense((n_waiting ? n_waiting : 1) * (size_t)cl->gl_block, sizeof *cl->gl);
+    /* (left unwritten, unlike the other dense arrays: the backward replay
+     * fills it, after the peak of building the points) */
+    size_t n_gl = (n_waiting ? n_waiting : 1) * (size_t)cl->gl_block;
+    cl->gl = ws_calloc(n_gl, sizeof *cl->gl);
+    ws_advise_huge(cl->gl, n_gl * sizeof *cl->gl);
     size_t n_words = (n + 63) / 64;
     cl->gl_bits = ws_calloc_dense(n_words ? n_words : 1, sizeof *cl->gl_bits);
     cl->gl_rank = ws_malloc_array(n_words ? n_words : 1, sizeof *cl->gl_rank);

@@ -22,8 +22,9 @@ void *ws_realloc(void *p, size_t size);
 void *ws_calloc(size_t count, size_t size);
 /* ws_calloc for an array that will be written (or read) whole, such as a
  * record per site or per message: from 4 MiB on it is advised huge pages
- * like ws_malloc's blocks.  Not for sparse ones (the result cube), which
- * huge pages would make resident 2 MiB at a time. */
+ * like ws_malloc's blocks, below that it is written at once.  Not for
+ * sparse ones (the result cube), which huge pages would make resident
+ * 2 MiB at a time. */
 void *ws_calloc_dense(size_t count, size_t size);
 
 /* Asks the kernel to back the block p of `size` bytes (from the helpers

@@ -122,7 +122,7 @@ static uint64_t dense_index(const local_transport *lt, uint64_t id, ws_error *er
 static uint32_t *dense_channel(local_transport *lt, channel_maps *cm)
 {
     if (!cm->dense)
-        cm->dense = ws_calloc(lt->total ? lt->total : 1, sizeof *cm->dense);
+        cm->dense = ws_calloc_dense(lt->total ? lt->total : 1, sizeof *cm->dense);
     return cm->dense;
 }
 
@@ -611,7 +611,9 @@ static int local_finish(ws_transport *t, ws_error *err)
         if (cm->dense) {
             for (uint64_t i = 0; i < lt->total; i++) {
                 uint32_t e = cm->dense[i];
-                if (e != 0 && e != WAITING && !(e & BULK)) {
+                if (e == 0)
+                    continue; /* (not written: its page may still be unmapped) */
+                if (e != WAITING && !(e & BULK)) {
                     slot *s = &lt->slots[e - 1];
                     s->next_free = lt->free_slot;
                     lt->free_slot = e;
