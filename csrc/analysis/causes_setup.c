@@ -88,8 +88,11 @@ static int waiting_classes(const ws_analysis *a, uint64_t present[NGL + 1], ws_e
 }
 
 /* messages and sites whose wait-state memory is given back at once (about
- * 6 MB) */
-enum { RELEASE_ROWS = 1 << 18 };
+ * 24 MB): each return walks every free block of the C library, so that
+ * returning more often costs time growing with the square of the trace
+ * (a quarter of this size: 8.1 s instead of 2.9 s on 5 x 10^8 events,
+ * for 0.03 bytes per event less at the peak) */
+enum { RELEASE_ROWS = 1 << 20 };
 
 int ws_causes_prepare(ws_analysis *a, ws_causes **out, ws_error *err)
 {
