@@ -123,6 +123,7 @@ static int match_messages(const ws_trace *t, ws_sync *s, const uint32_t *locs, u
     size_t n_received = 0;
     ws_match_key *keys = NULL, *recvs = NULL;
     uint64_t *start = NULL;
+    uint32_t *by_dst = NULL;
 
     for (uint32_t i = 0; i < n; i++) {
         const ws_loc_sync *ls = &s->locs[locs[i]];
@@ -159,12 +160,18 @@ static int match_messages(const ws_trace *t, ws_sync *s, const uint32_t *locs, u
     free(dest);
     dest = NULL;
 
-    /* bucket the sends by receiving location (a counting sort) */
+    /* bucket the sends by receiving location: a counting sort of their
+     * indices (4 bytes a send; each location's keys are made when it is
+     * matched, into one buffer of the largest location's size) */
     const send_record *in = received;
-    uint64_t max_recvs = 0;
+    uint64_t max_recvs = 0, max_sends = 0;
+    if (n_received > UINT32_MAX) {
+        rc = ws_error_set(err, WS_ERR_ARGUMENT, "more than 2^32 messages received by one process");
+        goto done;
+    }
     start = ws_calloc((size_t)t->n_locations + 1, sizeof *start);
-    keys = ws_malloc_array(n_received ? n_received : 1, sizeof *keys);
-    if (!start || !keys) {
+    by_dst = ws_malloc_array(n_received ? n_received : 1, sizeof *by_dst);
+    if (!start || !by_dst) {
         rc = ws_error_nomem(err, "matching table");
         goto done;
     }
@@ -175,30 +182,38 @@ static int match_messages(const ws_trace *t, ws_sync *s, const uint32_t *locs, u
         }
         start[in[r].dst + 1]++;
     }
-    for (uint32_t l = 0; l < t->n_locations; l++)
+    for (uint32_t l = 0; l < t->n_locations; l++) {
+        if (start[l + 1] > max_sends)
+            max_sends = start[l + 1];
         start[l + 1] += start[l];
-    for (size_t r = 0; r < n_received; r++) {
-        ws_match_key *key = &keys[start[in[r].dst]++];
-        key->channel[0] = in[r].src;
-        key->channel[1] = in[r].comm;
-        key->channel[2] = in[r].tag;
-        key->channel[3] = 0;
-        key->order = in[r].row;
     }
+    for (size_t r = 0; r < n_received; r++)
+        by_dst[start[in[r].dst]++] = (uint32_t)r;
     for (uint32_t l = t->n_locations; l > 0; l--)
         start[l] = start[l - 1];
     start[0] = 0;
     for (uint32_t i = 0; i < n; i++)
         if (s->locs[locs[i]].n_messages > max_recvs)
             max_recvs = s->locs[locs[i]].n_messages;
+    keys = ws_malloc_array(max_sends ? max_sends : 1, sizeof *keys);
     recvs = ws_malloc_array(max_recvs ? max_recvs : 1, sizeof *recvs);
-    if (!recvs) {
+    if (!keys || !recvs) {
         rc = ws_error_nomem(err, "matching table");
         goto done;
     }
     for (uint32_t i = 0; i < n && rc == WS_OK; i++) {
         uint32_t loc = locs[i];
-        rc = match_location(t, s, loc, keys + start[loc], start[loc + 1] - start[loc], recvs, err);
+        size_t n_sends = start[loc + 1] - start[loc];
+        for (size_t j = 0; j < n_sends; j++) {
+            const send_record *x = &in[by_dst[start[loc] + j]];
+            ws_match_key *key = &keys[j];
+            key->channel[0] = x->src;
+            key->channel[1] = x->comm;
+            key->channel[2] = x->tag;
+            key->channel[3] = 0;
+            key->order = x->row;
+        }
+        rc = match_location(t, s, loc, keys, n_sends, recvs, err);
     }
 done:
     if (received) {
@@ -213,6 +228,7 @@ done:
     free(keys);
     free(recvs);
     free(start);
+    free(by_dst);
     return rc;
 }
 
