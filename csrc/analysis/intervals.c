@@ -120,18 +120,22 @@ void ws_interval_profile(ws_causes *c, uint32_t loc, uint32_t j, uint32_t k)
         uint8_t *in_acc = c->in_acc;
         uint32_t *touched = c->touched, n_touched = c->n_touched;
         double *acc = c->acc;
+        /* (each event's time read once: it ends one step and begins the next) */
+        double now = i < end ? ws_ev_time(e, i) : 0.0;
         for (; i < end; i++) {
+            double next = ws_ev_time(e, i + 1);
             if (kind[i] == WS_EV_ENTER)
                 cp = ref[i];
             else if (kind[i] == WS_EV_LEAVE)
                 cp = parent[ref[i]];
-            if (cp == WS_NONE32)
-                continue;
-            if (!in_acc[cp]) {
-                in_acc[cp] = 1;
-                touched[n_touched++] = cp;
+            if (cp != WS_NONE32) {
+                if (!in_acc[cp]) {
+                    in_acc[cp] = 1;
+                    touched[n_touched++] = cp;
+                }
+                acc[cp] += next - now;
             }
-            acc[cp] += ws_ev_time(e, i + 1) - ws_ev_time(e, i);
+            now = next;
         }
         c->n_touched = n_touched;
     }
