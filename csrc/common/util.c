@@ -99,7 +99,8 @@ static int map_rehash(ws_map64 *m, size_t new_capacity)
     return 0;
 }
 
-int ws_map64_put(ws_map64 *m, uint64_t key, uint64_t value)
+/* Puts (overwrite) or puts unless present; see ws_map64_put_new. */
+static int map_put(ws_map64 *m, uint64_t key, uint64_t value, int overwrite)
 {
     if ((m->count + 1) * 10 > m->capacity * 7) {
         size_t cap = m->capacity ? m->capacity * 2 : 64;
@@ -110,6 +111,8 @@ int ws_map64_put(ws_map64 *m, uint64_t key, uint64_t value)
     size_t j = (size_t)ws_hash64(key) & mask;
     while (m->keys[j] != UINT64_MAX) {
         if (m->keys[j] == key) {
+            if (!overwrite)
+                return 1;
             m->values[j] = value;
             return 0;
         }
@@ -119,6 +122,16 @@ int ws_map64_put(ws_map64 *m, uint64_t key, uint64_t value)
     m->values[j] = value;
     m->count++;
     return 0;
+}
+
+int ws_map64_put(ws_map64 *m, uint64_t key, uint64_t value)
+{
+    return map_put(m, key, value, 1);
+}
+
+int ws_map64_put_new(ws_map64 *m, uint64_t key, uint64_t value)
+{
+    return map_put(m, key, value, 0);
 }
 
 int ws_map64_get(const ws_map64 *m, uint64_t key, uint64_t *value)
@@ -140,6 +153,11 @@ int ws_map64_get(const ws_map64 *m, uint64_t key, uint64_t *value)
 
 int ws_map64_remove(ws_map64 *m, uint64_t key)
 {
+    return ws_map64_pop(m, key, NULL);
+}
+
+int ws_map64_pop(ws_map64 *m, uint64_t key, uint64_t *value)
+{
     if (m->capacity == 0)
         return 0;
     size_t mask = m->capacity - 1;
@@ -151,6 +169,8 @@ int ws_map64_remove(ws_map64 *m, uint64_t key)
     }
     if (m->keys[j] == UINT64_MAX)
         return 0;
+    if (value)
+        *value = m->values[j];
     /* backward-shift deletion keeps probe sequences intact */
     size_t hole = j;
     size_t k = (j + 1) & mask;

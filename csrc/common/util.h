@@ -57,10 +57,15 @@ void ws_map64_init(ws_map64 *m);
 void ws_map64_free(ws_map64 *m);
 /* Inserts or overwrites; returns 0 or -1 on allocation failure. */
 int ws_map64_put(ws_map64 *m, uint64_t key, uint64_t value);
+/* Inserts unless the key is present (then nothing changes): 0 inserted,
+ * 1 present, -1 on allocation failure. */
+int ws_map64_put_new(ws_map64 *m, uint64_t key, uint64_t value);
 /* Returns 1 and stores the value if found, else 0. */
 int ws_map64_get(const ws_map64 *m, uint64_t key, uint64_t *value);
 /* Removes the key if present; returns 1 if it was present. */
 int ws_map64_remove(ws_map64 *m, uint64_t key);
+/* ... and stores its value (when value is not NULL). */
+int ws_map64_pop(ws_map64 *m, uint64_t key, uint64_t *value);
 
 /* Asks the cache for the line holding *p (no effect where the compiler
  * offers no prefetch). */

@@ -191,6 +191,12 @@ static uint64_t store_slot(local_transport *lt, const void *data, size_t size, w
     return k;
 }
 
+static int posted_twice(uint64_t id, int channel, ws_error *err)
+{
+    return ws_error_set(err, WS_ERR_MATCH, "message %u/%u posted twice on channel %d",
+                        (unsigned)ws_message_location(id), (unsigned)ws_message_row(id), channel);
+}
+
 static int local_post(ws_transport *t, uint32_t dst, uint64_t id, int channel, const void *data, size_t size,
                       ws_error *err)
 {
@@ -205,9 +211,8 @@ static int local_post(ws_transport *t, uint32_t dst, uint64_t id, int channel, c
     uint32_t *dense = di == WS_NONE64 ? NULL : dense_channel(lt, cm);
     if (di != WS_NONE64 && !dense)
         return ws_error_nomem(err, "transport mailbox");
-    if (dense ? (dense[di] != 0 && dense[di] != WAITING) : ws_map64_get(&cm->mail, id, NULL))
-        return ws_error_set(err, WS_ERR_MATCH, "message %u/%u posted twice on channel %d",
-                            (unsigned)ws_message_location(id), (unsigned)ws_message_row(id), channel);
+    if (dense && dense[di] != 0 && dense[di] != WAITING)
+        return posted_twice(id, channel, err);
     if (dense && t->bulk && lt->bulk.size < BULK_LIMIT) {
         size_t at = lt->bulk.size, padded = (size + 7) & ~(size_t)7;
         unsigned char *entry = ws_buffer_extend(&lt->bulk, sizeof(size_t) + padded);
@@ -233,14 +238,16 @@ static int local_post(ws_transport *t, uint32_t dst, uint64_t id, int channel, c
             t->wake(t->scheduler, dst);
         return WS_OK;
     }
-    if (ws_map64_put(&cm->mail, id, k) != 0)
-        return ws_error_nomem(err, "transport mailbox");
-    uint64_t waiter;
-    if (ws_map64_get(&cm->waiters, id, &waiter)) {
-        ws_map64_remove(&cm->waiters, id);
-        if (t->wake)
-            t->wake(t->scheduler, (uint32_t)waiter);
+    /* (one probe of the mailbox: it holds every payload in flight) */
+    int put = ws_map64_put_new(&cm->mail, id, k);
+    if (put != 0) {
+        lt->slots[k].next_free = lt->free_slot;
+        lt->free_slot = k + 1;
+        return put < 0 ? ws_error_nomem(err, "transport mailbox") : posted_twice(id, channel, err);
     }
+    uint64_t waiter;
+    if (ws_map64_pop(&cm->waiters, id, &waiter) && t->wake)
+        t->wake(t->scheduler, (uint32_t)waiter);
     (void)dst;
     return WS_OK;
 }
@@ -312,9 +319,8 @@ static void local_release(ws_transport *t, uint32_t loc, uint64_t id, int channe
         k = cm->dense[di] - 1;
         cm->dense[di] = 0;
     } else {
-        if (!ws_map64_get(&cm->mail, id, &k))
+        if (!ws_map64_pop(&cm->mail, id, &k))
             return;
-        ws_map64_remove(&cm->mail, id);
     }
     slot *s = &lt->slots[k];
     s->next_free = lt->free_slot;

@@ -3,7 +3,8 @@
  * first payloads of the next replay may already be stored when this one
  * drops the layout.  Payloads of every kind (inline, heap, the bulk arena
  * of a join's first phase) must come out of take afterwards, unchanged,
- * and an id never posted must still block.  Prints "ok". */
+ * and an id never posted must still block.  A message posted twice
+ * is refused, the first payload kept.  Prints "ok". */
 #include <stdio.h>
 #include <string.h>
 
@@ -69,7 +70,14 @@ int main(void)
            "a message never posted blocks");
     /* posted after the drop: the maps hold it */
     expect(tr->ops->post(tr, 0, ws_message_id(0, 0), 0, small, sizeof small, &err) == WS_OK, "post after the drop");
+    /* the same message again: refused, and the first payload stays */
+    expect(tr->ops->post(tr, 0, ws_message_id(0, 0), 0, large, sizeof large, &err) == WS_ERR_MATCH &&
+               strstr(err.message, "posted twice") != NULL,
+           "a message posted twice is refused");
     expect_payload(tr, 0, ws_message_id(0, 0), 0, small, sizeof small, "payload posted after the drop");
+    /* released: the same id may come again (the next replay) */
+    expect(tr->ops->post(tr, 0, ws_message_id(0, 0), 0, large, sizeof large, &err) == WS_OK, "post after release");
+    expect_payload(tr, 0, ws_message_id(0, 0), 0, large, sizeof large, "payload posted after release");
     tr->ops->destroy(tr);
     if (fails)
         return 1;
