@@ -155,8 +155,6 @@ static int match_messages(const ws_trace *t, ws_sync *s, const uint32_t *locs, u
         goto done;
     if ((rc = tr->ops->exchange(tr, records, sizeof *records, dest, n_records, &received, &n_received, err)))
         goto done;
-    free(records);
-    records = NULL;
     free(dest);
     dest = NULL;
 
@@ -170,7 +168,13 @@ static int match_messages(const ws_trace *t, ws_sync *s, const uint32_t *locs, u
         goto done;
     }
     start = ws_calloc((size_t)t->n_locations + 1, sizeof *start);
-    by_dst = ws_malloc_array(n_received ? n_received : 1, sizeof *by_dst);
+    /* (in the block of the records sent, which is larger unless a process
+     * receives five times what it sends: no new pages) */
+    by_dst = (n_received ? n_received : 1) <= SIZE_MAX / sizeof *by_dst
+                 ? ws_realloc(records, (n_received ? n_received : 1) * sizeof *by_dst)
+                 : NULL;
+    if (by_dst)
+        records = NULL;
     if (!start || !by_dst) {
         rc = ws_error_nomem(err, "matching table");
         goto done;
