@@ -160,6 +160,13 @@ static uint64_t new_slot(local_transport *lt)
     return lt->n_slots++;
 }
 
+/* Puts slot k back for new_slot. */
+static void recycle_slot(local_transport *lt, uint64_t k)
+{
+    lt->slots[k].next_free = lt->free_slot;
+    lt->free_slot = k + 1;
+}
+
 /* A slot holding a copy of the payload (WS_NONE64: out of memory, err
  * says so). */
 static uint64_t store_slot(local_transport *lt, const void *data, size_t size, ws_error *err)
@@ -176,8 +183,7 @@ static uint64_t store_slot(local_transport *lt, const void *data, size_t size, w
             unsigned char *p = ws_realloc(s->heap, size);
             if (!p) {
                 s->size = 0;
-                s->next_free = lt->free_slot;
-                lt->free_slot = k + 1;
+                recycle_slot(lt, k);
                 ws_error_nomem(err, "payload");
                 return WS_NONE64;
             }
@@ -241,8 +247,7 @@ static int local_post(ws_transport *t, uint32_t dst, uint64_t id, int channel, c
     /* (one probe of the mailbox: it holds every payload in flight) */
     int put = ws_map64_put_new(&cm->mail, id, k);
     if (put != 0) {
-        lt->slots[k].next_free = lt->free_slot;
-        lt->free_slot = k + 1;
+        recycle_slot(lt, k);
         return put < 0 ? ws_error_nomem(err, "transport mailbox") : posted_twice(id, channel, err);
     }
     uint64_t waiter;
@@ -322,9 +327,7 @@ static void local_release(ws_transport *t, uint32_t loc, uint64_t id, int channe
         if (!ws_map64_pop(&cm->mail, id, &k))
             return;
     }
-    slot *s = &lt->slots[k];
-    s->next_free = lt->free_slot;
-    lt->free_slot = k + 1;
+    recycle_slot(lt, k);
 }
 
 static void free_instance(instance *in)
@@ -619,11 +622,8 @@ static int local_finish(ws_transport *t, ws_error *err)
                 uint32_t e = cm->dense[i];
                 if (e == 0)
                     continue; /* (not written: its page may still be unmapped) */
-                if (e != WAITING && !(e & BULK)) {
-                    slot *s = &lt->slots[e - 1];
-                    s->next_free = lt->free_slot;
-                    lt->free_slot = e;
-                }
+                if (e != WAITING && !(e & BULK))
+                    recycle_slot(lt, e - 1);
                 cm->dense[i] = 0;
             }
         }
