@@ -158,9 +158,9 @@ typedef struct ws_loc_sync {
     uint32_t n_sites;
     uint32_t n_member_of;
     ws_site *sites;         /* per site, in event order */
-    /* (communicator, the location's index among its members) pairs, by
-     * ascending communicator, of every communicator the location has sites
-     * on (MPI_Init's and MPI_Finalize's: t->n_comms and t->n_comms + 1):
+    /* every communicator the location has sites on, ascending (MPI_Init's
+     * and MPI_Finalize's: t->n_comms and t->n_comms + 1), then in the same
+     * order the location's index among its members (n_member_of of each):
      * ws_site_member.  It lies in the block of sites, after them. */
     const uint32_t *member_of;
 
@@ -213,16 +213,9 @@ static inline uint32_t ws_site_members(const ws_sync *s, const ws_site *st)
 /* Location ls's index among the members of site st's instance. */
 static inline uint32_t ws_site_member(const ws_loc_sync *ls, const ws_site *st)
 {
-    uint32_t lo = 0, hi = ls->n_member_of;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (ls->member_of[2 * (size_t)mid] < st->comm)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < ls->n_member_of && ls->member_of[2 * (size_t)lo] == st->comm ? ls->member_of[2 * (size_t)lo + 1]
-                                                                             : WS_NONE32;
+    uint32_t n = ls->n_member_of;
+    uint64_t k = ws_lower_bound_u32(ls->member_of, 0, n, st->comm);
+    return k < n && ls->member_of[k] == st->comm ? ls->member_of[n + k] : WS_NONE32;
 }
 
 /* Builds the local parts (calls, requests, sites) for the given

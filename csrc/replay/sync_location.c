@@ -314,13 +314,13 @@ static int member_table(const ws_trace *t, ws_loc_sync *s, loc_pass *p, uint32_t
     uint32_t *m = (uint32_t *)(void *)(s->sites + s->n_sites), k = 0;
     for (uint32_t c = 0; c < t->n_comms; c++)
         if (comms[c].count > 0) {
-            m[k++] = c;
-            m[k++] = comms[c].rank;
+            m[k] = c;
+            m[n + k++] = comms[c].rank;
         }
     for (uint32_t x = 0; x < 2; x++)
         if (x ? n_finalize > 0 : n_init > 0) {
-            m[k++] = t->n_comms + x;
-            m[k++] = t->locations[loc].rank;
+            m[k] = t->n_comms + x;
+            m[n + k++] = t->locations[loc].rank;
         }
     s->member_of = m;
     return 0;
