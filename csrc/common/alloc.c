@@ -83,25 +83,20 @@ void *ws_calloc(size_t count, size_t size)
 
 void *ws_calloc_dense(size_t count, size_t size)
 {
-    if (count == 0 || size == 0)
-        count = size = 1;
-    if (count > SIZE_MAX / size)
-        return NULL;
-    size_t bytes = count * size;
-    if (bytes < HUGE_FROM) {
+    if (size == 0 || count <= (HUGE_FROM - 1) / size) {
         /* written now: calloc leaves fresh pages unmapped, and an array
          * that is read before it is written (a mailbox, a row's wait
          * tested before it is set) would map the shared zero page first;
          * replacing it on the write then costs every thread of the process
          * a TLB flush, per 4 KiB page */
-        void *p = ws_malloc(bytes);
-        return p ? memset(p, 0, bytes) : NULL;
+        void *p = ws_malloc(count * size); /* (below 4 MiB: no overflow) */
+        return p ? memset(p, 0, count * size) : NULL;
     }
     void *p = ws_calloc(count, size);
     /* calloc leaves a fresh mapping untouched: its pages are still to be
      * faulted in, now 2 MiB at a time (a reused block, which calloc
      * zeroes, is resident already) */
-    return p ? advised(p, bytes) : NULL;
+    return p ? advised(p, count * size) : NULL;
 }
 
 void ws_advise_huge(void *p, size_t size)
