@@ -290,8 +290,8 @@ static int member_at(const ws_coll_view *view, uint32_t m, member_time *p, ws_er
 
 /* The constraint of this member (recorded C, new Cn); returns 1 if it has
  * one, 0 if not, -1 on error (err set). */
-static int coll_constraint(const ws_events *e, const ws_loc_sync *ls, uint32_t site, const ws_coll_view *view, double *C, double *Cn,
-                           ws_error *err)
+static int coll_constraint(const ws_events *e, const ws_loc_sync *ls, uint32_t site, const ws_coll_view *view,
+                           double *C, double *Cn, ws_error *err)
 {
     uint8_t cls = ls->sites[site].cls;
     uint32_t me = ws_site_member(ls, &ls->sites[site]), root = ws_site_root(e, &ls->sites[site]);

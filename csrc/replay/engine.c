@@ -141,8 +141,8 @@ int ws_replay_post_site(const ws_replay_env *env, ws_transport *tr, const ws_han
     if (rc)
         return rc;
     return tr->ops->coll_post(tr, ws_replay_handler_key(ws_site_instance(st), h), ws_site_members(env->sync, st),
-                              ws_site_expected_local(env->sync, st), ws_site_member(&env->sync->locs[loc], st), loc, out->data, out->size,
-                              hd->coll_cache_size, err);
+                              ws_site_expected_local(env->sync, st), ws_site_member(&env->sync->locs[loc], st), loc,
+                              out->data, out->size, hd->coll_cache_size, err);
 }
 
 int ws_replay_consume_site(const ws_replay_env *env, ws_transport *tr, const ws_handler *hd, uint64_t key, uint32_t loc,
